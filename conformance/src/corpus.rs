@@ -1,0 +1,11 @@
+//! placeholder: owned by the corpus work.
+
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn main(args: Args) -> ExitCode {
+    let _ = args;
+    todo!()
+}

@@ -1,0 +1,36 @@
+//! The `dsh-conformance` CLI: each subcommand lives in its own module of the library.
+
+use clap::{Parser, Subcommand};
+use dsh_conformance::{corpus, report, run, validate};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "dsh-conformance", version, about = "Conformance kit for the dsh-profile-jsonl protocol (generation 1)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check a captured runtime stdout stream against the strict stream rules.
+    Validate(validate::Args),
+    /// Run the fixture corpus against a host.
+    Run(run::Args),
+    /// Check the fixture corpus: schemas, unique ids, rule coverage.
+    Lint(corpus::Args),
+    /// Run several hosts and runtime variants and write the compatibility matrix.
+    Report(report::Args),
+    /// Compare two report.json files; exit 1 on a regression.
+    Diff(report::DiffArgs),
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Validate(args) => validate::main(args),
+        Command::Run(args) => run::main(args),
+        Command::Lint(args) => corpus::main(args),
+        Command::Report(args) => report::main(args),
+        Command::Diff(args) => report::diff_main(args),
+    }
+}

@@ -1,0 +1,125 @@
+//! The results model every output is rendered from: one [`SuiteReport`] per host x runtime variant.
+
+use serde::{Deserialize, Serialize};
+
+/// A case's verdict. Which verdicts fail a run: [`Verdict::is_failure`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Every expectation held.
+    Pass,
+    /// The right outcome status with another error code.
+    NonStrict,
+    /// An expectation did not hold; `rule` and `why` say which.
+    Fail,
+    /// The case needs a capability the driver did not claim.
+    Skipped,
+    /// The case failed, but it tests an ambiguous spec point (`interpretation` set).
+    Informational,
+    /// Failed, as the host's expectations file says it does.
+    Xfail,
+    /// Passed although the expectations file says it fails: the entry must go.
+    Xpass,
+    /// The host could not meet a prerequisite of a capability it claimed.
+    Untestable,
+    /// The kit itself failed (invalid fixture, harness error): blamed on the kit.
+    Error,
+}
+
+impl Verdict {
+    /// Whether this verdict makes `dsh-conformance run` exit 1.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Verdict::Fail | Verdict::Xpass | Verdict::Untestable)
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::NonStrict => "non-strict",
+            Verdict::Fail => "fail",
+            Verdict::Skipped => "skipped",
+            Verdict::Informational => "informational",
+            Verdict::Xfail => "xfail",
+            Verdict::Xpass => "xpass",
+            Verdict::Untestable => "untestable",
+            Verdict::Error => "error",
+        }
+    }
+}
+
+/// Which side a verdict blames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Blame {
+    None,
+    /// The host under test (its replies, its runtime handling, its processes).
+    Host,
+    /// The kit: an invalid fixture or a harness fault.
+    Kit,
+}
+
+/// One case's result against one host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub id: String,
+    pub summary: String,
+    /// Spec sections the case exercises.
+    pub spec: Vec<String>,
+    /// Rule ids the case covers (from `fixtures/rules.json`).
+    pub rules: Vec<String>,
+    pub verdict: Verdict,
+    pub blame: Blame,
+    /// The rule whose expectation failed (for fail, non-strict, informational, untestable, error).
+    pub rule: Option<String>,
+    /// One line: what was expected and what happened.
+    pub why: Option<String>,
+    /// The interpretation entry, for informational cases.
+    pub interpretation: Option<String>,
+    pub duration_ms: u64,
+    /// Bounded excerpt of what happened (driver replies, journal lines), for reports and `--verbose`.
+    pub transcript: Vec<String>,
+    /// With `--verify N`: the verdicts of every repetition when they differed (a flaky case).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flaky: Vec<Verdict>,
+}
+
+/// The host a suite ran against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// A short name (`reference`, or the config's name).
+    pub name: String,
+    /// The command line that started the driver.
+    pub command: Vec<String>,
+    /// The driver's handshake reply, as sent (null when it never answered).
+    pub handshake: serde_json::Value,
+}
+
+/// One run of the selected corpus against one host and one runtime variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteReport {
+    pub kit_version: String,
+    /// SHA-256 over the selected fixture files (sorted by id), hex.
+    pub corpus_hash: String,
+    pub host: HostInfo,
+    /// The runtime variant (`default`, or a named fake-dsh variant such as `dsh-0.1.8-untested`).
+    pub runtime_variant: String,
+    pub cases: Vec<CaseResult>,
+    pub duration_ms: u64,
+}
+
+impl SuiteReport {
+    /// Count of cases per verdict, in [`Verdict`] order.
+    pub fn totals(&self) -> Vec<(Verdict, usize)> {
+        let mut totals: Vec<(Verdict, usize)> = Vec::new();
+        for case in &self.cases {
+            match totals.iter_mut().find(|(verdict, _)| *verdict == case.verdict) {
+                Some((_, count)) => *count += 1,
+                None => totals.push((case.verdict, 1)),
+            }
+        }
+        totals.sort();
+        totals
+    }
+    pub fn has_failures(&self) -> bool {
+        self.cases.iter().any(|case| case.verdict.is_failure())
+    }
+}

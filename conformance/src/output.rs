@@ -1,0 +1,1 @@
+//! Renders a [`crate::model::SuiteReport`]: terminal table, JSON, JUnit XML, Markdown.

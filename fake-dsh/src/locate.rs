@@ -1,0 +1,59 @@
+//! Finds the kit's own binaries (`fake-dsh`, `dsh-host-driver`, `dsh-conformance`) from tests and
+//! tools, so `cargo test -p <crate>` works alone: integration tests can only name binaries of their
+//! own package through `CARGO_BIN_EXE_*`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+/// The package that builds each kit binary.
+fn package_of(binary: &str) -> Option<&'static str> {
+    match binary {
+        "fake-dsh" => Some("fake-dsh"),
+        "dsh-host-driver" => Some("dsh-host"),
+        "dsh-conformance" => Some("dsh-conformance"),
+        _ => None,
+    }
+}
+
+/// The directory cargo put the running executable's siblings in: `target/<profile>` for a binary,
+/// its parent for a test executable under `target/<profile>/deps`.
+pub fn target_profile_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    if dir.file_name().is_some_and(|name| name == "deps") {
+        dir.parent().map(Path::to_path_buf)
+    } else {
+        Some(dir.to_path_buf())
+    }
+}
+
+/// Path of a kit binary, building it first (once per process) when running under cargo, so a test
+/// never runs a stale copy. Panics with a clear message when it cannot be found: only for tests.
+pub fn binary(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
+    let mut built = built.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let dir = target_profile_dir().expect("cannot tell where the running executable lives");
+    let path = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    if !built.iter().any(|done| done == name) {
+        if let (Some(cargo), Some(package)) = (std::env::var_os("CARGO"), package_of(name)) {
+            let mut build = Command::new(cargo);
+            build.args(["build", "--quiet", "--package", package, "--bin", name]);
+            if dir.file_name().is_some_and(|profile| profile == "release") {
+                build.arg("--release");
+            }
+            if let Some(target_root) = dir.parent() {
+                build.env("CARGO_TARGET_DIR", target_root);
+            }
+            let status = build.status();
+            assert!(
+                matches!(status, Ok(ref s) if s.success()) || path.exists(),
+                "building {name} failed: {status:?}"
+            );
+        }
+        built.push(name.to_string());
+    }
+    assert!(path.exists(), "kit binary {name} not found at {}", path.display());
+    path
+}

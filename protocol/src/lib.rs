@@ -1,0 +1,23 @@
+//! Typed frames of the `dsh-profile-jsonl` stream (generation 1), the JSON Schemas that are the
+//! language-neutral contract, and the strict stream checker every host runs stdout through.
+//!
+//! - [`frames`]: serde types for runtime frames and host commands, agreeing with `schemas/`.
+//! - [`schema`]: the schemas embedded at build time, and validation against them.
+//! - [`lines`]: a bounded-memory line framer (CRLF, empty lines, the 1 MiB limit).
+//! - [`checker`]: the strict per-run state machine of spec sections 6 and 7.
+
+pub mod checker;
+pub mod frames;
+pub mod lines;
+pub mod schema;
+
+pub use checker::{RunContext, Step, StreamChecker, Terminal, Violation, ViolationCode};
+pub use frames::{HostCommand, RuntimeFrame};
+pub use lines::{LineEvent, LineFramer, MAX_LINE_BYTES};
+
+/// The protocol generation this crate implements.
+pub const PROTOCOL_VERSION: u64 = 1;
+/// The runtime identity the open-design profile reports.
+pub const RUNTIME_ID: &str = "open-design";
+/// The stream format name.
+pub const STREAM_FORMAT: &str = "dsh-profile-jsonl";

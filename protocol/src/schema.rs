@@ -1,0 +1,1 @@
+//! The schemas in `schemas/`, embedded at build time, and validation against them.
