@@ -1,11 +1,626 @@
-//! placeholder: owned by the corpus work.
+//! The fixture corpus lint (`dsh-conformance lint`) and the rule catalog loader.
+//!
+//! The lint checks what the runner takes for granted: every case file matches
+//! `schemas/fixture.schema.json`, lives at `fixtures/<first id segment>/<id>.json`, has a unique id,
+//! names only rules that exist in `fixtures/rules.json` and interpretation entries that exist in
+//! `docs/interpretations.md` or `docs/interpretations.d/*.md`; and every rule has a case unless it
+//! carries an `untestable_reason`. It can also render the rule -> sentence -> cases table
+//! (`docs/rules.md`).
 
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+/// The rule catalog's file name inside the fixtures dir.
+pub const RULES_FILE: &str = "rules.json";
+/// The fixtures subdirectory that holds stdout transcripts, not case files.
+pub const TRANSCRIPTS_DIR: &str = "transcripts";
+const FIXTURE_SCHEMA: &str = "fixture.schema.json";
+const RULES_SCHEMA: &str = "rules.schema.json";
+/// At most this many schema errors are reported per file (the first ones say enough).
+const MAX_SCHEMA_ERRORS_PER_FILE: usize = 5;
 
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The fixtures directory (default: $DSH_CONFORMANCE_FIXTURES, else the nearest `fixtures/`
+    /// holding rules.json, searched from the current directory upwards).
+    #[arg(long, value_name = "DIR")]
+    pub fixtures: Option<PathBuf>,
+    /// Where docs/interpretations.md and docs/interpretations.d/ live (default: `docs/` next to
+    /// the fixtures directory).
+    #[arg(long, value_name = "DIR")]
+    pub docs: Option<PathBuf>,
+    /// Also write the rule -> sentence -> cases table as Markdown to FILE (e.g. docs/rules.md).
+    #[arg(long, value_name = "FILE")]
+    pub write_rules_md: Option<PathBuf>,
+}
+
+/// One problem the lint found, naming the file it is in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LintError {
+    pub file: PathBuf,
+    pub problem: String,
+}
+
+impl LintError {
+    fn new(file: &Path, problem: impl Into<String>) -> Self {
+        Self {
+            file: file.to_path_buf(),
+            problem: problem.into(),
+        }
+    }
+}
+
+impl fmt::Display for LintError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file.display(), self.problem)
+    }
+}
+
+impl std::error::Error for LintError {}
+
+/// Whether a rule quotes the spec or states the kit's own contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleKind {
+    Normative,
+    Harness,
+}
+
+/// One entry of `fixtures/rules.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub id: String,
+    /// The spec section (`"6"`).
+    pub section: String,
+    /// The sentence, quoted or closely paraphrased.
+    pub text: String,
+    pub kind: RuleKind,
+    /// Set when no case can show the rule; such a rule needs no case.
+    #[serde(default)]
+    pub untestable_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Catalog {
+    rules: Vec<Rule>,
+}
+
+/// What the lint keeps of one loadable case file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseRef {
+    pub id: String,
+    pub file: PathBuf,
+    pub rules: Vec<String>,
+    pub interpretation: Option<String>,
+}
+
+/// Reads `fixtures_dir/rules.json`, checks it against `rules.schema.json`, and returns its rules
+/// in file order.
+pub fn load_rules(fixtures_dir: &Path) -> Result<Vec<Rule>, LintError> {
+    let file = fixtures_dir.join(RULES_FILE);
+    let value = read_json(&file)?;
+    if let Err(errors) = dsh_protocol::schema::validate(RULES_SCHEMA, &value) {
+        let first = errors.first().map(ToString::to_string).unwrap_or_default();
+        return Err(LintError::new(
+            &file,
+            format!("does not match {RULES_SCHEMA}: {first}"),
+        ));
+    }
+    let catalog: Catalog = serde_json::from_value(value)
+        .map_err(|error| LintError::new(&file, format!("not a rule catalog: {error}")))?;
+    Ok(catalog.rules)
+}
+
+/// Lints the corpus in `fixtures_dir`, with the interpretation entries read from the `docs/`
+/// directory next to it. An empty result means the corpus is clean.
+pub fn lint(fixtures_dir: &Path) -> Vec<LintError> {
+    lint_with_docs(fixtures_dir, &default_docs_dir(fixtures_dir))
+}
+
+/// [`lint`] with an explicit docs directory.
+pub fn lint_with_docs(fixtures_dir: &Path, docs_dir: &Path) -> Vec<LintError> {
+    let mut errors = Vec::new();
+    let rules = match load_rules(fixtures_dir) {
+        Ok(rules) => {
+            errors.extend(check_catalog(&fixtures_dir.join(RULES_FILE), &rules));
+            Some(rules)
+        }
+        Err(error) => {
+            errors.push(error);
+            None
+        }
+    };
+    let (cases, case_errors) = load_cases(fixtures_dir);
+    errors.extend(case_errors);
+    errors.extend(check_unique_ids(&cases));
+    let interpretations = interpretation_ids(docs_dir);
+    for case in &cases {
+        if let Some(id) = &case.interpretation {
+            if !interpretations.contains(id) {
+                errors.push(LintError::new(
+                    &case.file,
+                    format!(
+                        "interpretation {id} is not an entry (`### {id}: ...`) in {} or {}",
+                        docs_dir.join("interpretations.md").display(),
+                        docs_dir.join("interpretations.d/*.md").display()
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(rules) = &rules {
+        errors.extend(check_rule_references(fixtures_dir, rules, &cases));
+    }
+    errors
+}
+
+/// The docs directory that belongs to a fixtures directory: `<fixtures>/../docs`.
+pub fn default_docs_dir(fixtures_dir: &Path) -> PathBuf {
+    fixtures_dir.parent().unwrap_or(Path::new(".")).join("docs")
+}
+
+/// Every case file under `fixtures_dir` that parses and matches the fixture schema, plus the
+/// problems of the files that don't (or that sit in the wrong place).
+pub fn load_cases(fixtures_dir: &Path) -> (Vec<CaseRef>, Vec<LintError>) {
+    let mut cases = Vec::new();
+    let mut errors = Vec::new();
+    let areas = match sorted_entries(fixtures_dir) {
+        Ok(entries) => entries,
+        Err(error) => {
+            return (
+                cases,
+                vec![LintError::new(
+                    fixtures_dir,
+                    format!("cannot list: {error}"),
+                )],
+            )
+        }
+    };
+    for area in areas {
+        let name = file_name(&area);
+        if !area.is_dir() || name.starts_with('.') || name == TRANSCRIPTS_DIR {
+            continue;
+        }
+        let files = match sorted_entries(&area) {
+            Ok(files) => files,
+            Err(error) => {
+                errors.push(LintError::new(&area, format!("cannot list: {error}")));
+                continue;
+            }
+        };
+        for file in files {
+            let file_label = file_name(&file);
+            if file_label.starts_with('.') {
+                continue;
+            }
+            if file.is_dir() {
+                errors.push(LintError::new(
+                    &file,
+                    "case files live directly in fixtures/<area>/, not in a subdirectory",
+                ));
+                continue;
+            }
+            if !file_label.ends_with(".json") {
+                continue;
+            }
+            match check_case_file(&file, &name) {
+                Ok((case, mut problems)) => {
+                    errors.append(&mut problems);
+                    cases.push(case);
+                }
+                Err(mut problems) => errors.append(&mut problems),
+            }
+        }
+    }
+    (cases, errors)
+}
+
+/// The interpretation entry ids (`### I-xx: title`) in `docs_dir/interpretations.md` and
+/// `docs_dir/interpretations.d/*.md`. Missing files contribute nothing.
+pub fn interpretation_ids(docs_dir: &Path) -> BTreeSet<String> {
+    let mut files = vec![docs_dir.join("interpretations.md")];
+    if let Ok(entries) = sorted_entries(&docs_dir.join("interpretations.d")) {
+        files.extend(
+            entries
+                .into_iter()
+                .filter(|path| file_name(path).ends_with(".md")),
+        );
+    }
+    files
+        .iter()
+        .filter_map(|file| fs::read_to_string(file).ok())
+        .flat_map(|text| {
+            text.lines()
+                .filter_map(heading_entry_id)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The entry id of a `### I-xx: title` heading line.
+fn heading_entry_id(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("###")?;
+    if rest.starts_with('#') {
+        return None;
+    }
+    let token: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    let tail = token.strip_prefix("I-")?;
+    (!tail.is_empty()).then_some(token)
+}
+
+/// Renders the rule -> sentence -> cases table (docs/rules.md), grouped by section.
+pub fn rules_markdown(rules: &[Rule], cases: &[CaseRef]) -> String {
+    let mut by_rule: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for case in cases {
+        for rule in &case.rules {
+            by_rule
+                .entry(rule.as_str())
+                .or_default()
+                .push(case.id.as_str());
+        }
+    }
+    let mut out = String::from(
+        "# Rules and the cases that cover them\n\n\
+         Generated by `dsh-conformance lint --write-rules-md docs/rules.md` from `fixtures/rules.json`\n\
+         and the case files; do not edit by hand. A case's first rule is the one blamed when its\n\
+         status or code expectation fails.\n",
+    );
+    let mut sections: Vec<&str> = Vec::new();
+    for rule in rules {
+        if !sections.contains(&rule.section.as_str()) {
+            sections.push(&rule.section);
+        }
+    }
+    sections.sort_by_key(|section| section.parse::<u32>().unwrap_or(u32::MAX));
+    for section in sections {
+        out.push_str(&format!(
+            "\n## Section {section}\n\n| rule | sentence | cases |\n|---|---|---|\n"
+        ));
+        for rule in rules.iter().filter(|rule| rule.section == section) {
+            let covering = match (&rule.untestable_reason, by_rule.get(rule.id.as_str())) {
+                (_, Some(ids)) => ids
+                    .iter()
+                    .map(|id| format!("`{id}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                (Some(reason), None) => format!("untestable: {}", escape_cell(reason)),
+                (None, None) => "**none**".to_string(),
+            };
+            let kind = match rule.kind {
+                RuleKind::Normative => "",
+                RuleKind::Harness => " (harness)",
+            };
+            out.push_str(&format!(
+                "| `{}`{kind} | {} | {covering} |\n",
+                rule.id,
+                escape_cell(&rule.text)
+            ));
+        }
+    }
+    out
+}
+
+fn escape_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+/// Parses, schema-checks and places one case file. `Err` when nothing usable could be read.
+fn check_case_file(file: &Path, area: &str) -> Result<(CaseRef, Vec<LintError>), Vec<LintError>> {
+    let value = read_json(file).map_err(|error| vec![error])?;
+    let mut problems = Vec::new();
+    if let Err(errors) = dsh_protocol::schema::validate(FIXTURE_SCHEMA, &value) {
+        for error in errors.iter().take(MAX_SCHEMA_ERRORS_PER_FILE) {
+            problems.push(LintError::new(
+                file,
+                format!("does not match {FIXTURE_SCHEMA} {error}"),
+            ));
+        }
+        if errors.len() > MAX_SCHEMA_ERRORS_PER_FILE {
+            problems.push(LintError::new(
+                file,
+                format!(
+                    "... and {} more schema errors",
+                    errors.len() - MAX_SCHEMA_ERRORS_PER_FILE
+                ),
+            ));
+        }
+    }
+    let Some(id) = value.get("id").and_then(Value::as_str) else {
+        problems.push(LintError::new(
+            file,
+            "has no string `id`; cannot check its place or rules",
+        ));
+        return Err(problems);
+    };
+    let expected_name = format!("{id}.json");
+    if file_name(file) != expected_name {
+        problems.push(LintError::new(
+            file,
+            format!("file name must be the id plus .json: {expected_name}"),
+        ));
+    }
+    let first_segment = id.split('.').next().unwrap_or(id);
+    if first_segment != area {
+        problems.push(LintError::new(
+            file,
+            format!("case {id} must live in fixtures/{first_segment}/ (the id's first segment), not fixtures/{area}/"),
+        ));
+    }
+    let rules = value
+        .get("rules")
+        .and_then(Value::as_array)
+        .map(|rules| {
+            rules
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let interpretation = value
+        .get("interpretation")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    Ok((
+        CaseRef {
+            id: id.to_string(),
+            file: file.to_path_buf(),
+            rules,
+            interpretation,
+        },
+        problems,
+    ))
+}
+
+fn check_unique_ids(cases: &[CaseRef]) -> Vec<LintError> {
+    let mut first_file: BTreeMap<&str, &Path> = BTreeMap::new();
+    let mut errors = Vec::new();
+    for case in cases {
+        if let Some(earlier) = first_file.get(case.id.as_str()) {
+            errors.push(LintError::new(
+                &case.file,
+                format!(
+                    "duplicate case id {} (also in {})",
+                    case.id,
+                    earlier.display()
+                ),
+            ));
+        } else {
+            first_file.insert(&case.id, &case.file);
+        }
+    }
+    errors
+}
+
+/// Catalog-internal checks the schema cannot express: unique ids, id prefix == section.
+fn check_catalog(file: &Path, rules: &[Rule]) -> Vec<LintError> {
+    let mut seen = BTreeSet::new();
+    let mut errors = Vec::new();
+    for rule in rules {
+        if !seen.insert(rule.id.as_str()) {
+            errors.push(LintError::new(
+                file,
+                format!("duplicate rule id {}", rule.id),
+            ));
+        }
+        let prefix = format!("s{}.", rule.section);
+        if !rule.id.starts_with(&prefix) {
+            errors.push(LintError::new(
+                file,
+                format!(
+                    "rule {} is in section {} but its id does not start with {prefix}",
+                    rule.id, rule.section
+                ),
+            ));
+        }
+    }
+    errors
+}
+
+/// Every rule a case names exists; every rule without an `untestable_reason` has a case.
+fn check_rule_references(fixtures_dir: &Path, rules: &[Rule], cases: &[CaseRef]) -> Vec<LintError> {
+    let known: BTreeSet<&str> = rules.iter().map(|rule| rule.id.as_str()).collect();
+    let mut covered: BTreeSet<&str> = BTreeSet::new();
+    let mut errors = Vec::new();
+    for case in cases {
+        for rule in &case.rules {
+            if known.contains(rule.as_str()) {
+                covered.insert(rule);
+            } else {
+                errors.push(LintError::new(
+                    &case.file,
+                    format!(
+                        "rule {rule} is not in {}",
+                        fixtures_dir.join(RULES_FILE).display()
+                    ),
+                ));
+            }
+        }
+    }
+    let catalog = fixtures_dir.join(RULES_FILE);
+    for rule in rules {
+        if rule.untestable_reason.is_none() && !covered.contains(rule.id.as_str()) {
+            errors.push(LintError::new(
+                &catalog,
+                format!(
+                    "rule {} has no case (add one, or an untestable_reason)",
+                    rule.id
+                ),
+            ));
+        }
+    }
+    errors
+}
+
+fn read_json(file: &Path) -> Result<Value, LintError> {
+    let text = fs::read_to_string(file)
+        .map_err(|error| LintError::new(file, format!("cannot read: {error}")))?;
+    serde_json::from_str(&text).map_err(|error| LintError::new(file, format!("not JSON: {error}")))
+}
+
+fn sorted_entries(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut entries = fs::read_dir(dir)?
+        .map(|entry| entry.map(|entry| entry.path()))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    entries.sort();
+    Ok(entries)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The fixtures dir `lint` uses when none is given.
+fn find_fixtures_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("DSH_CONFORMANCE_FIXTURES") {
+        return Some(PathBuf::from(dir));
+    }
+    let cwd = std::env::current_dir().ok()?;
+    cwd.ancestors()
+        .map(|dir| dir.join("fixtures"))
+        .find(|dir| dir.join(RULES_FILE).is_file())
+}
+
+/// `dsh-conformance lint`: prints each problem; exit 0 clean, 1 problems, 2 no fixtures dir.
 pub fn main(args: Args) -> ExitCode {
-    let _ = args;
-    todo!()
+    let Some(fixtures_dir) = args.fixtures.clone().or_else(find_fixtures_dir) else {
+        eprintln!("dsh-conformance lint: no fixtures directory found (pass --fixtures DIR)");
+        return ExitCode::from(2);
+    };
+    if !fixtures_dir.is_dir() {
+        eprintln!(
+            "dsh-conformance lint: {} is not a directory",
+            fixtures_dir.display()
+        );
+        return ExitCode::from(2);
+    }
+    let docs_dir = args
+        .docs
+        .clone()
+        .unwrap_or_else(|| default_docs_dir(&fixtures_dir));
+    let errors = lint_with_docs(&fixtures_dir, &docs_dir);
+    for error in &errors {
+        println!("{error}");
+    }
+    let (cases, _) = load_cases(&fixtures_dir);
+    if let Some(target) = &args.write_rules_md {
+        match load_rules(&fixtures_dir) {
+            Ok(rules) => {
+                if let Err(error) = fs::write(target, rules_markdown(&rules, &cases)) {
+                    eprintln!(
+                        "dsh-conformance lint: cannot write {}: {error}",
+                        target.display()
+                    );
+                    return ExitCode::from(2);
+                }
+            }
+            Err(error) => eprintln!(
+                "dsh-conformance lint: not writing {}: {error}",
+                target.display()
+            ),
+        }
+    }
+    if errors.is_empty() {
+        let rules = load_rules(&fixtures_dir)
+            .map(|rules| rules.len())
+            .unwrap_or(0);
+        println!(
+            "ok: {} cases, {rules} rules, {} interpretation entries",
+            cases.len(),
+            interpretation_ids(&docs_dir).len()
+        );
+        ExitCode::SUCCESS
+    } else {
+        println!("{} problem(s) in {}", errors.len(), fixtures_dir.display());
+        ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heading_entry_ids_are_recognised() {
+        assert_eq!(
+            heading_entry_id("### I-C01: empty version"),
+            Some("I-C01".to_string())
+        );
+        assert_eq!(heading_entry_id("###I-03 title"), Some("I-03".to_string()));
+        assert_eq!(heading_entry_id("#### I-03: deeper heading"), None);
+        assert_eq!(heading_entry_id("## I-03: shallower heading"), None);
+        assert_eq!(heading_entry_id("### Not an entry"), None);
+        assert_eq!(heading_entry_id("### I-: no id"), None);
+    }
+
+    #[test]
+    fn catalog_checks_catch_duplicates_and_wrong_prefixes() {
+        let rule = |id: &str, section: &str| Rule {
+            id: id.to_string(),
+            section: section.to_string(),
+            text: "t".to_string(),
+            kind: RuleKind::Normative,
+            untestable_reason: None,
+        };
+        let errors = check_catalog(
+            Path::new("rules.json"),
+            &[rule("s6.a", "6"), rule("s6.a", "6"), rule("s7.b", "6")],
+        );
+        let problems: Vec<&str> = errors.iter().map(|e| e.problem.as_str()).collect();
+        assert_eq!(
+            problems,
+            [
+                "duplicate rule id s6.a",
+                "rule s7.b is in section 6 but its id does not start with s6."
+            ]
+        );
+    }
+
+    #[test]
+    fn markdown_lists_cases_and_untestable_reasons() {
+        let rules = vec![
+            Rule {
+                id: "s6.a".into(),
+                section: "6".into(),
+                text: "A | b".into(),
+                kind: RuleKind::Normative,
+                untestable_reason: None,
+            },
+            Rule {
+                id: "s10.b".into(),
+                section: "10".into(),
+                text: "B".into(),
+                kind: RuleKind::Normative,
+                untestable_reason: Some("needs Windows".into()),
+            },
+        ];
+        let cases = vec![CaseRef {
+            id: "x.one".into(),
+            file: PathBuf::from("x/x.one.json"),
+            rules: vec!["s6.a".into()],
+            interpretation: None,
+        }];
+        let markdown = rules_markdown(&rules, &cases);
+        assert!(
+            markdown.contains("| `s6.a` | A \\| b | `x.one` |"),
+            "{markdown}"
+        );
+        assert!(
+            markdown.contains("| `s10.b` | B | untestable: needs Windows |"),
+            "{markdown}"
+        );
+        assert!(markdown.find("## Section 6").unwrap() < markdown.find("## Section 10").unwrap());
+    }
 }

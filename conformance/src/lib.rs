@@ -5,11 +5,15 @@
 //! - [`run`]: `run`, the corpus against one host (runner, world, driver, verdicts).
 //! - [`corpus`]: loading and linting the fixture corpus and its rule catalog.
 //! - [`output`]: terminal table, JSON, JUnit XML, Markdown.
+//! - [`check_runtime`]: `check-runtime`, the runtime-side checks.
+//! - [`record`]: `record` and `fixture-from-transcript`.
 //! - [`report`]: the hosts x variants matrix (HTML, JSON, Markdown) and `diff`.
 
+pub mod check_runtime;
 pub mod corpus;
 pub mod model;
 pub mod output;
+pub mod record;
 pub mod report;
 pub mod run;
 pub mod validate;

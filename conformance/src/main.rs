@@ -1,11 +1,15 @@
 //! The `dsh-conformance` CLI: each subcommand lives in its own module of the library.
 
 use clap::{Parser, Subcommand};
-use dsh_conformance::{corpus, report, run, validate};
+use dsh_conformance::{check_runtime, corpus, record, report, run, validate};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "dsh-conformance", version, about = "Conformance kit for the dsh-profile-jsonl protocol (generation 1)")]
+#[command(
+    name = "dsh-conformance",
+    version,
+    about = "Conformance kit for the dsh-profile-jsonl protocol (generation 1)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -23,6 +27,12 @@ enum Command {
     Report(report::Args),
     /// Compare two report.json files; exit 1 on a regression.
     Diff(report::DiffArgs),
+    /// Check a runtime (a real dsh with the open-design profile, or fake-dsh) from the host's side.
+    CheckRuntime(check_runtime::Args),
+    /// Proxy a runtime's stdio unchanged, validate it live and write a transcript.
+    Record(record::Args),
+    /// Turn a recorded transcript into a redacted fixture scenario.
+    FixtureFromTranscript(record::FixtureArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,5 +42,8 @@ fn main() -> ExitCode {
         Command::Lint(args) => corpus::main(args),
         Command::Report(args) => report::main(args),
         Command::Diff(args) => report::diff_main(args),
+        Command::CheckRuntime(args) => check_runtime::main(args),
+        Command::Record(args) => record::main(args),
+        Command::FixtureFromTranscript(args) => record::fixture_main(args),
     }
 }

@@ -111,7 +111,10 @@ impl SuiteReport {
     pub fn totals(&self) -> Vec<(Verdict, usize)> {
         let mut totals: Vec<(Verdict, usize)> = Vec::new();
         for case in &self.cases {
-            match totals.iter_mut().find(|(verdict, _)| *verdict == case.verdict) {
+            match totals
+                .iter_mut()
+                .find(|(verdict, _)| *verdict == case.verdict)
+            {
                 Some((_, count)) => *count += 1,
                 None => totals.push((case.verdict, 1)),
             }

@@ -1,1 +1,37 @@
 //! Renders a [`crate::model::SuiteReport`]: terminal table, JSON, JUnit XML, Markdown.
+//!
+//! Every renderer is a pure function over the results model writing to a `&mut dyn Write`; the
+//! only error it returns is the writer's own.
+//!
+//! - [`table`]: the terminal table, re-run commands and summary line.
+//! - [`junit`]: JUnit XML, one `testsuite` per host x runtime variant.
+//! - [`markdown`]: a CI step summary.
+//! - [`escape`]: making untrusted text safe for a terminal, XML/HTML, Markdown and a shell.
+
+pub mod escape;
+pub mod junit;
+pub mod markdown;
+pub mod table;
+
+use crate::model::SuiteReport;
+use std::io::{self, Write};
+
+pub use junit::{area_of, write_junit, write_junit_suites};
+pub use markdown::write_markdown;
+pub use table::{rerun_command, summary_line, write_table, TableOptions, VERDICT_ORDER};
+
+/// Writes the report as pretty-printed JSON (the suite part of `schemas/report.schema.json`),
+/// followed by a newline.
+pub fn write_json(report: &SuiteReport, out: &mut dyn Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
+    out.write_all(b"\n")
+}
+
+/// The lowercase name of a blame, as in the JSON (`none`, `host`, `kit`).
+pub fn blame_name(blame: crate::model::Blame) -> &'static str {
+    match blame {
+        crate::model::Blame::None => "none",
+        crate::model::Blame::Host => "host",
+        crate::model::Blame::Kit => "kit",
+    }
+}

@@ -1,4 +1,26 @@
 //! fake-dsh: the user's official `dsh` with the open-design profile, as far as a host can see,
-//! with no model, key or network.
+//! with no model, key or network. A believable default agent, scripted adversarial scenarios
+//! (`FAKE_DSH_SCENARIO`), a journal of what the host did (`FAKE_DSH_JOURNAL`) and a watchdog.
+//!
+//! - [`cli`]: the command line; [`run`]: the entry point.
+//! - [`frames`]: the frames it writes, as JSON values; [`output`]: how they reach stdout.
+//! - [`scenario`]: the scenario language; [`stdio`]: the `--stdio` mode and script player;
+//!   [`agent`]: the default agent's turn; [`design`]: the HTML file it writes.
+//! - [`inbox`]: host commands from stdin; [`journal`]: the journal; [`process`]: signals,
+//!   watchdog, grandchildren; [`home`]: `DSH_HOME` and the profile; [`sessions`]: session records.
+//! - [`locate`]: finds the kit's binaries from tests.
 
+pub mod agent;
+pub mod cli;
+pub mod design;
+pub mod frames;
+pub mod home;
+pub mod inbox;
+pub mod journal;
 pub mod locate;
+pub mod output;
+pub mod process;
+pub mod run;
+pub mod scenario;
+pub mod sessions;
+pub mod stdio;

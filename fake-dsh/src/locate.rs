@@ -33,7 +33,9 @@ pub fn target_profile_dir() -> Option<PathBuf> {
 pub fn binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
     let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
-    let mut built = built.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut built = built
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let dir = target_profile_dir().expect("cannot tell where the running executable lives");
     let path = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     if !built.iter().any(|done| done == name) {
@@ -54,6 +56,10 @@ pub fn binary(name: &str) -> PathBuf {
         }
         built.push(name.to_string());
     }
-    assert!(path.exists(), "kit binary {name} not found at {}", path.display());
+    assert!(
+        path.exists(),
+        "kit binary {name} not found at {}",
+        path.display()
+    );
     path
 }

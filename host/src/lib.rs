@@ -1,1 +1,27 @@
 //! The reference host: the host side of the open-design profile contract, implemented once.
+//!
+//! - [`discovery`]: find `dsh`, read its version, pass the probe gate (spec 5).
+//! - [`setup`]: verify the pinned bundle's SHA-256, install it, probe again (spec 4).
+//! - [`session_store`]: the conversation -> session mapping with its compatibility key (spec 7).
+//! - [`run`]: one turn over the stdio protocol, cancellation and cleanup (spec 6-10).
+//! - [`events`]: frames -> OpenDesign events (spec 9).
+//! - [`process`]: the platform part: owning, signalling and reaping a process tree.
+//! - [`driver`]: the driver protocol of docs/host-driver.md, used by `dsh-host-driver`.
+//! - [`mutants`]: deliberate bugs switched on by `DSH_HOST_MUTANT`, for the kit's mutant gallery.
+
+pub mod codes;
+pub mod discovery;
+pub mod driver;
+pub mod events;
+pub mod host;
+pub mod mutants;
+pub mod process;
+pub mod redact;
+pub mod run;
+pub mod session_store;
+pub mod setup;
+pub mod short_command;
+pub mod stderr_capture;
+
+pub use host::{Host, HostConfig};
+pub use run::{CancelSignal, Outcome, RunBounds, RunRequest, RunStatus};

@@ -1,6 +1,14 @@
 //! The strict stream checker: one run's stdout, one line at a time (spec sections 6 and 7).
+//!
+//! Feed it every line the framer produces ([`StreamChecker::check_event`]) and, at EOF, call
+//! [`StreamChecker::finish`]. The first violation fails the run for good; later lines are
+//! [`Step::Skipped`]. No JSON Schema runs here: [`RuntimeFrame::parse_line`] applies the same
+//! rules by hand, so the checker keeps up with plain `serde_json` parsing.
 
-use crate::frames::{Result as RunResult, RuntimeFrame};
+use crate::frames::{FrameErrorKind, Result as RunResult, RuntimeFrame, Status};
+use crate::lines::LineEvent;
+use std::collections::HashSet;
+use std::fmt;
 
 /// What the host asked for in this run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -8,6 +16,24 @@ pub struct RunContext {
     pub request_id: String,
     /// `Some(id)` when the execute asked to resume that session.
     pub resume_session_id: Option<String>,
+}
+
+impl RunContext {
+    /// A run that starts a new session.
+    pub fn new(request_id: impl Into<String>) -> Self {
+        RunContext {
+            request_id: request_id.into(),
+            resume_session_id: None,
+        }
+    }
+
+    /// A run that resumes `session_id`.
+    pub fn resuming(request_id: impl Into<String>, session_id: impl Into<String>) -> Self {
+        RunContext {
+            request_id: request_id.into(),
+            resume_session_id: Some(session_id.into()),
+        }
+    }
 }
 
 /// Stable, machine-readable violation codes (the `DSH_PROFILE_*` vocabulary of OpenDesign's host,
@@ -34,9 +60,59 @@ pub enum ViolationCode {
 }
 
 impl ViolationCode {
+    /// Every code, in declaration order.
+    pub const ALL: [ViolationCode; 17] = [
+        ViolationCode::FrameTooLarge,
+        ViolationCode::MalformedFrame,
+        ViolationCode::InvalidFrame,
+        ViolationCode::TruncatedFrame,
+        ViolationCode::ResumeMismatch,
+        ViolationCode::SessionMismatch,
+        ViolationCode::ResumeRejected,
+        ViolationCode::MissingResult,
+        ViolationCode::ProtocolError,
+        ViolationCode::ReadyNotFirst,
+        ViolationCode::DuplicateReady,
+        ViolationCode::IncompatibleReady,
+        ViolationCode::DuplicateSession,
+        ViolationCode::DuplicateResult,
+        ViolationCode::ContentBeforeSession,
+        ViolationCode::UnsolicitedCancelled,
+        ViolationCode::UnmatchedToolResult,
+    ];
+
     /// `DSH_PROFILE_FRAME_TOO_LARGE` etc.
     pub fn as_str(self) -> &'static str {
-        todo!()
+        match self {
+            ViolationCode::FrameTooLarge => "DSH_PROFILE_FRAME_TOO_LARGE",
+            ViolationCode::MalformedFrame => "DSH_PROFILE_MALFORMED_FRAME",
+            ViolationCode::InvalidFrame => "DSH_PROFILE_INVALID_FRAME",
+            ViolationCode::TruncatedFrame => "DSH_PROFILE_TRUNCATED_FRAME",
+            ViolationCode::ResumeMismatch => "DSH_PROFILE_RESUME_MISMATCH",
+            ViolationCode::SessionMismatch => "DSH_PROFILE_SESSION_MISMATCH",
+            ViolationCode::ResumeRejected => "DSH_PROFILE_RESUME_REJECTED",
+            ViolationCode::MissingResult => "DSH_PROFILE_MISSING_RESULT",
+            ViolationCode::ProtocolError => "DSH_PROFILE_PROTOCOL_ERROR",
+            ViolationCode::ReadyNotFirst => "DSH_PROFILE_READY_NOT_FIRST",
+            ViolationCode::DuplicateReady => "DSH_PROFILE_DUPLICATE_READY",
+            ViolationCode::IncompatibleReady => "DSH_PROFILE_INCOMPATIBLE_READY",
+            ViolationCode::DuplicateSession => "DSH_PROFILE_DUPLICATE_SESSION",
+            ViolationCode::DuplicateResult => "DSH_PROFILE_DUPLICATE_RESULT",
+            ViolationCode::ContentBeforeSession => "DSH_PROFILE_CONTENT_BEFORE_SESSION",
+            ViolationCode::UnsolicitedCancelled => "DSH_PROFILE_UNSOLICITED_CANCELLED",
+            ViolationCode::UnmatchedToolResult => "DSH_PROFILE_UNMATCHED_TOOL_RESULT",
+        }
+    }
+
+    /// The code spelled `DSH_PROFILE_...`, if it is one of these.
+    pub fn from_code(code: &str) -> Option<ViolationCode> {
+        Self::ALL.into_iter().find(|known| known.as_str() == code)
+    }
+}
+
+impl fmt::Display for ViolationCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -48,6 +124,24 @@ pub struct Violation {
     /// Names the rule broken, e.g. "line 3: session must arrive before content frames (spec 6)".
     pub message: String,
 }
+
+impl Violation {
+    fn at(code: ViolationCode, line: usize, rule: impl fmt::Display) -> Self {
+        Violation {
+            code,
+            line: Some(line),
+            message: format!("line {line}: {rule}"),
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for Violation {}
 
 /// How the run ended, once it has.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,43 +165,456 @@ pub enum Step {
     Violation(Violation),
 }
 
+/// The per-run state machine.
+#[derive(Debug, Clone)]
 pub struct StreamChecker {
     context: RunContext,
+    ready_seen: bool,
+    session_id: Option<String>,
+    tool_calls: HashSet<String>,
+    cancel_sent: bool,
+    terminal: Option<Terminal>,
+    foreign: usize,
+    accepted: usize,
+    last_line: usize,
+    line_limit: usize,
 }
 
 impl StreamChecker {
     pub fn new(context: RunContext) -> Self {
-        let _ = context;
-        todo!()
+        StreamChecker {
+            context,
+            ready_seen: false,
+            session_id: None,
+            tool_calls: HashSet::new(),
+            cancel_sent: false,
+            terminal: None,
+            foreign: 0,
+            accepted: 0,
+            last_line: 0,
+            line_limit: crate::MAX_LINE_BYTES,
+        }
     }
+
+    /// The line limit the framer feeding this checker enforces (only used in messages; the
+    /// default is [`crate::MAX_LINE_BYTES`]).
+    pub fn set_line_limit(&mut self, bytes: usize) {
+        self.line_limit = bytes;
+    }
+
+    /// The run being checked.
+    pub fn context(&self) -> &RunContext {
+        &self.context
+    }
+
     /// Check the next complete line (without its terminator).
     pub fn check_line(&mut self, number: usize, line: &[u8]) -> Step {
-        let _ = (number, line, &self.context);
-        todo!()
+        self.last_line = self.last_line.max(number);
+        if self.failed() {
+            return Step::Skipped;
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Step::Skipped;
+        }
+        let frame = match RuntimeFrame::parse_line(line) {
+            Ok(frame) => frame,
+            Err(error) => {
+                let (code, rule) = match error.kind {
+                    FrameErrorKind::Malformed => (
+                        ViolationCode::MalformedFrame,
+                        "every stdout line must be one JSON frame (spec 6)",
+                    ),
+                    FrameErrorKind::Invalid => (
+                        ViolationCode::InvalidFrame,
+                        "every frame must match generation 1 (spec 6)",
+                    ),
+                };
+                return self.fail(Violation::at(code, number, format!("{error}; {rule}")));
+            }
+        };
+        self.check_frame(number, frame)
     }
+
     /// Feed a framer event (line, too-large line, truncated tail).
-    pub fn check_event(&mut self, event: &crate::lines::LineEvent) -> Step {
-        let _ = event;
-        todo!()
+    pub fn check_event(&mut self, event: &LineEvent) -> Step {
+        match event {
+            LineEvent::Line { number, bytes } => self.check_line(*number, bytes),
+            LineEvent::TooLarge { number } => {
+                self.last_line = self.last_line.max(*number);
+                if self.failed() {
+                    return Step::Skipped;
+                }
+                self.fail(Violation::at(
+                    ViolationCode::FrameTooLarge,
+                    *number,
+                    format!(
+                        "line exceeds the {} byte limit before its newline (spec 6; frames are bounded)",
+                        self.line_limit
+                    ),
+                ))
+            }
+            LineEvent::Truncated { number, bytes } => {
+                self.last_line = self.last_line.max(*number);
+                if self.failed() || bytes.iter().all(u8::is_ascii_whitespace) {
+                    return Step::Skipped;
+                }
+                // A complete frame that only lacks its final newline is accepted as a frame.
+                if RuntimeFrame::parse_line(bytes).is_ok() {
+                    return self.check_line(*number, bytes);
+                }
+                self.fail(Violation::at(
+                    ViolationCode::TruncatedFrame,
+                    *number,
+                    "the stream ended inside a frame (no final newline, incomplete JSON) (spec 6)",
+                ))
+            }
+        }
     }
+
     /// The host has sent `cancel` for the active request: `result: cancelled` becomes legitimate.
     pub fn note_cancel_sent(&mut self) {
-        todo!()
+        self.cancel_sent = true;
     }
+
     /// The stream reached EOF. Returns the run's terminal state: the accepted result, the first
     /// violation, or `MissingResult` when neither happened.
     pub fn finish(&mut self) -> Terminal {
-        todo!()
+        if let Some(terminal) = &self.terminal {
+            return terminal.clone();
+        }
+        let seen = if self.ready_seen {
+            "the ready frame"
+        } else {
+            "any ready frame"
+        };
+        let violation = Violation {
+            code: ViolationCode::MissingResult,
+            line: None,
+            message: format!(
+                "EOF after line {} without a terminal result for request `{}` (after {seen}); \
+                 EOF, exit or text alone never mean success (spec 6)",
+                self.last_line, self.context.request_id
+            ),
+        };
+        let terminal = Terminal::Violation(violation);
+        self.terminal = Some(terminal.clone());
+        terminal
     }
+
     /// The terminal state so far, if any (result accepted or violation seen).
     pub fn terminal(&self) -> Option<&Terminal> {
-        todo!()
+        self.terminal.as_ref()
     }
+
     /// The validated session frame's id, once seen.
     pub fn session_id(&self) -> Option<&str> {
-        todo!()
+        self.session_id.as_deref()
     }
+
+    /// Whether a compatible `ready` frame has been seen.
+    pub fn ready_seen(&self) -> bool {
+        self.ready_seen
+    }
+
     pub fn foreign_frames(&self) -> usize {
-        todo!()
+        self.foreign
+    }
+
+    /// Frames of this run accepted so far (`ready` included).
+    pub fn accepted_frames(&self) -> usize {
+        self.accepted
+    }
+
+    fn failed(&self) -> bool {
+        matches!(self.terminal, Some(Terminal::Violation(_)))
+    }
+
+    fn fail(&mut self, violation: Violation) -> Step {
+        self.terminal = Some(Terminal::Violation(violation.clone()));
+        Step::Violation(violation)
+    }
+
+    fn accept(&mut self, frame: RuntimeFrame) -> Step {
+        self.accepted += 1;
+        Step::Accepted(frame)
+    }
+
+    fn check_frame(&mut self, line: usize, frame: RuntimeFrame) -> Step {
+        use ViolationCode as Code;
+        if !self.ready_seen {
+            return match frame {
+                RuntimeFrame::Ready(_) => self.check_ready(line, frame),
+                RuntimeFrame::ProtocolError(error)
+                    if error
+                        .request_id
+                        .as_deref()
+                        .is_none_or(|id| id == self.context.request_id) =>
+                {
+                    self.protocol_error(line, &error)
+                }
+                other => self.fail(Violation::at(
+                    Code::ReadyNotFirst,
+                    line,
+                    format!(
+                        "a {} frame arrived before ready; ready must be the first frame (spec 6, 7)",
+                        other.type_name()
+                    ),
+                )),
+            };
+        }
+        if !frame.is_run_scoped() {
+            return match frame {
+                RuntimeFrame::Ready(_) => self.fail(Violation::at(
+                    Code::DuplicateReady,
+                    line,
+                    "a second ready frame; ready is sent once per process (spec 6, 7)",
+                )),
+                other => self.fail(Violation::at(
+                    Code::InvalidFrame,
+                    line,
+                    format!(
+                        "a {} frame is not part of the --stdio stream (spec 5, 6)",
+                        other.type_name()
+                    ),
+                )),
+            };
+        }
+        if let RuntimeFrame::ProtocolError(error) = &frame {
+            if error.request_id.is_none() {
+                return self.protocol_error(line, error);
+            }
+        }
+        if frame.request_id() != Some(self.context.request_id.as_str()) {
+            self.foreign += 1;
+            return Step::Foreign;
+        }
+        if let Some(Terminal::Result(result)) = &self.terminal {
+            let rule = match &frame {
+                RuntimeFrame::Result(_) => format!(
+                    "a second result (the first was `{}`); only one terminal result is accepted (spec 6)",
+                    result.status
+                ),
+                other => format!(
+                    "a {} frame after the terminal result; the result ends the run (spec 6)",
+                    other.type_name()
+                ),
+            };
+            return self.fail(Violation::at(Code::DuplicateResult, line, rule));
+        }
+        match frame {
+            RuntimeFrame::Session(_) => self.check_session(line, frame),
+            RuntimeFrame::Result(_) => self.check_result(line, frame),
+            RuntimeFrame::ProtocolError(error) => self.protocol_error(line, &error),
+            content => self.check_content(line, content),
+        }
+    }
+
+    fn check_ready(&mut self, line: usize, frame: RuntimeFrame) -> Step {
+        let RuntimeFrame::Ready(identity) = &frame else {
+            unreachable!("check_ready is called with ready frames")
+        };
+        let mut problems = Vec::new();
+        if identity.runtime != crate::RUNTIME_ID {
+            problems.push(format!(
+                "runtime is `{}`, not `{}`",
+                identity.runtime,
+                crate::RUNTIME_ID
+            ));
+        }
+        if identity.protocol_version != crate::PROTOCOL_VERSION {
+            problems.push(format!(
+                "protocol_version is {}, not {}",
+                identity.protocol_version,
+                crate::PROTOCOL_VERSION
+            ));
+        }
+        let capabilities = identity.capabilities;
+        for (name, present) in [
+            ("session_resume", capabilities.session_resume),
+            ("session_cancel", capabilities.session_cancel),
+            ("structured_events", capabilities.structured_events),
+        ] {
+            if !present {
+                problems.push(format!("capability `{name}` is not true"));
+            }
+        }
+        self.ready_seen = true;
+        if !problems.is_empty() {
+            return self.fail(Violation::at(
+                ViolationCode::IncompatibleReady,
+                line,
+                format!(
+                    "incompatible ready: {} (the host requires runtime, protocol and phase-one capabilities: spec 5, 6)",
+                    problems.join(", ")
+                ),
+            ));
+        }
+        self.accept(frame)
+    }
+
+    fn check_session(&mut self, line: usize, frame: RuntimeFrame) -> Step {
+        use ViolationCode as Code;
+        let RuntimeFrame::Session(session) = &frame else {
+            unreachable!("check_session is called with session frames")
+        };
+        if let Some(existing) = &self.session_id {
+            return self.fail(Violation::at(
+                Code::DuplicateSession,
+                line,
+                format!("a second session frame (session `{existing}` was already announced); session arrives once (spec 6)"),
+            ));
+        }
+        match &self.context.resume_session_id {
+            Some(requested) if session.session_id != *requested || !session.resumed => {
+                return self.fail(Violation::at(
+                    Code::ResumeMismatch,
+                    line,
+                    format!(
+                        "resume of `{requested}` answered with session `{}` resumed={}; on resume the id must equal the requested one and resumed must be true (spec 6)",
+                        session.session_id, session.resumed
+                    ),
+                ));
+            }
+            None if session.resumed => {
+                return self.fail(Violation::at(
+                    Code::SessionMismatch,
+                    line,
+                    format!(
+                        "session `{}` claims resumed=true but the execute asked for a new session (spec 6, 7)",
+                        session.session_id
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        self.session_id = Some(session.session_id.clone());
+        self.accept(frame)
+    }
+
+    fn check_content(&mut self, line: usize, frame: RuntimeFrame) -> Step {
+        use ViolationCode as Code;
+        if self.session_id.is_none() {
+            return self.fail(Violation::at(
+                Code::ContentBeforeSession,
+                line,
+                format!(
+                    "a {} frame before the session frame; session must arrive before content or tool frames (spec 6)",
+                    frame.type_name()
+                ),
+            ));
+        }
+        match &frame {
+            RuntimeFrame::ToolCall(call) => {
+                if let Err(error) = serde_json::from_str::<serde::de::IgnoredAny>(&call.arguments) {
+                    return self.fail(Violation::at(
+                        Code::InvalidFrame,
+                        line,
+                        format!(
+                            "tool_call `{}`: `arguments` is not JSON-encoded ({}); arguments is a JSON string (spec 6)",
+                            call.call_id,
+                            crate::frames::strip_position(&error.to_string())
+                        ),
+                    ));
+                }
+                self.tool_calls.insert(call.call_id.clone());
+            }
+            RuntimeFrame::ToolResult(result) if !self.tool_calls.contains(&result.call_id) => {
+                return self.fail(Violation::at(
+                    Code::UnmatchedToolResult,
+                    line,
+                    format!(
+                        "tool_result for call `{}` with no prior tool_call of that id; a tool_result must match a call id (spec 6)",
+                        result.call_id
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        self.accept(frame)
+    }
+
+    fn check_result(&mut self, line: usize, frame: RuntimeFrame) -> Step {
+        use ViolationCode as Code;
+        let RuntimeFrame::Result(result) = &frame else {
+            unreachable!("check_result is called with result frames")
+        };
+        let resuming = self.context.resume_session_id.as_deref();
+        if result.resume_rejected {
+            if resuming.is_none() {
+                return self.fail(Violation::at(
+                    Code::SessionMismatch,
+                    line,
+                    "result has resume_rejected=true but the execute did not ask to resume (spec 6)",
+                ));
+            }
+            if let Some(session) = &self.session_id {
+                return self.fail(Violation::at(
+                    Code::ResumeMismatch,
+                    line,
+                    format!("result has resume_rejected=true after session `{session}` was confirmed as resumed (spec 6)"),
+                ));
+            }
+        }
+        match (&self.session_id, &result.session_id) {
+            (Some(session), reported) if reported.as_deref() != Some(session.as_str()) => {
+                return self.fail(Violation::at(
+                    Code::SessionMismatch,
+                    line,
+                    format!(
+                        "result names session {} but the session frame said `{session}` (spec 6)",
+                        describe(reported.as_deref())
+                    ),
+                ));
+            }
+            (None, Some(reported)) if Some(reported.as_str()) != resuming => {
+                let rule = if result.status == Status::Completed {
+                    "a completed result needs a prior session frame (spec 6, 7)"
+                } else {
+                    "without a session frame the result's session_id must be null or the requested resume id (spec 6)"
+                };
+                return self.fail(Violation::at(
+                    Code::SessionMismatch,
+                    line,
+                    format!(
+                        "result names session `{reported}` but no session frame arrived; {rule}"
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        if result.status == Status::Completed && self.session_id.is_none() {
+            return self.fail(Violation::at(
+                Code::SessionMismatch,
+                line,
+                "result: completed without a prior session frame; a completed result needs a validated session (spec 6, 7)",
+            ));
+        }
+        if result.status == Status::Cancelled && !self.cancel_sent {
+            return self.fail(Violation::at(
+                Code::UnsolicitedCancelled,
+                line,
+                "result: cancelled although the host never sent cancel (spec 6, 10)",
+            ));
+        }
+        self.terminal = Some(Terminal::Result(result.clone()));
+        self.accept(frame)
+    }
+
+    fn protocol_error(&mut self, line: usize, error: &crate::frames::ProtocolError) -> Step {
+        self.fail(Violation::at(
+            ViolationCode::ProtocolError,
+            line,
+            format!(
+                "the runtime reported protocol_error `{}`: {} (a fatal contract error: spec 6)",
+                error.code, error.message
+            ),
+        ))
+    }
+}
+
+fn describe(session: Option<&str>) -> String {
+    match session {
+        Some(id) => format!("`{id}`"),
+        None => "null".to_string(),
     }
 }

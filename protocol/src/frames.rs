@@ -1,13 +1,1304 @@
-//! Serde types for generation-1 runtime frames and host commands.
-//! The types are filled in by the protocol work (issue 2); names here are the public contract:
-//! `RuntimeFrame` (tagged by `type`: Probe, Ready, Models, Session, Thinking, Text, ToolCall,
-//! ToolResult, Usage, Result, ProtocolError) and `HostCommand` (Execute, Cancel).
+//! Serde types for generation-1 runtime frames and host commands, agreeing with `schemas/`.
+//!
+//! [`RuntimeFrame::parse_line`] is the hot-path parser the checker uses: one pass of `serde_json`
+//! over the line that captures each top-level member as a raw slice (rejecting duplicate keys),
+//! then typed extraction of the members the frame's `type` defines. Members a frame does not
+//! define are tolerated and dropped (forward compatibility). Its acceptance is exactly that of
+//! `schemas/frame.schema.json`; rules that need more than one frame, or that the schema cannot
+//! say (`arguments` holding JSON), belong to the checker.
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum RuntimeFrame {}
+use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::fmt;
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum HostCommand {}
+/// Every frame type of generation 1, as spelled in `type`.
+pub const FRAME_TYPES: [&str; 11] = [
+    "probe",
+    "ready",
+    "models",
+    "session",
+    "thinking",
+    "text",
+    "tool_call",
+    "tool_result",
+    "usage",
+    "result",
+    "protocol_error",
+];
 
+/// A frame the runtime writes on stdout (or, for `probe` and `models`, answers a CLI flag with).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Result {}
+pub enum RuntimeFrame {
+    /// `dsh --profile open-design --probe`.
+    Probe(RuntimeIdentity),
+    /// First frame of every `--stdio` process.
+    Ready(RuntimeIdentity),
+    /// Answer to `--models`.
+    Models(Models),
+    Session(Session),
+    Thinking(Delta),
+    Text(Delta),
+    ToolCall(ToolCall),
+    ToolResult(ToolResult),
+    Usage(Usage),
+    Result(Result),
+    ProtocolError(ProtocolError),
+}
+
+/// The identity fields shared by `probe` and `ready`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeIdentity {
+    pub runtime: String,
+    pub protocol_version: u64,
+    pub plugin_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compatibility_generation: Option<String>,
+    pub capabilities: Capabilities,
+}
+
+/// Capability flags; an absent flag reads as `false`. Unknown flags are ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Capabilities {
+    #[serde(default)]
+    pub session_resume: bool,
+    #[serde(default)]
+    pub session_cancel: bool,
+    #[serde(default)]
+    pub structured_events: bool,
+}
+
+impl Capabilities {
+    /// All three phase-one capabilities.
+    pub fn all() -> Self {
+        Capabilities {
+            session_resume: true,
+            session_cancel: true,
+            structured_events: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Models {
+    pub runtime: String,
+    pub models: Vec<ModelInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub provider: String,
+    pub provider_name: String,
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_options: Option<Vec<ReasoningOption>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasoningOption {
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Session {
+    pub request_id: String,
+    pub session_id: String,
+    pub resumed: bool,
+}
+
+/// A `thinking` or `text` delta; `content` may be empty.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Delta {
+    pub request_id: String,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolCall {
+    pub request_id: String,
+    pub call_id: String,
+    pub name: String,
+    /// JSON-encoded arguments (the checker requires that it parses as JSON).
+    pub arguments: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolResult {
+    pub request_id: String,
+    pub call_id: String,
+    pub name: String,
+    pub output: String,
+    pub is_error: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub request_id: String,
+    pub provider: String,
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
+}
+
+/// The terminal status of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Completed,
+    Cancelled,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Completed => "completed",
+            Status::Cancelled => "cancelled",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The structured error of a failed result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunError {
+    pub code: String,
+    pub message: String,
+}
+
+/// The terminal `result` frame.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Result {
+    pub request_id: String,
+    pub status: Status,
+    /// `None` only when the run failed or was cancelled before any session existed.
+    pub session_id: Option<String>,
+    pub resume_rejected: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// Required when `status` is `failed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunError>,
+}
+
+impl Result {
+    /// A `completed` result for that session.
+    pub fn completed(request_id: impl Into<String>, session_id: impl Into<String>) -> Self {
+        Result {
+            request_id: request_id.into(),
+            status: Status::Completed,
+            session_id: Some(session_id.into()),
+            resume_rejected: false,
+            output: None,
+            stop_reason: None,
+            error: None,
+        }
+    }
+
+    /// A `failed` result with its structured error.
+    pub fn failed(
+        request_id: impl Into<String>,
+        session_id: Option<String>,
+        code: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Result {
+            request_id: request_id.into(),
+            status: Status::Failed,
+            session_id,
+            resume_rejected: false,
+            output: None,
+            stop_reason: None,
+            error: Some(RunError {
+                code: code.into(),
+                message: message.into(),
+            }),
+        }
+    }
+
+    /// A `cancelled` result.
+    pub fn cancelled(request_id: impl Into<String>, session_id: Option<String>) -> Self {
+        Result {
+            request_id: request_id.into(),
+            status: Status::Cancelled,
+            session_id,
+            resume_rejected: false,
+            output: None,
+            stop_reason: None,
+            error: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProtocolError {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    pub code: String,
+    pub message: String,
+}
+
+/// Why a line or document is not a generation-1 frame (or command).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameError {
+    pub kind: FrameErrorKind,
+    /// What is wrong, without a line number (the checker adds it).
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameErrorKind {
+    /// Not UTF-8, a byte-order mark, or not JSON at all.
+    Malformed,
+    /// JSON, but not a generation-1 frame: not an object, a duplicate key, a missing or ill-typed
+    /// member, an unknown `type`, `v` other than 1.
+    Invalid,
+}
+
+impl FrameError {
+    fn malformed(message: impl Into<String>) -> Self {
+        FrameError {
+            kind: FrameErrorKind::Malformed,
+            message: message.into(),
+        }
+    }
+    fn invalid(message: impl Into<String>) -> Self {
+        FrameError {
+            kind: FrameErrorKind::Invalid,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+impl RuntimeFrame {
+    /// Parse one stdout line (without its terminator) as a generation-1 frame.
+    pub fn parse_line(line: &[u8]) -> std::result::Result<RuntimeFrame, FrameError> {
+        if line.starts_with(b"\xEF\xBB\xBF") {
+            return Err(FrameError::malformed(
+                "starts with a UTF-8 byte-order mark (a frame is a bare JSON object)",
+            ));
+        }
+        let text = std::str::from_utf8(line).map_err(|error| {
+            FrameError::malformed(format!(
+                "not UTF-8 (invalid byte at offset {})",
+                error.valid_up_to()
+            ))
+        })?;
+        Self::parse_str(text)
+    }
+
+    /// Parse one frame from text (see [`RuntimeFrame::parse_line`]).
+    pub fn parse_str(text: &str) -> std::result::Result<RuntimeFrame, FrameError> {
+        if text.starts_with('\u{FEFF}') {
+            return Err(FrameError::malformed(
+                "starts with a UTF-8 byte-order mark (a frame is a bare JSON object)",
+            ));
+        }
+        let members = parse_members(text)?;
+        build_frame(&members)
+    }
+
+    /// Interpret a parsed JSON document as a frame (same rules as [`RuntimeFrame::parse_line`],
+    /// except that duplicate keys have already been merged by whoever parsed it).
+    pub fn from_value(value: &Value) -> std::result::Result<RuntimeFrame, FrameError> {
+        match value {
+            Value::Object(map) => build_frame(map),
+            other => Err(FrameError::invalid(format!(
+                "a frame must be a JSON object, not {}",
+                json_kind(other)
+            ))),
+        }
+    }
+
+    /// The `type` this frame is written with.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            RuntimeFrame::Probe(_) => "probe",
+            RuntimeFrame::Ready(_) => "ready",
+            RuntimeFrame::Models(_) => "models",
+            RuntimeFrame::Session(_) => "session",
+            RuntimeFrame::Thinking(_) => "thinking",
+            RuntimeFrame::Text(_) => "text",
+            RuntimeFrame::ToolCall(_) => "tool_call",
+            RuntimeFrame::ToolResult(_) => "tool_result",
+            RuntimeFrame::Usage(_) => "usage",
+            RuntimeFrame::Result(_) => "result",
+            RuntimeFrame::ProtocolError(_) => "protocol_error",
+        }
+    }
+
+    /// The run this frame belongs to, for run-scoped frames (`protocol_error` may have none).
+    pub fn request_id(&self) -> Option<&str> {
+        match self {
+            RuntimeFrame::Probe(_) | RuntimeFrame::Ready(_) | RuntimeFrame::Models(_) => None,
+            RuntimeFrame::Session(frame) => Some(&frame.request_id),
+            RuntimeFrame::Thinking(frame) | RuntimeFrame::Text(frame) => Some(&frame.request_id),
+            RuntimeFrame::ToolCall(frame) => Some(&frame.request_id),
+            RuntimeFrame::ToolResult(frame) => Some(&frame.request_id),
+            RuntimeFrame::Usage(frame) => Some(&frame.request_id),
+            RuntimeFrame::Result(frame) => Some(&frame.request_id),
+            RuntimeFrame::ProtocolError(frame) => frame.request_id.as_deref(),
+        }
+    }
+
+    /// Whether the frame belongs to a run (everything except `probe`, `ready` and `models`).
+    pub fn is_run_scoped(&self) -> bool {
+        !matches!(
+            self,
+            RuntimeFrame::Probe(_) | RuntimeFrame::Ready(_) | RuntimeFrame::Models(_)
+        )
+    }
+
+    /// The frame as a JSON document (`v` and `type` included).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("frames always serialize")
+    }
+
+    /// The frame as one protocol line: compact JSON plus `"\n"`.
+    pub fn to_line(&self) -> String {
+        let mut line = serde_json::to_string(self).expect("frames always serialize");
+        line.push('\n');
+        line
+    }
+
+    /// The `ready` (or, with [`RuntimeFrame::Probe`], probe) identity of this crate's profile.
+    pub fn ready(plugin_version: impl Into<String>) -> RuntimeFrame {
+        RuntimeFrame::Ready(RuntimeIdentity::open_design(plugin_version))
+    }
+
+    pub fn session(
+        request_id: impl Into<String>,
+        session_id: impl Into<String>,
+        resumed: bool,
+    ) -> RuntimeFrame {
+        RuntimeFrame::Session(Session {
+            request_id: request_id.into(),
+            session_id: session_id.into(),
+            resumed,
+        })
+    }
+
+    pub fn text(request_id: impl Into<String>, content: impl Into<String>) -> RuntimeFrame {
+        RuntimeFrame::Text(Delta {
+            request_id: request_id.into(),
+            content: content.into(),
+        })
+    }
+
+    pub fn thinking(request_id: impl Into<String>, content: impl Into<String>) -> RuntimeFrame {
+        RuntimeFrame::Thinking(Delta {
+            request_id: request_id.into(),
+            content: content.into(),
+        })
+    }
+}
+
+impl RuntimeIdentity {
+    /// runtime `open-design`, protocol 1, every phase-one capability.
+    pub fn open_design(plugin_version: impl Into<String>) -> Self {
+        RuntimeIdentity {
+            runtime: crate::RUNTIME_ID.to_string(),
+            protocol_version: crate::PROTOCOL_VERSION,
+            plugin_version: plugin_version.into(),
+            compatibility_generation: None,
+            capabilities: Capabilities::all(),
+        }
+    }
+}
+
+impl Serialize for RuntimeFrame {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let body = match self {
+            RuntimeFrame::Probe(frame) | RuntimeFrame::Ready(frame) => serde_json::to_value(frame),
+            RuntimeFrame::Models(frame) => serde_json::to_value(frame),
+            RuntimeFrame::Session(frame) => serde_json::to_value(frame),
+            RuntimeFrame::Thinking(frame) | RuntimeFrame::Text(frame) => {
+                serde_json::to_value(frame)
+            }
+            RuntimeFrame::ToolCall(frame) => serde_json::to_value(frame),
+            RuntimeFrame::ToolResult(frame) => serde_json::to_value(frame),
+            RuntimeFrame::Usage(frame) => serde_json::to_value(frame),
+            RuntimeFrame::Result(frame) => serde_json::to_value(frame),
+            RuntimeFrame::ProtocolError(frame) => serde_json::to_value(frame),
+        }
+        .map_err(serde::ser::Error::custom)?;
+        serialize_tagged(serializer, self.type_name(), body)
+    }
+}
+
+impl<'de> Deserialize<'de> for RuntimeFrame {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        RuntimeFrame::from_value(&value).map_err(de::Error::custom)
+    }
+}
+
+/// Writes `{"v":1,"type":<name>, ...body}`.
+fn serialize_tagged<S: Serializer>(
+    serializer: S,
+    type_name: &str,
+    body: Value,
+) -> std::result::Result<S::Ok, S::Error> {
+    let Value::Object(body) = body else {
+        return Err(serde::ser::Error::custom("frame body is not an object"));
+    };
+    let mut map = serializer.serialize_map(Some(body.len() + 2))?;
+    map.serialize_entry("v", &crate::PROTOCOL_VERSION)?;
+    map.serialize_entry("type", type_name)?;
+    for (key, value) in &body {
+        map.serialize_entry(key, value)?;
+    }
+    map.end()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host commands
+
+/// A command the host writes on the runtime's stdin.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostCommand {
+    Execute(Execute),
+    Cancel(Cancel),
+}
+
+/// The `model` route of an execute.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelRoute {
+    pub provider: String,
+    pub id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Execute {
+    pub request_id: String,
+    /// Absolute project directory.
+    pub cwd: String,
+    pub prompt: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume_session_id: Option<String>,
+    pub model: ModelRoute,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// MCP server entries (phase one sends none); always present.
+    pub mcp_servers: Vec<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cancel {
+    pub request_id: String,
+}
+
+impl HostCommand {
+    /// An execute without MCP servers or reasoning effort.
+    pub fn execute(
+        request_id: impl Into<String>,
+        cwd: impl Into<String>,
+        prompt: impl Into<String>,
+        resume_session_id: Option<String>,
+        model: ModelRoute,
+    ) -> HostCommand {
+        HostCommand::Execute(Execute {
+            request_id: request_id.into(),
+            cwd: cwd.into(),
+            prompt: prompt.into(),
+            resume_session_id,
+            model,
+            reasoning_effort: None,
+            mcp_servers: Vec::new(),
+        })
+    }
+
+    pub fn cancel(request_id: impl Into<String>) -> HostCommand {
+        HostCommand::Cancel(Cancel {
+            request_id: request_id.into(),
+        })
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            HostCommand::Execute(_) => "execute",
+            HostCommand::Cancel(_) => "cancel",
+        }
+    }
+
+    pub fn request_id(&self) -> &str {
+        match self {
+            HostCommand::Execute(command) => &command.request_id,
+            HostCommand::Cancel(command) => &command.request_id,
+        }
+    }
+
+    /// Parse one stdin line as a command (same parsing rules as frames).
+    pub fn parse_line(line: &[u8]) -> std::result::Result<HostCommand, FrameError> {
+        if line.starts_with(b"\xEF\xBB\xBF") {
+            return Err(FrameError::malformed(
+                "starts with a UTF-8 byte-order mark (a command is a bare JSON object)",
+            ));
+        }
+        let text = std::str::from_utf8(line).map_err(|error| {
+            FrameError::malformed(format!(
+                "not UTF-8 (invalid byte at offset {})",
+                error.valid_up_to()
+            ))
+        })?;
+        let members = parse_members(text)?;
+        build_command(&members)
+    }
+
+    pub fn from_value(value: &Value) -> std::result::Result<HostCommand, FrameError> {
+        match value {
+            Value::Object(map) => build_command(map),
+            other => Err(FrameError::invalid(format!(
+                "a command must be a JSON object, not {}",
+                json_kind(other)
+            ))),
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("commands always serialize")
+    }
+
+    /// The command as one line: compact JSON plus `"\n"`.
+    pub fn to_line(&self) -> String {
+        let mut line = serde_json::to_string(self).expect("commands always serialize");
+        line.push('\n');
+        line
+    }
+}
+
+impl Serialize for HostCommand {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let body = match self {
+            HostCommand::Execute(command) => serde_json::to_value(command),
+            HostCommand::Cancel(command) => serde_json::to_value(command),
+        }
+        .map_err(serde::ser::Error::custom)?;
+        serialize_tagged(serializer, self.type_name(), body)
+    }
+}
+
+impl<'de> Deserialize<'de> for HostCommand {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        HostCommand::from_value(&value).map_err(de::Error::custom)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing: members of one object, then typed extraction per `type`.
+
+/// The members of one JSON object: raw (unparsed) from a line, or a parsed [`Map`].
+trait Members {
+    fn raw_get(&self, name: &str) -> Option<MemberRef<'_>>;
+}
+
+enum MemberRef<'a> {
+    Raw(&'a RawValue),
+    Value(&'a Value),
+}
+
+impl Members for Map<String, Value> {
+    fn raw_get(&self, name: &str) -> Option<MemberRef<'_>> {
+        self.get(name).map(MemberRef::Value)
+    }
+}
+
+/// Top-level members of a line, each captured as a raw JSON slice; duplicate keys are an error.
+struct RawMembers<'a> {
+    entries: Vec<(Cow<'a, str>, &'a RawValue)>,
+}
+
+impl Members for RawMembers<'_> {
+    fn raw_get(&self, name: &str) -> Option<MemberRef<'_>> {
+        self.entries
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, raw)| MemberRef::Raw(raw))
+    }
+}
+
+impl<'de> Deserialize<'de> for RawMembers<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct ObjectVisitor;
+        impl<'de> Visitor<'de> for ObjectVisitor {
+            type Value = RawMembers<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                let mut entries: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::with_capacity(8);
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    if entries.iter().any(|(seen, _)| *seen == key) {
+                        return Err(de::Error::custom(format!("duplicate key `{key}`")));
+                    }
+                    let raw: &'de RawValue = map.next_value()?;
+                    entries.push((key, raw));
+                }
+                Ok(RawMembers { entries })
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor)
+    }
+}
+
+/// An object key, borrowed from the line when it has no escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E: de::Error>(
+                self,
+                v: &'de str,
+            ) -> std::result::Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> std::result::Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Parses the top-level members of `text`, telling malformed (not JSON) from invalid (JSON of
+/// the wrong shape). A shape error can be raised before the parser reaches a syntax error
+/// (`[info] ...` is rejected as "not an object" at `[`), so shape errors are re-checked for syntax.
+fn parse_members(text: &str) -> std::result::Result<RawMembers<'_>, FrameError> {
+    use serde_json::error::Category;
+    serde_json::from_str(text).map_err(|error| {
+        let shape_error = error.classify() == Category::Data;
+        let error = if shape_error {
+            match serde_json::from_str::<Value>(text) {
+                Ok(value) if !value.is_object() => {
+                    return FrameError::invalid(format!(
+                        "a frame must be a JSON object, not {}",
+                        json_kind(&value)
+                    ))
+                }
+                Ok(_) => return FrameError::invalid(strip_position(&error.to_string())),
+                Err(syntax) => syntax,
+            }
+        } else {
+            error
+        };
+        FrameError::malformed(format!("not JSON: {}", strip_position(&error.to_string())))
+    })
+}
+
+/// `serde_json` messages end with " at line L column C"; a frame is one line, so drop it.
+pub(crate) fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(index) => message[..index].to_string(),
+        None => message.to_string(),
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Typed access to the members of one object, naming the frame in every error.
+struct Reader<'m, M: Members> {
+    members: &'m M,
+    what: &'static str,
+}
+
+impl<'m, M: Members> Reader<'m, M> {
+    fn optional<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        expected: &str,
+    ) -> std::result::Result<Option<T>, FrameError> {
+        let Some(member) = self.members.raw_get(name) else {
+            return Ok(None);
+        };
+        let parsed = match member {
+            MemberRef::Raw(raw) => serde_json::from_str::<T>(raw.get()),
+            MemberRef::Value(value) => T::deserialize(value),
+        };
+        parsed.map(Some).map_err(|error| {
+            FrameError::invalid(format!(
+                "{}: `{name}` must be {expected} ({})",
+                self.what,
+                strip_position(&error.to_string())
+            ))
+        })
+    }
+
+    fn required<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        expected: &str,
+    ) -> std::result::Result<T, FrameError> {
+        self.optional(name, expected)?
+            .ok_or_else(|| self.missing(name))
+    }
+
+    fn missing(&self, name: &str) -> FrameError {
+        FrameError::invalid(format!("{}: missing required `{name}`", self.what))
+    }
+
+    /// A member that must be a JSON object (serde would also build a struct from an array),
+    /// or `null` when `nullable`.
+    fn object<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        expected: &str,
+        nullable: bool,
+    ) -> std::result::Result<Option<T>, FrameError> {
+        let Some(value) = self.optional::<Value>(name, expected)? else {
+            return Ok(None);
+        };
+        if value.is_null() && nullable {
+            return Ok(None);
+        }
+        if !value.is_object() {
+            return Err(FrameError::invalid(format!(
+                "{}: `{name}` must be {expected}, not {}",
+                self.what,
+                json_kind(&value)
+            )));
+        }
+        T::deserialize(&value).map(Some).map_err(|error| {
+            FrameError::invalid(format!(
+                "{}: `{name}` must be {expected} ({})",
+                self.what,
+                strip_position(&error.to_string())
+            ))
+        })
+    }
+
+    fn id(&self, name: &str) -> std::result::Result<String, FrameError> {
+        let value: String = self.required(name, "a non-empty string")?;
+        self.non_empty(name, value)
+    }
+
+    fn non_empty(&self, name: &str, value: String) -> std::result::Result<String, FrameError> {
+        if value.is_empty() {
+            Err(FrameError::invalid(format!(
+                "{}: `{name}` must be a non-empty string",
+                self.what
+            )))
+        } else {
+            Ok(value)
+        }
+    }
+
+    /// An optional member that may also be `null`; when a string, it must not be empty.
+    fn optional_non_empty(&self, name: &str) -> std::result::Result<Option<String>, FrameError> {
+        match self.optional::<Option<String>>(name, "a non-empty string or null")? {
+            Some(Some(value)) => self.non_empty(name, value).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    fn count(&self, name: &str) -> std::result::Result<u64, FrameError> {
+        Ok(self.required::<Count>(name, "a non-negative integer")?.0)
+    }
+
+    fn optional_count(&self, name: &str) -> std::result::Result<Option<u64>, FrameError> {
+        Ok(self
+            .optional::<Count>(name, "a non-negative integer")?
+            .map(|count| count.0))
+    }
+}
+
+/// The largest count accepted: JavaScript's `Number.MAX_SAFE_INTEGER`, so a TypeScript host reads
+/// every accepted count exactly.
+pub const MAX_COUNT: u64 = (1 << 53) - 1;
+
+/// A non-negative integer up to [`MAX_COUNT`]; like JSON Schema's `integer`, `3.0` counts as 3.
+#[derive(Debug, Clone, Copy)]
+struct Count(u64);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct CountVisitor;
+        impl Visitor<'_> for CountVisitor {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a non-negative integer up to 2^53-1")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Count, E> {
+                if v <= MAX_COUNT {
+                    Ok(Count(v))
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Unsigned(v), &self))
+                }
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Count, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::invalid_value(de::Unexpected::Signed(v), &self)),
+                }
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Count, E> {
+                if v.fract() == 0.0 && (0.0..=MAX_COUNT as f64).contains(&v) {
+                    Ok(Count(v as u64))
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Float(v), &self))
+                }
+            }
+        }
+        deserializer.deserialize_any(CountVisitor)
+    }
+}
+
+/// Reads `v` (must be 1) and `type` (a string), the header every frame and command carries.
+fn header<M: Members>(members: &M, what: &'static str) -> std::result::Result<String, FrameError> {
+    let reader = Reader { members, what };
+    let version = reader.optional::<Count>("v", "the integer 1")?;
+    match version {
+        None => return Err(FrameError::invalid(format!("{what}: missing required `v`"))),
+        Some(Count(1)) => {}
+        Some(Count(other)) => {
+            return Err(FrameError::invalid(format!(
+                "{what}: `v` is {other}, but this is generation 1 (`v` must be 1)"
+            )))
+        }
+    }
+    reader.required::<String>("type", "a string")
+}
+
+fn build_frame<M: Members>(members: &M) -> std::result::Result<RuntimeFrame, FrameError> {
+    let type_name = header(members, "frame")?;
+    let Some(what) = FRAME_WHAT.iter().find(|(name, _)| *name == type_name) else {
+        return Err(FrameError::invalid(format!(
+            "unknown frame type `{type_name}` (generation 1 has {})",
+            FRAME_TYPES.join(", ")
+        )));
+    };
+    let r = Reader {
+        members,
+        what: what.1,
+    };
+    let frame = match type_name.as_str() {
+        "probe" | "ready" => {
+            let compatibility_generation =
+                r.optional::<String>("compatibility_generation", "a string")?;
+            if let Some(generation) = &compatibility_generation {
+                if !valid_compatibility_generation(generation) {
+                    return Err(FrameError::invalid(format!(
+                        "{}: `compatibility_generation` must match [A-Za-z0-9._:-]{{1,128}}",
+                        r.what
+                    )));
+                }
+            }
+            let identity = RuntimeIdentity {
+                runtime: r.required("runtime", "a string")?,
+                protocol_version: r.count("protocol_version")?,
+                plugin_version: r.id("plugin_version")?,
+                compatibility_generation,
+                capabilities: r
+                    .object("capabilities", "an object of booleans", false)?
+                    .ok_or_else(|| r.missing("capabilities"))?,
+            };
+            if type_name == "probe" {
+                RuntimeFrame::Probe(identity)
+            } else {
+                RuntimeFrame::Ready(identity)
+            }
+        }
+        "models" => RuntimeFrame::Models(build_models(&r)?),
+        "session" => RuntimeFrame::Session(Session {
+            request_id: r.id("request_id")?,
+            session_id: r.id("session_id")?,
+            resumed: r.required("resumed", "a boolean")?,
+        }),
+        "thinking" | "text" => {
+            let delta = Delta {
+                request_id: r.id("request_id")?,
+                content: r.required("content", "a string")?,
+            };
+            if type_name == "text" {
+                RuntimeFrame::Text(delta)
+            } else {
+                RuntimeFrame::Thinking(delta)
+            }
+        }
+        "tool_call" => RuntimeFrame::ToolCall(ToolCall {
+            request_id: r.id("request_id")?,
+            call_id: r.id("call_id")?,
+            name: r.id("name")?,
+            arguments: r.required("arguments", "a string holding JSON")?,
+        }),
+        "tool_result" => RuntimeFrame::ToolResult(ToolResult {
+            request_id: r.id("request_id")?,
+            call_id: r.id("call_id")?,
+            name: r.id("name")?,
+            output: r.required("output", "a string")?,
+            is_error: r.required("is_error", "a boolean")?,
+        }),
+        "usage" => RuntimeFrame::Usage(Usage {
+            request_id: r.id("request_id")?,
+            provider: r.required("provider", "a string")?,
+            model: r.required("model", "a string")?,
+            input_tokens: r.count("input_tokens")?,
+            output_tokens: r.count("output_tokens")?,
+            cache_read_tokens: r.optional_count("cache_read_tokens")?,
+            cache_write_tokens: r.optional_count("cache_write_tokens")?,
+        }),
+        "result" => RuntimeFrame::Result(build_result(&r)?),
+        "protocol_error" => RuntimeFrame::ProtocolError(ProtocolError {
+            request_id: r.optional_non_empty("request_id")?,
+            code: r.id("code")?,
+            message: r.required("message", "a string")?,
+        }),
+        _ => unreachable!("FRAME_WHAT lists exactly FRAME_TYPES"),
+    };
+    Ok(frame)
+}
+
+/// Each frame type and how errors name it.
+const FRAME_WHAT: [(&str, &str); 11] = [
+    ("probe", "probe frame"),
+    ("ready", "ready frame"),
+    ("models", "models frame"),
+    ("session", "session frame"),
+    ("thinking", "thinking frame"),
+    ("text", "text frame"),
+    ("tool_call", "tool_call frame"),
+    ("tool_result", "tool_result frame"),
+    ("usage", "usage frame"),
+    ("result", "result frame"),
+    ("protocol_error", "protocol_error frame"),
+];
+
+fn build_result<M: Members>(r: &Reader<'_, M>) -> std::result::Result<Result, FrameError> {
+    let request_id = r.id("request_id")?;
+    let status: Status = r.required("status", "one of completed, cancelled, failed")?;
+    let session_id =
+        match r.optional::<Option<String>>("session_id", "a non-empty string or null")? {
+            None => {
+                return Err(FrameError::invalid(format!(
+                    "{}: missing required `session_id` (null when no session exists)",
+                    r.what
+                )))
+            }
+            Some(Some(id)) => Some(r.non_empty("session_id", id)?),
+            Some(None) => None,
+        };
+    if status == Status::Completed && session_id.is_none() {
+        return Err(FrameError::invalid(format!(
+            "{}: a completed result must name its session (`session_id` is null)",
+            r.what
+        )));
+    }
+    let resume_rejected: bool = r.required("resume_rejected", "a boolean")?;
+    if resume_rejected && status != Status::Failed {
+        return Err(FrameError::invalid(format!(
+            "{}: `resume_rejected: true` requires status `failed`, not `{status}`",
+            r.what
+        )));
+    }
+    let error = r.object::<RunError>("error", "an object {code, message} or null", true)?;
+    let error = match error {
+        Some(error) if error.code.is_empty() => {
+            return Err(FrameError::invalid(format!(
+                "{}: `error.code` must be a non-empty string",
+                r.what
+            )))
+        }
+        other => other,
+    };
+    if status == Status::Failed && error.is_none() {
+        return Err(FrameError::invalid(format!(
+            "{}: a failed result requires `error` {{code, message}}",
+            r.what
+        )));
+    }
+    Ok(Result {
+        request_id,
+        status,
+        session_id,
+        resume_rejected,
+        output: r.optional_non_empty("output")?,
+        stop_reason: r.optional_non_empty("stop_reason")?,
+        error,
+    })
+}
+
+fn build_models<M: Members>(r: &Reader<'_, M>) -> std::result::Result<Models, FrameError> {
+    const EXPECTED: &str =
+        "an array of objects {provider, provider_name, id, name, reasoning_options?}";
+    let runtime: String = r.required("runtime", "a string")?;
+    let models: Value = r.required("models", EXPECTED)?;
+    let entries_are_objects = |value: &Value| {
+        value
+            .as_array()
+            .is_some_and(|entries| entries.iter().all(Value::is_object))
+    };
+    let well_shaped = entries_are_objects(&models)
+        && models.as_array().into_iter().flatten().all(|model| {
+            model
+                .get("reasoning_options")
+                .is_none_or(entries_are_objects)
+        });
+    if !well_shaped {
+        return Err(FrameError::invalid(format!(
+            "{}: `models` must be {EXPECTED}",
+            r.what
+        )));
+    }
+    let models = Vec::<ModelInfo>::deserialize(&models).map_err(|error| {
+        FrameError::invalid(format!(
+            "{}: `models` must be {EXPECTED} ({})",
+            r.what,
+            strip_position(&error.to_string())
+        ))
+    })?;
+    Ok(Models { runtime, models })
+}
+
+fn build_command<M: Members>(members: &M) -> std::result::Result<HostCommand, FrameError> {
+    let type_name = header(members, "command")?;
+    match type_name.as_str() {
+        "execute" => {
+            let r = Reader {
+                members,
+                what: "execute command",
+            };
+            let cwd: String = r.id("cwd")?;
+            if !is_absolute_path(&cwd) {
+                return Err(FrameError::invalid(format!(
+                    "execute command: `cwd` must be an absolute path, not `{cwd}`"
+                )));
+            }
+            let model: ModelRoute = r
+                .object("model", "an object {provider, id}", false)?
+                .ok_or_else(|| r.missing("model"))?;
+            if model.provider.is_empty() || model.id.is_empty() {
+                return Err(FrameError::invalid(
+                    "execute command: `model.provider` and `model.id` must be non-empty strings",
+                ));
+            }
+            let mcp_servers: Vec<Value> = r.required("mcp_servers", "an array of objects")?;
+            if mcp_servers.iter().any(|entry| !entry.is_object()) {
+                return Err(FrameError::invalid(
+                    "execute command: every `mcp_servers` entry must be an object",
+                ));
+            }
+            Ok(HostCommand::Execute(Execute {
+                request_id: r.id("request_id")?,
+                cwd,
+                prompt: r.required("prompt", "a string")?,
+                resume_session_id: r.optional_non_empty("resume_session_id")?,
+                model,
+                reasoning_effort: r.optional_non_empty("reasoning_effort")?,
+                mcp_servers,
+            }))
+        }
+        "cancel" => {
+            let r = Reader {
+                members,
+                what: "cancel command",
+            };
+            Ok(HostCommand::Cancel(Cancel {
+                request_id: r.id("request_id")?,
+            }))
+        }
+        other => Err(FrameError::invalid(format!(
+            "unknown command type `{other}` (generation 1 has execute, cancel)"
+        ))),
+    }
+}
+
+/// `[A-Za-z0-9._:-]{1,128}`.
+pub fn valid_compatibility_generation(value: &str) -> bool {
+    (1..=128).contains(&value.len())
+        && value
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"._:-".contains(&byte))
+}
+
+/// POSIX absolute (`/x`), a Windows drive path (`C:\x`, `C:/x`) or a UNC path (`\\server\x`).
+pub fn is_absolute_path(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    path.starts_with('/')
+        || path.starts_with("\\\\")
+        || (bytes.len() >= 3
+            && bytes[0].is_ascii_alphabetic()
+            && bytes[1] == b':'
+            && (bytes[2] == b'\\' || bytes[2] == b'/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> std::result::Result<RuntimeFrame, FrameError> {
+        RuntimeFrame::parse_line(line.as_bytes())
+    }
+
+    #[test]
+    fn parses_every_frame_type_and_round_trips() {
+        let lines = [
+            r#"{"v":1,"type":"probe","runtime":"open-design","protocol_version":1,"plugin_version":"0.1.0","capabilities":{"session_resume":true,"session_cancel":true,"structured_events":true}}"#,
+            r#"{"v":1,"type":"ready","runtime":"open-design","protocol_version":1,"plugin_version":"0.1.0","compatibility_generation":"g1","capabilities":{"session_resume":true,"session_cancel":true,"structured_events":true}}"#,
+            r#"{"v":1,"type":"models","runtime":"open-design","models":[{"provider":"deepseek-official","provider_name":"DeepSeek","id":"deepseek-chat","name":"DeepSeek Chat","reasoning_options":[{"id":"high","name":"High","default":true}]}]}"#,
+            r#"{"v":1,"type":"session","request_id":"r1","session_id":"s1","resumed":false}"#,
+            r#"{"v":1,"type":"thinking","request_id":"r1","content":""}"#,
+            r#"{"v":1,"type":"text","request_id":"r1","content":"hi\u2028there"}"#,
+            r#"{"v":1,"type":"tool_call","request_id":"r1","call_id":"c1","name":"write_file","arguments":"{\"path\":\"index.html\"}"}"#,
+            r#"{"v":1,"type":"tool_result","request_id":"r1","call_id":"c1","name":"write_file","output":"ok","is_error":false}"#,
+            r#"{"v":1,"type":"usage","request_id":"r1","provider":"deepseek-official","model":"deepseek-chat","input_tokens":10,"output_tokens":2.0,"cache_read_tokens":0}"#,
+            r#"{"v":1,"type":"result","request_id":"r1","status":"completed","session_id":"s1","resume_rejected":false,"stop_reason":"end_turn"}"#,
+            r#"{"v":1,"type":"result","request_id":"r1","status":"failed","session_id":null,"resume_rejected":true,"error":{"code":"SESSION_NOT_FOUND","message":"no such session"}}"#,
+            r#"{"v":1,"type":"protocol_error","code":"BAD_COMMAND","message":"unknown command"}"#,
+        ];
+        for line in lines {
+            let frame = parse(line).unwrap_or_else(|error| panic!("{line}: {error}"));
+            let again = parse(frame.to_line().trim_end()).expect("re-parses");
+            assert_eq!(frame, again, "{line}");
+            assert!(frame.to_line().starts_with("{\"v\":1,\"type\":"));
+        }
+    }
+
+    #[test]
+    fn classifies_malformed_and_invalid() {
+        let malformed = [
+            "not json",
+            "\u{1b}[32mdsh starting\u{1b}[0m",
+            "\u{FEFF}{\"v\":1,\"type\":\"text\",\"request_id\":\"r\",\"content\":\"\"}",
+            "{\"v\":1,",
+            "{\"v\":1}{\"v\":1}",
+        ];
+        for line in malformed {
+            assert_eq!(
+                parse(line).unwrap_err().kind,
+                FrameErrorKind::Malformed,
+                "{line}"
+            );
+        }
+        assert_eq!(
+            RuntimeFrame::parse_line(b"{\"v\":1,\"type\":\"text\",\"content\":\"\xff\"}")
+                .unwrap_err()
+                .kind,
+            FrameErrorKind::Malformed
+        );
+        let invalid = [
+            "[1,2]",
+            "\"text\"",
+            "{}",
+            r#"{"v":2,"type":"text","request_id":"r","content":""}"#,
+            r#"{"type":"text","request_id":"r","content":""}"#,
+            r#"{"v":1,"type":"shout","request_id":"r"}"#,
+            r#"{"v":1,"type":"text","request_id":"r","content":"a","content":"b"}"#,
+            r#"{"v":1,"type":"text","request_id":"r","x":1,"x":2,"content":""}"#,
+            r#"{"v":1,"type":"text","request_id":"","content":""}"#,
+            r#"{"v":1,"type":"text","request_id":"r","content":5}"#,
+            r#"{"v":1,"type":"usage","request_id":"r","provider":"p","model":"m","input_tokens":-1,"output_tokens":0}"#,
+            r#"{"v":1,"type":"usage","request_id":"r","provider":"p","model":"m","input_tokens":1.5,"output_tokens":0}"#,
+            r#"{"v":1,"type":"result","request_id":"r","status":"failed","session_id":null,"resume_rejected":false}"#,
+            r#"{"v":1,"type":"result","request_id":"r","status":"completed","session_id":null,"resume_rejected":false}"#,
+            r#"{"v":1,"type":"result","request_id":"r","status":"completed","session_id":"s","resume_rejected":true}"#,
+            r#"{"v":1,"type":"result","request_id":"r","status":"completed","resume_rejected":false}"#,
+            r#"{"v":1,"type":"result","request_id":"r","status":"completed","session_id":"s","resume_rejected":false,"output":""}"#,
+            r#"{"v":1,"type":"ready","runtime":"open-design","protocol_version":1,"plugin_version":"1","compatibility_generation":"a b","capabilities":{}}"#,
+        ];
+        for line in invalid {
+            assert_eq!(
+                parse(line).unwrap_err().kind,
+                FrameErrorKind::Invalid,
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_members_are_tolerated_with_any_type() {
+        let frame = parse(r#"{"v":1,"type":"text","request_id":"r","content":"x","call_id":5,"future":{"a":[1]}}"#)
+            .expect("unknown members are tolerated");
+        assert_eq!(frame, RuntimeFrame::text("r", "x"));
+    }
+
+    #[test]
+    fn errors_name_the_member() {
+        let error =
+            parse(r#"{"v":1,"type":"session","request_id":"r","session_id":"s"}"#).unwrap_err();
+        assert_eq!(error.message, "session frame: missing required `resumed`");
+        let error = parse(r#"{"v":1,"type":"text","request_id":"r","content":"a","content":"b"}"#)
+            .unwrap_err();
+        assert_eq!(error.message, "duplicate key `content`");
+    }
+
+    #[test]
+    fn commands_round_trip() {
+        let execute = HostCommand::execute(
+            "r1",
+            "/tmp/project",
+            "Create a landing page",
+            Some("s1".to_string()),
+            ModelRoute {
+                provider: "deepseek-official".into(),
+                id: "deepseek-chat".into(),
+            },
+        );
+        let line = execute.to_line();
+        assert!(line.contains("\"mcp_servers\":[]"));
+        assert_eq!(
+            HostCommand::parse_line(line.trim_end().as_bytes()),
+            Ok(execute)
+        );
+        let cancel = HostCommand::cancel("r1");
+        assert_eq!(
+            cancel.to_line(),
+            "{\"v\":1,\"type\":\"cancel\",\"request_id\":\"r1\"}\n"
+        );
+        assert_eq!(
+            serde_json::from_str::<HostCommand>(cancel.to_line().trim_end()).unwrap(),
+            cancel
+        );
+        let relative = r#"{"v":1,"type":"execute","request_id":"r","cwd":"project","prompt":"p","model":{"provider":"p","id":"m"},"mcp_servers":[]}"#;
+        assert!(HostCommand::parse_line(relative.as_bytes()).is_err());
+        let no_mcp = r#"{"v":1,"type":"execute","request_id":"r","cwd":"/p","prompt":"p","model":{"provider":"p","id":"m"}}"#;
+        assert!(HostCommand::parse_line(no_mcp.as_bytes()).is_err());
+    }
+}

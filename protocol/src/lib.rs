@@ -12,8 +12,9 @@ pub mod lines;
 pub mod schema;
 
 pub use checker::{RunContext, Step, StreamChecker, Terminal, Violation, ViolationCode};
-pub use frames::{HostCommand, RuntimeFrame};
+pub use frames::{FrameError, FrameErrorKind, HostCommand, RuntimeFrame, Status};
 pub use lines::{LineEvent, LineFramer, MAX_LINE_BYTES};
+pub use schema::SchemaError;
 
 /// The protocol generation this crate implements.
 pub const PROTOCOL_VERSION: u64 = 1;

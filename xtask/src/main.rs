@@ -1,1 +1,198 @@
-fn main() {}
+//! `cargo xtask`: the repo's chores, each a subcommand that drives cargo and the kit's binaries.
+//!
+//! - `suite`: the main job: the corpus against the reference host with fake-dsh, results table.
+//! - `ci`: everything CI checks: formatting, clippy, the tests, the corpus lint.
+//! - `check-corpus`: fixtures valid, ids unique, every spec rule covered.
+//! - `install-fake-dsh --dir DIR`: put fake-dsh on a PATH directory as `dsh`.
+//! - `bench`: the performance figures of docs/performance.md.
+
+mod bench;
+
+use clap::{Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Run the conformance suite against the reference host with fake-dsh (extra args go to `run`).
+    Suite {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Formatting, clippy, the whole test suite and the corpus lint: what CI runs.
+    Ci,
+    /// Lint the fixture corpus: schemas, unique ids, spec-rule coverage.
+    CheckCorpus,
+    /// Build fake-dsh and install it as `DIR/dsh`.
+    InstallFakeDsh {
+        #[arg(long)]
+        dir: PathBuf,
+    },
+    /// Measure the figures of docs/performance.md and print them as a table.
+    Bench,
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().task {
+        Task::Suite { args } => suite(&args),
+        Task::Ci => ci(),
+        Task::CheckCorpus => check_corpus(),
+        Task::InstallFakeDsh { dir } => install_fake_dsh(&dir),
+        Task::Bench => bench(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure { message, code }) => {
+            if !message.is_empty() {
+                eprintln!("xtask: {message}");
+            }
+            ExitCode::from(code)
+        }
+    }
+}
+
+struct Failure {
+    message: String,
+    code: u8,
+}
+
+type Outcome = Result<(), Failure>;
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+fn cargo() -> Command {
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.current_dir(workspace_root());
+    command
+}
+
+/// Runs a command; a non-zero exit becomes a failure with the command's own exit code, so CI sees
+/// what the step said (1 failed cases, 2 broken setup, 3 nothing selected).
+fn run(step: &str, mut command: Command) -> Outcome {
+    eprintln!("xtask: {step}");
+    let status = command.status().map_err(|error| Failure {
+        message: format!("{step}: could not start: {error}"),
+        code: 2,
+    })?;
+    if status.success() {
+        return Ok(());
+    }
+    Err(Failure {
+        message: format!("{step}: failed ({status})"),
+        code: status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1),
+    })
+}
+
+fn build_kit_binaries(release: bool) -> Outcome {
+    let mut build = cargo();
+    build.args(["build", "--quiet", "--bins"]);
+    build.args(["--package", "fake-dsh", "--package", "dsh-host", "--package", "dsh-conformance"]);
+    if release {
+        build.arg("--release");
+    }
+    run("build the kit's binaries", build)
+}
+
+fn target_dir(release: bool) -> PathBuf {
+    let root = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    root.join(if release { "release" } else { "debug" })
+}
+
+fn kit_binary(name: &str, release: bool) -> PathBuf {
+    target_dir(release).join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
+
+fn suite(args: &[String]) -> Outcome {
+    build_kit_binaries(false)?;
+    let mut conformance = Command::new(kit_binary("dsh-conformance", false));
+    conformance
+        .current_dir(workspace_root())
+        .arg("run")
+        .arg("--host")
+        .arg(kit_binary("dsh-host-driver", false))
+        .arg("--fake-dsh")
+        .arg(kit_binary("fake-dsh", false))
+        .arg("--fixtures")
+        .arg(workspace_root().join("fixtures"))
+        .args(args);
+    run("dsh-conformance run against the reference host", conformance)
+}
+
+fn check_corpus() -> Outcome {
+    let mut lint = cargo();
+    lint.args(["run", "--quiet", "--package", "dsh-conformance", "--", "lint", "--fixtures"]);
+    lint.arg(workspace_root().join("fixtures"));
+    run("lint the fixture corpus", lint)
+}
+
+fn ci() -> Outcome {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--", "--check"]);
+    run("cargo fmt --check", fmt)?;
+    let mut clippy = cargo();
+    clippy.args(["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"]);
+    run("cargo clippy", clippy)?;
+    check_corpus()?;
+    let mut test = cargo();
+    test.args(["test", "--workspace"]);
+    run("cargo test --workspace", test)
+}
+
+fn install_fake_dsh(dir: &Path) -> Outcome {
+    let mut build = cargo();
+    build.args(["build", "--quiet", "--release", "--package", "fake-dsh", "--bin", "fake-dsh"]);
+    run("build fake-dsh", build)?;
+    std::fs::create_dir_all(dir).map_err(|error| Failure {
+        message: format!("cannot create {}: {error}", dir.display()),
+        code: 2,
+    })?;
+    let installed = dir.join(format!("dsh{}", std::env::consts::EXE_SUFFIX));
+    std::fs::copy(kit_binary("fake-dsh", true), &installed).map_err(|error| Failure {
+        message: format!("cannot write {}: {error}", installed.display()),
+        code: 2,
+    })?;
+    eprintln!("xtask: installed {}", installed.display());
+    Ok(())
+}
+
+fn bench() -> Outcome {
+    build_kit_binaries(true)?;
+    let mut example = cargo();
+    example.args(["build", "--quiet", "--release", "--package", "dsh-protocol"]);
+    example.args(["--example", "checker-throughput"]);
+    run("build the checker throughput bench", example)?;
+    let bins = bench::Binaries {
+        fake_dsh: kit_binary("fake-dsh", true),
+        host_driver: kit_binary("dsh-host-driver", true),
+        conformance: kit_binary("dsh-conformance", true),
+        checker_bench: target_dir(true).join("examples/checker-throughput"),
+        fixtures: workspace_root().join("fixtures"),
+    };
+    let measured = (|| {
+        let mut figures = bench::checker_throughput(&bins)?;
+        figures.push(bench::cold_start(&bins)?);
+        figures.extend(bench::corpus(&bins, bench::spawn_cost()?)?);
+        figures.extend(bench::peak_rss(&bins)?);
+        Ok::<_, String>(figures)
+    })();
+    let figures = measured.map_err(|message| Failure {
+        message: format!("bench: {message}"),
+        code: 2,
+    })?;
+    bench::print_table(&figures);
+    Ok(())
+}

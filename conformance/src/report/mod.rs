@@ -1,19 +1,289 @@
-//! `report` (the hosts x variants matrix: HTML, JSON, Markdown) and `diff`.
+//! `report` (every host x runtime variant over the corpus, written as report.json, report.html and
+//! report.md) and `diff` (two reports compared by case id; exit 1 on a regression).
+//!
+//! - [`config`]: the hosts and variants of the matrix, and the defaults.
+//! - [`document`]: `report.json`, its schema, loading it back.
+//! - [`coverage`]: the rule catalog and which cases cover each rule.
+//! - [`html`], [`markdown`]: the page and the pull-request comment.
+//! - [`diff`]: comparing two reports.
+//!
+//! Exit codes mirror `run`: 0 written and nothing failed, 1 written and some cell has a case that
+//! fails a run, 2 something could not run (bad config, unwritable output, a cell the harness could
+//! not complete; whatever could be written still is), 3 no cell measured any case.
 
+pub mod config;
+pub mod coverage;
+pub mod diff;
+pub mod document;
+pub mod html;
+pub mod markdown;
+
+use crate::model::SuiteReport;
+use crate::run;
+use config::{HostSpec, MatrixConfig, VariantSpec};
+use document::{ReportDocument, SuiteError};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// `dsh-conformance report`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
-
-pub fn main(args: Args) -> ExitCode {
-    let _ = args;
-    todo!()
+pub struct Args {
+    /// JSON config: {"hosts":[{"name","command":[...]}],"variants":[{"name","env":{...}}]}.
+    /// Without it: the reference host x the version-policy variants.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Directory to write report.json, report.html and report.md into (created if missing).
+    #[arg(long, value_name = "DIR", default_value = "conformance-report")]
+    pub out: PathBuf,
+    /// The fixture corpus (holding rules.json).
+    #[arg(long, value_name = "DIR", default_value = "fixtures")]
+    pub fixtures: PathBuf,
+    /// Cases run in parallel within one host x variant (default: the core count).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Multiply every timeout by this factor (slow CI machines).
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    pub time_scale: f64,
 }
 
+/// Runs one host x variant; the error is the harness's, as one line.
+pub type CellRunner<'a> = dyn FnMut(&HostSpec, &VariantSpec) -> Result<SuiteReport, String> + 'a;
+
+/// Runs every host x variant (host-major) through `run_cell`. A cell's suite is renamed to the
+/// config's host and variant names so reports from different machines line up in `diff`.
+pub fn run_matrix(
+    config: &MatrixConfig,
+    run_cell: &mut CellRunner<'_>,
+) -> (Vec<SuiteReport>, Vec<SuiteError>) {
+    let mut suites = Vec::new();
+    let mut errors = Vec::new();
+    for host in &config.hosts {
+        for variant in &config.variants {
+            eprintln!("report: {} x {} ...", host.name, variant.name);
+            match run_cell(host, variant) {
+                Ok(mut suite) => {
+                    suite.host.name = host.name.clone();
+                    suite.runtime_variant = variant.name.clone();
+                    eprintln!(
+                        "report: {} x {}: {}",
+                        host.name,
+                        variant.name,
+                        crate::output::summary_line(&suite)
+                    );
+                    suites.push(suite);
+                }
+                Err(message) => {
+                    eprintln!(
+                        "report: {} x {}: could not run: {message}",
+                        host.name, variant.name
+                    );
+                    errors.push(SuiteError {
+                        host: host.name.clone(),
+                        variant: variant.name.clone(),
+                        message,
+                    });
+                }
+            }
+        }
+    }
+    (suites, errors)
+}
+
+/// Assembles the document: the suites, the cells that could not run, and rule coverage from
+/// `<fixtures>/rules.json` (an unreadable catalog leaves the coverage table empty, with a warning).
+pub fn build_document(
+    config: &MatrixConfig,
+    suites: Vec<SuiteReport>,
+    errors: Vec<SuiteError>,
+    fixtures: &Path,
+) -> ReportDocument {
+    let rules = match coverage::load_rules(fixtures) {
+        Ok(rules) => rules,
+        Err(message) => {
+            eprintln!("report: warning: no spec-coverage table: {message}");
+            Vec::new()
+        }
+    };
+    let table = coverage::coverage(&rules, &suites);
+    ReportDocument::new(config.variants.clone(), suites, errors, table)
+}
+
+/// The files `report` writes, in the order written.
+pub const REPORT_FILES: [&str; 3] = ["report.json", "report.html", "report.md"];
+
+/// Writes report.json, report.html and report.md into `dir` (created if missing).
+pub fn write_report_files(document: &ReportDocument, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|error| format!("{}: cannot create: {error}", dir.display()))?;
+    let mut written = Vec::new();
+    for name in REPORT_FILES {
+        let path = dir.join(name);
+        let mut bytes = Vec::new();
+        let rendered = match name {
+            "report.json" => serde_json::to_writer_pretty(&mut bytes, document)
+                .map_err(std::io::Error::other)
+                .and_then(|()| bytes.write_all(b"\n")),
+            "report.html" => html::write_report_html(document, &mut bytes),
+            _ => markdown::write_report_markdown(document, &mut bytes),
+        };
+        rendered.map_err(|error| format!("{}: cannot render: {error}", path.display()))?;
+        std::fs::write(&path, &bytes)
+            .map_err(|error| format!("{}: cannot write: {error}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// The exit code of a written report (see the module doc).
+pub fn exit_code_of(document: &ReportDocument) -> u8 {
+    if !document.errors.is_empty() {
+        2
+    } else if document.case_count() == 0 {
+        3
+    } else if document.has_failures() {
+        1
+    } else {
+        0
+    }
+}
+
+/// The fake-dsh binary: `$FAKE_DSH_BIN`, else next to this executable (as `run` finds it).
+fn fake_dsh_binary() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("FAKE_DSH_BIN").filter(|path| !path.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe()
+        .map_err(|error| format!("cannot locate this executable: {error}"))?;
+    let dir = exe
+        .parent()
+        .ok_or("cannot locate this executable's directory")?;
+    Ok(dir.join(format!("fake-dsh{}", std::env::consts::EXE_SUFFIX)))
+}
+
+/// Runs one cell through the harness library: the whole corpus, the host's expectations file.
+fn harness_cell(
+    args: &Args,
+    fake_dsh: &Path,
+    host: &HostSpec,
+    variant: &VariantSpec,
+) -> Result<SuiteReport, String> {
+    let expectations = host
+        .expectations
+        .as_deref()
+        .map(run::Expectations::load)
+        .transpose()?;
+    let config = run::SuiteConfig {
+        host: host.command.clone(),
+        host_name: Some(host.name.clone()),
+        fixtures: args.fixtures.clone(),
+        selection: run::Selection::default(),
+        jobs: args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        time_scale: args.time_scale,
+        fake_dsh: fake_dsh.to_path_buf(),
+        variant: run::Variant {
+            name: variant.name.clone(),
+            env: variant.env.clone(),
+        },
+        expectations,
+        verify: 1,
+    };
+    run::run_suite(&config).map_err(|error| error.to_string())
+}
+
+pub fn main(args: Args) -> ExitCode {
+    let config = match &args.config {
+        Some(path) => MatrixConfig::load(path),
+        None => Ok(MatrixConfig::default_matrix()),
+    };
+    let config = match config {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("dsh-conformance report: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
+        eprintln!(
+            "dsh-conformance report: --time-scale must be a positive number, got {}",
+            args.time_scale
+        );
+        return ExitCode::from(2);
+    }
+    let fake_dsh = match fake_dsh_binary() {
+        Ok(path) => path,
+        Err(message) => {
+            eprintln!("dsh-conformance report: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let (suites, errors) = run_matrix(&config, &mut |host, variant| {
+        harness_cell(&args, &fake_dsh, host, variant)
+    });
+    let document = build_document(&config, suites, errors, &args.fixtures);
+    match write_report_files(&document, &args.out) {
+        Ok(paths) => {
+            for path in paths {
+                println!("wrote {}", path.display());
+            }
+        }
+        Err(message) => {
+            eprintln!("dsh-conformance report: {message}");
+            return ExitCode::from(2);
+        }
+    }
+    let code = exit_code_of(&document);
+    if code == 3 {
+        eprintln!("dsh-conformance report: no cell measured any case (check --fixtures)");
+    }
+    ExitCode::from(code)
+}
+
+/// Output format of `diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Markdown,
+    Json,
+}
+
+/// `dsh-conformance diff`.
 #[derive(Debug, clap::Args)]
-pub struct DiffArgs {}
+pub struct DiffArgs {
+    /// The baseline: a report.json, or one suite from `run --format json`.
+    #[arg(value_name = "BASE.json")]
+    pub base: PathBuf,
+    /// The candidate, in the same forms.
+    #[arg(value_name = "NEW.json")]
+    pub new: PathBuf,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: DiffFormat,
+}
 
 pub fn diff_main(args: DiffArgs) -> ExitCode {
-    let _ = args;
-    todo!()
+    let loaded = document::load_document(&args.base)
+        .and_then(|base| Ok((base, document::load_document(&args.new)?)));
+    let (base, new) = match loaded {
+        Ok(pair) => pair,
+        Err(message) => {
+            eprintln!("dsh-conformance diff: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = diff::diff(&base, &new);
+    let mut stdout = std::io::stdout().lock();
+    let written = match args.format {
+        DiffFormat::Text => diff::write_text(&result, &mut stdout),
+        DiffFormat::Markdown => diff::write_markdown(&result, &mut stdout),
+        DiffFormat::Json => serde_json::to_writer_pretty(&mut stdout, &result)
+            .map_err(std::io::Error::other)
+            .and_then(|()| writeln!(stdout)),
+    };
+    if let Err(error) = written.and_then(|()| stdout.flush()) {
+        eprintln!("dsh-conformance diff: cannot write the diff: {error}");
+        return ExitCode::from(2);
+    }
+    ExitCode::from(if result.is_regression() { 1 } else { 0 })
 }

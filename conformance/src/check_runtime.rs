@@ -1,0 +1,222 @@
+//! `dsh-conformance check-runtime`: drives a runtime (a real dsh with the open-design profile, or
+//! fake-dsh) through the runtime-side checks a kit can make without a model, one fresh process
+//! and world per check, and reports each check's verdict with its rule id.
+//!
+//! - [`process`]: one runtime process in its own process group, killed with its group on drop.
+//! - [`world`]: the temp cwd, Harness home, canaries and commands one check uses.
+//! - [`turn`]: a careful host's single turn, recorded for the checks.
+//! - [`checks`]: the catalogue of checks and their procedures.
+
+pub mod checks;
+pub mod process;
+pub mod turn;
+pub mod world;
+
+use checks::{Status, CHECKS};
+use serde_json::json;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+use world::{Target, World};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The runtime executable to check (a real `dsh`, or fake-dsh).
+    #[arg(long, value_name = "PATH")]
+    pub dsh: PathBuf,
+    /// Use this Harness home instead of a temp one per check (a real dsh finds its installed
+    /// open-design profile there). The checks never write into it themselves.
+    #[arg(long, value_name = "DIR")]
+    pub dsh_home: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Multiply every bound (ready, turn, cancel grace, exit) by this factor.
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    pub time_scale: f64,
+    /// Run only these checks (repeatable).
+    #[arg(long = "check", value_name = "ID")]
+    pub checks: Vec<String>,
+    /// List the checks and their rule ids, and exit.
+    #[arg(long)]
+    pub list: bool,
+}
+
+/// One check's verdict.
+#[derive(Debug, Clone)]
+pub struct CheckResult {
+    pub id: &'static str,
+    pub rule: &'static str,
+    pub summary: &'static str,
+    pub status: Status,
+    pub detail: String,
+    pub duration_ms: u64,
+}
+
+/// Why the checks could not run at all (exit 2).
+#[derive(Debug)]
+pub struct CannotRun(pub String);
+
+/// Run the selected checks (all when `only` is empty) against `target`.
+pub fn run_checks(target: &Target, only: &[String]) -> Result<Vec<CheckResult>, CannotRun> {
+    if let Some(unknown) = only.iter().find(|id| checks::find(id).is_none()) {
+        return Err(CannotRun(format!("unknown check {unknown:?} (see --list)")));
+    }
+    let mut target = target.clone();
+    target.dsh = resolve_program(&target.dsh)?;
+    let target = &target;
+    if !(target.time_scale.is_finite() && target.time_scale > 0.0) {
+        return Err(CannotRun(format!(
+            "--time-scale must be a positive number, not {}",
+            target.time_scale
+        )));
+    }
+    let mut results = Vec::new();
+    for check in CHECKS
+        .iter()
+        .filter(|check| only.is_empty() || only.iter().any(|id| id == check.id))
+    {
+        let started = Instant::now();
+        let world = World::new(target, check.id).map_err(|error| CannotRun(error.0))?;
+        let outcome = (check.procedure)(target, &world).map_err(|error| CannotRun(error.0))?;
+        results.push(CheckResult {
+            id: check.id,
+            rule: check.rule,
+            summary: check.summary,
+            status: outcome.status,
+            detail: outcome.detail,
+            duration_ms: started.elapsed().as_millis() as u64,
+        });
+    }
+    Ok(results)
+}
+
+/// An absolute path for `program`: a bare name is looked up on PATH, a relative path is taken from
+/// the current directory (each check runs the runtime from its own temp cwd).
+pub fn resolve_program(program: &std::path::Path) -> Result<PathBuf, CannotRun> {
+    let candidate = if program.components().count() == 1 && !program.is_file() {
+        std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file())
+            .ok_or_else(|| CannotRun(format!("{} is not on PATH", program.display())))?
+    } else {
+        program.to_path_buf()
+    };
+    if !candidate.is_file() {
+        return Err(CannotRun(format!("{} is not a file", candidate.display())));
+    }
+    std::path::absolute(&candidate).map_err(|error| {
+        CannotRun(format!(
+            "cannot make {} absolute: {error}",
+            candidate.display()
+        ))
+    })
+}
+
+/// The machine-readable report.
+pub fn to_json(target: &Target, results: &[CheckResult]) -> serde_json::Value {
+    let count = |status: Status| {
+        results
+            .iter()
+            .filter(|result| result.status == status)
+            .count()
+    };
+    json!({
+        "v": 1,
+        "runtime": target.dsh.to_string_lossy(),
+        "time_scale": target.time_scale,
+        "checks": results.iter().map(|result| json!({
+            "id": result.id,
+            "rule": result.rule,
+            "summary": result.summary,
+            "status": result.status.as_str(),
+            "detail": result.detail,
+            "duration_ms": result.duration_ms,
+        })).collect::<Vec<_>>(),
+        "totals": {
+            "pass": count(Status::Pass),
+            "fail": count(Status::Fail),
+            "inconclusive": count(Status::Inconclusive),
+        },
+    })
+}
+
+/// The terminal table, ending with a summary line.
+pub fn to_table(target: &Target, results: &[CheckResult]) -> String {
+    let id_width = results
+        .iter()
+        .map(|result| result.id.len())
+        .max()
+        .unwrap_or(0);
+    let rule_width = results
+        .iter()
+        .map(|result| result.rule.len())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for result in results {
+        let status = match result.status {
+            Status::Pass => "PASS",
+            Status::Fail => "FAIL",
+            Status::Inconclusive => "INCONCLUSIVE",
+        };
+        out.push_str(&format!(
+            "{status:<12}  {:<id_width$}  {:<rule_width$}  {}\n",
+            result.id, result.rule, result.detail
+        ));
+    }
+    let count = |status: Status| {
+        results
+            .iter()
+            .filter(|result| result.status == status)
+            .count()
+    };
+    out.push_str(&format!(
+        "{} checks: {} passed, {} failed, {} inconclusive ({})\n",
+        results.len(),
+        count(Status::Pass),
+        count(Status::Fail),
+        count(Status::Inconclusive),
+        target.dsh.display()
+    ));
+    out
+}
+
+pub fn main(args: Args) -> ExitCode {
+    if args.list {
+        for check in CHECKS {
+            println!("{:<28} {:<28} {}", check.id, check.rule, check.summary);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let target = Target {
+        dsh: args.dsh,
+        dsh_home: args.dsh_home,
+        time_scale: args.time_scale,
+    };
+    let results = match run_checks(&target, &args.checks) {
+        Ok(results) => results,
+        Err(CannotRun(why)) => {
+            eprintln!("dsh-conformance check-runtime: could not run: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    let rendered = match args.format {
+        Format::Table => to_table(&target, &results),
+        Format::Json => format!("{:#}\n", to_json(&target, &results)),
+    };
+    let _ = std::io::stdout().write_all(rendered.as_bytes());
+    if results.iter().any(|result| result.status == Status::Fail) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,939 @@
+//! The catalogue of runtime-side checks: each has a stable id, the spec rule it enforces, and a
+//! procedure that starts its own runtime process in its own world and judges what it saw.
+
+use super::process::{describe_exit, Next, SpawnError, StdoutEvent};
+use super::turn::{
+    self, describe_terminal, Ending, LineKind, Plan, SeenLine, ANSWER_MS, EXIT_MS, READY_MS,
+};
+use super::world::{json_line, random_uuid, Target, World, PROFILE};
+use dsh_protocol::{RunContext, Terminal};
+use serde_json::Value;
+use std::time::Instant;
+
+/// The most stderr a runtime may write in one turn (the same bound hosts keep, docs/host-driver.md).
+pub const STDERR_LIMIT_BYTES: u64 = 64 * 1024;
+/// Base bound for `--version` and `--probe` to exit.
+const SURFACE_MS: u64 = 10_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    Pass,
+    Fail,
+    /// The check could not exercise its rule this time (e.g. the turn ended before the cancel
+    /// could matter); not a failure.
+    Inconclusive,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub status: Status,
+    pub detail: String,
+}
+
+fn pass(detail: impl Into<String>) -> Outcome {
+    Outcome {
+        status: Status::Pass,
+        detail: detail.into(),
+    }
+}
+
+fn fail(detail: impl Into<String>) -> Outcome {
+    Outcome {
+        status: Status::Fail,
+        detail: detail.into(),
+    }
+}
+
+fn inconclusive(detail: impl Into<String>) -> Outcome {
+    Outcome {
+        status: Status::Inconclusive,
+        detail: detail.into(),
+    }
+}
+
+pub type Procedure = fn(&Target, &World) -> Result<Outcome, SpawnError>;
+
+pub struct Check {
+    pub id: &'static str,
+    /// The rule id in `fixtures/rules.json` this check enforces.
+    pub rule: &'static str,
+    pub summary: &'static str,
+    pub procedure: Procedure,
+}
+
+/// Every check, in the order they run and are reported.
+pub const CHECKS: &[Check] = &[
+    Check {
+        id: "rt.version-shape",
+        rule: "s5.version-usable-identity",
+        summary: "`dsh --version` exits 0 and its first line holds a semver",
+        procedure: version_shape,
+    },
+    Check {
+        id: "rt.probe-shape",
+        rule: "s5.probe-compatible-frame",
+        summary: "`--probe` exits 0 with exactly one schema-valid, compatible probe frame",
+        procedure: probe_shape,
+    },
+    Check {
+        id: "rt.ready-before-read",
+        rule: "s7.validate-ready",
+        summary: "`ready` arrives before the host writes anything",
+        procedure: ready_before_read,
+    },
+    Check {
+        id: "rt.ready-first",
+        rule: "s6.ready-identity",
+        summary: "the first stdout line is a compatible `ready` frame",
+        procedure: ready_first,
+    },
+    Check {
+        id: "rt.stdout-frames-only",
+        rule: "s14.stdout-frames-only",
+        summary: "every non-empty stdout line is one JSON object (no banner, log line or partial line)",
+        procedure: stdout_frames_only,
+    },
+    Check {
+        id: "rt.frames-schema-valid",
+        rule: "s6.frame-matches-generation-1",
+        summary: "every frame is valid against schemas/frame.schema.json (generation 1)",
+        procedure: frames_schema_valid,
+    },
+    Check {
+        id: "rt.request-scoped",
+        rule: "s6.request-id-after-ready",
+        summary: "every run-scoped frame after `ready` carries the active request_id",
+        procedure: request_scoped,
+    },
+    Check {
+        id: "rt.session-before-content",
+        rule: "s6.session-before-content",
+        summary: "`session` arrives before any content or tool frame",
+        procedure: session_before_content,
+    },
+    Check {
+        id: "rt.stream-strict",
+        rule: "s6.one-terminal-result",
+        summary: "the whole turn passes the strict stream checker and ends in one terminal result",
+        procedure: stream_strict,
+    },
+    Check {
+        id: "rt.exit-after-result",
+        rule: "s6.runtime-exits-after-result",
+        summary: "with stdin still open, the runtime exits after its terminal result and leaves no process behind",
+        procedure: exit_after_result,
+    },
+    Check {
+        id: "rt.malformed-command",
+        rule: "s6.protocol-error-fatal",
+        summary: "a non-JSON host line is answered with `protocol_error` or a structured failure",
+        procedure: malformed_command,
+    },
+    Check {
+        id: "rt.unknown-command",
+        rule: "s6.protocol-error-fatal",
+        summary: "a host command of unknown type is answered with `protocol_error` or a structured failure",
+        procedure: unknown_command,
+    },
+    Check {
+        id: "rt.second-execute",
+        rule: "s7.new-process-per-turn",
+        summary: "a second execute in one process is refused without starting a second run",
+        procedure: second_execute,
+    },
+    Check {
+        id: "rt.cancel-honoured",
+        rule: "s10.cancel-grace-for-cancelled",
+        summary: "a protocol cancel yields `result: cancelled` within the grace bound",
+        procedure: cancel_honoured,
+    },
+    Check {
+        id: "rt.resume-unknown-refused",
+        rule: "s6.no-silent-new-session",
+        summary: "resuming an unknown session fails with resume_rejected and creates no session",
+        procedure: resume_unknown_refused,
+    },
+    Check {
+        id: "rt.stderr-bounded",
+        rule: "s6.diagnostics-bounded-stderr",
+        summary: "a turn writes at most 64 KiB to stderr",
+        procedure: stderr_bounded,
+    },
+    Check {
+        id: "rt.stderr-no-prompt",
+        rule: "s6.no-secret-logging",
+        summary: "the prompt never appears on stderr",
+        procedure: stderr_no_prompt,
+    },
+    Check {
+        id: "rt.stderr-no-secret",
+        rule: "s6.no-secret-logging",
+        summary: "the DEEPSEEK_API_KEY value never appears on stderr or stdout",
+        procedure: stderr_no_secret,
+    },
+];
+
+/// `12 ms`, `1.5 s`.
+pub fn ms(duration: std::time::Duration) -> String {
+    let millis = duration.as_secs_f64() * 1000.0;
+    if millis >= 1000.0 {
+        format!("{:.1} s", millis / 1000.0)
+    } else {
+        format!("{millis:.0} ms")
+    }
+}
+
+pub fn find(id: &str) -> Option<&'static Check> {
+    CHECKS.iter().find(|check| check.id == id)
+}
+
+// ---------------------------------------------------------------------------------------------
+// CLI surfaces
+
+/// A short-lived surface that finished: its stdout lines and how it exited.
+struct SurfaceRun {
+    lines: Vec<SeenLine>,
+    exit: String,
+    code: i32,
+}
+
+/// Run a short-lived surface (`--version`, `--probe`) to completion; `Ok(Err(why))` when it
+/// did not finish within the bound.
+fn run_surface(
+    target: &Target,
+    world: &World,
+    args: &[&str],
+) -> Result<Result<SurfaceRun, String>, SpawnError> {
+    let mut process = world.spawn(target, args)?;
+    process.close_stdin();
+    let deadline = target.deadline(SURFACE_MS);
+    let mut lines = Vec::new();
+    loop {
+        match process.next_event(deadline) {
+            Next::Event(StdoutEvent::Line(event), at) => lines.extend(turn::classify(&event, at)),
+            Next::Event(StdoutEvent::Eof, _) | Next::Closed => break,
+            Next::Timeout => {
+                return Ok(Err(format!(
+                    "did not finish within {}",
+                    ms(target.bound(SURFACE_MS))
+                )))
+            }
+        }
+    }
+    match process.wait_exit(deadline) {
+        Some((status, _)) => Ok(Ok(SurfaceRun {
+            lines,
+            exit: describe_exit(&status),
+            code: status.code().unwrap_or(-1),
+        })),
+        None => Ok(Err(format!(
+            "closed stdout but did not exit within {}",
+            ms(target.bound(SURFACE_MS))
+        ))),
+    }
+}
+
+/// `0.1.7`, `v0.1.7-rc.1`, `dsh 0.1.7 (build x)`: a semver token somewhere in the line.
+pub fn find_semver(line: &str) -> Option<&str> {
+    line.split_whitespace()
+        .map(|token| token.strip_prefix('v').unwrap_or(token))
+        .find(|token| {
+            let core = token.split(['-', '+']).next().unwrap_or("");
+            let parts: Vec<&str> = core.split('.').collect();
+            parts.len() == 3
+                && parts
+                    .iter()
+                    .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
+fn version_shape(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let mut process = world.spawn(target, &["--version"])?;
+    process.close_stdin();
+    let deadline = target.deadline(SURFACE_MS);
+    let mut first_line: Option<Vec<u8>> = None;
+    loop {
+        match process.next_event(deadline) {
+            Next::Event(StdoutEvent::Line(event), _) => {
+                if first_line.is_none() {
+                    first_line = Some(match event {
+                        dsh_protocol::LineEvent::Line { bytes, .. }
+                        | dsh_protocol::LineEvent::Truncated { bytes, .. } => bytes,
+                        dsh_protocol::LineEvent::TooLarge { .. } => b"<a line over 1 MiB>".to_vec(),
+                    });
+                }
+            }
+            Next::Event(StdoutEvent::Eof, _) | Next::Closed => break,
+            Next::Timeout => {
+                return Ok(fail(format!(
+                    "`--version` did not finish within {}",
+                    ms(target.bound(SURFACE_MS))
+                )))
+            }
+        }
+    }
+    let Some((status, _)) = process.wait_exit(deadline) else {
+        return Ok(fail("`--version` closed stdout but did not exit"));
+    };
+    if !status.success() {
+        return Ok(fail(format!(
+            "`--version` ended with {}",
+            describe_exit(&status)
+        )));
+    }
+    let Some(first_line) = first_line else {
+        return Ok(fail("`--version` printed nothing"));
+    };
+    let text = String::from_utf8_lossy(&first_line);
+    match find_semver(&text) {
+        Some(version) => Ok(pass(format!("version {version}"))),
+        None => Ok(fail(format!(
+            "the first line of `--version` holds no semver: {}",
+            turn::excerpt(&first_line)
+        ))),
+    }
+}
+
+/// Why a ready or probe frame is not compatible (spec 5), or `None`.
+pub fn identity_problem(frame: &Value) -> Option<String> {
+    if frame.get("runtime").and_then(Value::as_str) != Some(dsh_protocol::RUNTIME_ID) {
+        return Some(format!(
+            "runtime is {}, not \"open-design\"",
+            frame.get("runtime").unwrap_or(&Value::Null)
+        ));
+    }
+    if frame.get("protocol_version").and_then(Value::as_u64) != Some(dsh_protocol::PROTOCOL_VERSION)
+    {
+        return Some(format!(
+            "protocol_version is {}, not 1",
+            frame.get("protocol_version").unwrap_or(&Value::Null)
+        ));
+    }
+    for capability in ["session_resume", "session_cancel", "structured_events"] {
+        let value = frame.pointer(&format!("/capabilities/{capability}"));
+        if value != Some(&Value::Bool(true)) {
+            return Some(format!(
+                "capabilities.{capability} is {}, not true",
+                value.unwrap_or(&Value::Null)
+            ));
+        }
+    }
+    None
+}
+
+/// Schema errors of a frame, joined, or `None` when it is valid.
+pub fn schema_problem(frame: &Value) -> Option<String> {
+    match dsh_protocol::schema::validate("frame.schema.json", frame) {
+        Ok(()) => None,
+        Err(errors) => Some(
+            errors
+                .iter()
+                .take(3)
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+    }
+}
+
+fn probe_shape(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let SurfaceRun { lines, exit, code } =
+        match run_surface(target, world, &["--profile", PROFILE, "--probe"])? {
+            Ok(done) => done,
+            Err(why) => return Ok(fail(format!("`--probe` {why}"))),
+        };
+    if code != 0 {
+        return Ok(fail(format!("`--probe` ended with {exit}")));
+    }
+    let [line] = lines.as_slice() else {
+        return Ok(fail(format!(
+            "`--probe` printed {} non-empty lines, not exactly one",
+            lines.len()
+        )));
+    };
+    let frame = match &line.kind {
+        LineKind::Object { value, .. } => value,
+        LineKind::NotAFrame { why } => return Ok(fail(format!("the probe line is {why}"))),
+        LineKind::TooLarge => return Ok(fail("the probe line is over 1 MiB")),
+    };
+    if frame.get("type").and_then(Value::as_str) != Some("probe") {
+        return Ok(fail(format!(
+            "the probe line has type {}, not \"probe\"",
+            frame.get("type").unwrap_or(&Value::Null)
+        )));
+    }
+    if let Some(problem) = schema_problem(frame) {
+        return Ok(fail(format!(
+            "the probe frame is not schema-valid: {problem}"
+        )));
+    }
+    if let Some(problem) = identity_problem(frame) {
+        return Ok(fail(format!("the probe frame is incompatible: {problem}")));
+    }
+    let plugin_version = frame
+        .get("plugin_version")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    Ok(pass(format!(
+        "probe: open-design protocol 1, plugin {plugin_version}"
+    )))
+}
+
+// ---------------------------------------------------------------------------------------------
+// ready
+
+fn ready_before_read(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let mut process = world.spawn_stdio(target)?;
+    let context = RunContext {
+        request_id: world.request_id.clone(),
+        resume_session_id: None,
+    };
+    let mut reader = turn::Reader::new(&mut process, context);
+    let bound = target.bound(READY_MS);
+    let stop = reader.read_until(Instant::now() + bound, |_| true);
+    let outcome = match (stop, reader.lines.first()) {
+        (turn::Stop::Matched, Some(line)) if turn::is_ready(line) => pass(format!(
+            "ready after {} with nothing written",
+            ms(line.at.duration_since(reader.process.started))
+        )),
+        (turn::Stop::Matched, Some(line)) => fail(format!(
+            "the first line, before the host wrote anything, is not ready: {}",
+            describe_line(line)
+        )),
+        (turn::Stop::Eof, _) => fail("stdout closed before any ready frame, with nothing written"),
+        _ => fail(format!(
+            "no ready frame within {} while the host wrote nothing",
+            ms(bound)
+        )),
+    };
+    drop(reader);
+    process.close_stdin();
+    process.wait_exit(target.deadline(EXIT_MS));
+    Ok(outcome)
+}
+
+fn describe_line(line: &SeenLine) -> String {
+    match &line.kind {
+        LineKind::Object { value, .. } => format!(
+            "line {} is a {} frame",
+            line.number,
+            value
+                .get("type")
+                .map(ToString::to_string)
+                .unwrap_or_else(|| "type-less".to_string())
+        ),
+        LineKind::NotAFrame { why } => format!("line {} is {why}", line.number),
+        LineKind::TooLarge => format!("line {} is over 1 MiB", line.number),
+    }
+}
+
+fn ready_first(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let record = turn::run(target, world, &Plan::default())?;
+    let Some(first) = record.lines.first() else {
+        return Ok(fail("the runtime wrote nothing on stdout"));
+    };
+    if !turn::is_ready(first) {
+        return Ok(fail(format!(
+            "the first stdout line is not ready: {}",
+            describe_line(first)
+        )));
+    }
+    let frame = first.object().expect("a ready line is an object");
+    if let Some(problem) = schema_problem(frame) {
+        return Ok(fail(format!(
+            "the ready frame is not schema-valid: {problem}"
+        )));
+    }
+    if let Some(problem) = identity_problem(frame) {
+        return Ok(fail(format!("the ready frame is incompatible: {problem}")));
+    }
+    if let Some(second) = record
+        .lines
+        .iter()
+        .skip(1)
+        .find(|line| turn::is_ready(line))
+    {
+        return Ok(fail(format!(
+            "a second ready frame on line {}",
+            second.number
+        )));
+    }
+    Ok(pass("line 1 is a compatible ready frame"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// the stream of one turn
+
+/// The turn ended without its terminal result: say how.
+fn no_result(record: &turn::TurnRecord) -> String {
+    match record.ending {
+        Ending::Timeout => format!(
+            "no terminal result within {} of the execute",
+            ms(record.result_bound)
+        ),
+        _ => "stdout closed without a terminal result".to_string(),
+    }
+}
+
+fn stdout_frames_only(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let record = turn::run(target, world, &Plan::default())?;
+    for line in &record.lines {
+        match &line.kind {
+            LineKind::Object { .. } => {}
+            LineKind::NotAFrame { why } => {
+                return Ok(fail(format!("line {} is {why}", line.number)))
+            }
+            LineKind::TooLarge => return Ok(fail(format!("line {} is over 1 MiB", line.number))),
+        }
+    }
+    if record.lines.is_empty() {
+        return Ok(fail("the runtime wrote nothing on stdout"));
+    }
+    Ok(pass(format!(
+        "{} lines, each one JSON object",
+        record.lines.len()
+    )))
+}
+
+fn frames_schema_valid(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let record = turn::run(target, world, &Plan::default())?;
+    let mut frames = 0;
+    for line in &record.lines {
+        if let Some(frame) = line.object() {
+            frames += 1;
+            if let Some(problem) = schema_problem(frame) {
+                return Ok(fail(format!("line {}: {problem}", line.number)));
+            }
+        }
+    }
+    if frames == 0 {
+        return Ok(fail("the runtime wrote no frames"));
+    }
+    Ok(pass(format!("{frames} frames, all schema-valid")))
+}
+
+/// Frame types that belong to a run and must carry its request_id.
+const RUN_SCOPED: &[&str] = &[
+    "session",
+    "thinking",
+    "text",
+    "tool_call",
+    "tool_result",
+    "usage",
+    "result",
+];
+/// Content and tool frames, which need a prior session.
+const CONTENT: &[&str] = &["thinking", "text", "tool_call", "tool_result", "usage"];
+
+fn request_scoped(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let record = turn::run(target, world, &Plan::default())?;
+    let mut scoped = 0;
+    for line in &record.lines {
+        let Some(kind) = line.frame_type() else {
+            continue;
+        };
+        let id = line.object().and_then(|frame| frame.get("request_id"));
+        let must_carry = RUN_SCOPED.contains(&kind);
+        match id {
+            None | Some(Value::Null) if must_carry => {
+                return Ok(fail(format!(
+                    "line {}: the {kind} frame has no request_id",
+                    line.number
+                )))
+            }
+            Some(Value::String(id)) if id != &record.request_id => {
+                return Ok(fail(format!(
+                    "line {}: the {kind} frame carries request_id {id:?}, not the active {:?}",
+                    line.number, record.request_id
+                )))
+            }
+            Some(Value::String(_)) => scoped += 1,
+            None | Some(Value::Null) => {}
+            Some(other) => {
+                return Ok(fail(format!(
+                    "line {}: request_id is {other}, not a string",
+                    line.number
+                )))
+            }
+        }
+    }
+    if scoped == 0 {
+        return Ok(fail(format!(
+            "no frame carried the request_id; {}",
+            no_result(&record)
+        )));
+    }
+    Ok(pass(format!(
+        "{scoped} run-scoped frames, all for the active request"
+    )))
+}
+
+fn session_before_content(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let record = turn::run(target, world, &Plan::default())?;
+    let mut session_seen = false;
+    let mut content = 0;
+    for line in record.own_frames() {
+        match line.frame_type() {
+            Some("session") => session_seen = true,
+            Some(kind) if CONTENT.contains(&kind) => {
+                if !session_seen {
+                    return Ok(fail(format!(
+                        "line {}: a {kind} frame before the session frame",
+                        line.number
+                    )));
+                }
+                content += 1;
+            }
+            _ => {}
+        }
+    }
+    match (session_seen, content) {
+        (true, _) => Ok(pass(format!(
+            "session first, then {content} content/tool frames"
+        ))),
+        (false, _) => Ok(inconclusive(format!(
+            "the turn had no session frame and no content frames ({})",
+            record
+                .result_frame()
+                .map(|result| format!("result {}", result.get("status").unwrap_or(&Value::Null)))
+                .unwrap_or_else(|| no_result(&record))
+        ))),
+    }
+}
+
+fn stream_strict(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let record = turn::run(target, world, &Plan::default())?;
+    match &record.terminal {
+        Terminal::Result(_) => {
+            let status = record
+                .result_frame()
+                .and_then(|result| result.get("status"))
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            Ok(pass(format!(
+                "one terminal result ({status}); the strict checker accepted the stream"
+            )))
+        }
+        Terminal::Violation(_) if record.ending == Ending::Timeout => Ok(fail(format!(
+            "{}; {}",
+            no_result(&record),
+            describe_terminal(&record.terminal)
+        ))),
+        Terminal::Violation(_) => Ok(fail(describe_terminal(&record.terminal))),
+    }
+}
+
+fn exit_after_result(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let plan = Plan {
+        keep_stdin_open: true,
+        ..Plan::default()
+    };
+    let record = turn::run(target, world, &plan)?;
+    if record.ending != Ending::Result {
+        return Ok(inconclusive(format!(
+            "{}, so exit after it cannot be judged",
+            no_result(&record)
+        )));
+    }
+    match record.exit {
+        None => Ok(fail(format!(
+            "still running {} after its terminal result, with stdin open",
+            ms(target.bound(EXIT_MS))
+        ))),
+        Some(_) if record.left_processes => Ok(fail(
+            "exited after its result but left processes of its group running",
+        )),
+        Some((status, after)) => Ok(pass(format!(
+            "{} {} after the result",
+            describe_exit(&status),
+            ms(after)
+        ))),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// host misbehaviour
+
+/// After `ready`, write `line`; an answer is a protocol_error frame or a failed result.
+fn answered_with_error(
+    target: &Target,
+    world: &World,
+    line: &[u8],
+    what: &str,
+) -> Result<Outcome, SpawnError> {
+    let mut process = world.spawn_stdio(target)?;
+    let context = RunContext {
+        request_id: world.request_id.clone(),
+        resume_session_id: None,
+    };
+    let mut reader = turn::Reader::new(&mut process, context);
+    if reader.read_until(target.deadline(READY_MS), turn::is_ready) != turn::Stop::Matched {
+        return Ok(inconclusive(
+            "no ready frame, so the command was not sent (see rt.ready-first)",
+        ));
+    }
+    reader.process.write(line);
+    let bound = target.bound(ANSWER_MS);
+    let is_answer = |line: &SeenLine| match line.frame_type() {
+        Some("protocol_error") => true,
+        Some("result") => {
+            line.object().and_then(|frame| frame.get("status")) == Some(&Value::from("failed"))
+        }
+        _ => false,
+    };
+    let stop = reader.read_until(Instant::now() + bound, is_answer);
+    let outcome = match stop {
+        turn::Stop::Matched => {
+            let answer = reader.lines.last().expect("a matched line");
+            pass(format!(
+                "answered with a {} frame on line {}",
+                answer.frame_type().unwrap_or("?"),
+                answer.number
+            ))
+        }
+        turn::Stop::Eof => {
+            drop(reader);
+            let exit = process
+                .wait_exit(target.deadline(EXIT_MS))
+                .map(|(status, _)| describe_exit(&status))
+                .unwrap_or_else(|| "no exit".to_string());
+            return Ok(fail(format!(
+                "{what}: stdout closed ({exit}) without a protocol_error or failed result"
+            )));
+        }
+        turn::Stop::Timeout => fail(format!(
+            "{what}: no protocol_error or failed result within {}",
+            ms(bound)
+        )),
+    };
+    drop(reader);
+    process.close_stdin();
+    process.wait_exit(target.deadline(EXIT_MS));
+    Ok(outcome)
+}
+
+fn malformed_command(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    answered_with_error(
+        target,
+        world,
+        b"this is not a protocol command {\n",
+        "a non-JSON line",
+    )
+}
+
+fn unknown_command(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let line = json_line(&serde_json::json!({
+        "v": 1, "type": "rt_unknown_command", "request_id": world.request_id
+    }));
+    answered_with_error(target, world, &line, "an unknown command type")
+}
+
+fn second_execute(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let second_id = format!("{}-second", world.request_id);
+    let plan = Plan {
+        after_execute: world.execute_line(&second_id, None),
+        ..Plan::default()
+    };
+    let record = turn::run(target, world, &plan)?;
+    let for_second: Vec<&SeenLine> = record
+        .lines
+        .iter()
+        .filter(|line| line.request_id() == Some(second_id.as_str()))
+        .collect();
+    if let Some(line) = for_second.iter().find(|line| {
+        line.frame_type() == Some("session")
+            || line
+                .frame_type()
+                .is_some_and(|kind| CONTENT.contains(&kind))
+    }) {
+        return Ok(fail(format!(
+            "line {}: a {} frame for the second execute: a second run started",
+            line.number,
+            line.frame_type().unwrap_or("?")
+        )));
+    }
+    let refusal = record
+        .lines
+        .iter()
+        .skip_while(|line| line.at < record.execute_at)
+        .find(|line| match line.frame_type() {
+            Some("protocol_error") => true,
+            Some("result") => {
+                line.request_id() == Some(second_id.as_str())
+                    && line.object().and_then(|frame| frame.get("status"))
+                        == Some(&Value::from("failed"))
+            }
+            _ => false,
+        });
+    match refusal {
+        Some(line) => Ok(pass(format!(
+            "refused with a {} frame on line {}",
+            line.frame_type().unwrap_or("?"),
+            line.number
+        ))),
+        None => Ok(fail(
+            "the second execute got no protocol_error or failed result: it was silently ignored",
+        )),
+    }
+}
+
+fn cancel_honoured(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let plan = Plan {
+        after_execute: world.cancel_line(&world.request_id),
+        cancels: true,
+        result_bound_ms: Some(ANSWER_MS),
+        ..Plan::default()
+    };
+    let record = turn::run(target, world, &plan)?;
+    let Some(result) = record.result_frame() else {
+        return Ok(fail(format!("after the cancel: {}", no_result(&record))));
+    };
+    let status = result.get("status").and_then(Value::as_str).unwrap_or("?");
+    let after = record.lines[record.result.expect("a result")]
+        .at
+        .saturating_duration_since(record.execute_at);
+    match status {
+        "cancelled" => Ok(pass(format!(
+            "result: cancelled {} after the cancel",
+            ms(after)
+        ))),
+        other => Ok(inconclusive(format!(
+            "the turn ended with result: {other} before the cancel took effect"
+        ))),
+    }
+}
+
+fn resume_unknown_refused(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let unknown = format!("od-{}", random_uuid());
+    let plan = Plan {
+        resume: Some(unknown.clone()),
+        ..Plan::default()
+    };
+    let record = turn::run(target, world, &plan)?;
+    if let Some(session) = record
+        .own_frames()
+        .find(|line| line.frame_type() == Some("session"))
+    {
+        let frame = session.object().expect("a session line is an object");
+        return Ok(fail(format!(
+            "line {}: a session frame (session_id {}, resumed {}) for a session that does not exist",
+            session.number,
+            frame.get("session_id").unwrap_or(&Value::Null),
+            frame.get("resumed").unwrap_or(&Value::Null)
+        )));
+    }
+    let Some(result) = record.result_frame() else {
+        return Ok(fail(no_result(&record)));
+    };
+    let status = result.get("status").and_then(Value::as_str).unwrap_or("?");
+    if status != "failed" {
+        return Ok(fail(format!(
+            "result: {status} for a resume of an unknown session"
+        )));
+    }
+    if result.get("resume_rejected") != Some(&Value::Bool(true)) {
+        return Ok(fail("result: failed without resume_rejected: true"));
+    }
+    let code = result.pointer("/error/code").and_then(Value::as_str);
+    let message = result.pointer("/error/message").and_then(Value::as_str);
+    let (Some(code), Some(_)) = (code, message) else {
+        return Ok(fail(
+            "result: failed without a structured error {code, message}",
+        ));
+    };
+    match result.get("session_id") {
+        Some(Value::String(id)) if id != &unknown => Ok(fail(format!(
+            "the failed result names another session {id:?}: a new session was created"
+        ))),
+        _ => Ok(pass(format!(
+            "result: failed, resume_rejected, error {code}"
+        ))),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// hygiene
+
+fn stderr_bounded(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let record = turn::run(target, world, &Plan::default())?;
+    let total = record.stderr.total_bytes;
+    if total > STDERR_LIMIT_BYTES {
+        return Ok(fail(format!(
+            "{total} bytes on stderr in one turn (limit {STDERR_LIMIT_BYTES})"
+        )));
+    }
+    Ok(pass(format!("{total} bytes on stderr")))
+}
+
+fn stderr_no_prompt(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let record = turn::run(target, world, &Plan::default())?;
+    if record.stderr.found.first() == Some(&true) {
+        return Ok(fail("the prompt appeared on stderr"));
+    }
+    Ok(pass(format!(
+        "prompt absent from {} bytes of stderr",
+        record.stderr.total_bytes
+    )))
+}
+
+fn stderr_no_secret(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let record = turn::run(target, world, &Plan::default())?;
+    if record.stderr.found.get(1) == Some(&true) {
+        return Ok(fail("the DEEPSEEK_API_KEY value appeared on stderr"));
+    }
+    let key = Value::from(world.key_canary.as_str());
+    let leaked = record.lines.iter().find(|line| match line.object() {
+        Some(frame) => frame.to_string().contains(&world.key_canary) || frame == &key,
+        None => false,
+    });
+    if let Some(line) = leaked {
+        return Ok(fail(format!(
+            "line {}: the DEEPSEEK_API_KEY value appeared on stdout",
+            line.number
+        )));
+    }
+    Ok(pass("the credential appeared on neither stream"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn semver_is_found_in_common_shapes() {
+        assert_eq!(find_semver("0.1.7-rc.1"), Some("0.1.7-rc.1"));
+        assert_eq!(find_semver("dsh v0.1.7 (linux)"), Some("0.1.7"));
+        assert_eq!(find_semver("dsh version unknown"), None);
+        assert_eq!(find_semver("1.2"), None);
+    }
+
+    #[test]
+    fn check_ids_are_unique_and_stable_shaped() {
+        let mut ids: Vec<&str> = CHECKS.iter().map(|check| check.id).collect();
+        assert!(ids.iter().all(|id| id.starts_with("rt.")));
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), CHECKS.len());
+    }
+
+    #[test]
+    fn identity_needs_every_capability() {
+        let mut ready = serde_json::json!({
+            "runtime": "open-design", "protocol_version": 1,
+            "capabilities": {"session_resume": true, "session_cancel": true, "structured_events": true}
+        });
+        assert_eq!(identity_problem(&ready), None);
+        ready["capabilities"]["session_cancel"] = Value::Bool(false);
+        assert!(identity_problem(&ready).unwrap().contains("session_cancel"));
+    }
+}

@@ -1,0 +1,342 @@
+//! One runtime process under check: spawned in its own process group, its stdout framed and its
+//! stderr drained on threads, and killed with its whole group when dropped.
+
+use dsh_protocol::{LineEvent, LineFramer};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How much of the runtime's stderr is kept for reports (the whole stream is still counted and
+/// searched).
+const STDERR_KEEP_BYTES: usize = 64 * 1024;
+
+/// Something the stdout reader saw.
+#[derive(Debug)]
+pub enum StdoutEvent {
+    Line(LineEvent),
+    /// stdout reached EOF (after any truncated tail was reported).
+    Eof,
+}
+
+/// What `next_event` returned.
+#[derive(Debug)]
+pub enum Next {
+    Event(StdoutEvent, Instant),
+    /// The deadline passed first.
+    Timeout,
+    /// Nothing more will come (EOF was already delivered).
+    Closed,
+}
+
+/// The runtime's stderr so far: counted, searched for needles, and a bounded prefix kept.
+#[derive(Debug, Default)]
+struct StderrCapture {
+    total_bytes: u64,
+    kept: Vec<u8>,
+    needles: Vec<Vec<u8>>,
+    found: Vec<bool>,
+    /// The last `longest needle - 1` bytes, so a needle split across reads is still found.
+    carry: Vec<u8>,
+    finished: bool,
+}
+
+impl StderrCapture {
+    fn push(&mut self, chunk: &[u8]) {
+        self.total_bytes += chunk.len() as u64;
+        let room = STDERR_KEEP_BYTES.saturating_sub(self.kept.len());
+        self.kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let longest = self.needles.iter().map(Vec::len).max().unwrap_or(0);
+        if longest == 0 {
+            return;
+        }
+        let mut window = std::mem::take(&mut self.carry);
+        window.extend_from_slice(chunk);
+        for (needle, found) in self.needles.iter().zip(self.found.iter_mut()) {
+            if !*found && contains(&window, needle) {
+                *found = true;
+            }
+        }
+        let keep = (longest - 1).min(window.len());
+        self.carry = window[window.len() - keep..].to_vec();
+    }
+}
+
+/// Whether `needle` occurs in `haystack`.
+pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty()
+        && haystack
+            .windows(needle.len())
+            .any(|window| window == needle)
+}
+
+/// A snapshot of the runtime's stderr.
+#[derive(Debug, Clone)]
+pub struct StderrSummary {
+    pub total_bytes: u64,
+    /// The first 64 KiB.
+    pub kept: Vec<u8>,
+    /// For each needle given at spawn, whether it appeared anywhere in the stream.
+    pub found: Vec<bool>,
+    /// Whether stderr reached EOF (else the snapshot may be incomplete).
+    pub complete: bool,
+}
+
+/// Why a runtime could not be started at all.
+#[derive(Debug)]
+pub struct SpawnError(pub String);
+
+/// How to start one runtime process.
+pub struct Launch<'a> {
+    pub program: &'a Path,
+    pub args: &'a [&'a str],
+    pub cwd: &'a Path,
+    pub env: Vec<(String, OsString)>,
+    /// Byte strings to look for in stderr (prompt and credential canaries).
+    pub stderr_needles: Vec<Vec<u8>>,
+}
+
+pub struct RuntimeProcess {
+    child: Child,
+    pgid: Pid,
+    stdin: Option<ChildStdin>,
+    stdout_events: Receiver<(StdoutEvent, Instant)>,
+    stdout_closed: bool,
+    stderr: Arc<Mutex<StderrCapture>>,
+    stderr_done: Receiver<()>,
+    exit: Option<(ExitStatus, Instant)>,
+    pub started: Instant,
+}
+
+impl RuntimeProcess {
+    pub fn spawn(launch: Launch<'_>) -> Result<Self, SpawnError> {
+        let mut command = Command::new(launch.program);
+        command
+            .args(launch.args)
+            .current_dir(launch.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        for (name, value) in &launch.env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().map_err(|error| {
+            SpawnError(format!(
+                "cannot start {}: {error}",
+                launch.program.display()
+            ))
+        })?;
+        let started = Instant::now();
+        let pgid = Pid::from_raw(child.id() as i32);
+        let stdin = child.stdin.take();
+        let mut stdout = child.stdout.take().expect("stdout was piped");
+        let mut stderr_pipe = child.stderr.take().expect("stderr was piped");
+
+        let (events_tx, stdout_events) = mpsc::channel();
+        thread::spawn(move || {
+            let mut framer = LineFramer::new();
+            let mut buffer = vec![0u8; 64 * 1024];
+            loop {
+                match stdout.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => {
+                        let now = Instant::now();
+                        for event in framer.push(&buffer[..read]) {
+                            if events_tx.send((StdoutEvent::Line(event), now)).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+            if let Some(tail) = framer.finish() {
+                let _ = events_tx.send((StdoutEvent::Line(tail), Instant::now()));
+            }
+            let _ = events_tx.send((StdoutEvent::Eof, Instant::now()));
+        });
+
+        let needle_count = launch.stderr_needles.len();
+        let stderr = Arc::new(Mutex::new(StderrCapture {
+            needles: launch.stderr_needles,
+            found: vec![false; needle_count],
+            ..StderrCapture::default()
+        }));
+        let (done_tx, stderr_done) = mpsc::channel();
+        let capture = Arc::clone(&stderr);
+        thread::spawn(move || {
+            let mut buffer = vec![0u8; 64 * 1024];
+            loop {
+                match stderr_pipe.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => lock(&capture).push(&buffer[..read]),
+                }
+            }
+            lock(&capture).finished = true;
+            let _ = done_tx.send(());
+        });
+
+        Ok(Self {
+            child,
+            pgid,
+            stdin,
+            stdout_events,
+            stdout_closed: false,
+            stderr,
+            stderr_done,
+            exit: None,
+            started,
+        })
+    }
+
+    /// Write to the runtime's stdin. A runtime that already closed it is not an error here: the
+    /// checks judge what it wrote, not whether it kept listening.
+    pub fn write(&mut self, bytes: &[u8]) -> bool {
+        match self.stdin.as_mut() {
+            Some(stdin) => stdin.write_all(bytes).and_then(|()| stdin.flush()).is_ok(),
+            None => false,
+        }
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The next stdout event, waiting at most until `deadline`.
+    pub fn next_event(&mut self, deadline: Instant) -> Next {
+        if self.stdout_closed {
+            return Next::Closed;
+        }
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match self.stdout_events.recv_timeout(wait) {
+            Ok((event, at)) => {
+                if matches!(event, StdoutEvent::Eof) {
+                    self.stdout_closed = true;
+                }
+                Next::Event(event, at)
+            }
+            Err(RecvTimeoutError::Timeout) => Next::Timeout,
+            Err(RecvTimeoutError::Disconnected) => {
+                self.stdout_closed = true;
+                Next::Closed
+            }
+        }
+    }
+
+    /// Wait until the process exits or `deadline` passes.
+    pub fn wait_exit(&mut self, deadline: Instant) -> Option<(ExitStatus, Instant)> {
+        loop {
+            if self.exit.is_some() {
+                return self.exit;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.exit = Some((status, Instant::now()));
+                continue;
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Whether any process of the runtime's group is still alive (after its leader was reaped,
+    /// these are the processes it left behind).
+    pub fn group_alive(&self) -> bool {
+        killpg(self.pgid, None).is_ok()
+    }
+
+    /// Wait until the group is empty or `deadline` passes; true when it emptied.
+    pub fn wait_group_empty(&self, deadline: Instant) -> bool {
+        loop {
+            if !self.group_alive() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The stderr captured so far; waits up to `deadline` for stderr to reach EOF first.
+    pub fn stderr(&self, deadline: Instant) -> StderrSummary {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let _ = self.stderr_done.recv_timeout(wait);
+        let capture = lock(&self.stderr);
+        StderrSummary {
+            total_bytes: capture.total_bytes,
+            kept: capture.kept.clone(),
+            found: capture.found.clone(),
+            complete: capture.finished,
+        }
+    }
+
+    /// Kill the whole group and reap the leader.
+    pub fn kill(&mut self) {
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+        if self.exit.is_none() {
+            if let Ok(status) = self.child.wait() {
+                self.exit = Some((status, Instant::now()));
+            }
+        }
+    }
+}
+
+impl Drop for RuntimeProcess {
+    fn drop(&mut self) {
+        self.stdin = None;
+        self.kill();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `exit 0`, `exit 2`, `killed by signal 9`.
+pub fn describe_exit(status: &ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        (None, None) => "an unknown exit status".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn needle_split_across_chunks_is_found() {
+        let mut capture = StderrCapture {
+            needles: vec![b"secret-canary".to_vec()],
+            found: vec![false],
+            ..StderrCapture::default()
+        };
+        capture.push(b"noise secret-");
+        assert!(!capture.found[0]);
+        capture.push(b"canary more");
+        assert!(capture.found[0]);
+        assert_eq!(capture.total_bytes, 24);
+    }
+
+    #[test]
+    fn kept_prefix_is_bounded() {
+        let mut capture = StderrCapture::default();
+        capture.push(&vec![b'x'; STDERR_KEEP_BYTES + 10]);
+        capture.push(b"more");
+        assert_eq!(capture.kept.len(), STDERR_KEEP_BYTES);
+        assert_eq!(capture.total_bytes, STDERR_KEEP_BYTES as u64 + 14);
+    }
+}

@@ -1,0 +1,203 @@
+//! The throwaway world one check runs its runtime in: a temp project cwd, a Harness home, canary
+//! prompt and credential, fresh ids, and the launch description for each runtime surface.
+
+use super::process::{Launch, RuntimeProcess, SpawnError};
+use std::collections::hash_map::RandomState;
+use std::ffi::OsString;
+use std::hash::{BuildHasher, Hasher};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The profile the checks drive.
+pub const PROFILE: &str = "open-design";
+
+/// What every check shares: the runtime under test, where its home is, and the time scale.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub dsh: PathBuf,
+    /// A user-supplied Harness home (a real installation); `None` makes a temp one per check.
+    pub dsh_home: Option<PathBuf>,
+    pub time_scale: f64,
+}
+
+impl Target {
+    /// A base bound in milliseconds, scaled by `--time-scale`.
+    pub fn bound(&self, base_ms: u64) -> Duration {
+        Duration::from_secs_f64(base_ms as f64 / 1000.0 * self.time_scale)
+    }
+
+    pub fn deadline(&self, base_ms: u64) -> Instant {
+        Instant::now() + self.bound(base_ms)
+    }
+}
+
+/// A random 64-bit value (std's per-process random hasher keys; enough for canaries and ids).
+pub fn random_u64() -> u64 {
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_nanos())
+            .unwrap_or_default(),
+    );
+    hasher.finish()
+}
+
+/// A uuid-v4-shaped string from random bits.
+pub fn random_uuid() -> String {
+    let (high, low) = (random_u64(), random_u64());
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        high >> 32,
+        (high >> 16) & 0xffff,
+        high & 0x0fff,
+        0x8000 | (low >> 48 & 0x3fff),
+        low & 0xffff_ffff_ffff
+    )
+}
+
+pub struct World {
+    /// Removed on drop.
+    _root: tempfile::TempDir,
+    pub home: PathBuf,
+    pub project: PathBuf,
+    pub request_id: String,
+    /// Held by the prompt of every execute; must never reach stderr.
+    pub prompt_canary: String,
+    /// The `DEEPSEEK_API_KEY` the runtime gets; must never reach stderr or stdout.
+    pub key_canary: String,
+}
+
+impl World {
+    pub fn new(target: &Target, check_id: &str) -> Result<Self, SpawnError> {
+        let root = tempfile::Builder::new()
+            .prefix("dsh-check-runtime-")
+            .tempdir()
+            .map_err(|error| SpawnError(format!("cannot create a temp dir: {error}")))?;
+        let make = |path: &Path| {
+            std::fs::create_dir_all(path)
+                .map_err(|error| SpawnError(format!("cannot create {}: {error}", path.display())))
+        };
+        let project = root.path().join("project");
+        make(&project)?;
+        let project = project.canonicalize().map_err(|error| {
+            SpawnError(format!(
+                "cannot canonicalize {}: {error}",
+                project.display()
+            ))
+        })?;
+        let home = match &target.dsh_home {
+            Some(home) => home.clone(),
+            None => {
+                let home = root.path().join("dsh-home");
+                let profile_dir = home.join("profiles").join(PROFILE);
+                make(&profile_dir)?;
+                let manifest = profile_dir.join("package.json");
+                std::fs::write(
+                    &manifest,
+                    "{\"name\":\"@open-design/dsh-runtime\",\"version\":\"0.1.0\"}\n",
+                )
+                .map_err(|error| {
+                    SpawnError(format!("cannot write {}: {error}", manifest.display()))
+                })?;
+                home
+            }
+        };
+        let tag = format!("{:016x}", random_u64());
+        Ok(Self {
+            _root: root,
+            home,
+            project,
+            request_id: format!("{}-{}", check_id.replace('.', "-"), &tag[..12]),
+            prompt_canary: format!("rt-prompt-canary-{tag}"),
+            key_canary: format!("sk-rtcanary{:016x}{tag}", random_u64()),
+        })
+    }
+
+    /// The prompt every execute of this world carries.
+    pub fn prompt(&self) -> String {
+        format!(
+            "Create a one-page landing site titled Conformance. {}",
+            self.prompt_canary
+        )
+    }
+
+    /// Start the runtime with these arguments, inside this world.
+    pub fn spawn(&self, target: &Target, args: &[&str]) -> Result<RuntimeProcess, SpawnError> {
+        RuntimeProcess::spawn(Launch {
+            program: &target.dsh,
+            args,
+            cwd: &self.project,
+            env: vec![
+                ("DSH_HOME".to_string(), OsString::from(&self.home)),
+                (
+                    "DEEPSEEK_API_KEY".to_string(),
+                    OsString::from(&self.key_canary),
+                ),
+            ],
+            stderr_needles: vec![
+                self.prompt_canary.as_bytes().to_vec(),
+                self.key_canary.as_bytes().to_vec(),
+            ],
+        })
+    }
+
+    /// `dsh --profile open-design --stdio`.
+    pub fn spawn_stdio(&self, target: &Target) -> Result<RuntimeProcess, SpawnError> {
+        self.spawn(target, &["--profile", PROFILE, "--stdio"])
+    }
+
+    /// The execute command of this world's run, as one line.
+    pub fn execute_line(&self, request_id: &str, resume_session_id: Option<&str>) -> Vec<u8> {
+        let mut execute = serde_json::json!({
+            "v": 1,
+            "type": "execute",
+            "request_id": request_id,
+            "cwd": self.project.to_string_lossy(),
+            "prompt": self.prompt(),
+            "model": {"provider": "deepseek-official", "id": "deepseek-chat"},
+            "mcp_servers": [],
+        });
+        if let Some(session_id) = resume_session_id {
+            execute["resume_session_id"] = serde_json::Value::from(session_id);
+        }
+        json_line(&execute)
+    }
+
+    pub fn cancel_line(&self, request_id: &str) -> Vec<u8> {
+        json_line(&serde_json::json!({"v": 1, "type": "cancel", "request_id": request_id}))
+    }
+}
+
+pub fn json_line(value: &serde_json::Value) -> Vec<u8> {
+    let mut line = value.to_string().into_bytes();
+    line.push(b'\n');
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_has_the_v4_shape() {
+        let uuid = random_uuid();
+        let groups: Vec<&str> = uuid.split('-').collect();
+        assert_eq!(
+            groups.iter().map(|g| g.len()).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
+        );
+        assert!(groups[2].starts_with('4'));
+        assert!(matches!(groups[3].as_bytes()[0], b'8' | b'9' | b'a' | b'b'));
+    }
+
+    #[test]
+    fn bounds_scale() {
+        let target = Target {
+            dsh: PathBuf::new(),
+            dsh_home: None,
+            time_scale: 0.5,
+        };
+        assert_eq!(target.bound(2000), Duration::from_millis(1000));
+    }
+}

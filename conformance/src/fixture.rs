@@ -1,0 +1,680 @@
+//! The typed model of one case file (fixture v1, docs/fixture-format.md) and its loading.
+//!
+//! Loading is strict: unknown members are rejected, every step has exactly one action, and each
+//! step's `expect` must be the kind its action allows. A problem is a [`FixtureError`] naming the
+//! file and the rule, never a panic.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The per-case budget when the case sets no `timeout_ms`.
+pub const DEFAULT_TIMEOUT_MS: u64 = 20_000;
+
+/// Why a case file did not load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FixtureError {
+    pub file: PathBuf,
+    pub message: String,
+}
+
+impl fmt::Display for FixtureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file.display(), self.message)
+    }
+}
+
+impl std::error::Error for FixtureError {}
+
+/// One case file.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub v: u64,
+    pub id: String,
+    pub summary: String,
+    pub spec: Vec<String>,
+    pub rules: Vec<String>,
+    #[serde(default)]
+    pub requires: Vec<Capability>,
+    #[serde(default)]
+    pub interpretation: Option<String>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// The fake-dsh scenario; fake-dsh validates it against `scenario.schema.json`.
+    #[serde(default = "empty_object")]
+    pub runtime: Value,
+    pub steps: Vec<Step>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+impl Case {
+    /// The case's budget before `--time-scale`.
+    pub fn timeout_ms(&self) -> u64 {
+        self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS)
+    }
+    /// Whether the harness pre-installs the open-design profile in `DSH_HOME`.
+    pub fn profile_installed(&self) -> bool {
+        self.runtime.get("profile").and_then(Value::as_str) != Some("missing")
+    }
+    /// The rule blamed when one of the case's own expectations fails.
+    pub fn first_rule(&self) -> &str {
+        self.rules
+            .first()
+            .map(String::as_str)
+            .unwrap_or("unspecified")
+    }
+}
+
+/// A driver capability a case may require (docs/host-driver.md, "Capabilities").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capability {
+    Setup,
+    Cancel,
+    Restart,
+}
+
+impl Capability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capability::Setup => "setup",
+            Capability::Cancel => "cancel",
+            Capability::Restart => "restart",
+        }
+    }
+}
+
+/// One step: an action and what must hold after it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawStep", into = "RawStep")]
+pub enum Step {
+    Discover(DiscoverExpect),
+    Setup {
+        bundle: BundleKind,
+        expect: SetupExpect,
+    },
+    Run {
+        run: RunStep,
+        expect: Box<RunExpect>,
+    },
+    Restart,
+    RuntimeVersion(String),
+    CorruptSession {
+        conversation: String,
+    },
+    DeleteSession {
+        conversation: String,
+    },
+}
+
+impl Step {
+    /// The action's member name, as in the case file.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Step::Discover(_) => "discover",
+            Step::Setup { .. } => "setup",
+            Step::Run { .. } => "run",
+            Step::Restart => "restart",
+            Step::RuntimeVersion(_) => "runtime_version",
+            Step::CorruptSession { .. } => "corrupt_session",
+            Step::DeleteSession { .. } => "delete_session",
+        }
+    }
+}
+
+/// The bundle the harness builds for a `setup` step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BundleKind {
+    Valid,
+    Tampered,
+    MissingFile,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct EmptyObject {}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct SetupAction {
+    bundle: BundleKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct SessionAction {
+    conversation: String,
+}
+
+/// A `run` step's action.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunStep {
+    pub conversation: String,
+    pub prompt: String,
+    /// Relative to the case root; default `project`.
+    #[serde(default = "default_cwd")]
+    pub cwd: String,
+    #[serde(default)]
+    pub model: ModelRoute,
+    #[serde(default)]
+    pub cancel_on: Option<CancelOn>,
+}
+
+fn default_cwd() -> String {
+    "project".to_string()
+}
+
+/// A provider/model route.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelRoute {
+    pub provider: String,
+    pub id: String,
+}
+
+impl Default for ModelRoute {
+    fn default() -> Self {
+        ModelRoute {
+            provider: "deepseek-official".to_string(),
+            id: "deepseek-chat".to_string(),
+        }
+    }
+}
+
+/// When the harness sends the driver `cancel` during a run.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum CancelOn {
+    /// On the first event of this type the driver reports.
+    Event(CancelOnEvent),
+    /// This long after the `run` request (scaled by `--time-scale`).
+    AfterMs(CancelAfter),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelOnEvent {
+    pub event: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelAfter {
+    pub after_ms: u64,
+}
+
+/// Expectations of a `discover` step.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoverExpect {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Codes that must each start some warning; `Some(vec![])`: no warning at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+}
+
+/// Expectations of a `setup` step.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetupExpect {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed: Option<bool>,
+}
+
+/// An outcome status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Completed,
+    Cancelled,
+    Failed,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Completed => "completed",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// Which session a run must end up with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionExpect {
+    New,
+    Resumed,
+    None,
+}
+
+/// What the host must have sent in its `execute`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteExpect {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<ResumeExpect>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeExpect {
+    None,
+    Previous,
+}
+
+/// A file the run must leave in its cwd.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileExpect {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contains: Option<String>,
+}
+
+/// Expectations of a `run` step.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunExpect {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<RunStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionExpect>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_include: Option<Vec<serde_json::Map<String, Value>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreign_frames: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execute: Option<ExecuteExpect>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_order: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_absent: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<BTreeMap<String, FileExpect>>,
+}
+
+/// The on-disk shape of a step: every action member optional, checked into [`Step`].
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    discover: Option<EmptyObject>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    setup: Option<SetupAction>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    run: Option<RunStep>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    restart: Option<EmptyObject>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    runtime_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    corrupt_session: Option<SessionAction>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    delete_session: Option<SessionAction>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expect: Option<Value>,
+}
+
+fn parse_expect<T: serde::de::DeserializeOwned + Default>(
+    step: &str,
+    expect: Option<Value>,
+) -> Result<T, String> {
+    match expect {
+        None => Ok(T::default()),
+        Some(value) => {
+            serde_json::from_value(value).map_err(|e| format!("{step} step: invalid expect: {e}"))
+        }
+    }
+}
+
+impl TryFrom<RawStep> for Step {
+    type Error = String;
+
+    fn try_from(raw: RawStep) -> Result<Self, String> {
+        let RawStep {
+            discover,
+            setup,
+            run,
+            restart,
+            runtime_version,
+            corrupt_session,
+            delete_session,
+            expect,
+        } = raw;
+        let present = [
+            discover.is_some(),
+            setup.is_some(),
+            run.is_some(),
+            restart.is_some(),
+            runtime_version.is_some(),
+            corrupt_session.is_some(),
+            delete_session.is_some(),
+        ]
+        .iter()
+        .filter(|present| **present)
+        .count();
+        if present != 1 {
+            return Err(format!(
+                "a step must have exactly one action member, found {present}"
+            ));
+        }
+        let no_expect = |name: &str, expect: Option<Value>| match expect {
+            None => Ok(()),
+            Some(_) => Err(format!("a {name} step takes no expect")),
+        };
+        if discover.is_some() {
+            return Ok(Step::Discover(parse_expect("discover", expect)?));
+        }
+        if let Some(setup) = setup {
+            return Ok(Step::Setup {
+                bundle: setup.bundle,
+                expect: parse_expect("setup", expect)?,
+            });
+        }
+        if let Some(run) = run {
+            return Ok(Step::Run {
+                run,
+                expect: Box::new(parse_expect("run", expect)?),
+            });
+        }
+        if restart.is_some() {
+            no_expect("restart", expect)?;
+            return Ok(Step::Restart);
+        }
+        if let Some(version) = runtime_version {
+            no_expect("runtime_version", expect)?;
+            return Ok(Step::RuntimeVersion(version));
+        }
+        if let Some(action) = corrupt_session {
+            no_expect("corrupt_session", expect)?;
+            return Ok(Step::CorruptSession {
+                conversation: action.conversation,
+            });
+        }
+        let action = delete_session
+            .ok_or_else(|| "a step must have exactly one action member".to_string())?;
+        no_expect("delete_session", expect)?;
+        Ok(Step::DeleteSession {
+            conversation: action.conversation,
+        })
+    }
+}
+
+impl From<Step> for RawStep {
+    fn from(step: Step) -> RawStep {
+        let to_value = |value: serde_json::Result<Value>| {
+            value
+                .ok()
+                .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
+        };
+        match step {
+            Step::Discover(expect) => RawStep {
+                discover: Some(EmptyObject {}),
+                expect: to_value(serde_json::to_value(expect)),
+                ..Default::default()
+            },
+            Step::Setup { bundle, expect } => RawStep {
+                setup: Some(SetupAction { bundle }),
+                expect: to_value(serde_json::to_value(expect)),
+                ..Default::default()
+            },
+            Step::Run { run, expect } => RawStep {
+                run: Some(run),
+                expect: to_value(serde_json::to_value(*expect)),
+                ..Default::default()
+            },
+            Step::Restart => RawStep {
+                restart: Some(EmptyObject {}),
+                ..Default::default()
+            },
+            Step::RuntimeVersion(version) => RawStep {
+                runtime_version: Some(version),
+                ..Default::default()
+            },
+            Step::CorruptSession { conversation } => RawStep {
+                corrupt_session: Some(SessionAction { conversation }),
+                ..Default::default()
+            },
+            Step::DeleteSession { conversation } => RawStep {
+                delete_session: Some(SessionAction { conversation }),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// Whether `id` has the stable id shape `^[a-z0-9-]+(\.[a-z0-9-]+)+$`.
+pub fn is_valid_id(id: &str) -> bool {
+    let segments: Vec<&str> = id.split('.').collect();
+    segments.len() >= 2
+        && segments.iter().all(|segment| {
+            !segment.is_empty()
+                && segment
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        })
+}
+
+/// Parses a case from its file's text, checking the rules serde alone cannot.
+pub fn parse_case(file: &Path, text: &str) -> Result<Case, FixtureError> {
+    let error = |message: String| FixtureError {
+        file: file.to_path_buf(),
+        message,
+    };
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| error(format!("not valid JSON: {e}")))?;
+    let case: Case =
+        serde_json::from_value(value).map_err(|e| error(format!("not a fixture v1 case: {e}")))?;
+    if case.v != 1 {
+        return Err(error(format!(
+            "unsupported fixture version v={} (this kit reads v=1)",
+            case.v
+        )));
+    }
+    if !is_valid_id(&case.id) {
+        return Err(error(format!(
+            "id {:?} does not match ^[a-z0-9-]+(\\.[a-z0-9-]+)+$",
+            case.id
+        )));
+    }
+    if let Some(stem) = file.file_stem().and_then(|stem| stem.to_str()) {
+        if file.extension().is_some_and(|ext| ext == "json") && stem != case.id {
+            return Err(error(format!(
+                "file name {stem:?}.json does not match the case id {:?}",
+                case.id
+            )));
+        }
+    }
+    if case.rules.is_empty() {
+        return Err(error("a case must name at least one rule".to_string()));
+    }
+    if case.steps.is_empty() {
+        return Err(error("a case must have at least one step".to_string()));
+    }
+    if !case.runtime.is_object() {
+        return Err(error(
+            "runtime must be a JSON object (a fake-dsh scenario)".to_string(),
+        ));
+    }
+    if case.timeout_ms == Some(0) {
+        return Err(error("timeout_ms must be positive".to_string()));
+    }
+    for (index, step) in case.steps.iter().enumerate() {
+        if let Step::Run { run, .. } = step {
+            check_relative_cwd(&run.cwd)
+                .map_err(|message| error(format!("step {index}: {message}")))?;
+        }
+    }
+    Ok(case)
+}
+
+fn check_relative_cwd(cwd: &str) -> Result<(), String> {
+    let path = Path::new(cwd);
+    let escapes = path
+        .components()
+        .any(|component| !matches!(component, std::path::Component::Normal(_)));
+    if cwd.is_empty() || escapes {
+        return Err(format!(
+            "run cwd {cwd:?} must be a relative path inside the case root"
+        ));
+    }
+    Ok(())
+}
+
+/// Reads and parses one case file.
+pub fn load_case(file: &Path) -> Result<Case, FixtureError> {
+    let text = std::fs::read_to_string(file).map_err(|e| FixtureError {
+        file: file.to_path_buf(),
+        message: format!("cannot read: {e}"),
+    })?;
+    parse_case(file, &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Case, FixtureError> {
+        parse_case(Path::new("fixtures/strict/strict.example.json"), text)
+    }
+
+    const GOOD: &str = r#"{
+      "v": 1, "id": "strict.example", "summary": "s", "spec": ["6"], "rules": ["s6.x"],
+      "requires": ["cancel"], "interpretation": null,
+      "runtime": {"stdio": [[{"ready": {}}]]},
+      "steps": [
+        {"discover": {}, "expect": {"available": true, "warnings": []}},
+        {"setup": {"bundle": "tampered"}, "expect": {"ok": false, "code": "DSH_PROFILE_BUNDLE_HASH_MISMATCH"}},
+        {"run": {"conversation": "c1", "prompt": "Create", "cancel_on": {"event": "text_delta"}},
+         "expect": {"status": "cancelled", "events": ["status"], "events_include": [{"type": "status"}],
+                    "execute": {"resume": "none", "bootstrap": true}, "files": {"index.html": {"contains": "<"}}}},
+        {"restart": {}},
+        {"runtime_version": "0.1.8"},
+        {"corrupt_session": {"conversation": "c1"}},
+        {"run": {"conversation": "c1", "prompt": "Again", "cwd": "other", "model": {"provider": "p", "id": "m"},
+                 "cancel_on": {"after_ms": 200}}}
+      ]
+    }"#;
+
+    #[test]
+    fn loads_every_step_kind() {
+        let case = parse(GOOD).expect("loads");
+        assert_eq!(case.requires, vec![Capability::Cancel]);
+        assert_eq!(case.steps.len(), 7);
+        assert!(matches!(
+            case.steps[1],
+            Step::Setup {
+                bundle: BundleKind::Tampered,
+                ..
+            }
+        ));
+        let Step::Run { run, expect } = &case.steps[2] else {
+            panic!("not a run step")
+        };
+        assert_eq!(run.cwd, "project");
+        assert_eq!(run.model, ModelRoute::default());
+        assert_eq!(
+            run.cancel_on,
+            Some(CancelOn::Event(CancelOnEvent {
+                event: "text_delta".into()
+            }))
+        );
+        assert_eq!(expect.status, Some(RunStatus::Cancelled));
+        let Step::Run { run, .. } = &case.steps[6] else {
+            panic!("not a run step")
+        };
+        assert_eq!(
+            run.cancel_on,
+            Some(CancelOn::AfterMs(CancelAfter { after_ms: 200 }))
+        );
+        assert_eq!(case.timeout_ms(), DEFAULT_TIMEOUT_MS);
+        assert!(case.profile_installed());
+    }
+
+    #[test]
+    fn round_trips_through_serde() {
+        let case = parse(GOOD).expect("loads");
+        let text = serde_json::to_string(&case).expect("serializes");
+        assert_eq!(parse(&text).expect("reloads"), case);
+    }
+
+    #[test]
+    fn rejects_what_the_format_forbids() {
+        let with = |from: &str, to: &str| GOOD.replacen(from, to, 1);
+        let cases = [
+            (
+                with("\"v\": 1,", "\"v\": 1, \"extra\": 1,"),
+                "unknown field",
+            ),
+            (
+                with("{\"restart\": {}}", "{\"restart\": {}, \"discover\": {}}"),
+                "exactly one action",
+            ),
+            (
+                with("{\"restart\": {}}", "{\"restart\": {}, \"expect\": {}}"),
+                "takes no expect",
+            ),
+            (
+                with("\"available\": true", "\"availble\": true"),
+                "invalid expect",
+            ),
+            (with("\"strict.example\"", "\"Strict\""), "does not match"),
+            (with("\"strict.example\"", "\"strict.other\""), "file name"),
+            (with("\"tampered\"", "\"broken\""), "unknown variant"),
+            (with("\"after_ms\": 200", "\"after\": 200"), "not a fixture"),
+            (
+                with("\"cwd\": \"other\"", "\"cwd\": \"../escape\""),
+                "inside the case root",
+            ),
+            (
+                with("\"v\": 1,", "\"v\": 2,"),
+                "unsupported fixture version",
+            ),
+            ("[1".to_string(), "not valid JSON"),
+        ];
+        for (text, needle) in cases {
+            let error = parse(&text).expect_err(needle);
+            assert!(
+                error.to_string().contains(needle),
+                "{needle:?} not in {error}"
+            );
+            assert!(
+                error
+                    .to_string()
+                    .starts_with("fixtures/strict/strict.example.json: "),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn id_shape() {
+        assert!(is_valid_id("cancel.grandchild-ignores-sigterm"));
+        assert!(is_valid_id("a.b.c"));
+        assert!(!is_valid_id("cancel"));
+        assert!(!is_valid_id("cancel."));
+        assert!(!is_valid_id("Cancel.x"));
+    }
+}

@@ -1,0 +1,96 @@
+//! Markdown for a CI step summary: a totals table, then every case that needs attention with its
+//! rule and why, and the commands that re-run them.
+
+use super::escape::{markdown_code, markdown_text, shell_join, terminal};
+use super::table::{rerun_command, summary_line};
+use crate::model::{CaseResult, SuiteReport, Verdict};
+use std::io::{self, Write};
+
+/// Whether a case belongs in the "needs attention" list: it fails the run, or the kit broke on it.
+pub fn needs_attention(case: &CaseResult) -> bool {
+    case.verdict.is_failure() || case.verdict == Verdict::Error
+}
+
+/// A fenced code block holding `lines` literally, its fence longer than any backtick run inside.
+pub fn code_block(lines: &[String]) -> String {
+    let longest_run = lines
+        .iter()
+        .flat_map(|line| line.split(|c| c != '`').map(str::len))
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat(longest_run.max(2) + 1);
+    let mut block = format!("{fence}sh\n");
+    for line in lines {
+        block.push_str(&terminal(line));
+        block.push('\n');
+    }
+    block.push_str(&fence);
+    block.push('\n');
+    block
+}
+
+/// Writes the step summary of one suite.
+pub fn write_markdown(report: &SuiteReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "### dsh-conformance: {} / {}\n",
+        markdown_code(&report.host.name),
+        markdown_code(&report.runtime_variant)
+    )?;
+    writeln!(
+        out,
+        "Host command {}, kit {}, corpus {}.\n",
+        markdown_code(&shell_join(&report.host.command)),
+        markdown_text(&report.kit_version),
+        markdown_code(report.corpus_hash.get(..12).unwrap_or(&report.corpus_hash))
+    )?;
+    writeln!(out, "**{}**\n", markdown_text(&summary_line(report)))?;
+    writeln!(out, "| verdict | cases |\n|---|---:|")?;
+    let totals = report.totals();
+    for verdict in super::VERDICT_ORDER {
+        if let Some((_, count)) = totals.iter().find(|(counted, _)| *counted == verdict) {
+            writeln!(out, "| {} | {count} |", verdict.as_str())?;
+        }
+    }
+    let attention: Vec<&CaseResult> = report
+        .cases
+        .iter()
+        .filter(|case| needs_attention(case))
+        .collect();
+    if attention.is_empty() {
+        return writeln!(out, "\nNo failing cases.");
+    }
+    writeln!(out, "\n#### Failing cases ({})\n", attention.len())?;
+    writeln!(
+        out,
+        "| case | verdict | blame | rule | why |\n|---|---|---|---|---|"
+    )?;
+    for case in &attention {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            markdown_code(&case.id),
+            case.verdict.as_str(),
+            match case.blame {
+                crate::model::Blame::None => "-",
+                blame => super::blame_name(blame),
+            },
+            case.rule
+                .as_deref()
+                .map_or_else(|| "-".to_string(), markdown_code),
+            case.why
+                .as_deref()
+                .map_or_else(|| "-".to_string(), markdown_text)
+        )?;
+    }
+    let commands: Vec<String> = attention
+        .iter()
+        .map(|case| rerun_command(report, &case.id))
+        .collect();
+    writeln!(
+        out,
+        "\n<details><summary>Re-run a failing case with its transcript</summary>\n"
+    )?;
+    write!(out, "{}", code_block(&commands))?;
+    writeln!(out, "\n</details>")
+}

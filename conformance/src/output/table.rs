@@ -1,0 +1,167 @@
+//! The terminal table: one row per case (verdict, id, rule, why), a re-run command under every
+//! failure, then the summary line. Plain ASCII layout; ANSI colour only when asked for.
+
+use super::escape::{shell_quote, shell_word, terminal};
+use crate::model::{CaseResult, SuiteReport, Verdict};
+use std::io::{self, Write};
+
+/// How to draw the table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableOptions {
+    /// Colour verdicts with ANSI escapes (the caller decides: a TTY, `--color always`, ...).
+    pub color: bool,
+}
+
+/// The order verdicts are listed in every summary and totals table: passing kinds first, then
+/// the ones that need a look, `fail` last.
+pub const VERDICT_ORDER: [Verdict; 9] = [
+    Verdict::Pass,
+    Verdict::NonStrict,
+    Verdict::Informational,
+    Verdict::Skipped,
+    Verdict::Xfail,
+    Verdict::Xpass,
+    Verdict::Untestable,
+    Verdict::Error,
+    Verdict::Fail,
+];
+
+/// The one-line summary: `128 cases: 120 pass, 3 informational, 5 skipped, 0 fail`. `pass` and
+/// `fail` are always shown; other verdicts only when some case has them.
+pub fn summary_line(report: &SuiteReport) -> String {
+    let totals = report.totals();
+    let count_of = |verdict: Verdict| {
+        totals
+            .iter()
+            .find(|(counted, _)| *counted == verdict)
+            .map_or(0, |(_, count)| *count)
+    };
+    let parts: Vec<String> = VERDICT_ORDER
+        .iter()
+        .filter(|verdict| {
+            matches!(verdict, Verdict::Pass | Verdict::Fail) || count_of(**verdict) > 0
+        })
+        .map(|verdict| format!("{} {}", count_of(*verdict), verdict.as_str()))
+        .collect();
+    let noun = if report.cases.len() == 1 {
+        "case"
+    } else {
+        "cases"
+    };
+    format!("{} {noun}: {}", report.cases.len(), parts.join(", "))
+}
+
+/// The command that re-runs one case against this report's host with its full transcript:
+/// `dsh-conformance run --host '<cmd>' [--variant <name>] --case <id> --verbose`. The host
+/// command is the driver's argv joined for a POSIX shell, then quoted as the single `--host`
+/// argument; `--variant` appears for any variant but `default`.
+pub fn rerun_command(report: &SuiteReport, case_id: &str) -> String {
+    let host_command = super::escape::shell_join(&report.host.command);
+    let variant = if report.runtime_variant == "default" {
+        String::new()
+    } else {
+        format!(" --variant {}", shell_word(&report.runtime_variant))
+    };
+    format!(
+        "dsh-conformance run --host {}{variant} --case {} --verbose",
+        shell_quote(&host_command),
+        shell_word(case_id)
+    )
+}
+
+fn ansi_colour(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Pass => "32",
+        Verdict::Fail | Verdict::Xpass | Verdict::Untestable => "1;31",
+        Verdict::NonStrict | Verdict::Informational => "33",
+        Verdict::Skipped | Verdict::Xfail => "36",
+        Verdict::Error => "1;35",
+    }
+}
+
+fn why_column(case: &CaseResult) -> String {
+    let mut why = case
+        .why
+        .as_deref()
+        .map_or_else(|| "-".to_string(), terminal);
+    if let Some(entry) = &case.interpretation {
+        if case.verdict == Verdict::Informational {
+            why.push_str(&format!(" [interpretation {}]", terminal(entry)));
+        }
+    }
+    if !case.flaky.is_empty() {
+        let seen: Vec<&str> = case.flaky.iter().map(|verdict| verdict.as_str()).collect();
+        why.push_str(&format!(" [flaky: {}]", seen.join(", ")));
+    }
+    why
+}
+
+/// Writes the table, the re-run commands and the summary line.
+pub fn write_table(
+    report: &SuiteReport,
+    options: &TableOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "dsh-conformance {}: host {} ({}), runtime {}, corpus {}",
+        terminal(&report.kit_version),
+        terminal(&report.host.name),
+        terminal(&super::escape::shell_join(&report.host.command)),
+        terminal(&report.runtime_variant),
+        terminal(report.corpus_hash.get(..12).unwrap_or(&report.corpus_hash)),
+    )?;
+    let rows: Vec<(Verdict, String, String, String)> = report
+        .cases
+        .iter()
+        .map(|case| {
+            (
+                case.verdict,
+                terminal(&case.id),
+                case.rule
+                    .as_deref()
+                    .map_or_else(|| "-".to_string(), terminal),
+                why_column(case),
+            )
+        })
+        .collect();
+    let verdict_width = VERDICT_ORDER
+        .iter()
+        .map(|v| v.as_str().len())
+        .max()
+        .unwrap_or(0);
+    let id_width = rows
+        .iter()
+        .map(|row| row.1.chars().count())
+        .chain([4])
+        .max()
+        .unwrap_or(4);
+    let rule_width = rows
+        .iter()
+        .map(|row| row.2.chars().count())
+        .chain([4])
+        .max()
+        .unwrap_or(4);
+    if !rows.is_empty() {
+        writeln!(
+            out,
+            "{:verdict_width$}  {:id_width$}  {:rule_width$}  WHY",
+            "VERDICT", "CASE", "RULE"
+        )?;
+    }
+    for (case, (verdict, id, rule, why)) in report.cases.iter().zip(&rows) {
+        let label = format!("{:verdict_width$}", verdict.as_str());
+        let label = if options.color {
+            format!("\x1b[{}m{label}\x1b[0m", ansi_colour(*verdict))
+        } else {
+            label
+        };
+        let line = format!("{label}  {id:id_width$}  {rule:rule_width$}  {why}");
+        writeln!(out, "{}", line.trim_end())?;
+        if case.verdict.is_failure() || case.verdict == Verdict::Error {
+            let rerun = terminal(&rerun_command(report, &case.id));
+            writeln!(out, "{:verdict_width$}  re-run: {rerun}", "")?;
+        }
+    }
+    writeln!(out, "{}", summary_line(report))
+}

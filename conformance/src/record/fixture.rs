@@ -1,0 +1,515 @@
+//! `fixture-from-transcript`: turns a recording into a case file whose `runtime.stdio` script
+//! replays the recorded frames (ids as placeholders, prompts and secrets redacted) and whose `run`
+//! step expects the recorded outcome.
+
+use super::redact::Redactor;
+use super::transcript::{Meta, STDIN_FILE, STDOUT_FILE};
+use dsh_protocol::{LineEvent, LineFramer, MAX_LINE_BYTES};
+use serde_json::{json, Map, Value};
+use std::io::Read;
+use std::path::Path;
+
+/// The prompt the generated run step sends.
+pub const REPLAY_PROMPT: &str = "Replay of a recorded turn (prompt redacted)";
+/// How long the replayed runtime waits for the host's execute or cancel.
+const REPLAY_WAIT_MS: u64 = 10_000;
+
+/// The execute the host sent, as far as the case needs it.
+struct RecordedExecute {
+    request_id: String,
+    resume_session_id: Option<String>,
+    cwd: Option<String>,
+    model: Option<Value>,
+}
+
+/// Read the host's commands: the first execute, and every prompt (for redaction).
+fn read_commands(dir: &Path, redactor: &mut Redactor) -> Result<RecordedExecute, String> {
+    let path = dir.join(STDIN_FILE);
+    let bytes =
+        std::fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let mut execute = None;
+    for line in bytes.split(|byte| *byte == b'\n') {
+        let Ok(command) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        if command.get("type").and_then(Value::as_str) != Some("execute") {
+            continue;
+        }
+        if let Some(prompt) = command.get("prompt").and_then(Value::as_str) {
+            redactor.add_prompt(prompt);
+        }
+        if execute.is_none() {
+            let text = |name: &str| {
+                command
+                    .get(name)
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            };
+            execute = Some(RecordedExecute {
+                request_id: text("request_id")
+                    .ok_or_else(|| format!("{}: the execute has no request_id", path.display()))?,
+                resume_session_id: text("resume_session_id"),
+                cwd: text("cwd"),
+                model: command.get("model").cloned(),
+            });
+        }
+    }
+    execute.ok_or_else(|| {
+        format!(
+            "{}: the host sent no execute, so there is no turn to replay",
+            path.display()
+        )
+    })
+}
+
+/// Every stdout event of the recording, streamed through the framer.
+fn read_stdout(dir: &Path) -> Result<Vec<LineEvent>, String> {
+    let path = dir.join(STDOUT_FILE);
+    let mut file = std::fs::File::open(&path)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let mut framer = LineFramer::new();
+    let mut events = Vec::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let read = file
+            .read(&mut buffer)
+            .map_err(|error| format!("reading {}: {error}", path.display()))?;
+        if read == 0 {
+            break;
+        }
+        events.extend(framer.push(&buffer[..read]));
+    }
+    events.extend(framer.finish());
+    Ok(events)
+}
+
+/// Replaces the recorded ids and cwd with placeholders, then redacts.
+struct Scrubber<'a> {
+    substitutions: Vec<(String, &'static str)>,
+    redactor: &'a Redactor,
+}
+
+impl Scrubber<'_> {
+    fn text(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        for (recorded, placeholder) in &self.substitutions {
+            if !recorded.is_empty() && text.contains(recorded.as_str()) {
+                text = text.replace(recorded.as_str(), placeholder);
+            }
+        }
+        self.redactor.redact(&text)
+    }
+
+    fn json(&self, value: &Value) -> Value {
+        match value {
+            Value::String(text) => Value::String(self.text(text)),
+            Value::Array(items) => Value::Array(items.iter().map(|item| self.json(item)).collect()),
+            Value::Object(members) => Value::Object(
+                members
+                    .iter()
+                    .map(|(key, item)| (self.text(key), self.json(item)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let triple = chunk.iter().enumerate().fold(0u32, |acc, (index, byte)| {
+            acc | u32::from(*byte) << (16 - 8 * index)
+        });
+        for index in 0..4 {
+            if index <= chunk.len() {
+                out.push(ALPHABET[(triple >> (18 - 6 * index) & 0x3f) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// One stdout line as a replay action, plus its frame (when it was a JSON object).
+fn line_action(bytes: &[u8], newline: bool, scrubber: &Scrubber<'_>) -> (Value, Option<Value>) {
+    let terminator = if newline { "\n" } else { "" };
+    if newline {
+        if let Ok(frame @ Value::Object(_)) = serde_json::from_slice::<Value>(bytes) {
+            let scrubbed = scrubber.json(&frame);
+            return (json!({ "frame": scrubbed }), Some(frame));
+        }
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (
+            json!({ "raw": format!("{}{terminator}", scrubber.text(text)) }),
+            None,
+        ),
+        Err(_) => {
+            let lossy = String::from_utf8_lossy(bytes);
+            let scrubbed = scrubber.text(&lossy);
+            let mut out = if scrubbed == lossy {
+                bytes.to_vec()
+            } else {
+                [scrubbed.as_bytes(), b"\xff"].concat()
+            };
+            out.extend_from_slice(terminator.as_bytes());
+            (json!({ "raw_base64": base64(&out) }), None)
+        }
+    }
+}
+
+/// The normalized event a host reports for a frame type (docs/host-driver.md), if any.
+fn event_for(frame_type: &str) -> Option<&'static str> {
+    Some(match frame_type {
+        "session" => "status",
+        "thinking" => "thinking_delta",
+        "text" => "text_delta",
+        "tool_call" => "tool_use",
+        "tool_result" => "tool_result",
+        "usage" => "usage",
+        _ => return None,
+    })
+}
+
+/// The rules a replayed outcome exercises (ids from fixtures/rules.json).
+fn rules_for(code: Option<&str>, status: &str) -> Vec<&'static str> {
+    match (code, status) {
+        (Some("DSH_PROFILE_RESUME_REJECTED"), _) => vec![
+            "s6.missing-resume-target-failure",
+            "s6.no-silent-new-session",
+        ],
+        (Some("DSH_PROFILE_RUN_FAILED"), _) => vec!["s9.failed-structured"],
+        (Some(code), _) => vec![rule_for_violation(code)],
+        (None, "cancelled") => vec!["s9.cancelled-run", "s10.cancel-grace-for-cancelled"],
+        _ => vec!["s9.completed-clean", "s6.one-terminal-result"],
+    }
+}
+
+/// The rule a strict-checker code enforces.
+pub fn rule_for_violation(code: &str) -> &'static str {
+    match code {
+        "DSH_PROFILE_FRAME_TOO_LARGE" => "s6.frame-size-bounded",
+        "DSH_PROFILE_INVALID_FRAME" => "s6.frame-matches-generation-1",
+        "DSH_PROFILE_RESUME_MISMATCH" => "s6.resume-same-id",
+        "DSH_PROFILE_SESSION_MISMATCH" => "s6.result-session-matches",
+        "DSH_PROFILE_MISSING_RESULT" => "s6.eof-not-success",
+        "DSH_PROFILE_PROTOCOL_ERROR" => "s6.protocol-error-fatal",
+        "DSH_PROFILE_READY_NOT_FIRST"
+        | "DSH_PROFILE_DUPLICATE_READY"
+        | "DSH_PROFILE_INCOMPATIBLE_READY" => "s6.ready-identity",
+        "DSH_PROFILE_DUPLICATE_SESSION" => "s6.single-session-frame",
+        "DSH_PROFILE_DUPLICATE_RESULT" => "s6.one-terminal-result",
+        "DSH_PROFILE_CONTENT_BEFORE_SESSION" => "s6.session-before-content",
+        "DSH_PROFILE_UNSOLICITED_CANCELLED" => "s6.cancelled-only-after-cancel",
+        "DSH_PROFILE_UNMATCHED_TOOL_RESULT" => "s6.tool-result-matches-call",
+        _ => "s6.malformed-fails-deterministically",
+    }
+}
+
+/// The whole case for the recording in `dir`.
+pub fn case_from_recording(dir: &Path, id: &str) -> Result<Value, String> {
+    let meta = Meta::read(dir)?;
+    let mut redactor = Redactor::new(super::redact::credential_values_from_env());
+    let execute = read_commands(dir, &mut redactor)?;
+    let events = read_stdout(dir)?;
+
+    let own = |frame: &Value| {
+        frame.get("request_id").and_then(Value::as_str) == Some(execute.request_id.as_str())
+    };
+    let parsed: Vec<Option<Value>> = events
+        .iter()
+        .map(|event| match event {
+            LineEvent::Line { bytes, .. } => serde_json::from_slice::<Value>(bytes).ok(),
+            _ => None,
+        })
+        .collect();
+    let session_id = parsed
+        .iter()
+        .flatten()
+        .filter(|frame| own(frame))
+        .find(|frame| frame.get("type").and_then(Value::as_str) == Some("session"))
+        .or_else(|| {
+            parsed
+                .iter()
+                .flatten()
+                .filter(|frame| own(frame))
+                .find(|frame| frame.get("type").and_then(Value::as_str) == Some("result"))
+        })
+        .and_then(|frame| frame.get("session_id"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| execute.resume_session_id.clone());
+
+    let mut substitutions = vec![(execute.request_id.clone(), "{{request_id}}")];
+    if let Some(session_id) = &session_id {
+        substitutions.push((session_id.clone(), "{{session_id}}"));
+    }
+    if let Some(cwd) = execute.cwd.as_ref().filter(|cwd| cwd.len() > 1) {
+        substitutions.push((cwd.trim_end_matches('/').to_string(), "."));
+    }
+    if let Ok(home) = std::env::var("HOME") {
+        if home.len() > 1 {
+            substitutions.push((home, "~"));
+        }
+    }
+    substitutions.sort_by_key(|(recorded, _)| std::cmp::Reverse(recorded.len()));
+    let scrubber = Scrubber {
+        substitutions,
+        redactor: &redactor,
+    };
+
+    // The actions, one per stdout line, with read_execute after the lines written before it.
+    let mut script: Vec<Value> = Vec::new();
+    let mut read_execute_at: Option<usize> = None;
+    let mut cancel_at: Option<usize> = None;
+    let cancel_after = meta.run.cancel_after_stdout_lines;
+    let mut event_types: Vec<&'static str> = Vec::new();
+    let mut last_event_before_cancel: Option<&'static str> = None;
+    let mut previous_own_type: Option<String> = None;
+    for (event, frame) in events.iter().zip(&parsed) {
+        let (number, action, frame_value) = match event {
+            LineEvent::Line { number, bytes } => {
+                let (action, frame) = line_action(bytes, true, &scrubber);
+                (*number, action, frame)
+            }
+            LineEvent::Truncated { number, bytes } => {
+                let (action, frame) = line_action(bytes, false, &scrubber);
+                (*number, action, frame)
+            }
+            LineEvent::TooLarge { number } => (
+                *number,
+                json!({"repeat": {"text": "x", "bytes": MAX_LINE_BYTES + 1, "newline": true}}),
+                None,
+            ),
+        };
+        let frame = frame.as_ref().or(frame_value.as_ref());
+        let is_run_frame = frame.is_some_and(|frame| {
+            own(frame) || frame.get("type").and_then(Value::as_str) == Some("protocol_error")
+        });
+        if read_execute_at.is_none() && is_run_frame {
+            read_execute_at = Some(script.len());
+        }
+        script.push(action);
+        if read_execute_at.is_none()
+            && frame
+                .and_then(|frame| frame.get("type"))
+                .and_then(Value::as_str)
+                == Some("ready")
+        {
+            read_execute_at = Some(script.len());
+        }
+        if let Some(frame) = frame.filter(|frame| own(frame)) {
+            let frame_type = frame
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            if let Some(event) = event_for(&frame_type) {
+                if frame_type == "thinking" && previous_own_type.as_deref() != Some("thinking") {
+                    event_types.push("thinking_start");
+                }
+                event_types.push(event);
+                if cancel_after.is_some_and(|after| number <= after) {
+                    last_event_before_cancel = Some(event);
+                }
+            }
+            previous_own_type = Some(frame_type);
+        }
+        if cancel_after == Some(number) {
+            cancel_at = Some(script.len());
+        }
+    }
+    let read_execute_at = read_execute_at.unwrap_or(script.len());
+    let wait = json!({"timeout_ms": REPLAY_WAIT_MS});
+    if cancel_after.is_some() {
+        let at = cancel_at.unwrap_or(script.len()).max(read_execute_at);
+        script.insert(at, json!({"wait_cancel": wait}));
+    }
+    script.insert(read_execute_at, json!({"read_execute": wait}));
+    if let Some(code) = meta.exit_code.filter(|code| *code != 0) {
+        script.push(json!({"exit": code}));
+    }
+
+    // The recorded outcome, as the host should report it.
+    let violation = meta
+        .violations
+        .iter()
+        .find(|violation| violation.code.starts_with("DSH_PROFILE_"));
+    let result = meta.result.as_ref();
+    let result_status = result
+        .and_then(|result| result.get("status"))
+        .and_then(Value::as_str);
+    let resume_rejected =
+        result.and_then(|result| result.get("resume_rejected")) == Some(&Value::Bool(true));
+    let resumed = execute.resume_session_id.is_some();
+    let (status, code): (&str, Option<&str>) = match (violation, result_status) {
+        (Some(violation), _) => ("failed", Some(violation.code.as_str())),
+        (None, Some("failed")) if resume_rejected => {
+            ("failed", Some("DSH_PROFILE_RESUME_REJECTED"))
+        }
+        (None, Some("failed")) => ("failed", Some("DSH_PROFILE_RUN_FAILED")),
+        (None, Some("cancelled")) => ("cancelled", None),
+        (None, Some("completed")) => ("completed", None),
+        (None, _) => ("failed", Some("DSH_PROFILE_MISSING_RESULT")),
+    };
+    let mut expect = Map::new();
+    expect.insert("status".into(), json!(status));
+    expect.insert("code".into(), json!(code));
+    let session_frame_seen = event_types.first() == Some(&"status");
+    match (status, session_frame_seen) {
+        ("completed", _) | ("cancelled", true) => {
+            expect.insert(
+                "session".into(),
+                json!(if resumed { "resumed" } else { "new" }),
+            );
+        }
+        (_, false) if code != Some("DSH_PROFILE_RUN_FAILED") => {
+            expect.insert("session".into(), json!("none"));
+        }
+        _ => {}
+    }
+    if status == "completed" {
+        expect.insert("events".into(), json!(event_types));
+    } else if session_frame_seen {
+        expect.insert("events_include".into(), json!([{"type": "status"}]));
+    }
+    expect.insert(
+        "execute".into(),
+        json!({"resume": if resumed { "previous" } else { "none" }, "bootstrap": !resumed}),
+    );
+
+    let mut run = Map::new();
+    run.insert("conversation".into(), json!("c1"));
+    run.insert("prompt".into(), json!(REPLAY_PROMPT));
+    if let Some(model) = execute
+        .model
+        .as_ref()
+        .filter(|model| model.get("provider").is_some() && model.get("id").is_some())
+    {
+        run.insert(
+            "model".into(),
+            json!({"provider": model["provider"], "id": model["id"]}),
+        );
+    }
+    let mut requires = Vec::new();
+    if cancel_after.is_some() {
+        let cancel_on = match last_event_before_cancel {
+            Some(event) if event != "thinking_delta" => json!({"event": event}),
+            Some(_) => json!({"event": "thinking_start"}),
+            None => json!({"after_ms": 0}),
+        };
+        run.insert("cancel_on".into(), cancel_on);
+        requires.push("cancel");
+    }
+
+    let mut steps = Vec::new();
+    let mut stdio = Vec::new();
+    if resumed {
+        // The recorded turn resumed a session: a first turn by the default agent makes one.
+        stdio.push(json!([{"ready": {}}, {"read_execute": wait}, {"agent": {}}]));
+        let mut first_run = run.clone();
+        first_run.remove("cancel_on");
+        steps.push(json!({"run": first_run, "expect": {"status": "completed", "session": "new"}}));
+    }
+    stdio.push(Value::Array(script));
+    steps.push(json!({"run": run, "expect": expect}));
+
+    let recorded_on = meta.started_at.get(..10).unwrap_or("an unknown date");
+    let mut rules = rules_for(code, status);
+    if resumed && status == "completed" {
+        rules.push("s7.followup-same-session");
+    }
+    Ok(json!({
+        "v": 1,
+        "id": id,
+        "summary": format!("Replays a turn recorded on {recorded_on} ({status}{})", code.map(|code| format!(", {code}")).unwrap_or_default()),
+        "spec": ["6", "7"],
+        "rules": rules,
+        "requires": requires,
+        "interpretation": null,
+        "runtime": {"stdio": stdio},
+        "steps": steps,
+    }))
+}
+
+/// Whether `id` is a valid case id.
+pub fn valid_id(id: &str) -> bool {
+    let segments: Vec<&str> = id.split('.').collect();
+    segments.len() >= 2
+        && segments.iter().all(|segment| {
+            !segment.is_empty()
+                && segment
+                    .bytes()
+                    .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_the_standard_alphabet() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"\xff\xfe\x00x"), "//4AeA==");
+    }
+
+    #[test]
+    fn every_rule_a_replay_names_is_in_the_catalog() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/rules.json");
+        let rules: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let known: Vec<&str> = rules["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|rule| rule["id"].as_str())
+            .collect();
+        let codes = [
+            "DSH_PROFILE_FRAME_TOO_LARGE",
+            "DSH_PROFILE_MALFORMED_FRAME",
+            "DSH_PROFILE_INVALID_FRAME",
+            "DSH_PROFILE_TRUNCATED_FRAME",
+            "DSH_PROFILE_RESUME_MISMATCH",
+            "DSH_PROFILE_SESSION_MISMATCH",
+            "DSH_PROFILE_MISSING_RESULT",
+            "DSH_PROFILE_PROTOCOL_ERROR",
+            "DSH_PROFILE_READY_NOT_FIRST",
+            "DSH_PROFILE_DUPLICATE_READY",
+            "DSH_PROFILE_INCOMPATIBLE_READY",
+            "DSH_PROFILE_DUPLICATE_SESSION",
+            "DSH_PROFILE_DUPLICATE_RESULT",
+            "DSH_PROFILE_CONTENT_BEFORE_SESSION",
+            "DSH_PROFILE_UNSOLICITED_CANCELLED",
+            "DSH_PROFILE_UNMATCHED_TOOL_RESULT",
+            "DSH_PROFILE_RESUME_REJECTED",
+            "DSH_PROFILE_RUN_FAILED",
+        ];
+        let mut named: Vec<&str> = codes
+            .iter()
+            .flat_map(|code| rules_for(Some(code), "failed"))
+            .collect();
+        named.extend(rules_for(None, "completed"));
+        named.extend(rules_for(None, "cancelled"));
+        named.push("s7.followup-same-session");
+        for rule in named {
+            assert!(
+                known.contains(&rule),
+                "{rule} is not in fixtures/rules.json"
+            );
+        }
+    }
+
+    #[test]
+    fn case_ids() {
+        assert!(valid_id("replay.first-turn"));
+        assert!(!valid_id("replay"));
+        assert!(!valid_id("Replay.x"));
+        assert!(!valid_id("replay..x"));
+    }
+}

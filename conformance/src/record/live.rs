@@ -1,0 +1,259 @@
+//! Live validation of a proxied session: the host's commands tell which run is active, and the
+//! runtime's stdout goes through the strict checker as it streams, with bounded memory.
+
+use dsh_protocol::{LineEvent, LineFramer, RunContext, Step, StreamChecker, Terminal, Violation};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::time::Instant;
+
+/// Stdout lines kept while no execute has been seen yet (a runtime writes only `ready` then).
+const MAX_PENDING_LINES: usize = 64;
+/// Violations kept for meta.json; later ones are only counted.
+const MAX_VIOLATIONS: usize = 100;
+
+/// One violation as recorded.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RecordedViolation {
+    pub code: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl From<&Violation> for RecordedViolation {
+    fn from(violation: &Violation) -> Self {
+        Self {
+            code: violation.code.as_str().to_string(),
+            line: violation.line,
+            message: violation.message.clone(),
+        }
+    }
+}
+
+/// What the host sent, as far as validation cares.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HostSide {
+    pub request_id: Option<String>,
+    pub resume_session_id: Option<String>,
+    /// How many stdout lines the runtime had written when the host's cancel passed through.
+    pub cancel_after_stdout_lines: Option<usize>,
+    pub executes: usize,
+    pub cancels: usize,
+    /// Host lines that were not a valid command (not JSON, or failing command.schema.json).
+    pub invalid_commands: usize,
+    /// Bytes the host wrote.
+    pub bytes: u64,
+}
+
+/// The shared state both proxy directions update.
+pub struct LiveValidator {
+    host: HostSide,
+    checker: Option<StreamChecker>,
+    pending: Vec<LineEvent>,
+    cancel_pending: bool,
+    stdout_lines: usize,
+    pub violations: Vec<RecordedViolation>,
+    pub violations_dropped: usize,
+    /// Milliseconds since the proxy started, per milestone.
+    pub first_stdout_ms: Option<u64>,
+    pub execute_ms: Option<u64>,
+    pub result_ms: Option<u64>,
+    /// The accepted terminal result frame.
+    pub result: Option<Value>,
+    started: Instant,
+    host_framer: LineFramer,
+    /// New violations not yet reported on stderr.
+    unreported: Vec<RecordedViolation>,
+}
+
+impl LiveValidator {
+    pub fn new(started: Instant) -> Self {
+        Self {
+            host: HostSide::default(),
+            checker: None,
+            pending: Vec::new(),
+            cancel_pending: false,
+            stdout_lines: 0,
+            violations: Vec::new(),
+            violations_dropped: 0,
+            first_stdout_ms: None,
+            execute_ms: None,
+            result_ms: None,
+            result: None,
+            started,
+            host_framer: LineFramer::new(),
+            unreported: Vec::new(),
+        }
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    pub fn host(&self) -> &HostSide {
+        &self.host
+    }
+
+    /// Host bytes about to be forwarded to the runtime (called BEFORE forwarding, so the run's
+    /// context is known before the runtime can answer).
+    pub fn host_bytes(&mut self, chunk: &[u8]) {
+        self.host.bytes += chunk.len() as u64;
+        for event in self.host_framer.push(chunk) {
+            if let LineEvent::Line { bytes, .. } = event {
+                self.host_line(&bytes);
+            }
+        }
+    }
+
+    fn host_line(&mut self, bytes: &[u8]) {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let Ok(command) = serde_json::from_slice::<Value>(bytes) else {
+            self.host.invalid_commands += 1;
+            return;
+        };
+        if dsh_protocol::schema::validate("command.schema.json", &command).is_err() {
+            self.host.invalid_commands += 1;
+        }
+        let request_id = command
+            .get("request_id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        match command.get("type").and_then(Value::as_str) {
+            Some("execute") => {
+                self.host.executes += 1;
+                if self.host.request_id.is_none() {
+                    self.host.request_id = request_id.clone();
+                    self.host.resume_session_id = command
+                        .get("resume_session_id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    self.execute_ms = Some(self.elapsed_ms());
+                    self.start_checker();
+                }
+            }
+            Some("cancel") => {
+                self.host.cancels += 1;
+                if request_id.is_some() && request_id == self.host.request_id {
+                    self.cancel_pending = true;
+                    self.host
+                        .cancel_after_stdout_lines
+                        .get_or_insert(self.stdout_lines);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn start_checker(&mut self) {
+        let context = RunContext {
+            request_id: self.host.request_id.clone().unwrap_or_default(),
+            resume_session_id: self.host.resume_session_id.clone(),
+        };
+        self.checker = Some(StreamChecker::new(context));
+        for event in std::mem::take(&mut self.pending) {
+            self.check(&event);
+        }
+    }
+
+    /// A framer event of the runtime's stdout.
+    pub fn stdout_event(&mut self, event: LineEvent) {
+        self.stdout_lines = match &event {
+            LineEvent::Line { number, .. }
+            | LineEvent::TooLarge { number }
+            | LineEvent::Truncated { number, .. } => *number,
+        };
+        self.first_stdout_ms
+            .get_or_insert_with(|| self.started.elapsed().as_millis() as u64);
+        if self.checker.is_some() {
+            self.check(&event);
+        } else if self.pending.len() < MAX_PENDING_LINES {
+            self.pending.push(event);
+        } else {
+            // A runtime that writes this much before any execute: check it as a run with no id,
+            // so the stream still gets judged and memory stays bounded.
+            self.start_checker();
+            self.check(&event);
+        }
+    }
+
+    fn check(&mut self, event: &LineEvent) {
+        let Some(checker) = self.checker.as_mut() else {
+            return;
+        };
+        if std::mem::take(&mut self.cancel_pending) {
+            checker.note_cancel_sent();
+        }
+        match checker.check_event(event) {
+            Step::Violation(violation) => self.push_violation(RecordedViolation::from(&violation)),
+            Step::Accepted(_)
+                if self.result.is_none()
+                    && matches!(checker.terminal(), Some(Terminal::Result(_))) =>
+            {
+                self.result_ms = Some(self.started.elapsed().as_millis() as u64);
+                if let LineEvent::Line { bytes, .. } | LineEvent::Truncated { bytes, .. } = event {
+                    self.result = serde_json::from_slice(bytes).ok();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn push_violation(&mut self, violation: RecordedViolation) {
+        if self.violations.len() < MAX_VIOLATIONS {
+            self.violations.push(violation.clone());
+            self.unreported.push(violation);
+        } else {
+            self.violations_dropped += 1;
+        }
+    }
+
+    /// stdout reached EOF: the run's terminal verdict is settled. A session that never sent an
+    /// execute never started a run, so a missing result is no violation there.
+    pub fn stdout_finished(&mut self) {
+        if self.checker.is_none() {
+            if self.pending.is_empty() {
+                return;
+            }
+            self.start_checker();
+        }
+        let had_violation = !self.violations.is_empty();
+        let Some(checker) = self.checker.as_mut() else {
+            return;
+        };
+        if let Terminal::Violation(violation) = checker.finish() {
+            let missing_without_run = self.host.request_id.is_none()
+                && violation.code == dsh_protocol::ViolationCode::MissingResult;
+            if !had_violation && !missing_without_run {
+                self.push_violation(RecordedViolation::from(&violation));
+            }
+        }
+    }
+
+    /// The host closed its side: a last command without a newline still counts.
+    pub fn host_finished(&mut self) {
+        if let Some(LineEvent::Truncated { bytes, .. }) = self.host_framer.finish() {
+            self.host_line(&bytes);
+        }
+    }
+
+    /// The validated session frame's id, once seen.
+    pub fn session_id(&self) -> Option<String> {
+        self.checker
+            .as_ref()
+            .and_then(|checker| checker.session_id())
+            .map(str::to_string)
+    }
+
+    pub fn foreign_frames(&self) -> usize {
+        self.checker
+            .as_ref()
+            .map(StreamChecker::foreign_frames)
+            .unwrap_or(0)
+    }
+
+    /// Violations not yet printed; printing is the caller's.
+    pub fn take_unreported(&mut self) -> Vec<RecordedViolation> {
+        std::mem::take(&mut self.unreported)
+    }
+}

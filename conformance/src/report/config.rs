@@ -1,0 +1,242 @@
+//! The `report` config: which hosts and runtime variants make the matrix, and the defaults when no
+//! config is given (the reference host; the dsh versions the spec's version policy distinguishes).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A host under test: a name for the report, the driver command line, and optionally the host's
+/// expectations file (xfail list; a relative path is relative to the config file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    pub name: String,
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expectations: Option<PathBuf>,
+}
+
+/// A runtime variant: fake-dsh with this environment (`FAKE_DSH_VERSION`, ...) for every process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantSpec {
+    pub name: String,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// The config file as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    hosts: Vec<HostSpec>,
+    variants: Option<Vec<VariantSpec>>,
+    /// Whether the reference host is added before the config's hosts (default true).
+    include_reference: Option<bool>,
+}
+
+/// The matrix to run: hosts (rows of results) x variants (columns), in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatrixConfig {
+    pub hosts: Vec<HostSpec>,
+    pub variants: Vec<VariantSpec>,
+}
+
+/// The name the reference host has in reports.
+pub const REFERENCE_HOST: &str = "reference";
+
+/// The reference host: `dsh-host-driver` next to the running executable, else from `PATH`.
+pub fn reference_host() -> HostSpec {
+    let beside_me = std::env::current_exe().ok().and_then(|exe| {
+        let candidate = exe
+            .parent()?
+            .join(format!("dsh-host-driver{}", std::env::consts::EXE_SUFFIX));
+        candidate.is_file().then_some(candidate)
+    });
+    let program = beside_me.map_or_else(
+        || "dsh-host-driver".to_string(),
+        |path| path.display().to_string(),
+    );
+    HostSpec {
+        name: REFERENCE_HOST.to_string(),
+        command: vec![program],
+        expectations: None,
+    }
+}
+
+fn variant(name: &str, version: &str) -> VariantSpec {
+    VariantSpec {
+        name: name.to_string(),
+        env: BTreeMap::from([("FAKE_DSH_VERSION".to_string(), version.to_string())]),
+    }
+}
+
+/// The variants the spec's version policy (section 5) tells apart among usable versions: a tested
+/// version, a tested version written with a leading `v`, and a parseable but untested version.
+/// Each is named `dsh-<version>`, so `dsh-conformance run --variant <name>` reproduces it.
+pub fn default_variants() -> Vec<VariantSpec> {
+    vec![
+        variant("dsh-0.1.7-rc.1", "0.1.7-rc.1"),
+        variant("dsh-v0.1.7", "v0.1.7"),
+        variant("dsh-0.1.8", "0.1.8"),
+    ]
+}
+
+impl MatrixConfig {
+    /// The matrix without a config file: the reference host x the default variants.
+    pub fn default_matrix() -> MatrixConfig {
+        MatrixConfig {
+            hosts: vec![reference_host()],
+            variants: default_variants(),
+        }
+    }
+
+    /// Parses a config file's text; `origin` names it in errors. Hosts listed add to the reference
+    /// host unless one is named `reference` or `include_reference` is false; variants replace the
+    /// defaults when given.
+    pub fn parse(text: &str, origin: &Path) -> Result<MatrixConfig, String> {
+        let file: ConfigFile = serde_json::from_str(text).map_err(|error| {
+            format!(
+                "{}:{}:{}: invalid report config: {error}",
+                origin.display(),
+                error.line(),
+                error.column()
+            )
+        })?;
+        let mut hosts = Vec::new();
+        let lists_reference = file.hosts.iter().any(|host| host.name == REFERENCE_HOST);
+        if file.include_reference.unwrap_or(true) && !lists_reference {
+            hosts.push(reference_host());
+        }
+        let base = origin.parent().unwrap_or(Path::new(""));
+        hosts.extend(file.hosts.into_iter().map(|mut host| {
+            host.expectations = host.expectations.map(|path| base.join(path));
+            host
+        }));
+        let config = MatrixConfig {
+            hosts,
+            variants: file.variants.unwrap_or_else(default_variants),
+        };
+        config
+            .check()
+            .map_err(|rule| format!("{}: invalid report config: {rule}", origin.display()))?;
+        Ok(config)
+    }
+
+    /// Reads and parses a config file.
+    pub fn load(path: &Path) -> Result<MatrixConfig, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("{}: cannot read report config: {error}", path.display()))?;
+        MatrixConfig::parse(&text, path)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.hosts.is_empty() {
+            return Err(
+                "no hosts (add one to \"hosts\" or drop \"include_reference\": false)".into(),
+            );
+        }
+        if self.variants.is_empty() {
+            return Err("\"variants\" is empty (omit it for the defaults)".into());
+        }
+        for (index, host) in self.hosts.iter().enumerate() {
+            if host.name.trim().is_empty() {
+                return Err(format!("hosts[{index}]: \"name\" must not be empty"));
+            }
+            if host
+                .command
+                .first()
+                .is_none_or(|program| program.is_empty())
+            {
+                return Err(format!(
+                    "host {:?}: \"command\" must start with a program",
+                    host.name
+                ));
+            }
+            if self.hosts[..index]
+                .iter()
+                .any(|earlier| earlier.name == host.name)
+            {
+                return Err(format!("host name {:?} is used twice", host.name));
+            }
+        }
+        for (index, variant) in self.variants.iter().enumerate() {
+            if variant.name.trim().is_empty() {
+                return Err(format!("variants[{index}]: \"name\" must not be empty"));
+            }
+            if self.variants[..index]
+                .iter()
+                .any(|earlier| earlier.name == variant.name)
+            {
+                return Err(format!("variant name {:?} is used twice", variant.name));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where `report` reads the corpus from by default: `fixtures/` under the current directory.
+pub fn default_fixtures_dir() -> PathBuf {
+    PathBuf::from("fixtures")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_hosts_add_to_the_reference_host() {
+        let text = r#"{"hosts":[{"name":"node","command":["node","host.js"]}]}"#;
+        let config = MatrixConfig::parse(text, Path::new("c.json")).unwrap();
+        let names: Vec<&str> = config.hosts.iter().map(|host| host.name.as_str()).collect();
+        assert_eq!(names, ["reference", "node"]);
+        assert_eq!(config.variants, default_variants());
+    }
+
+    #[test]
+    fn a_listed_reference_host_replaces_the_default_one() {
+        let text = r#"{"hosts":[{"name":"reference","command":["dsh-host-driver"]}],
+                       "variants":[{"name":"dsh-0.1.7-rc.1","env":{"FAKE_DSH_VERSION":"0.1.7-rc.1"}}]}"#;
+        let config = MatrixConfig::parse(text, Path::new("c.json")).unwrap();
+        assert_eq!(config.hosts[0].command, ["dsh-host-driver"]);
+        assert_eq!(config.hosts.len(), 1);
+        assert_eq!(config.variants.len(), 1);
+    }
+
+    #[test]
+    fn expectations_paths_are_relative_to_the_config_file() {
+        let text = r#"{"hosts":[{"name":"node","command":["node"],"expectations":"node.xfail.json"}]}"#;
+        let config = MatrixConfig::parse(text, Path::new("ci/matrix.json")).unwrap();
+        assert_eq!(config.hosts[1].expectations.as_deref(), Some(Path::new("ci/node.xfail.json")));
+    }
+
+    #[test]
+    fn bad_configs_name_the_file_and_the_rule() {
+        let cases = [
+            (
+                r#"{"hosts":[{"name":"a","command":[]}]}"#,
+                "\"command\" must start with a program",
+            ),
+            (
+                r#"{"hosts":[{"name":"a","command":["x"]},{"name":"a","command":["y"]}]}"#,
+                "used twice",
+            ),
+            (r#"{"include_reference":false}"#, "no hosts"),
+            (r#"{"variants":[]}"#, "\"variants\" is empty"),
+            (
+                r#"{"hosts":[{"name":"a","command":["x"],"extra":1}]}"#,
+                "unknown field",
+            ),
+            ("{\n  \"hosts\": 3\n}", "c.json:2:"),
+        ];
+        for (text, expected) in cases {
+            let error = MatrixConfig::parse(text, Path::new("c.json")).unwrap_err();
+            assert!(error.starts_with("c.json"), "{error}");
+            assert!(
+                error.contains(expected),
+                "{error} should mention {expected}"
+            );
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! `report.md`: the matrix as a pull-request comment (totals per host x variant, failing cases,
+//! cells that could not run, uncovered rules), kept under a comment's size limit.
+
+use super::document::ReportDocument;
+use crate::model::{SuiteReport, Verdict};
+use crate::output::escape::{markdown_code, markdown_text};
+use crate::output::markdown::needs_attention;
+use std::io::{self, Write};
+
+/// At most this many failing-case rows are listed; the rest are counted and left to report.html.
+pub const MAX_FAILING_ROWS: usize = 60;
+
+fn count(suite: &SuiteReport, verdict: Verdict) -> usize {
+    suite
+        .cases
+        .iter()
+        .filter(|case| case.verdict == verdict)
+        .count()
+}
+
+/// The verdict columns worth a column: `pass` and `fail` always, others when some cell has them.
+pub fn verdict_columns(suites: &[SuiteReport]) -> Vec<Verdict> {
+    crate::output::VERDICT_ORDER
+        .iter()
+        .copied()
+        .filter(|verdict| {
+            matches!(verdict, Verdict::Pass | Verdict::Fail)
+                || suites.iter().any(|suite| count(suite, *verdict) > 0)
+        })
+        .collect()
+}
+
+/// Writes `report.md`.
+pub fn write_report_markdown(document: &ReportDocument, out: &mut dyn Write) -> io::Result<()> {
+    let hosts: Vec<&str> = {
+        let mut names: Vec<&str> = Vec::new();
+        for suite in &document.suites {
+            if !names.contains(&suite.host.name.as_str()) {
+                names.push(&suite.host.name);
+            }
+        }
+        names
+    };
+    writeln!(out, "## dsh-conformance compatibility report\n")?;
+    writeln!(
+        out,
+        "Kit {}, corpus {}: {} host(s) x {} runtime variant(s), {} case results.\n",
+        markdown_text(&document.kit_version),
+        markdown_code(
+            document
+                .corpus_hash
+                .get(..12)
+                .unwrap_or(&document.corpus_hash)
+        ),
+        hosts.len(),
+        document.variants.len(),
+        document.case_count()
+    )?;
+    let columns = verdict_columns(&document.suites);
+    let header: Vec<&str> = columns.iter().map(|verdict| verdict.as_str()).collect();
+    writeln!(out, "| host | variant | cases | {} |", header.join(" | "))?;
+    writeln!(out, "|---|---|---:|{}", "---:|".repeat(columns.len()))?;
+    for suite in &document.suites {
+        let counts: Vec<String> = columns
+            .iter()
+            .map(|verdict| count(suite, *verdict).to_string())
+            .collect();
+        writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            markdown_code(&suite.host.name),
+            markdown_code(&suite.runtime_variant),
+            suite.cases.len(),
+            counts.join(" | ")
+        )?;
+    }
+    if !document.errors.is_empty() {
+        writeln!(out, "\n### Cells that could not run\n")?;
+        for error in &document.errors {
+            writeln!(
+                out,
+                "- {} / {}: {}",
+                markdown_code(&error.host),
+                markdown_code(&error.variant),
+                markdown_text(&error.message)
+            )?;
+        }
+    }
+    let failing: Vec<(&SuiteReport, usize)> = document
+        .suites
+        .iter()
+        .flat_map(|suite| {
+            suite
+                .cases
+                .iter()
+                .enumerate()
+                .filter(|(_, case)| needs_attention(case))
+                .map(move |(index, _)| (suite, index))
+        })
+        .collect();
+    if failing.is_empty() {
+        writeln!(out, "\nNo failing cases.")?;
+    } else {
+        writeln!(out, "\n### Failing cases ({})\n", failing.len())?;
+        writeln!(
+            out,
+            "| host | variant | case | verdict | rule | why |\n|---|---|---|---|---|---|"
+        )?;
+        for (suite, index) in failing.iter().take(MAX_FAILING_ROWS) {
+            let case = &suite.cases[*index];
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                markdown_code(&suite.host.name),
+                markdown_code(&suite.runtime_variant),
+                markdown_code(&case.id),
+                case.verdict.as_str(),
+                case.rule
+                    .as_deref()
+                    .map_or_else(|| "-".to_string(), markdown_code),
+                case.why
+                    .as_deref()
+                    .map_or_else(|| "-".to_string(), markdown_text)
+            )?;
+        }
+        if failing.len() > MAX_FAILING_ROWS {
+            writeln!(
+                out,
+                "\n... and {} more: see report.html or report.json.",
+                failing.len() - MAX_FAILING_ROWS
+            )?;
+        }
+    }
+    let uncovered: Vec<String> = document
+        .rules
+        .iter()
+        .filter(|rule| rule.cases.is_empty())
+        .map(|rule| markdown_code(&rule.id))
+        .collect();
+    if !document.rules.is_empty() {
+        let covered = document.rules.len() - uncovered.len();
+        write!(
+            out,
+            "\nSpec coverage: {covered} of {} rules have a case",
+            document.rules.len()
+        )?;
+        if uncovered.is_empty() {
+            writeln!(out, ".")?;
+        } else {
+            writeln!(out, "; uncovered: {}.", uncovered.join(", "))?;
+        }
+    }
+    Ok(())
+}

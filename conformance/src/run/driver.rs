@@ -1,0 +1,455 @@
+//! The driver client: starts a host driver in its own process group with the case's env, speaks
+//! the driver protocol (docs/host-driver.md) with it, validates every message against
+//! `schemas/driver/`, and bounds everything a hostile driver can do (time, output, exit).
+
+use nix::sys::signal::{killpg, Signal};
+use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::transcript::Transcript;
+
+/// The most a driver may write to stdout over its life.
+pub const MAX_DRIVER_STDOUT: usize = 16 * 1024 * 1024;
+/// The longest single reply line.
+pub const MAX_REPLY_LINE: usize = 2 * 1024 * 1024;
+/// How much of the driver's stderr the harness keeps (it drains and scans all of it).
+pub const KEPT_DRIVER_STDERR: usize = 64 * 1024;
+
+/// Env names the harness sets for the driver, removed from the inherited env first.
+const OWNED_ENV: &[&str] = &[
+    "DSH_BIN",
+    "DSH_HOME",
+    "RUNTIME_DATA_DIR",
+    "DEEPSEEK_API_KEY",
+    "DSH_CONFORMANCE",
+    "FAKE_DSH_SCENARIO",
+    "FAKE_DSH_JOURNAL",
+    "FAKE_DSH_VERSION",
+];
+
+/// How to start a driver.
+#[derive(Debug, Clone)]
+pub struct DriverSpec {
+    pub command: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    /// Byte strings that must never appear in the driver's stderr: (what it is, the bytes).
+    pub stderr_needles: Vec<(String, Vec<u8>)>,
+}
+
+/// What went wrong talking to the driver; always the host's fault except [`DriverError::Kit`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum DriverError {
+    /// No reply before the case's deadline.
+    Timeout(String),
+    /// The driver's stdout ended (it exited or closed it).
+    Exited(String),
+    /// A reply that is not JSON, fails reply.schema.json, or breaks the protocol.
+    Invalid(String),
+    /// The driver could not be started or written to.
+    Io(String),
+    /// The harness built a request its own schema rejects.
+    Kit(String),
+}
+
+enum StdoutMessage {
+    Line(Vec<u8>),
+    TooLong,
+    Overflow,
+    Eof,
+}
+
+/// Everything the stderr reader saw.
+#[derive(Debug, Default)]
+pub struct StderrCapture {
+    pub kept: Vec<u8>,
+    pub total: usize,
+    /// Labels of the needles found.
+    pub hits: Vec<String>,
+    /// The reader reached EOF (everything the driver's group wrote has been scanned).
+    pub finished: bool,
+}
+
+/// A running driver. Dropping it kills its process group and reaps it.
+pub struct Driver {
+    child: Child,
+    pgid: Pid,
+    stdin: Option<ChildStdin>,
+    stdout: Receiver<StdoutMessage>,
+    stderr: Arc<Mutex<StderrCapture>>,
+    line_number: usize,
+    stdout_ended: bool,
+    /// Whether a line the driver wrote held this needle (the canary), by label.
+    stdout_needles: Vec<(String, Vec<u8>)>,
+    pub stdout_hits: Vec<String>,
+    reaped: bool,
+}
+
+impl Driver {
+    pub fn start(
+        spec: &DriverSpec,
+        stdout_needles: Vec<(String, Vec<u8>)>,
+    ) -> Result<Driver, DriverError> {
+        let (program, args) = spec
+            .command
+            .split_first()
+            .ok_or_else(|| DriverError::Kit("empty host command".to_string()))?;
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .current_dir(&spec.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for name in OWNED_ENV {
+            command.env_remove(name);
+        }
+        command.envs(spec.env.iter().map(|(k, v)| (k, v)));
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command
+            .spawn()
+            .map_err(|e| DriverError::Io(format!("cannot start the driver {}: {e}", program)))?;
+        let pgid = Pid::from_raw(child.id() as i32);
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| DriverError::Kit("driver stdout not piped".to_string()))?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| DriverError::Kit("driver stderr not piped".to_string()))?;
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || read_stdout(stdout, sender));
+        let capture = Arc::new(Mutex::new(StderrCapture::default()));
+        let needles = spec.stderr_needles.clone();
+        let sink = Arc::clone(&capture);
+        std::thread::spawn(move || read_stderr(stderr, needles, sink));
+        Ok(Driver {
+            stdin: child.stdin.take(),
+            child,
+            pgid,
+            stdout: receiver,
+            stderr: capture,
+            line_number: 0,
+            stdout_ended: false,
+            stdout_needles,
+            stdout_hits: Vec::new(),
+            reaped: false,
+        })
+    }
+
+    /// Sends one request (checked against request.schema.json first).
+    pub fn send(
+        &mut self,
+        request: &Value,
+        transcript: &mut Transcript,
+    ) -> Result<(), DriverError> {
+        if let Err(errors) = dsh_protocol::schema::validate("driver/request.schema.json", request) {
+            let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            return Err(DriverError::Kit(format!(
+                "the harness built an invalid request {request}: {}",
+                errors.join("; ")
+            )));
+        }
+        let line = format!("{request}\n");
+        transcript.push(format!("> {request}"));
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| DriverError::Io("driver stdin already closed".to_string()))?;
+        stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| stdin.flush())
+            .map_err(|e| {
+                DriverError::Exited(format!(
+                    "cannot write {} to the driver: {e}",
+                    kind_of(request)
+                ))
+            })
+    }
+
+    /// The next reply, schema-checked, before `deadline`.
+    pub fn recv(
+        &mut self,
+        deadline: Instant,
+        waiting_for: &str,
+        transcript: &mut Transcript,
+    ) -> Result<Value, DriverError> {
+        if self.stdout_ended {
+            return Err(DriverError::Exited(format!(
+                "the driver's stdout had ended while waiting for {waiting_for}"
+            )));
+        }
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        let message = match self.stdout.recv_timeout(timeout) {
+            Ok(message) => message,
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(DriverError::Timeout(format!(
+                    "no reply from the driver while waiting for {waiting_for}"
+                )))
+            }
+            Err(RecvTimeoutError::Disconnected) => StdoutMessage::Eof,
+        };
+        match message {
+            StdoutMessage::Line(bytes) => {
+                self.line_number += 1;
+                let number = self.line_number;
+                for (label, needle) in &self.stdout_needles {
+                    if contains(&bytes, needle) && !self.stdout_hits.contains(label) {
+                        self.stdout_hits.push(label.clone());
+                    }
+                }
+                let text = String::from_utf8_lossy(&bytes);
+                transcript.push(format!("< {text}"));
+                let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                    DriverError::Invalid(format!(
+                        "driver stdout line {number} is not JSON ({e}): {}",
+                        clip(&text, 120)
+                    ))
+                })?;
+                if let Err(errors) =
+                    dsh_protocol::schema::validate("driver/reply.schema.json", &value)
+                {
+                    let errors: Vec<String> =
+                        errors.iter().take(3).map(ToString::to_string).collect();
+                    return Err(DriverError::Invalid(format!(
+                        "driver stdout line {number} fails driver/reply.schema.json: {}",
+                        errors.join("; ")
+                    )));
+                }
+                Ok(value)
+            }
+            StdoutMessage::TooLong => {
+                self.stdout_ended = true;
+                Err(DriverError::Invalid(format!(
+                    "a driver reply line is longer than {MAX_REPLY_LINE} bytes"
+                )))
+            }
+            StdoutMessage::Overflow => {
+                self.stdout_ended = true;
+                Err(DriverError::Invalid(format!(
+                    "the driver wrote more than {MAX_DRIVER_STDOUT} bytes to stdout"
+                )))
+            }
+            StdoutMessage::Eof => {
+                self.stdout_ended = true;
+                let status = self.exit_status_within(Duration::from_millis(200));
+                Err(DriverError::Exited(format!(
+                    "the driver ended its stdout ({status}) while waiting for {waiting_for}"
+                )))
+            }
+        }
+    }
+
+    /// `shutdown` -> `bye` -> exit 0 within `bound`; the group is killed and reaped in any case.
+    pub fn shutdown(
+        &mut self,
+        bound: Duration,
+        transcript: &mut Transcript,
+    ) -> Result<(), DriverError> {
+        let deadline = Instant::now() + bound;
+        let result = self.shutdown_inner(deadline, transcript);
+        self.kill();
+        result
+    }
+
+    fn shutdown_inner(
+        &mut self,
+        deadline: Instant,
+        transcript: &mut Transcript,
+    ) -> Result<(), DriverError> {
+        self.send(&serde_json::json!({"v": 1, "type": "shutdown"}), transcript)?;
+        let reply = self.recv(deadline, "bye", transcript)?;
+        if reply.get("type").and_then(Value::as_str) != Some("bye") {
+            return Err(DriverError::Invalid(format!(
+                "the driver answered shutdown with {} instead of bye",
+                kind_of(&reply)
+            )));
+        }
+        self.stdin = None;
+        match self.wait_exit(deadline) {
+            Some(0) => Ok(()),
+            Some(code) => Err(DriverError::Invalid(format!(
+                "the driver exited with status {code} after bye (expected 0)"
+            ))),
+            None => Err(DriverError::Timeout(
+                "the driver did not exit after bye".to_string(),
+            )),
+        }
+    }
+
+    /// Waits (without reaping, so the group id stays reserved) for the driver to exit.
+    fn wait_exit(&mut self, deadline: Instant) -> Option<i32> {
+        loop {
+            match waitid(
+                Id::Pid(self.pgid),
+                WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT,
+            ) {
+                Ok(WaitStatus::Exited(_, code)) => return Some(code),
+                Ok(WaitStatus::Signaled(_, signal, _)) => return Some(128 + signal as i32),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn exit_status_within(&mut self, bound: Duration) -> String {
+        match self.wait_exit(Instant::now() + bound) {
+            Some(code) => format!("exit status {code}"),
+            None => "still running".to_string(),
+        }
+    }
+
+    /// Kills the whole process group and reaps the driver.
+    pub fn kill(&mut self) {
+        if self.reaped {
+            return;
+        }
+        self.stdin = None;
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+        let _ = self.child.wait();
+        self.reaped = true;
+    }
+
+    /// Waits up to `bound` for the stderr reader to reach EOF (after [`Driver::kill`]).
+    pub fn wait_stderr_drained(&self, bound: Duration) {
+        let deadline = Instant::now() + bound;
+        while !self.stderr().finished && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    pub fn stderr(&self) -> std::sync::MutexGuard<'_, StderrCapture> {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn kind_of(message: &Value) -> String {
+    message
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("a message")
+        .to_string()
+}
+
+pub fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &text[..end], text.len())
+}
+
+pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty()
+        && haystack
+            .windows(needle.len())
+            .any(|window| window == needle)
+}
+
+fn read_stdout(stdout: impl Read, sender: mpsc::Sender<StdoutMessage>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut total = 0usize;
+    let mut line = Vec::new();
+    loop {
+        let buffer = match reader.fill_buf() {
+            Ok([]) | Err(_) => break,
+            Ok(buffer) => buffer,
+        };
+        let (chunk, consumed, complete) = match buffer.iter().position(|b| *b == b'\n') {
+            Some(end) => (&buffer[..end], end + 1, true),
+            None => (buffer, buffer.len(), false),
+        };
+        total += consumed;
+        if total > MAX_DRIVER_STDOUT {
+            let _ = sender.send(StdoutMessage::Overflow);
+            return;
+        }
+        if line.len() + chunk.len() > MAX_REPLY_LINE {
+            let _ = sender.send(StdoutMessage::TooLong);
+            return;
+        }
+        line.extend_from_slice(chunk);
+        reader.consume(consumed);
+        if complete {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            if !line.iter().all(u8::is_ascii_whitespace)
+                && sender
+                    .send(StdoutMessage::Line(std::mem::take(&mut line)))
+                    .is_err()
+            {
+                return;
+            }
+            line.clear();
+        }
+    }
+    if !line.iter().all(u8::is_ascii_whitespace) {
+        let _ = sender.send(StdoutMessage::Line(line));
+    }
+    let _ = sender.send(StdoutMessage::Eof);
+}
+
+fn read_stderr(
+    mut stderr: impl Read,
+    needles: Vec<(String, Vec<u8>)>,
+    capture: Arc<Mutex<StderrCapture>>,
+) {
+    let overlap = needles
+        .iter()
+        .map(|(_, needle)| needle.len())
+        .max()
+        .unwrap_or(0);
+    let mut tail: Vec<u8> = Vec::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let read = match stderr.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        let chunk = &buffer[..read];
+        tail.extend_from_slice(chunk);
+        let mut capture = capture
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        capture.total += read;
+        let room = KEPT_DRIVER_STDERR.saturating_sub(capture.kept.len());
+        capture.kept.extend_from_slice(&chunk[..room.min(read)]);
+        for (label, needle) in &needles {
+            if !capture.hits.contains(label) && contains(&tail, needle) {
+                capture.hits.push(label.clone());
+            }
+        }
+        drop(capture);
+        if tail.len() > overlap {
+            tail.drain(..tail.len() - overlap);
+        }
+    }
+    capture
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .finished = true;
+}

@@ -1,0 +1,204 @@
+//! Reading fake-dsh's journal (docs/journal.md) and asking the process table about the pids it
+//! names: which are still alive, and ending the ones a host left behind.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// One journal line, parsed; `line` is its 0-based index in the file.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub line: usize,
+    pub value: Value,
+}
+
+impl Entry {
+    pub fn event(&self) -> &str {
+        self.value
+            .get("event")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+    pub fn pid(&self) -> Option<i32> {
+        self.value
+            .get("pid")
+            .and_then(Value::as_i64)
+            .and_then(|pid| i32::try_from(pid).ok())
+    }
+    pub fn mode(&self) -> Option<&str> {
+        self.value.get("mode").and_then(Value::as_str)
+    }
+    /// The token `journal_order` / `journal_absent` name this entry by: `command:cancel`,
+    /// `stdin_closed`, `signal:SIGTERM`, `exit`, `start`, `frame:text`, `child`.
+    pub fn token(&self) -> String {
+        match self.event() {
+            "command" => {
+                let kind = self
+                    .value
+                    .pointer("/command/type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("raw");
+                format!("command:{kind}")
+            }
+            "signal" => format!(
+                "signal:{}",
+                self.value
+                    .get("signal")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+            ),
+            "frame" => format!(
+                "frame:{}",
+                self.value
+                    .get("frame_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+            ),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// The journal file of one case.
+pub struct Journal {
+    path: PathBuf,
+}
+
+impl Journal {
+    pub fn new(path: &Path) -> Journal {
+        Journal {
+            path: path.to_path_buf(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every entry so far. A line that is not JSON is a kit fault (fake-dsh wrote it).
+    pub fn read(&self) -> Result<Vec<Entry>, String> {
+        let bytes = std::fs::read(&self.path)
+            .map_err(|e| format!("cannot read the journal {}: {e}", self.path.display()))?;
+        let mut entries = Vec::new();
+        for (line, raw) in bytes.split(|b| *b == b'\n').enumerate() {
+            if raw.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let value: Value = serde_json::from_slice(raw).map_err(|e| {
+                format!(
+                    "journal {} line {}: not JSON ({e})",
+                    self.path.display(),
+                    line + 1
+                )
+            })?;
+            entries.push(Entry { line, value });
+        }
+        Ok(entries)
+    }
+}
+
+/// Every pid the entries name as a process: `start` entries' pids and `child` entries' child pids.
+pub fn pids(entries: &[Entry]) -> Vec<i32> {
+    let mut pids: Vec<i32> = Vec::new();
+    for entry in entries {
+        let pid = match entry.event() {
+            "start" => entry.pid(),
+            "child" => entry
+                .value
+                .get("child_pid")
+                .and_then(Value::as_i64)
+                .and_then(|pid| i32::try_from(pid).ok()),
+            _ => None,
+        };
+        if let Some(pid) = pid.filter(|pid| *pid > 0) {
+            if !pids.contains(&pid) {
+                pids.push(pid);
+            }
+        }
+    }
+    pids
+}
+
+/// Whether `pid` is a live (not zombie) process of this case: one whose environment names this
+/// case's journal, so a recycled pid is never mistaken for a leftover.
+pub fn is_alive(pid: i32, journal: &Path) -> bool {
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    let Ok(stat) = std::fs::read_to_string(proc_dir.join("stat")) else {
+        return false;
+    };
+    // The state follows the parenthesised command name, which may itself hold ") ".
+    let state = stat
+        .rfind(')')
+        .and_then(|end| stat[end + 1..].split_whitespace().next());
+    if matches!(state, Some("Z") | Some("X") | None) {
+        return false;
+    }
+    belongs_to_case(pid, journal)
+}
+
+fn belongs_to_case(pid: i32, journal: &Path) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        // Unreadable: it exists and is alive, and we cannot rule it out.
+        return true;
+    };
+    let needle = format!("FAKE_DSH_JOURNAL={}", journal.display());
+    environ
+        .split(|b| *b == 0)
+        .any(|var| var == needle.as_bytes())
+}
+
+/// SIGKILLs every still-alive process of this case among `pids` (harness cleanup after a case).
+pub fn kill_leftovers(pids: &[i32], journal: &Path) {
+    for pid in pids {
+        if is_alive(*pid, journal) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_and_pids() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("journal.jsonl");
+        let lines = [
+            r#"{"v":1,"event":"start","pid":10,"t_ms":1,"mode":"stdio"}"#,
+            r#"{"v":1,"event":"command","pid":10,"t_ms":2,"command":{"type":"cancel"}}"#,
+            r#"{"v":1,"event":"command","pid":10,"t_ms":2,"raw":"garbage"}"#,
+            r#"{"v":1,"event":"signal","pid":10,"t_ms":3,"signal":"SIGTERM","ignored":true}"#,
+            r#"{"v":1,"event":"child","pid":10,"t_ms":3,"child_pid":11,"ignores_sigterm":true}"#,
+            "",
+            r#"{"v":1,"event":"exit","pid":10,"t_ms":4,"code":0,"reason":"signal"}"#,
+        ];
+        std::fs::write(&path, lines.join("\n")).expect("write");
+        let entries = Journal::new(&path).read().expect("reads");
+        let tokens: Vec<String> = entries.iter().map(Entry::token).collect();
+        assert_eq!(
+            tokens,
+            [
+                "start",
+                "command:cancel",
+                "command:raw",
+                "signal:SIGTERM",
+                "child",
+                "exit"
+            ]
+        );
+        assert_eq!(pids(&entries), vec![10, 11]);
+        std::fs::write(&path, "{\"v\":1}\nnot json\n").expect("write");
+        let error = Journal::new(&path).read().expect_err("not JSON");
+        assert!(error.contains("line 2"), "{error}");
+    }
+
+    #[test]
+    fn a_process_outside_the_case_is_not_alive_for_it() {
+        let journal = Path::new("/nonexistent/journal.jsonl");
+        assert!(!is_alive(std::process::id() as i32, journal));
+        assert!(!is_alive(i32::MAX, journal));
+    }
+}

@@ -1,0 +1,436 @@
+//! The library entry point: a [`SuiteConfig`] in, a [`SuiteReport`] out. Loads and selects the
+//! cases, runs them in parallel (`jobs` threads), repeats them for `--verify`, applies the
+//! expectations file, and assembles the report in id order.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use super::case::{run_case, CaseEnv};
+use super::expectations::Expectations;
+use super::selection::{corpus_hash, find_cases, CaseEntry, Selection};
+use super::verdict::{apply_xfail, decide, RULE_KIT};
+use crate::model::{Blame, CaseResult, HostInfo, SuiteReport, Verdict};
+
+/// A runtime variant: a name and the extra env fake-dsh runs with (e.g. `FAKE_DSH_VERSION`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    pub name: String,
+    pub env: BTreeMap<String, String>,
+}
+
+impl Default for Variant {
+    fn default() -> Self {
+        Variant {
+            name: "default".to_string(),
+            env: BTreeMap::new(),
+        }
+    }
+}
+
+impl Variant {
+    /// A named variant: `dsh-<version>` sets `FAKE_DSH_VERSION=<version>`; `default` sets nothing.
+    pub fn named(name: &str) -> Variant {
+        let mut env = BTreeMap::new();
+        if let Some(version) = name
+            .strip_prefix("dsh-")
+            .filter(|version| !version.is_empty())
+        {
+            env.insert("FAKE_DSH_VERSION".to_string(), version.to_string());
+        }
+        Variant {
+            name: name.to_string(),
+            env,
+        }
+    }
+}
+
+/// Everything a suite run needs.
+#[derive(Debug, Clone)]
+pub struct SuiteConfig {
+    /// The driver's command line (program and arguments).
+    pub host: Vec<String>,
+    /// The host's short name in reports; default `reference` for `dsh-host-driver`, else the
+    /// program's file name.
+    pub host_name: Option<String>,
+    pub fixtures: PathBuf,
+    pub selection: Selection,
+    pub jobs: usize,
+    pub time_scale: f64,
+    pub fake_dsh: PathBuf,
+    pub variant: Variant,
+    pub expectations: Option<Expectations>,
+    /// Run the selection this many times (at least 1); differing verdicts make a case flaky.
+    pub verify: usize,
+}
+
+/// Why a suite could not run at all (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HarnessError {
+    Fixtures(String),
+    Host(String),
+    FakeDsh(String),
+    Config(String),
+}
+
+impl std::fmt::Display for HarnessError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HarnessError::Fixtures(m)
+            | HarnessError::Host(m)
+            | HarnessError::FakeDsh(m)
+            | HarnessError::Config(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for HarnessError {}
+
+/// One case's result and the driver's handshake reply (when it answered one).
+pub type EntryRun = (CaseResult, Option<serde_json::Value>);
+
+/// A checked config with its selected cases, ready to run (all of them or one by one).
+pub struct Suite {
+    config: SuiteConfig,
+    entries: Vec<CaseEntry>,
+    env: CaseEnv,
+}
+
+impl Suite {
+    /// Checks the config (fixtures dir, host program, fake-dsh) and loads the selected cases.
+    pub fn prepare(config: &SuiteConfig) -> Result<Suite, HarnessError> {
+        if !(config.time_scale.is_finite() && config.time_scale > 0.0) {
+            return Err(HarnessError::Config(format!(
+                "--time-scale must be a positive number, got {}",
+                config.time_scale
+            )));
+        }
+        if config.jobs == 0 || config.verify == 0 {
+            return Err(HarnessError::Config(
+                "--jobs and --verify must be at least 1".to_string(),
+            ));
+        }
+        let program = config
+            .host
+            .first()
+            .ok_or_else(|| HarnessError::Host("the host command is empty".to_string()))?;
+        let resolved = resolve_program(program).ok_or_else(|| {
+            HarnessError::Host(format!(
+                "host driver not found or not executable: {program}"
+            ))
+        })?;
+        // The driver runs in the case root: a relative program path must not depend on that.
+        let mut host = config.host.clone();
+        if program.contains('/') {
+            host[0] = absolute(&resolved).display().to_string();
+        }
+        if !is_executable(&config.fake_dsh) {
+            return Err(HarnessError::FakeDsh(format!(
+                "fake-dsh not found or not executable: {}",
+                config.fake_dsh.display()
+            )));
+        }
+        if !config.fixtures.is_dir() {
+            return Err(HarnessError::Fixtures(format!(
+                "fixtures dir not found: {}",
+                config.fixtures.display()
+            )));
+        }
+        let entries = find_cases(&config.fixtures)
+            .map_err(|e| {
+                HarnessError::Fixtures(format!(
+                    "cannot read the fixtures dir {}: {e}",
+                    config.fixtures.display()
+                ))
+            })?
+            .into_iter()
+            .filter(|entry| config.selection.matches(entry))
+            .collect();
+        let env = CaseEnv {
+            host,
+            fake_dsh: absolute(&config.fake_dsh),
+            fake_dsh_env: config.variant.env.clone(),
+            time_scale: config.time_scale,
+        };
+        Ok(Suite {
+            config: config.clone(),
+            entries,
+            env,
+        })
+    }
+
+    /// The selected cases, in id order.
+    pub fn entries(&self) -> &[CaseEntry] {
+        &self.entries
+    }
+
+    /// Runs one case once; the verdict before the expectations file. Also returns the driver's
+    /// handshake reply, when it answered one.
+    pub fn run_entry(&self, entry: &CaseEntry) -> EntryRun {
+        let case = match &entry.case {
+            Ok(case) => case,
+            Err(error) => {
+                let result = CaseResult {
+                    id: entry.id.clone(),
+                    summary: entry.summary(),
+                    spec: Vec::new(),
+                    rules: Vec::new(),
+                    verdict: Verdict::Error,
+                    blame: Blame::Kit,
+                    rule: Some(RULE_KIT.to_string()),
+                    why: Some(error.to_string()),
+                    interpretation: None,
+                    duration_ms: 0,
+                    transcript: Vec::new(),
+                    flaky: Vec::new(),
+                };
+                return (result, None);
+            }
+        };
+        let run = run_case(case, &self.env);
+        let (verdict, blame, rule, why) = decide(
+            &run.findings,
+            run.skipped.as_deref(),
+            case.interpretation.as_deref(),
+        );
+        let mut transcript = run.transcript;
+        if run.findings.len() > 1 {
+            transcript.insert(0, "findings:".to_string());
+            for (index, finding) in run.findings.iter().enumerate() {
+                transcript.insert(index + 1, format!("  {}: {}", finding.rule, finding.why));
+            }
+        }
+        let result = CaseResult {
+            id: case.id.clone(),
+            summary: case.summary.clone(),
+            spec: case.spec.clone(),
+            rules: case.rules.clone(),
+            verdict,
+            blame,
+            rule,
+            why,
+            interpretation: case.interpretation.clone(),
+            duration_ms: u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX),
+            transcript,
+            flaky: Vec::new(),
+        };
+        (result, run.handshake)
+    }
+
+    /// Runs every selected case (`verify` times), applies the expectations, builds the report.
+    pub fn run(&self) -> SuiteReport {
+        let started = Instant::now();
+        let mut handshake = None;
+        let mut rounds: Vec<Vec<CaseResult>> = Vec::new();
+        for _ in 0..self.config.verify {
+            let (results, first_handshake) = self.run_round();
+            if handshake.is_none() {
+                handshake = first_handshake;
+            }
+            rounds.push(results);
+        }
+        let mut cases = merge_rounds(rounds);
+        if let Some(expectations) = &self.config.expectations {
+            for case in &mut cases {
+                if let Some(reason) = expectations.xfail.get(&case.id) {
+                    case.verdict = apply_xfail(case.verdict, reason, &mut case.why);
+                }
+            }
+        }
+        let selected: Vec<&CaseEntry> = self.entries.iter().collect();
+        SuiteReport {
+            kit_version: env!("CARGO_PKG_VERSION").to_string(),
+            corpus_hash: corpus_hash(&selected),
+            host: HostInfo {
+                name: self
+                    .config
+                    .host_name
+                    .clone()
+                    .unwrap_or_else(|| default_host_name(&self.config.host)),
+                command: self.config.host.clone(),
+                handshake: handshake.unwrap_or(serde_json::Value::Null),
+            },
+            runtime_variant: self.config.variant.name.clone(),
+            cases,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// One pass over the selection on `jobs` threads; results in id order.
+    fn run_round(&self) -> (Vec<CaseResult>, Option<serde_json::Value>) {
+        let next = AtomicUsize::new(0);
+        let slots: Mutex<Vec<Option<EntryRun>>> =
+            Mutex::new(vec![None; self.entries.len()]);
+        let workers = self.config.jobs.min(self.entries.len()).max(1);
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| loop {
+                    let index = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(entry) = self.entries.get(index) else {
+                        break;
+                    };
+                    let result = self.run_entry(entry);
+                    slots
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())[index] = Some(result);
+                });
+            }
+        });
+        let slots = slots
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut handshake = None;
+        let mut results = Vec::with_capacity(slots.len());
+        for (result, case_handshake) in slots.into_iter().flatten() {
+            if handshake.is_none() {
+                handshake = case_handshake;
+            }
+            results.push(result);
+        }
+        (results, handshake)
+    }
+}
+
+/// Runs the suite: the library API reports and matrices call.
+pub fn run_suite(config: &SuiteConfig) -> Result<SuiteReport, HarnessError> {
+    Ok(Suite::prepare(config)?.run())
+}
+
+/// Merges `--verify` rounds: a case whose verdicts differ is `fail`, with every verdict listed.
+fn merge_rounds(rounds: Vec<Vec<CaseResult>>) -> Vec<CaseResult> {
+    let mut rounds = rounds.into_iter();
+    let Some(mut merged) = rounds.next() else {
+        return Vec::new();
+    };
+    let later: Vec<Vec<CaseResult>> = rounds.collect();
+    for (index, case) in merged.iter_mut().enumerate() {
+        let repeats: Vec<&CaseResult> = later.iter().filter_map(|round| round.get(index)).collect();
+        let verdicts: Vec<Verdict> = std::iter::once(case.verdict)
+            .chain(repeats.iter().map(|repeat| repeat.verdict))
+            .collect();
+        if verdicts.iter().all(|verdict| *verdict == case.verdict) {
+            continue;
+        }
+        if let Some(failing) = std::iter::once(&*case)
+            .chain(repeats.iter().copied())
+            .find(|result| result.verdict != Verdict::Pass)
+        {
+            let (rule, why, transcript) = (
+                failing.rule.clone(),
+                failing.why.clone(),
+                failing.transcript.clone(),
+            );
+            case.rule = rule.or_else(|| case.rules.first().cloned());
+            case.transcript = transcript;
+            let seen: Vec<&str> = verdicts.iter().map(|verdict| verdict.as_str()).collect();
+            case.why = Some(format!(
+                "flaky over {} runs ({}): {}",
+                verdicts.len(),
+                seen.join(", "),
+                why.unwrap_or_else(|| "verdicts differ".to_string())
+            ));
+        }
+        case.verdict = Verdict::Fail;
+        case.blame = Blame::Host;
+        case.flaky = verdicts;
+    }
+    merged
+}
+
+fn default_host_name(host: &[String]) -> String {
+    let program = host.first().map(String::as_str).unwrap_or("host");
+    let name = Path::new(program)
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| program.to_string());
+    if name == "dsh-host-driver" {
+        "reference".to_string()
+    } else {
+        name
+    }
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// The program's path: as given when it holds a `/`, else searched on `PATH`.
+pub fn resolve_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let path = PathBuf::from(program);
+        return is_executable(&path).then_some(path);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(id: &str, verdict: Verdict) -> CaseResult {
+        CaseResult {
+            id: id.into(),
+            summary: String::new(),
+            spec: vec![],
+            rules: vec!["s6.rule".into()],
+            verdict,
+            blame: Blame::None,
+            rule: None,
+            why: None,
+            interpretation: None,
+            duration_ms: 0,
+            transcript: vec![],
+            flaky: vec![],
+        }
+    }
+
+    #[test]
+    fn differing_rounds_are_flaky() {
+        let rounds = vec![
+            vec![result("a.x", Verdict::Pass), result("a.y", Verdict::Pass)],
+            vec![result("a.x", Verdict::Fail), result("a.y", Verdict::Pass)],
+        ];
+        let merged = merge_rounds(rounds);
+        assert_eq!(merged[0].verdict, Verdict::Fail);
+        assert_eq!(merged[0].flaky, vec![Verdict::Pass, Verdict::Fail]);
+        assert!(merged[0]
+            .why
+            .as_deref()
+            .is_some_and(|why| why.starts_with("flaky over 2 runs (pass, fail)")));
+        assert_eq!(merged[1].verdict, Verdict::Pass);
+        assert!(merged[1].flaky.is_empty());
+    }
+
+    #[test]
+    fn variants_and_names() {
+        assert_eq!(
+            Variant::named("dsh-0.1.8")
+                .env
+                .get("FAKE_DSH_VERSION")
+                .map(String::as_str),
+            Some("0.1.8")
+        );
+        assert!(Variant::named("default").env.is_empty());
+        assert_eq!(
+            default_host_name(&["/x/dsh-host-driver".into()]),
+            "reference"
+        );
+        assert_eq!(
+            default_host_name(&["node".into(), "host.js".into()]),
+            "node"
+        );
+        assert!(resolve_program("sh").is_some());
+        assert!(resolve_program("/nonexistent/driver").is_none());
+    }
+}

@@ -1,0 +1,291 @@
+//! The per-case world: a fresh temp root with the project, DSH_HOME, host data dir, journal,
+//! scenario, the `bin/dsh` wrapper around fake-dsh, the canary credential and setup bundles.
+
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use super::fixture::{BundleKind, Case};
+
+/// The package name the open-design bundle has.
+pub const BUNDLE_PACKAGE: &str = "@open-design/dsh-runtime";
+const BUNDLE_VERSION: &str = "0.1.0";
+
+/// One case's temp world. Dropping it removes the directory.
+pub struct World {
+    _dir: tempfile::TempDir,
+    /// The canonical path of the temp root (every path below is under it).
+    pub root: PathBuf,
+    pub canary: String,
+    /// A marker inside the bootstrap text, to tell whether an execute carried the bootstrap.
+    pub bootstrap_marker: String,
+    fake_dsh: PathBuf,
+    fake_dsh_env: BTreeMap<String, String>,
+    watchdog_secs: u64,
+}
+
+impl World {
+    /// Builds the world for `case`; `fake_dsh_env` is the runtime variant's extra env.
+    pub fn create(
+        case: &Case,
+        fake_dsh: &Path,
+        fake_dsh_env: &BTreeMap<String, String>,
+        watchdog_secs: u64,
+    ) -> io::Result<World> {
+        let dir = tempfile::Builder::new()
+            .prefix("dsh-conformance-")
+            .tempdir()?;
+        let root = dir.path().canonicalize()?;
+        for sub in ["project", "dsh-home", "host-data", "bin"] {
+            fs::create_dir_all(root.join(sub))?;
+        }
+        if case.profile_installed() {
+            let profile = root.join("dsh-home/profiles/open-design");
+            fs::create_dir_all(&profile)?;
+            let package = serde_json::json!({
+                "name": BUNDLE_PACKAGE,
+                "version": BUNDLE_VERSION,
+                "installed_by": "dsh-conformance",
+            });
+            fs::write(profile.join("package.json"), format!("{package:#}\n"))?;
+        }
+        fs::write(root.join("scenario.json"), format!("{:#}\n", case.runtime))?;
+        fs::write(root.join("journal.jsonl"), b"")?;
+        let world = World {
+            _dir: dir,
+            root,
+            canary: format!("dsh-canary-{}", random_hex(16)?),
+            bootstrap_marker: format!("od-bootstrap-{}", random_hex(8)?),
+            fake_dsh: fake_dsh.to_path_buf(),
+            fake_dsh_env: fake_dsh_env.clone(),
+            watchdog_secs,
+        };
+        world.write_wrapper()?;
+        Ok(world)
+    }
+
+    pub fn dsh_home(&self) -> PathBuf {
+        self.root.join("dsh-home")
+    }
+    pub fn host_data(&self) -> PathBuf {
+        self.root.join("host-data")
+    }
+    pub fn journal(&self) -> PathBuf {
+        self.root.join("journal.jsonl")
+    }
+    pub fn bin_dir(&self) -> PathBuf {
+        self.root.join("bin")
+    }
+    pub fn dsh(&self) -> PathBuf {
+        self.root.join("bin/dsh")
+    }
+    pub fn profile_file(&self) -> PathBuf {
+        self.dsh_home().join("profiles/open-design/package.json")
+    }
+    pub fn session_file(&self, session_id: &str) -> PathBuf {
+        self.dsh_home()
+            .join("sessions")
+            .join(format!("{session_id}.json"))
+    }
+
+    /// The bootstrap context the harness sends with every run of this case.
+    pub fn bootstrap(&self, conversation: &str) -> String {
+        format!(
+            "[{}] You are the OpenDesign design agent for conversation {conversation}. Write project files with your tools.",
+            self.bootstrap_marker
+        )
+    }
+
+    /// A run's cwd (relative to the root), created when missing, canonicalized.
+    pub fn run_cwd(&self, relative: &str) -> io::Result<PathBuf> {
+        let path = self.root.join(relative);
+        fs::create_dir_all(&path)?;
+        path.canonicalize()
+    }
+
+    /// From now on fake-dsh's `--version` answers `version` (the `runtime_version` step).
+    pub fn set_runtime_version(&mut self, version: &str) -> io::Result<()> {
+        self.fake_dsh_env
+            .insert("FAKE_DSH_VERSION".to_string(), version.to_string());
+        self.write_wrapper()
+    }
+
+    /// Writes `bin/dsh` atomically (a running shell never sees a half-written script).
+    fn write_wrapper(&self) -> io::Result<()> {
+        let mut env: BTreeMap<String, String> = self.fake_dsh_env.clone();
+        env.insert(
+            "FAKE_DSH_SCENARIO".to_string(),
+            path_string(&self.root.join("scenario.json")),
+        );
+        env.insert("FAKE_DSH_JOURNAL".to_string(), path_string(&self.journal()));
+        env.entry("FAKE_DSH_WATCHDOG_SECS".to_string())
+            .or_insert_with(|| self.watchdog_secs.to_string());
+        let mut script = String::from("#!/bin/sh\n# dsh-conformance: this case's dsh (fake-dsh playing the case's scenario)\n");
+        for (name, value) in &env {
+            script.push_str(&format!("{name}={}\nexport {name}\n", shell_quote(value)));
+        }
+        script.push_str(&format!(
+            "exec {} \"$@\"\n",
+            shell_quote(&path_string(&self.fake_dsh))
+        ));
+        let temp = self.bin_dir().join(".dsh.tmp");
+        fs::write(&temp, script)?;
+        set_executable(&temp)?;
+        fs::rename(&temp, self.dsh())
+    }
+
+    /// Builds the bundle of a `setup` step; returns (tarball, manifest) paths.
+    pub fn make_bundle(&self, kind: BundleKind, index: usize) -> io::Result<(PathBuf, PathBuf)> {
+        let dir = self.root.join(format!("bundle-{index}"));
+        fs::create_dir_all(&dir)?;
+        let file_name = format!("open-design-dsh-runtime-{BUNDLE_VERSION}.tar");
+        let tarball = dir.join(&file_name);
+        let manifest = dir.join("manifest.json");
+        let package_json =
+            format!("{{\"name\":\"{BUNDLE_PACKAGE}\",\"version\":\"{BUNDLE_VERSION}\"}}\n");
+        let bytes = ustar_one_file("package/package.json", package_json.as_bytes());
+        let mut sha256 = hex(&Sha256::digest(&bytes));
+        if kind == BundleKind::Tampered {
+            sha256 = flip_first_hex_digit(&sha256);
+        }
+        if kind != BundleKind::MissingFile {
+            fs::write(&tarball, &bytes)?;
+        }
+        let manifest_json = serde_json::json!({"package": BUNDLE_PACKAGE, "version": BUNDLE_VERSION, "sha256": sha256, "file": file_name});
+        fs::write(&manifest, format!("{manifest_json:#}\n"))?;
+        Ok((tarball, manifest))
+    }
+
+    /// Every regular file under the host data dir, for the credential scan (bounded per file).
+    pub fn host_data_files(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files = Vec::new();
+        collect_files(&self.host_data(), &mut files, 0);
+        files
+    }
+}
+
+const MAX_SCANNED_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+fn collect_files(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>, depth: usize) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() && depth < 8 {
+            collect_files(&path, out, depth + 1);
+        } else if kind.is_file() {
+            if let Ok(file) = fs::File::open(&path) {
+                let mut bytes = Vec::new();
+                if file
+                    .take(MAX_SCANNED_FILE_BYTES)
+                    .read_to_end(&mut bytes)
+                    .is_ok()
+                {
+                    out.push((path, bytes));
+                }
+            }
+        }
+    }
+}
+
+fn path_string(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// Quotes a word for `sh`: single quotes, with embedded ones as `'\''`.
+pub fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+fn set_executable(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+}
+
+/// `bytes` random bytes from the OS, as lowercase hex.
+pub fn random_hex(bytes: usize) -> io::Result<String> {
+    let mut buffer = vec![0u8; bytes];
+    fs::File::open("/dev/urandom")?.read_exact(&mut buffer)?;
+    Ok(hex(&buffer))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn flip_first_hex_digit(hex: &str) -> String {
+    let mut chars: Vec<char> = hex.chars().collect();
+    if let Some(first) = chars.first_mut() {
+        *first = if *first == '0' { '1' } else { '0' };
+    }
+    chars.into_iter().collect()
+}
+
+/// A POSIX ustar archive holding one regular file.
+fn ustar_one_file(name: &str, contents: &[u8]) -> Vec<u8> {
+    let mut header = [0u8; 512];
+    header[..name.len()].copy_from_slice(name.as_bytes());
+    let mut put = |offset: usize, text: &str| {
+        header[offset..offset + text.len()].copy_from_slice(text.as_bytes())
+    };
+    put(100, "0000644\0");
+    put(108, "0000000\0");
+    put(116, "0000000\0");
+    put(124, &format!("{:011o}\0", contents.len()));
+    put(136, "00000000000\0");
+    put(156, "0");
+    put(257, "ustar\0");
+    put(263, "00");
+    header[148..156].copy_from_slice(b"        ");
+    let checksum: u32 = header.iter().map(|b| u32::from(*b)).sum();
+    header[148..156].copy_from_slice(format!("{checksum:06o}\0 ").as_bytes());
+    let mut archive = header.to_vec();
+    archive.extend_from_slice(contents);
+    archive.resize(archive.len().div_ceil(512) * 512, 0);
+    archive.resize(archive.len() + 1024, 0);
+    archive
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quoting_survives_single_quotes() {
+        assert_eq!(shell_quote("a'b"), "'a'\\''b'");
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf %s {}", shell_quote("x' $HOME \"y")))
+            .output()
+            .expect("sh runs");
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "x' $HOME \"y");
+    }
+
+    #[test]
+    fn ustar_archive_lists_with_tar() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("bundle.tar");
+        fs::write(&path, ustar_one_file("package/package.json", b"{}\n")).expect("write");
+        let output = std::process::Command::new("tar")
+            .arg("-tf")
+            .arg(&path)
+            .output();
+        if let Ok(output) = output {
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            assert_eq!(
+                String::from_utf8_lossy(&output.stdout).trim(),
+                "package/package.json"
+            );
+        }
+    }
+}

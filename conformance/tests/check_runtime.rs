@@ -1,0 +1,332 @@
+//! `check-runtime` against fake-dsh: the default agent passes every check, and each adversarial
+//! scenario makes the check that guards its rule fail (the checks can fail).
+
+use assert_cmd::Command;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn fake_dsh() -> PathBuf {
+    fake_dsh::locate::binary("fake-dsh")
+}
+
+fn kit() -> Command {
+    let mut command = Command::new(fake_dsh::locate::binary("dsh-conformance"));
+    command
+        .timeout(Duration::from_secs(120))
+        .env_remove("FAKE_DSH_SCENARIO")
+        .env_remove("FAKE_DSH_JOURNAL");
+    command
+}
+
+/// Run check-runtime (JSON output) with this fake-dsh scenario; returns (exit code, report).
+fn check(scenario: Option<&Value>, checks: &[&str]) -> (i32, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = kit();
+    command
+        .arg("check-runtime")
+        .arg("--dsh")
+        .arg(fake_dsh())
+        .args(["--format", "json", "--time-scale", "0.2"]);
+    for id in checks {
+        command.args(["--check", id]);
+    }
+    if let Some(scenario) = scenario {
+        let path = dir.path().join("scenario.json");
+        std::fs::write(&path, scenario.to_string()).unwrap();
+        command.env("FAKE_DSH_SCENARIO", &path);
+    }
+    let output = command.output().unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "not a JSON report ({error}); stderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.code().unwrap_or(-1), report)
+}
+
+fn status_of<'a>(report: &'a Value, id: &str) -> &'a str {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["id"] == id)
+        .unwrap_or_else(|| panic!("{id} missing from {report:#}"))["status"]
+        .as_str()
+        .unwrap()
+}
+
+#[test]
+fn default_fake_dsh_passes_every_check() {
+    let (code, report) = check(None, &[]);
+    let checks = report["checks"].as_array().unwrap();
+    assert_eq!(
+        checks.len(),
+        dsh_conformance::check_runtime::checks::CHECKS.len()
+    );
+    for check in checks {
+        assert_eq!(check["status"], "pass", "{check:#}");
+        assert!(
+            check["rule"]
+                .as_str()
+                .is_some_and(|rule| rule.starts_with('s')),
+            "{check:#}"
+        );
+    }
+    assert_eq!(report["totals"]["pass"], checks.len());
+    assert_eq!(code, 0);
+}
+
+/// A one-process scenario: `script` is the first `--stdio` process of every check's world.
+fn scripted(script: Value) -> Value {
+    json!({ "stdio": [script] })
+}
+
+/// Each adversarial runtime and the check that must catch it; `passes` are checks it must NOT
+/// trip (so a failure is the right one, not a blanket one).
+struct Adversary {
+    name: &'static str,
+    scenario: Value,
+    fails: &'static str,
+    passes: &'static [&'static str],
+}
+
+fn adversaries() -> Vec<Adversary> {
+    let turn = |middle: Vec<Value>| {
+        let mut script = vec![json!({"ready": {}}), json!({"read_execute": {}})];
+        script.extend(middle);
+        scripted(Value::Array(script))
+    };
+    vec![
+        Adversary {
+            name: "no ready",
+            scenario: scripted(json!([
+                {"read_execute": {}}, {"session": {}}, {"text": "hi"}, {"result": {"status": "completed"}}
+            ])),
+            fails: "rt.ready-first",
+            passes: &["rt.version-shape"],
+        },
+        Adversary {
+            name: "ready only after the execute",
+            scenario: scripted(json!([
+                {"read_execute": {}}, {"ready": {}}, {"session": {}}, {"text": "x"}, {"result": {"status": "completed"}}
+            ])),
+            fails: "rt.ready-before-read",
+            passes: &["rt.ready-first"],
+        },
+        Adversary {
+            name: "text before session",
+            scenario: turn(vec![
+                json!({"text": "early"}),
+                json!({"session": {}}),
+                json!({"result": {"status": "completed"}}),
+            ]),
+            fails: "rt.session-before-content",
+            passes: &["rt.ready-first", "rt.request-scoped"],
+        },
+        Adversary {
+            name: "a frame without request_id",
+            scenario: turn(vec![
+                json!({"session": {}}),
+                json!({"frame": {"v": 1, "type": "text", "content": "no id"}}),
+                json!({"result": {"status": "completed"}}),
+            ]),
+            fails: "rt.request-scoped",
+            passes: &["rt.session-before-content"],
+        },
+        Adversary {
+            name: "ignores cancel",
+            scenario: turn(vec![
+                json!({"session": {}}),
+                json!({"text": "working"}),
+                json!({"wait_stdin_close": {"timeout_ms": 20000}}),
+                json!({"result": {"status": "completed"}}),
+            ]),
+            fails: "rt.cancel-honoured",
+            passes: &["rt.session-before-content"],
+        },
+        Adversary {
+            name: "never exits after the result",
+            scenario: turn(vec![
+                json!({"session": {}}),
+                json!({"text": "done"}),
+                json!({"result": {"status": "completed"}}),
+                json!({"hang": {}}),
+            ]),
+            fails: "rt.exit-after-result",
+            passes: &["rt.stream-strict"],
+        },
+        Adversary {
+            name: "echoes the prompt to stderr",
+            scenario: turn(vec![json!({"stderr_prompt": {}}), json!({"agent": {}})]),
+            fails: "rt.stderr-no-prompt",
+            passes: &["rt.stderr-no-secret", "rt.stream-strict"],
+        },
+        Adversary {
+            name: "echoes the credential to stderr",
+            scenario: turn(vec![
+                json!({"stderr_env": "DEEPSEEK_API_KEY"}),
+                json!({"agent": {}}),
+            ]),
+            fails: "rt.stderr-no-secret",
+            passes: &["rt.stderr-no-prompt"],
+        },
+        Adversary {
+            name: "floods stderr",
+            scenario: turn(vec![
+                json!({"stderr_flood": {"bytes": 1048576}}),
+                json!({"agent": {}}),
+            ]),
+            fails: "rt.stderr-bounded",
+            passes: &["rt.stream-strict"],
+        },
+        Adversary {
+            name: "a resume of an unknown id silently creates a new session",
+            scenario: turn(vec![
+                json!({"session": {"session_id": "od-11111111-1111-4111-8111-111111111111", "resumed": false}}),
+                json!({"text": "fresh start"}),
+                json!({"result": {"status": "completed", "session_id": "od-11111111-1111-4111-8111-111111111111"}}),
+            ]),
+            fails: "rt.resume-unknown-refused",
+            passes: &["rt.ready-first"],
+        },
+        Adversary {
+            name: "a non-JSON banner on stdout",
+            scenario: scripted(json!([
+                {"raw": "DeepSeek Harness v0.1.7 starting...\n"}, {"ready": {}}, {"read_execute": {}}, {"agent": {}}
+            ])),
+            fails: "rt.stdout-frames-only",
+            passes: &["rt.request-scoped"],
+        },
+        Adversary {
+            name: "ignores bad host commands",
+            scenario: scripted(json!([{"ready": {}}, {"wait_stdin_close": {"timeout_ms": 20000}}])),
+            fails: "rt.malformed-command",
+            passes: &["rt.ready-before-read"],
+        },
+        Adversary {
+            name: "silently ignores a second execute",
+            scenario: turn(vec![
+                json!({"session": {}}),
+                json!({"text": "one"}),
+                json!({"result": {"status": "completed"}}),
+            ]),
+            fails: "rt.second-execute",
+            passes: &["rt.stream-strict"],
+        },
+        Adversary {
+            name: "an invalid probe frame",
+            scenario: json!({"probe": {"patch": {"capabilities": {"session_resume": null}}}}),
+            fails: "rt.probe-shape",
+            passes: &["rt.version-shape", "rt.ready-first"],
+        },
+        Adversary {
+            name: "an unparseable version",
+            scenario: json!({"version": "unknown build"}),
+            fails: "rt.version-shape",
+            passes: &["rt.probe-shape"],
+        },
+    ]
+}
+
+#[test]
+fn each_adversarial_runtime_fails_its_check() {
+    for adversary in adversaries() {
+        let mut selected = vec![adversary.fails];
+        selected.extend(adversary.passes);
+        let (code, report) = check(Some(&adversary.scenario), &selected);
+        assert_eq!(
+            status_of(&report, adversary.fails),
+            "fail",
+            "{}: {report:#}",
+            adversary.name
+        );
+        for id in adversary.passes {
+            assert_eq!(
+                status_of(&report, id),
+                "pass",
+                "{}: {id} should pass: {report:#}",
+                adversary.name
+            );
+        }
+        assert_eq!(code, 1, "{}", adversary.name);
+    }
+}
+
+#[test]
+fn table_output_ends_with_a_summary() {
+    let output = kit()
+        .arg("check-runtime")
+        .arg("--dsh")
+        .arg(fake_dsh())
+        .args(["--check", "rt.version-shape", "--check", "rt.probe-shape"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.lines().next().unwrap().starts_with("PASS"), "{text}");
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .starts_with("2 checks: 2 passed, 0 failed, 0 inconclusive"),
+        "{text}"
+    );
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
+fn cannot_run_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dsh");
+    let output = kit()
+        .arg("check-runtime")
+        .arg("--dsh")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("could not run"));
+
+    let output = kit()
+        .arg("check-runtime")
+        .arg("--dsh")
+        .arg(fake_dsh())
+        .args(["--check", "rt.no-such-check"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("rt.no-such-check"));
+}
+
+#[test]
+fn list_names_every_check() {
+    let output = kit()
+        .args(["check-runtime", "--dsh", "unused", "--list"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    for check in dsh_conformance::check_runtime::checks::CHECKS {
+        assert!(text.contains(check.id), "{} missing from --list", check.id);
+    }
+}
+
+#[test]
+fn every_check_names_a_rule_of_the_catalog() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/rules.json");
+    let rules: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let ids: Vec<&str> = rules["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|rule| rule["id"].as_str())
+        .collect();
+    for check in dsh_conformance::check_runtime::checks::CHECKS {
+        assert!(
+            ids.contains(&check.rule),
+            "{} names unknown rule {}",
+            check.id,
+            check.rule
+        );
+    }
+}

@@ -1,0 +1,358 @@
+//! The corpus lint: the real corpus is clean, and broken copies of it are caught, through the
+//! library and through `dsh-conformance lint`.
+
+use assert_cmd::Command;
+use dsh_conformance::corpus::{self, LintError};
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the crate sits in the workspace")
+        .to_path_buf()
+}
+
+fn real_fixtures() -> PathBuf {
+    repo_root().join("fixtures")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+/// A temp root holding copies of `fixtures/` and the interpretation docs.
+struct Copy {
+    _root: tempfile::TempDir,
+    fixtures: PathBuf,
+}
+
+impl Copy {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let fixtures = root.path().join("fixtures");
+        copy_dir(&real_fixtures(), &fixtures);
+        let docs = root.path().join("docs");
+        fs::create_dir_all(&docs).unwrap();
+        let real_docs = repo_root().join("docs");
+        if real_docs.join("interpretations.md").is_file() {
+            fs::copy(
+                real_docs.join("interpretations.md"),
+                docs.join("interpretations.md"),
+            )
+            .unwrap();
+        }
+        if real_docs.join("interpretations.d").is_dir() {
+            copy_dir(
+                &real_docs.join("interpretations.d"),
+                &docs.join("interpretations.d"),
+            );
+        }
+        Self {
+            _root: root,
+            fixtures,
+        }
+    }
+
+    fn case_path(&self, id: &str) -> PathBuf {
+        let area = id.split('.').next().unwrap();
+        self.fixtures.join(area).join(format!("{id}.json"))
+    }
+
+    fn read(&self, id: &str) -> Value {
+        serde_json::from_str(&fs::read_to_string(self.case_path(id)).unwrap()).unwrap()
+    }
+
+    fn write(&self, path: &Path, value: &Value) {
+        fs::write(path, serde_json::to_string_pretty(value).unwrap()).unwrap();
+    }
+
+    fn lint(&self) -> Vec<LintError> {
+        corpus::lint(&self.fixtures)
+    }
+}
+
+fn problems(errors: &[LintError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Exactly one problem, naming `file` and containing `needle`.
+fn assert_one_problem(errors: &[LintError], file: &Path, needle: &str) {
+    let matching: Vec<&LintError> = errors
+        .iter()
+        .filter(|e| e.problem.contains(needle))
+        .collect();
+    assert_eq!(
+        matching.len(),
+        1,
+        "expected one problem containing {needle:?}, got:\n{}",
+        problems(errors)
+    );
+    assert_eq!(matching[0].file, file, "{}", matching[0]);
+}
+
+#[test]
+fn the_real_corpus_lints_clean() {
+    let errors = corpus::lint(&real_fixtures());
+    assert!(
+        errors.is_empty(),
+        "the corpus has lint problems:\n{}",
+        problems(&errors)
+    );
+}
+
+#[test]
+fn the_real_corpus_is_big_enough_and_covers_the_harness_rules() {
+    let (cases, errors) = corpus::load_cases(&real_fixtures());
+    assert!(errors.is_empty(), "{}", problems(&errors));
+    assert!(
+        cases.len() >= 120,
+        "issue 5 asks for at least 120 cases, found {}",
+        cases.len()
+    );
+    let rules = corpus::load_rules(&real_fixtures()).unwrap();
+    for harness_rule in [
+        "s7.new-process-per-turn",
+        "s6.execute-shape",
+        "s8.execute-cwd-model-prompt",
+        "s10.process-tree-reaped",
+        "s14.no-credential-leak",
+        "s14.no-prompt-in-stderr",
+        "s14.stderr-bounded",
+        "s6.driver-reply-valid",
+    ] {
+        assert!(
+            rules.iter().any(|rule| rule.id == harness_rule),
+            "rules.json lacks {harness_rule}"
+        );
+    }
+    let untestable = rules
+        .iter()
+        .filter(|rule| rule.untestable_reason.is_some())
+        .count();
+    assert!(
+        untestable * 10 < rules.len(),
+        "{untestable} of {} rules are untestable",
+        rules.len()
+    );
+}
+
+#[test]
+fn a_duplicate_id_is_caught() {
+    let copy = Copy::new();
+    let original = copy.case_path("strict.session-before-content");
+    let twin = copy
+        .fixtures
+        .join("strict")
+        .join("strict.session-before-content.twin.json");
+    fs::copy(&original, &twin).unwrap();
+    let errors = copy.lint();
+    assert_one_problem(
+        &errors,
+        &twin,
+        "duplicate case id strict.session-before-content",
+    );
+    assert_one_problem(&errors, &twin, "file name must be the id plus .json");
+}
+
+#[test]
+fn an_unknown_rule_is_caught() {
+    let copy = Copy::new();
+    let id = "strict.duplicate-session";
+    let mut case = copy.read(id);
+    case["rules"]
+        .as_array_mut()
+        .unwrap()
+        .push(Value::from("s6.no-such-rule"));
+    copy.write(&copy.case_path(id), &case);
+    assert_one_problem(
+        &copy.lint(),
+        &copy.case_path(id),
+        "rule s6.no-such-rule is not in",
+    );
+}
+
+#[test]
+fn an_uncovered_rule_is_caught() {
+    let copy = Copy::new();
+    let rules_file = copy.fixtures.join("rules.json");
+    let mut catalog: Value =
+        serde_json::from_str(&fs::read_to_string(&rules_file).unwrap()).unwrap();
+    catalog["rules"].as_array_mut().unwrap().push(serde_json::json!({
+        "id": "s6.brand-new-sentence", "section": "6", "kind": "normative", "text": "A sentence no case covers."
+    }));
+    copy.write(&rules_file, &catalog);
+    assert_one_problem(
+        &copy.lint(),
+        &rules_file,
+        "rule s6.brand-new-sentence has no case",
+    );
+}
+
+#[test]
+fn an_untestable_rule_needs_no_case() {
+    let copy = Copy::new();
+    let rules_file = copy.fixtures.join("rules.json");
+    let mut catalog: Value =
+        serde_json::from_str(&fs::read_to_string(&rules_file).unwrap()).unwrap();
+    catalog["rules"].as_array_mut().unwrap().push(serde_json::json!({
+        "id": "s6.only-a-daemon-shows-this", "section": "6", "kind": "normative", "text": "Daemon-only.",
+        "untestable_reason": "needs the real daemon"
+    }));
+    copy.write(&rules_file, &catalog);
+    let errors = copy.lint();
+    assert!(errors.is_empty(), "{}", problems(&errors));
+}
+
+#[test]
+fn a_schema_violation_is_caught_with_its_path() {
+    let copy = Copy::new();
+    let id = "cancel.honoured-scripted";
+    let mut case = copy.read(id);
+    case["steps"][0]["expect"]["status"] = Value::from("finished");
+    case["surprise"] = Value::from(true);
+    copy.write(&copy.case_path(id), &case);
+    let errors = copy.lint();
+    let file_errors: Vec<&LintError> = errors
+        .iter()
+        .filter(|e| e.file == copy.case_path(id))
+        .collect();
+    assert!(
+        file_errors.iter().any(|e| e.problem.contains("/steps/0")),
+        "{}",
+        problems(&errors)
+    );
+    assert!(
+        file_errors.iter().any(|e| e.problem.contains("surprise")),
+        "{}",
+        problems(&errors)
+    );
+    assert!(
+        file_errors
+            .iter()
+            .all(|e| e.problem.contains("fixture.schema.json")),
+        "{}",
+        problems(&errors)
+    );
+}
+
+#[test]
+fn a_case_in_the_wrong_area_is_caught() {
+    let copy = Copy::new();
+    let id = "events.usage-fields";
+    let moved = copy.fixtures.join("strict").join(format!("{id}.json"));
+    fs::rename(copy.case_path(id), &moved).unwrap();
+    assert_one_problem(&copy.lint(), &moved, "must live in fixtures/events/");
+}
+
+#[test]
+fn an_unknown_interpretation_is_caught() {
+    let copy = Copy::new();
+    let id = "framing.bom-mid-stream";
+    let mut case = copy.read(id);
+    case["interpretation"] = Value::from("I-ZZ99");
+    copy.write(&copy.case_path(id), &case);
+    assert_one_problem(
+        &copy.lint(),
+        &copy.case_path(id),
+        "interpretation I-ZZ99 is not an entry",
+    );
+}
+
+#[test]
+fn a_file_that_is_not_json_is_caught() {
+    let copy = Copy::new();
+    let broken = copy.fixtures.join("framing").join("framing.broken.json");
+    fs::write(&broken, "{\"v\": 1,\n").unwrap();
+    assert_one_problem(&copy.lint(), &broken, "not JSON");
+}
+
+#[test]
+fn an_invalid_rule_catalog_is_caught() {
+    let copy = Copy::new();
+    let rules_file = copy.fixtures.join("rules.json");
+    fs::write(
+        &rules_file,
+        r#"{"v":1,"rules":[{"id":"s6.x","section":"6","kind":"maybe","text":"t"}]}"#,
+    )
+    .unwrap();
+    let errors = copy.lint();
+    assert_one_problem(&errors, &rules_file, "does not match rules.schema.json");
+}
+
+#[test]
+fn the_cli_exits_0_clean_1_with_problems_2_without_a_dir() {
+    let clean = Copy::new();
+    Command::cargo_bin("dsh-conformance")
+        .unwrap()
+        .args(["lint", "--fixtures"])
+        .arg(&clean.fixtures)
+        .assert()
+        .code(0)
+        .stdout(predicates::str::starts_with("ok: "));
+
+    let broken = Copy::new();
+    let id = "strict.duplicate-session";
+    let mut case = broken.read(id);
+    case["rules"] = serde_json::json!(["s6.not-a-rule"]);
+    broken.write(&broken.case_path(id), &case);
+    Command::cargo_bin("dsh-conformance")
+        .unwrap()
+        .args(["lint", "--fixtures"])
+        .arg(&broken.fixtures)
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("rule s6.not-a-rule is not in"));
+
+    let empty = tempfile::tempdir().unwrap();
+    Command::cargo_bin("dsh-conformance")
+        .unwrap()
+        .args(["lint", "--fixtures"])
+        .arg(empty.path().join("missing"))
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn the_cli_writes_the_rules_table() {
+    let copy = Copy::new();
+    let target = copy.fixtures.parent().unwrap().join("rules.md");
+    Command::cargo_bin("dsh-conformance")
+        .unwrap()
+        .args(["lint", "--fixtures"])
+        .arg(&copy.fixtures)
+        .arg("--write-rules-md")
+        .arg(&target)
+        .assert()
+        .code(0);
+    let table = fs::read_to_string(&target).unwrap();
+    assert!(table.contains("## Section 6"), "{table}");
+    assert!(table.contains("`strict.session-before-content`"), "{table}");
+    assert!(table.contains("untestable: "), "{table}");
+}
+
+#[test]
+fn the_checked_in_rules_table_is_current() {
+    let rules = corpus::load_rules(&real_fixtures()).unwrap();
+    let (cases, _) = corpus::load_cases(&real_fixtures());
+    let expected = corpus::rules_markdown(&rules, &cases);
+    let actual = fs::read_to_string(repo_root().join("docs/rules.md")).unwrap_or_default();
+    assert!(
+        actual == expected,
+        "docs/rules.md is stale: run `dsh-conformance lint --write-rules-md docs/rules.md`"
+    );
+}

@@ -1,0 +1,159 @@
+/** @file The dsh-conformance driver protocol (docs/host-driver.md): reads requests as NDJSON on stdin, drives the host, writes replies on stdout. */
+
+import readline from "node:readline";
+import { discover } from "./discovery.mjs";
+import { isPlainObject } from "./frames.mjs";
+import { Turn, boundsFromEnv } from "./run.mjs";
+import { SessionStore, dataDir } from "./sessions.mjs";
+import { installBundle } from "./setup.mjs";
+
+export const DRIVER_NAME = "node-host";
+export const DRIVER_VERSION = "0.1.0";
+export const CAPABILITIES = ["setup", "cancel", "restart"];
+
+/** Checks a request's shape; returns an error message or null. */
+export function requestProblem(request) {
+  if (!isPlainObject(request)) return "a request must be a JSON object";
+  if (request.v !== 1) return "unsupported driver protocol version (v must be 1)";
+  const needsId = !["handshake", "shutdown"].includes(request.type);
+  if (needsId && (typeof request.id !== "string" || request.id.length === 0)) return `${request.type} needs a string id`;
+  switch (request.type) {
+    case "handshake":
+    case "shutdown":
+    case "discover":
+    case "cancel":
+      return null;
+    case "setup":
+      return typeof request.tarball === "string" && typeof request.manifest === "string" ? null : "setup needs string tarball and manifest paths";
+    case "run": {
+      const strings = ["conversation_id", "project_id", "cwd", "prompt"].filter((name) => typeof request[name] !== "string");
+      if (strings.length > 0) return `run needs string ${strings.join(", ")}`;
+      if (request.bootstrap !== undefined && request.bootstrap !== null && typeof request.bootstrap !== "string") return "run bootstrap must be a string or null";
+      if (!isPlainObject(request.model) || typeof request.model.provider !== "string" || typeof request.model.id !== "string") return "run needs model {provider, id}";
+      return null;
+    }
+    default:
+      return `unknown request type ${JSON.stringify(request.type)}`;
+  }
+}
+
+/**
+ * The driver: one run at a time, requests other than `cancel` handled in order, `cancel` handled
+ * at once. `write(reply)` sends one reply line.
+ */
+export class Driver {
+  constructor({ write, env = process.env, log = (message) => process.stderr.write(`node-host: ${message}\n`) }) {
+    this.write = write;
+    this.env = env;
+    this.log = log;
+    this.store = new SessionStore(dataDir(env), { warn: log });
+    this.queue = Promise.resolve();
+    this.activeRun = null;
+    this.shuttingDown = false;
+  }
+
+  /** Handle one raw request line. Resolves once the driver has finished when it was `shutdown`. */
+  handleLine(line) {
+    if (line.trim() === "") return;
+    let request;
+    try {
+      request = JSON.parse(line);
+    } catch {
+      return this.#enqueue(async () => this.write({ v: 1, type: "error", id: null, message: "request is not JSON" }));
+    }
+    const problem = requestProblem(request);
+    if (problem) {
+      const id = typeof request?.id === "string" ? request.id : null;
+      return this.#enqueue(async () => this.write({ v: 1, type: "error", id, message: problem }));
+    }
+    if (request.type === "cancel") {
+      if (this.activeRun && this.activeRun.id === request.id) this.activeRun.turn.cancel();
+      return;
+    }
+    if (request.type === "shutdown") {
+      this.activeRun?.turn.cancel();
+      this.shuttingDown = true;
+    }
+    return this.#enqueue(() => this.#handle(request), request);
+  }
+
+  #enqueue(task, request = null) {
+    this.queue = this.queue.then(task).catch((error) => {
+      this.log(`internal error handling ${request?.type ?? "a request"}: ${error.stack ?? error}`);
+      this.write({ v: 1, type: "error", id: request?.id ?? null, message: `internal error: ${error.message}` });
+    });
+    return this.queue;
+  }
+
+  /** The input ended or the driver was told to stop: cancel the active run and wait for the queue. */
+  async stop() {
+    this.shuttingDown = true;
+    this.activeRun?.turn.cancel();
+    await this.queue;
+  }
+
+  async #handle(request) {
+    switch (request.type) {
+      case "handshake":
+        this.write({ v: 1, type: "handshake", driver: DRIVER_NAME, version: DRIVER_VERSION, capabilities: CAPABILITIES });
+        break;
+      case "discover": {
+        const found = await discover(this.env);
+        this.write({ v: 1, type: "discovered", id: request.id, available: found.available, version: found.version, warnings: found.warnings, diagnostic: found.diagnostic, code: found.code });
+        break;
+      }
+      case "setup": {
+        const done = await installBundle(request, this.env);
+        this.write({ v: 1, type: "setup_done", id: request.id, ok: done.ok, code: done.code, message: done.message });
+        break;
+      }
+      case "run":
+        await this.#run(request);
+        break;
+      case "shutdown":
+        this.write({ v: 1, type: "bye" });
+        break;
+    }
+  }
+
+  async #run(request) {
+    const turn = new Turn({
+      request,
+      store: this.store,
+      emit: (event) => this.write({ v: 1, type: "event", id: request.id, event }),
+      bounds: boundsFromEnv(this.env),
+      env: this.env,
+      log: this.log,
+    });
+    this.activeRun = { id: request.id, turn };
+    if (this.shuttingDown) turn.cancel();
+    try {
+      const outcome = await turn.run();
+      this.write({ v: 1, type: "outcome", id: request.id, ...outcome });
+    } finally {
+      this.activeRun = null;
+    }
+  }
+}
+
+/** Run the driver on this process's stdin/stdout until `shutdown` or end of input. */
+export function main() {
+  const write = (reply) => process.stdout.write(`${JSON.stringify(reply)}\n`);
+  const driver = new Driver({ write });
+  const input = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  let finished = false;
+  const finish = async () => {
+    if (finished) return;
+    finished = true;
+    input.close();
+    await driver.stop();
+    process.stdout.write("", () => process.exit(0));
+  };
+  input.on("line", (line) => {
+    if (finished) return;
+    const handled = driver.handleLine(line);
+    if (driver.shuttingDown) handled?.then(finish);
+  });
+  input.on("close", finish);
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(signal, finish);
+}

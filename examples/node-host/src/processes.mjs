@@ -1,0 +1,53 @@
+/**
+ * @file The platform part: spawning a runtime in its own process group, signalling that group,
+ * and telling whether any member remains. POSIX process groups; a Windows job object would
+ * replace this one module.
+ */
+
+import { spawn } from "node:child_process";
+
+/** Spawn `command` as the leader of a new process group (`detached: true` on POSIX). */
+export function spawnInOwnGroup(command, args, { cwd, env = process.env }) {
+  return spawn(command, args, { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+}
+
+/** Send `signal` to every process of the group led by `groupId`; false when the group is gone. */
+export function signalGroup(groupId, signal) {
+  try {
+    process.kill(-groupId, signal);
+    return true;
+  } catch (error) {
+    if (error.code === "ESRCH") return false;
+    if (error.code === "EPERM") return true;
+    throw error;
+  }
+}
+
+/** Whether any process (zombies included) of the group still exists. */
+export function groupAlive(groupId) {
+  return signalGroup(groupId, 0);
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Poll until the group is gone or `timeoutMs` passed; true when it is gone. */
+export async function waitGroupGone(groupId, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (groupAlive(groupId)) {
+    if (Date.now() >= deadline) return false;
+    await sleep(10);
+  }
+  return true;
+}
+
+/**
+ * Make sure no process of the group remains: SIGTERM, wait `termGraceMs`, SIGKILL, then wait
+ * (bounded) for the kernel to report the group empty. Returns true when it is verified gone.
+ */
+export async function terminateGroup(groupId, { termGraceMs = 1000, killWaitMs = 2000 } = {}) {
+  if (!groupAlive(groupId)) return true;
+  signalGroup(groupId, "SIGTERM");
+  if (await waitGroupGone(groupId, termGraceMs)) return true;
+  signalGroup(groupId, "SIGKILL");
+  return waitGroupGone(groupId, killWaitMs);
+}

@@ -1,0 +1,356 @@
+//! The default agent's turn: session (new or resumed), thinking, text deltas, a tool call that
+//! really writes (or, on a resumed turn, edits) the HTML design file, its result, usage and a
+//! terminal result; honouring cancel and answering stray commands between frames.
+
+use crate::design;
+use crate::frames::{self, TokenUsage};
+use crate::inbox::{remaining, Wait};
+use crate::sessions::{self, LoadError, SessionRecord};
+use crate::stdio::{Command, Context, Execute};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnEnd {
+    Completed,
+    Cancelled,
+    Failed,
+}
+
+/// Code of the `protocol_error` for a line that is not JSON.
+pub const MALFORMED_COMMAND: &str = "MALFORMED_COMMAND";
+/// Code of the `protocol_error` for JSON that is not a valid command.
+pub const INVALID_COMMAND: &str = "INVALID_COMMAND";
+/// Code of the `protocol_error` for an `execute` while one is active.
+pub const DUPLICATE_EXECUTE: &str = "DUPLICATE_EXECUTE";
+
+/// Answers a command that arrived while no turn runs (before the execute).
+pub fn answer_idle(context: &mut Context, command: &Command) {
+    match command {
+        Command::Cancel(request_id) => {
+            context.cancelled.insert(request_id.clone());
+        }
+        Command::Invalid(request_id, why) => {
+            let frame = frames::protocol_error(request_id.as_deref(), INVALID_COMMAND, why);
+            context.out.write_frame(&frame);
+        }
+        Command::Unparseable => {
+            let frame =
+                frames::protocol_error(None, MALFORMED_COMMAND, "command is not a JSON object");
+            context.out.write_frame(&frame);
+        }
+        Command::Execute(_) | Command::Closed => {}
+    }
+}
+
+/// Answers a command during a turn; true when it cancels the active request.
+fn answer_during_turn(context: &mut Context, command: &Command) -> bool {
+    match command {
+        Command::Execute(second) => {
+            let frame = frames::protocol_error(
+                Some(&second.request_id),
+                DUPLICATE_EXECUTE,
+                "an execute is already active in this process",
+            );
+            context.out.write_frame(&frame);
+            false
+        }
+        Command::Cancel(request_id) => {
+            context.cancelled.insert(request_id.clone());
+            context.active_cancelled()
+        }
+        other => {
+            answer_idle(context, other);
+            false
+        }
+    }
+}
+
+/// Waits out the step delay (at least polls once), answering commands; true when cancelled.
+fn between_frames(context: &mut Context) -> bool {
+    if context.active_cancelled() {
+        return true;
+    }
+    let delay = Duration::from_millis(context.knobs.step_delay_ms.unwrap_or(0));
+    let deadline = Instant::now() + delay;
+    loop {
+        let wait = if context.inbox.is_closed() {
+            std::thread::sleep(remaining(deadline));
+            Wait::TimedOut
+        } else {
+            context.inbox.next(Some(remaining(deadline)))
+        };
+        match wait {
+            Wait::Got(inbound) => {
+                let command = crate::stdio::classify(&inbound);
+                if answer_during_turn(context, &command) {
+                    return true;
+                }
+            }
+            Wait::TimedOut => return false,
+        }
+        if remaining(deadline).is_zero() {
+            while let Some(inbound) = context.inbox.poll() {
+                let command = crate::stdio::classify(&inbound);
+                if answer_during_turn(context, &command) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+}
+
+/// The session a turn serves.
+struct Served {
+    record: SessionRecord,
+    resumed: bool,
+}
+
+fn resolve_session(context: &Context, execute: &Execute) -> Result<Served, (String, String)> {
+    if let Some(resume) = &execute.resume_session_id {
+        return match sessions::load(&context.dsh_home, resume) {
+            Ok(record) => Ok(Served {
+                record,
+                resumed: true,
+            }),
+            Err(LoadError::NotFound) => Err((
+                "SESSION_NOT_FOUND".to_string(),
+                format!("no session {resume:?} in this Harness home"),
+            )),
+            Err(LoadError::Corrupt(_)) => Err((
+                "SESSION_CORRUPT".to_string(),
+                format!("the record of session {resume:?} cannot be read"),
+            )),
+        };
+    }
+    let session_id = context
+        .session_sent
+        .clone()
+        .unwrap_or_else(|| context.fresh_session_id.clone());
+    let record = sessions::load(&context.dsh_home, &session_id)
+        .unwrap_or_else(|_| SessionRecord::new(&session_id, &execute.cwd));
+    Ok(Served {
+        record,
+        resumed: false,
+    })
+}
+
+fn store(context: &Context, record: &SessionRecord) {
+    if let Err(error) = sessions::save(&context.dsh_home, record) {
+        eprintln!("fake-dsh: cannot store the session record: {error}");
+    }
+}
+
+fn cancel(context: &mut Context, request_id: &str, record: &mut SessionRecord) -> TurnEnd {
+    record.finish_turn("cancelled");
+    store(context, record);
+    let frame = frames::result_cancelled(request_id, Some(&record.session_id));
+    context.out.write_frame(&frame);
+    TurnEnd::Cancelled
+}
+
+/// Runs one turn for the bound execute and writes its terminal result.
+pub fn run_turn(context: &mut Context) -> TurnEnd {
+    let Some(execute) = context.execute.clone() else {
+        return TurnEnd::Failed;
+    };
+    let request_id = execute.request_id.clone();
+    if context.active_cancelled() {
+        let session = context
+            .session_sent
+            .clone()
+            .or_else(|| execute.resume_session_id.clone());
+        let frame = frames::result_cancelled(&request_id, session.as_deref());
+        context.out.write_frame(&frame);
+        return TurnEnd::Cancelled;
+    }
+    let mut served = match resolve_session(context, &execute) {
+        Ok(served) => served,
+        Err((code, message)) => {
+            let requested = execute.resume_session_id.as_deref();
+            let frame = frames::result_failed(&request_id, requested, true, &code, &message);
+            context.out.write_frame(&frame);
+            return TurnEnd::Failed;
+        }
+    };
+    let record = &mut served.record;
+    let announced_by_script =
+        record.turns.last().map(|turn| turn.request_id.as_str()) == Some(request_id.as_str());
+    if !announced_by_script {
+        record.begin_turn(&request_id, &execute.prompt, &execute.cwd);
+    }
+    store(context, record);
+    let session_id = record.session_id.clone();
+    if context.session_sent.as_deref() != Some(session_id.as_str()) {
+        let frame = frames::session(&request_id, &session_id, served.resumed);
+        context.out.write_frame(&frame);
+        context.session_sent = Some(session_id.clone());
+    }
+
+    let html_name = context.knobs.html_file().to_string();
+    let revision = record.turns.len();
+    let edit = served.resumed || revision > 1;
+    let (thinking, opening, plan) = if edit {
+        (
+            "A follow-up turn in the same session: edit the existing design instead of starting over.",
+            format!("Picking up the existing design in `{html_name}`."),
+            " I'll update its hero section to match your request.".to_string(),
+        )
+    } else {
+        (
+            "The request is for a design: one self-contained HTML file fits best.",
+            format!("I'll create a single-page design in `{html_name}`."),
+            " It has a hero section, a call to action and a feature grid.".to_string(),
+        )
+    };
+    let steps: [Value; 3] = [
+        frames::thinking(&request_id, thinking),
+        frames::text(&request_id, &opening),
+        frames::text(&request_id, &plan),
+    ];
+    for frame in steps {
+        if between_frames(context) {
+            return cancel(context, &request_id, record);
+        }
+        context.out.write_frame(&frame);
+    }
+
+    if between_frames(context) {
+        return cancel(context, &request_id, record);
+    }
+    let html_path = Path::new(&execute.cwd).join(&html_name);
+    let hero = design::hero_for(&execute.prompt, revision);
+    let call = plan_tool_call(&html_path, &html_name, &hero, edit);
+    let call_id = format!("call_{}_{revision}", &short_id(&session_id));
+    context.out.write_frame(&frames::tool_call(
+        &request_id,
+        &call_id,
+        call.name,
+        &call.arguments,
+    ));
+    let outcome = std::fs::write(&html_path, call.new_contents.as_bytes());
+    if outcome.is_ok() {
+        record.html_file = Some(html_path.to_string_lossy().into_owned());
+    }
+    if between_frames(context) {
+        return cancel(context, &request_id, record);
+    }
+    let (output, is_error) = match &outcome {
+        Ok(()) if call.name == "edit_file" => {
+            (format!("Edited {html_name} (revision {revision})"), false)
+        }
+        Ok(()) => (
+            format!("Wrote {} bytes to {html_name}", call.new_contents.len()),
+            false,
+        ),
+        Err(error) => (
+            format!("error: cannot write {html_name}: {}", error.kind()),
+            true,
+        ),
+    };
+    context.out.write_frame(&frames::tool_result(
+        &request_id,
+        &call_id,
+        call.name,
+        &output,
+        is_error,
+    ));
+
+    let closing = if is_error {
+        format!(" I could not write `{html_name}`.")
+    } else {
+        format!(" Done: `{html_name}` now shows revision {revision}.")
+    };
+    for frame in [
+        frames::text(&request_id, &closing),
+        usage_frame(&execute, &call.new_contents, edit, revision),
+    ] {
+        if between_frames(context) {
+            return cancel(context, &request_id, record);
+        }
+        context.out.write_frame(&frame);
+    }
+    if between_frames(context) {
+        return cancel(context, &request_id, record);
+    }
+    if is_error {
+        record.finish_turn("failed");
+        store(context, record);
+        let frame = frames::result_failed(
+            &request_id,
+            Some(&session_id),
+            false,
+            "TOOL_FAILED",
+            &output,
+        );
+        context.out.write_frame(&frame);
+        return TurnEnd::Failed;
+    }
+    record.finish_turn("completed");
+    store(context, record);
+    let summary = if edit {
+        format!("Updated {html_name}")
+    } else {
+        format!("Created {html_name}")
+    };
+    let frame = frames::result_completed(&request_id, &session_id, &summary);
+    context.out.write_frame(&frame);
+    TurnEnd::Completed
+}
+
+fn short_id(session_id: &str) -> String {
+    session_id
+        .trim_start_matches("od-")
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(8)
+        .collect()
+}
+
+struct ToolCallPlan {
+    name: &'static str,
+    arguments: Value,
+    new_contents: String,
+}
+
+/// `edit_file` replacing the hero block when editing a file that has one, else `write_file`.
+fn plan_tool_call(path: &Path, html_name: &str, hero: &design::Hero, edit: bool) -> ToolCallPlan {
+    if edit {
+        if let Ok(current) = std::fs::read_to_string(path) {
+            if let Some(old_block) = design::current_hero_block(&current) {
+                let new_block = design::hero_block(hero);
+                let new_contents = current.replacen(old_block, &new_block, 1);
+                return ToolCallPlan {
+                    name: "edit_file",
+                    arguments: json!({ "path": html_name, "old_string": old_block, "new_string": new_block }),
+                    new_contents,
+                };
+            }
+        }
+    }
+    let content = design::page(hero);
+    ToolCallPlan {
+        name: "write_file",
+        arguments: json!({ "path": html_name, "content": content }),
+        new_contents: content,
+    }
+}
+
+fn usage_frame(execute: &Execute, written: &str, resumed: bool, revision: usize) -> Value {
+    let prompt_tokens = execute.prompt.chars().count() as u64 / 4;
+    let tokens = TokenUsage {
+        input_tokens: 1200 + prompt_tokens,
+        output_tokens: 40 + written.len() as u64 / 4,
+        cache_read_tokens: Some(if resumed { 1024 * revision as u64 } else { 0 }),
+        cache_write_tokens: Some(1024),
+    };
+    frames::usage(
+        &execute.request_id,
+        &execute.provider,
+        &execute.model,
+        &tokens,
+    )
+}

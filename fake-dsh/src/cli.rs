@@ -1,0 +1,233 @@
+//! The command line, parsed like a real CLI (clap): what this invocation was asked to do.
+
+use crate::home::PROFILE_NAME;
+use crate::journal::Mode;
+use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "dsh",
+    about = "DeepSeek Harness (fake-dsh: a keyless stand-in for the open-design profile)",
+    disable_version_flag = true,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    /// Print the Harness version.
+    #[arg(short = 'V', long)]
+    version: bool,
+    /// The profile to run.
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
+    /// Print the profile's probe frame.
+    #[arg(long, requires = "profile", group = "surface")]
+    probe: bool,
+    /// Speak the profile's stdio protocol.
+    #[arg(long, requires = "profile", group = "surface")]
+    stdio: bool,
+    /// Print the profile's models frame.
+    #[arg(
+        long,
+        visible_alias = "list-models",
+        requires = "profile",
+        group = "surface"
+    )]
+    models: bool,
+    #[command(subcommand)]
+    command: Option<Sub>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Sub {
+    /// Manage profile plugins.
+    Plugin(PluginArgs),
+    #[command(name = "__child", hide = true)]
+    Child {
+        #[arg(long)]
+        ignore_sigterm: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+struct PluginArgs {
+    /// The profile to change.
+    #[arg(long, value_name = "NAME")]
+    profile: String,
+    #[command(subcommand)]
+    action: PluginAction,
+}
+
+#[derive(Debug, Subcommand)]
+enum PluginAction {
+    /// Install a profile bundle from a packed tarball.
+    Add { tarball: PathBuf },
+}
+
+/// What this invocation does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invocation {
+    Version,
+    Probe,
+    Models,
+    Stdio,
+    PluginAdd {
+        tarball: PathBuf,
+    },
+    Child {
+        ignore_sigterm: bool,
+    },
+    /// Print this text to stdout and exit 0 (`--help`).
+    Help(String),
+    /// Print this text to stderr and exit 2.
+    Usage(String),
+}
+
+impl Invocation {
+    /// The journal mode of this invocation.
+    pub fn mode(&self) -> Mode {
+        match self {
+            Invocation::Version => Mode::Version,
+            Invocation::Probe => Mode::Probe,
+            Invocation::Models => Mode::Models,
+            Invocation::Stdio => Mode::Stdio,
+            Invocation::PluginAdd { .. } => Mode::Plugin,
+            Invocation::Child { .. } => Mode::Child,
+            Invocation::Help(_) | Invocation::Usage(_) => Mode::Error,
+        }
+    }
+}
+
+fn check_profile(name: &str) -> Result<(), String> {
+    if name == PROFILE_NAME {
+        Ok(())
+    } else {
+        Err(format!(
+            "error: unknown profile \"{name}\" (available profiles: {PROFILE_NAME})"
+        ))
+    }
+}
+
+/// Parses an argument vector (argv[0] included; its value does not matter).
+pub fn parse<I, T>(args: I) -> Invocation
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let text = error.render().to_string();
+            return if error.use_stderr() {
+                Invocation::Usage(text.trim_end().to_string())
+            } else {
+                Invocation::Help(text)
+            };
+        }
+    };
+    if let Some(command) = cli.command {
+        return match command {
+            Sub::Child { ignore_sigterm } => Invocation::Child { ignore_sigterm },
+            Sub::Plugin(plugin) => match check_profile(&plugin.profile) {
+                Err(message) => Invocation::Usage(message),
+                Ok(()) => match plugin.action {
+                    PluginAction::Add { tarball } => Invocation::PluginAdd { tarball },
+                },
+            },
+        };
+    }
+    if cli.version {
+        return Invocation::Version;
+    }
+    let Some(profile) = cli.profile else {
+        return Invocation::Usage(
+            "error: nothing to do\n\nUsage: dsh --version | dsh --profile NAME (--probe | --stdio | --models) | dsh plugin --profile NAME add <tarball>\n\nFor more information, try '--help'.".to_string(),
+        );
+    };
+    if let Err(message) = check_profile(&profile) {
+        return Invocation::Usage(message);
+    }
+    if cli.probe {
+        Invocation::Probe
+    } else if cli.stdio {
+        Invocation::Stdio
+    } else if cli.models {
+        Invocation::Models
+    } else {
+        Invocation::Usage(format!(
+            "error: --profile {profile} needs one of --probe, --stdio, --models\n\nFor more information, try '--help'."
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(args: &[&str]) -> Invocation {
+        parse(std::iter::once("dsh").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn each_surface_parses() {
+        assert_eq!(parsed(&["--version"]), Invocation::Version);
+        assert_eq!(parsed(&["-V"]), Invocation::Version);
+        assert_eq!(
+            parsed(&["--profile", "open-design", "--probe"]),
+            Invocation::Probe
+        );
+        assert_eq!(
+            parsed(&["--probe", "--profile=open-design"]),
+            Invocation::Probe
+        );
+        assert_eq!(
+            parsed(&["--profile", "open-design", "--stdio"]),
+            Invocation::Stdio
+        );
+        assert_eq!(
+            parsed(&["--profile", "open-design", "--models"]),
+            Invocation::Models
+        );
+        assert_eq!(
+            parsed(&["--profile", "open-design", "--list-models"]),
+            Invocation::Models
+        );
+        assert_eq!(
+            parsed(&["plugin", "--profile", "open-design", "add", "/x.tgz"]),
+            Invocation::PluginAdd {
+                tarball: "/x.tgz".into()
+            }
+        );
+        assert_eq!(
+            parsed(&["__child", "--ignore-sigterm"]),
+            Invocation::Child {
+                ignore_sigterm: true
+            }
+        );
+        assert!(matches!(parsed(&["--help"]), Invocation::Help(_)));
+    }
+
+    #[test]
+    fn bad_usage_is_an_error() {
+        for args in [
+            &["--profile", "multica", "--probe"][..],
+            &["--profile", "open-design", "--probe", "--stdio"],
+            &["--probe"],
+            &["--profile", "open-design"],
+            &["--frobnicate"],
+            &[],
+            &["plugin", "--profile", "other", "add", "/x.tgz"],
+            &["plugin", "--profile", "open-design", "add"],
+        ] {
+            assert!(
+                matches!(parsed(args), Invocation::Usage(_)),
+                "{args:?} -> {:?}",
+                parsed(args)
+            );
+        }
+        let Invocation::Usage(message) = parsed(&["--profile", "multica", "--stdio"]) else {
+            unreachable!()
+        };
+        assert!(message.contains("unknown profile \"multica\""), "{message}");
+    }
+}

@@ -1,0 +1,276 @@
+//! Builds the generation-1 runtime frames fake-dsh writes, as plain `serde_json::Value`s, so that a
+//! scenario can also patch them into invalid shapes on purpose.
+
+use serde_json::{json, Value};
+
+/// The runtime identity of the open-design profile.
+pub const RUNTIME_ID: &str = "open-design";
+/// The protocol generation fake-dsh speaks.
+pub const PROTOCOL_VERSION: u64 = 1;
+/// The plugin version fake-dsh reports in `probe` and `ready`.
+pub const PLUGIN_VERSION: &str = "0.1.0";
+/// The plugin compatibility generation fake-dsh reports.
+pub const COMPATIBILITY_GENERATION: &str = "od-profile-1";
+/// The default model route.
+pub const DEFAULT_PROVIDER: &str = "deepseek-official";
+/// The default model id.
+pub const DEFAULT_MODEL: &str = "deepseek-chat";
+
+fn identity(frame_type: &str) -> Value {
+    json!({
+        "v": 1,
+        "type": frame_type,
+        "runtime": RUNTIME_ID,
+        "protocol_version": PROTOCOL_VERSION,
+        "plugin_version": PLUGIN_VERSION,
+        "compatibility_generation": COMPATIBILITY_GENERATION,
+        "capabilities": {
+            "session_resume": true,
+            "session_cancel": true,
+            "structured_events": true
+        }
+    })
+}
+
+/// The `probe` frame printed by `--probe`.
+pub fn probe() -> Value {
+    identity("probe")
+}
+
+/// The `ready` frame that opens a `--stdio` stream.
+pub fn ready() -> Value {
+    identity("ready")
+}
+
+/// The `models` frame printed by `--models`: two models, each with reasoning options.
+pub fn models() -> Value {
+    json!({
+        "v": 1,
+        "type": "models",
+        "runtime": RUNTIME_ID,
+        "models": [
+            {
+                "provider": DEFAULT_PROVIDER,
+                "provider_name": "DeepSeek",
+                "id": DEFAULT_MODEL,
+                "name": "DeepSeek Chat",
+                "reasoning_options": [
+                    { "id": "none", "name": "No reasoning", "default": true },
+                    { "id": "low", "name": "Low" }
+                ]
+            },
+            {
+                "provider": DEFAULT_PROVIDER,
+                "provider_name": "DeepSeek",
+                "id": "deepseek-reasoner",
+                "name": "DeepSeek Reasoner",
+                "reasoning_options": [
+                    { "id": "low", "name": "Low" },
+                    { "id": "medium", "name": "Medium", "default": true },
+                    { "id": "high", "name": "High" }
+                ]
+            }
+        ]
+    })
+}
+
+/// A `session` frame.
+pub fn session(request_id: &str, session_id: &str, resumed: bool) -> Value {
+    json!({
+        "v": 1,
+        "type": "session",
+        "request_id": request_id,
+        "session_id": session_id,
+        "resumed": resumed
+    })
+}
+
+/// A `thinking` delta.
+pub fn thinking(request_id: &str, content: &str) -> Value {
+    json!({ "v": 1, "type": "thinking", "request_id": request_id, "content": content })
+}
+
+/// A `text` delta.
+pub fn text(request_id: &str, content: &str) -> Value {
+    json!({ "v": 1, "type": "text", "request_id": request_id, "content": content })
+}
+
+/// A durable `tool_call`; `arguments` is encoded as a JSON string unless it already is one.
+pub fn tool_call(request_id: &str, call_id: &str, name: &str, arguments: &Value) -> Value {
+    let arguments = match arguments {
+        Value::String(already_encoded) => already_encoded.clone(),
+        other => other.to_string(),
+    };
+    json!({
+        "v": 1,
+        "type": "tool_call",
+        "request_id": request_id,
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments
+    })
+}
+
+/// The `tool_result` matching a `tool_call`.
+pub fn tool_result(
+    request_id: &str,
+    call_id: &str,
+    name: &str,
+    output: &str,
+    is_error: bool,
+) -> Value {
+    json!({
+        "v": 1,
+        "type": "tool_result",
+        "request_id": request_id,
+        "call_id": call_id,
+        "name": name,
+        "output": output,
+        "is_error": is_error
+    })
+}
+
+/// Token accounting of one turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: Option<u64>,
+    pub cache_write_tokens: Option<u64>,
+}
+
+/// A `usage` frame.
+pub fn usage(request_id: &str, provider: &str, model: &str, tokens: &TokenUsage) -> Value {
+    let mut frame = json!({
+        "v": 1,
+        "type": "usage",
+        "request_id": request_id,
+        "provider": provider,
+        "model": model,
+        "input_tokens": tokens.input_tokens,
+        "output_tokens": tokens.output_tokens
+    });
+    if let Some(read) = tokens.cache_read_tokens {
+        frame["cache_read_tokens"] = json!(read);
+    }
+    if let Some(write) = tokens.cache_write_tokens {
+        frame["cache_write_tokens"] = json!(write);
+    }
+    frame
+}
+
+/// A `result: completed` frame.
+pub fn result_completed(request_id: &str, session_id: &str, output: &str) -> Value {
+    json!({
+        "v": 1,
+        "type": "result",
+        "request_id": request_id,
+        "status": "completed",
+        "session_id": session_id,
+        "resume_rejected": false,
+        "output": output,
+        "stop_reason": "end_turn"
+    })
+}
+
+/// A `result: cancelled` frame. `session_id` is null when no session was established.
+pub fn result_cancelled(request_id: &str, session_id: Option<&str>) -> Value {
+    json!({
+        "v": 1,
+        "type": "result",
+        "request_id": request_id,
+        "status": "cancelled",
+        "session_id": session_id,
+        "resume_rejected": false,
+        "stop_reason": "cancelled"
+    })
+}
+
+/// A `result: failed` frame with its structured error.
+pub fn result_failed(
+    request_id: &str,
+    session_id: Option<&str>,
+    resume_rejected: bool,
+    code: &str,
+    message: &str,
+) -> Value {
+    json!({
+        "v": 1,
+        "type": "result",
+        "request_id": request_id,
+        "status": "failed",
+        "session_id": session_id,
+        "resume_rejected": resume_rejected,
+        "error": { "code": code, "message": message }
+    })
+}
+
+/// A `protocol_error` frame; `request_id` is left out when the command had none.
+pub fn protocol_error(request_id: Option<&str>, code: &str, message: &str) -> Value {
+    let mut frame = json!({ "v": 1, "type": "protocol_error", "code": code, "message": message });
+    if let Some(request_id) = request_id {
+        frame["request_id"] = json!(request_id);
+    }
+    frame
+}
+
+/// The `type` of a frame for the journal: its `type` string, or `raw` when it has none.
+pub fn frame_type(frame: &Value) -> String {
+    frame
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("raw")
+        .to_string()
+}
+
+/// Applies a JSON merge patch (RFC 7386) to `target`: objects merge member by member, `null`
+/// removes a member, anything else replaces.
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch_members) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(serde_json::Map::new());
+    }
+    let target_members = target.as_object_mut().expect("made an object above");
+    for (name, value) in patch_members {
+        if value.is_null() {
+            target_members.remove(name);
+        } else {
+            merge_patch(
+                target_members.entry(name.clone()).or_insert(Value::Null),
+                value,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_patch_follows_rfc_7386() {
+        let mut target = json!({"a": "b", "c": {"d": "e", "f": "g"}});
+        merge_patch(&mut target, &json!({"a": "z", "c": {"f": null}, "n": [1]}));
+        assert_eq!(target, json!({"a": "z", "c": {"d": "e"}, "n": [1]}));
+        let mut scalar = json!({"a": 1});
+        merge_patch(&mut scalar, &json!(["x"]));
+        assert_eq!(scalar, json!(["x"]));
+    }
+
+    #[test]
+    fn tool_call_keeps_an_already_encoded_argument_string() {
+        let encoded = tool_call("r", "c", "n", &json!("{\"path\":\"a\"}"));
+        assert_eq!(encoded["arguments"], "{\"path\":\"a\"}");
+        let object = tool_call("r", "c", "n", &json!({"path": "a"}));
+        assert_eq!(object["arguments"], "{\"path\":\"a\"}");
+    }
+
+    #[test]
+    fn protocol_error_omits_a_missing_request_id() {
+        assert!(protocol_error(None, "X", "m").get("request_id").is_none());
+        assert_eq!(protocol_error(Some("r"), "X", "m")["request_id"], "r");
+    }
+}

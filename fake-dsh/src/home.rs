@@ -1,0 +1,160 @@
+//! The Harness home (`DSH_HOME`): where the open-design profile counts as installed, where
+//! `plugin add` records it, and fake-dsh's own per-home state (the `stdio` invocation counter).
+
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// The only profile fake-dsh knows.
+pub const PROFILE_NAME: &str = "open-design";
+/// The package name of the open-design profile bundle.
+pub const BUNDLE_PACKAGE: &str = "@open-design/dsh-runtime";
+
+/// `DSH_HOME`, else `$HOME/.dsh`.
+pub fn dsh_home() -> Result<PathBuf, String> {
+    if let Some(home) = std::env::var_os("DSH_HOME").filter(|value| !value.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    match std::env::var_os("HOME").filter(|value| !value.is_empty()) {
+        Some(home) => Ok(PathBuf::from(home).join(".dsh")),
+        None => Err("error: cannot locate the Harness home: set DSH_HOME or HOME".to_string()),
+    }
+}
+
+/// `$DSH_HOME/profiles/open-design/package.json`: its existence means the profile is installed.
+pub fn profile_manifest_path(dsh_home: &Path) -> PathBuf {
+    dsh_home
+        .join("profiles")
+        .join(PROFILE_NAME)
+        .join("package.json")
+}
+
+/// Whether the open-design profile is installed in this home.
+pub fn profile_installed(dsh_home: &Path) -> bool {
+    profile_manifest_path(dsh_home).is_file()
+}
+
+/// The sha256 of a file as lowercase hex, read in chunks.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut file = File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let read = file.read(&mut chunk)?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&chunk[..read]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+/// Lowercase hex of some bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Writes `contents` to `path` atomically: a temp file in the same directory, then a rename.
+pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir)?;
+    let file_name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    let mut file = File::create(&temp)?;
+    file.write_all(contents)?;
+    file.sync_all()?;
+    drop(file);
+    fs::rename(&temp, path).inspect_err(|_| {
+        let _ = fs::remove_file(&temp);
+    })
+}
+
+/// Installs the profile from a bundle tarball (`dsh plugin --profile open-design add <tarball>`):
+/// records the package name, version, the tarball's sha256 and absolute path. Returns the
+/// manifest path.
+pub fn install_profile(dsh_home: &Path, tarball: &Path, version: &str) -> Result<PathBuf, String> {
+    if !tarball.is_file() {
+        return Err(format!(
+            "error: bundle {} does not exist or is not a file",
+            tarball.display()
+        ));
+    }
+    let absolute = fs::canonicalize(tarball)
+        .map_err(|error| format!("error: cannot resolve {}: {error}", tarball.display()))?;
+    let sha256 = sha256_file(&absolute)
+        .map_err(|error| format!("error: cannot read {}: {error}", tarball.display()))?;
+    let manifest = json!({
+        "name": BUNDLE_PACKAGE,
+        "version": version,
+        "sha256": sha256,
+        "tarball": absolute.to_string_lossy(),
+        "profile": PROFILE_NAME
+    });
+    let path = profile_manifest_path(dsh_home);
+    let mut contents = serde_json::to_vec_pretty(&manifest).expect("a manifest always serializes");
+    contents.push(b'\n');
+    write_atomically(&path, &contents)
+        .map_err(|error| format!("error: cannot write {}: {error}", path.display()))?;
+    Ok(path)
+}
+
+/// Takes the next `stdio` invocation index from `$DSH_HOME/.fake-dsh/stdio-invocations` (used
+/// when there is no journal to count from), under an exclusive lock.
+pub fn next_stdio_invocation(dsh_home: &Path) -> std::io::Result<u64> {
+    let dir = dsh_home.join(".fake-dsh");
+    fs::create_dir_all(&dir)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join("stdio-invocations"))?;
+    crate::journal::with_exclusive_lock(&file, |mut locked| -> std::io::Result<u64> {
+        let mut text = String::new();
+        locked.read_to_string(&mut text)?;
+        let index = text.trim().parse::<u64>().unwrap_or(0);
+        locked.set_len(0)?;
+        locked.seek(SeekFrom::Start(0))?;
+        locked.write_all(format!("{}\n", index + 1).as_bytes())?;
+        Ok(index)
+    })?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_refuses_a_missing_tarball_and_records_a_real_one() {
+        let home = tempfile::tempdir().unwrap();
+        let missing = home.path().join("nope.tgz");
+        let refused = install_profile(home.path(), &missing, "0.1.0").unwrap_err();
+        assert!(refused.contains("does not exist"), "{refused}");
+        assert!(!profile_installed(home.path()));
+
+        let tarball = home.path().join("bundle.tgz");
+        fs::write(&tarball, b"abc").unwrap();
+        install_profile(home.path(), &tarball, "0.1.0").unwrap();
+        assert!(profile_installed(home.path()));
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&fs::read(profile_manifest_path(home.path())).unwrap()).unwrap();
+        assert_eq!(manifest["name"], BUNDLE_PACKAGE);
+        assert_eq!(
+            manifest["sha256"],
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn the_invocation_counter_counts_up_from_zero() {
+        let home = tempfile::tempdir().unwrap();
+        assert_eq!(next_stdio_invocation(home.path()).unwrap(), 0);
+        assert_eq!(next_stdio_invocation(home.path()).unwrap(), 1);
+        assert_eq!(next_stdio_invocation(home.path()).unwrap(), 2);
+    }
+}

@@ -1,0 +1,193 @@
+//! Host commands from stdin: a background thread reads lines (bounded), journals each one, and
+//! hands them to the main thread, which waits on them with timeouts.
+
+use crate::journal::{self, Event};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// The longest command line kept; the rest of a longer line is discarded.
+pub const MAX_COMMAND_BYTES: usize = 16 * 1024 * 1024;
+
+/// One thing that arrived on stdin.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inbound {
+    /// A line that parsed as a JSON object.
+    Command(Value),
+    /// A line that did not (lossily decoded, line ending removed).
+    Unparseable(String),
+    /// Stdin reached EOF (or failed).
+    Closed,
+}
+
+/// What waiting for the next command produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Wait {
+    Got(Inbound),
+    TimedOut,
+}
+
+/// The main thread's end of the stdin reader.
+pub struct Inbox {
+    receiver: Option<Receiver<Inbound>>,
+    closed: bool,
+}
+
+/// Parses one stdin line (without its terminator) into what the inbox reports and the journal
+/// records.
+pub fn classify_line(line: &[u8]) -> Inbound {
+    match serde_json::from_slice::<Value>(line) {
+        Ok(command @ Value::Object(_)) => Inbound::Command(command),
+        _ => Inbound::Unparseable(String::from_utf8_lossy(line).into_owned()),
+    }
+}
+
+fn strip_line_ending(mut line: &[u8]) -> &[u8] {
+    if let Some(rest) = line.strip_suffix(b"\n") {
+        line = rest;
+    }
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+fn journal_inbound(inbound: &Inbound) {
+    match inbound {
+        Inbound::Command(command) => journal::record(Event::Command {
+            command: Some(command.clone()),
+            raw: None,
+        }),
+        Inbound::Unparseable(raw) => journal::record(Event::Command {
+            command: None,
+            raw: Some(raw.clone()),
+        }),
+        Inbound::Closed => journal::record(Event::StdinClosed),
+    }
+}
+
+/// Reads `input` line by line until EOF, journaling and sending each line; blank lines are
+/// skipped.
+fn pump(input: impl Read, sender: mpsc::Sender<Inbound>) {
+    let mut reader = BufReader::new(input);
+    loop {
+        let mut line = Vec::new();
+        let read = (&mut reader)
+            .take(MAX_COMMAND_BYTES as u64)
+            .read_until(b'\n', &mut line);
+        match read {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if line.len() == MAX_COMMAND_BYTES && !line.ends_with(b"\n") {
+            let mut rest = Vec::new();
+            while let Ok(more) = (&mut reader).take(64 * 1024).read_until(b'\n', &mut rest) {
+                if more == 0 || rest.ends_with(b"\n") {
+                    break;
+                }
+                rest.clear();
+            }
+        }
+        let content = strip_line_ending(&line);
+        if content.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let inbound = classify_line(content);
+        journal_inbound(&inbound);
+        if sender.send(inbound).is_err() {
+            return;
+        }
+    }
+    journal_inbound(&Inbound::Closed);
+    let _ = sender.send(Inbound::Closed);
+}
+
+impl Inbox {
+    /// An inbox for this process's stdin that has not started reading yet.
+    pub fn for_stdin() -> Inbox {
+        Inbox {
+            receiver: None,
+            closed: false,
+        }
+    }
+
+    /// Starts reading stdin in a background thread (once; waiting also starts it).
+    pub fn start(&mut self) -> &Receiver<Inbound> {
+        self.receiver.get_or_insert_with(|| {
+            let (sender, receiver) = mpsc::channel();
+            std::thread::spawn(move || pump(std::io::stdin().lock(), sender));
+            receiver
+        })
+    }
+
+    /// Whether stdin has reached EOF.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Waits up to `timeout` (None: forever) for the next line. After EOF it reports `Closed`
+    /// once and then only sleeps out the timeout.
+    pub fn next(&mut self, timeout: Option<Duration>) -> Wait {
+        if self.closed {
+            match timeout {
+                Some(timeout) => std::thread::sleep(timeout),
+                None => crate::process::hang(),
+            }
+            return Wait::TimedOut;
+        }
+        let receiver = self.start();
+        let received = match timeout {
+            Some(timeout) => receiver.recv_timeout(timeout),
+            None => receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match received {
+            Ok(inbound) => {
+                if inbound == Inbound::Closed {
+                    self.closed = true;
+                }
+                Wait::Got(inbound)
+            }
+            Err(RecvTimeoutError::Timeout) => Wait::TimedOut,
+            Err(RecvTimeoutError::Disconnected) => {
+                self.closed = true;
+                Wait::Got(Inbound::Closed)
+            }
+        }
+    }
+
+    /// Takes what has already arrived, without waiting.
+    pub fn poll(&mut self) -> Option<Inbound> {
+        if self.closed {
+            return None;
+        }
+        match self.next(Some(Duration::ZERO)) {
+            Wait::Got(inbound) => Some(inbound),
+            Wait::TimedOut => None,
+        }
+    }
+}
+
+/// The time left until `deadline` (zero once passed).
+pub fn remaining(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_classified_and_blank_lines_skipped() {
+        let (sender, receiver) = mpsc::channel();
+        let input: &[u8] = b"{\"type\":\"cancel\"}\r\n\n   \nnot json\n42\n";
+        pump(input, sender);
+        let got: Vec<Inbound> = receiver.iter().collect();
+        assert_eq!(
+            got,
+            vec![
+                Inbound::Command(serde_json::json!({"type": "cancel"})),
+                Inbound::Unparseable("not json".into()),
+                Inbound::Unparseable("42".into()),
+                Inbound::Closed,
+            ]
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! The journal (docs/journal.md): one JSON line per event, each appended with a single `write` on
+//! an `O_APPEND` descriptor so lines from concurrent fake-dsh processes never interleave.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The environment variable naming the journal file.
+pub const JOURNAL_ENV: &str = "FAKE_DSH_JOURNAL";
+
+/// What a process was started to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Version,
+    Probe,
+    Models,
+    Stdio,
+    Plugin,
+    Child,
+    Error,
+}
+
+/// Why a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitReason {
+    ScriptEnd,
+    ResultSent,
+    ExitAction,
+    Signal,
+    StdinClosed,
+    Watchdog,
+    Error,
+}
+
+/// One journal line without its common members (`v`, `pid`, `t_ms`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Start {
+        ppid: i32,
+        pgid: i32,
+        sid: i32,
+        argv: Vec<String>,
+        cwd: String,
+        env_names: Vec<String>,
+        mode: Mode,
+        invocation: Option<u64>,
+    },
+    Command {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        raw: Option<String>,
+    },
+    Frame {
+        frame_type: String,
+    },
+    StdinClosed,
+    Signal {
+        signal: String,
+        ignored: bool,
+    },
+    Child {
+        child_pid: i32,
+        ignores_sigterm: bool,
+    },
+    Exit {
+        code: i32,
+        reason: ExitReason,
+    },
+}
+
+/// One whole journal line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub v: u64,
+    pub pid: i32,
+    pub t_ms: u64,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// Milliseconds since the Unix epoch, wall clock.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// The journal of this process: appends entries when `FAKE_DSH_JOURNAL` is set, else does nothing.
+pub struct Journal {
+    path: Option<PathBuf>,
+    file: Option<File>,
+}
+
+impl Journal {
+    /// A journal appending to `path`; an unopenable file is reported once on stderr and disables
+    /// journaling rather than failing the run.
+    pub fn open(path: Option<PathBuf>) -> Journal {
+        let file = path.as_ref().and_then(|path| {
+            match OpenOptions::new().create(true).append(true).open(path) {
+                Ok(file) => Some(file),
+                Err(error) => {
+                    eprintln!("fake-dsh: cannot open journal {}: {error}", path.display());
+                    None
+                }
+            }
+        });
+        Journal { path, file }
+    }
+
+    /// The journal path, when one is configured.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The open journal file, when journaling.
+    pub fn file(&self) -> Option<&File> {
+        self.file.as_ref()
+    }
+
+    /// Appends one entry with a single `write`.
+    pub fn record(&self, event: Event) {
+        if let Some(mut file) = self.file.as_ref() {
+            let _ = file.write_all(&entry_line(event));
+        }
+    }
+}
+
+/// Serializes an entry of this process, stamped now, as one newline-terminated line.
+pub fn entry_line(event: Event) -> Vec<u8> {
+    let entry = Entry {
+        v: 1,
+        pid: std::process::id() as i32,
+        t_ms: now_ms(),
+        event,
+    };
+    let mut line = serde_json::to_vec(&entry).expect("journal entries always serialize");
+    line.push(b'\n');
+    line
+}
+
+static GLOBAL: OnceLock<Journal> = OnceLock::new();
+
+/// Installs the process-wide journal (first call wins) and returns it.
+pub fn install(journal: Journal) -> &'static Journal {
+    GLOBAL.get_or_init(|| journal)
+}
+
+/// Records into the process-wide journal, if one is installed.
+pub fn record(event: Event) {
+    if let Some(journal) = GLOBAL.get() {
+        journal.record(event);
+    }
+}
+
+/// Counts `start` entries with mode `stdio` in a journal file.
+pub fn count_stdio_starts(file: &File) -> u64 {
+    BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
+        .filter(|entry| entry["event"] == "start" && entry["mode"] == "stdio")
+        .count() as u64
+}
+
+/// Reads every parseable entry of a journal file, for tests and tools.
+pub fn read_entries(path: &Path) -> std::io::Result<Vec<Entry>> {
+    let file = File::open(path)?;
+    Ok(BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str(&line).ok())
+        .collect())
+}
+
+/// Holds an exclusive `flock` on `file` while `body` runs, so processes that count and append
+/// (the `stdio` invocation index) do it one at a time.
+pub fn with_exclusive_lock<T>(file: &File, body: impl FnOnce(&File) -> T) -> std::io::Result<T> {
+    use nix::fcntl::{Flock, FlockArg};
+    let handle = file.try_clone()?;
+    let locked = Flock::lock(handle, FlockArg::LockExclusive)
+        .map_err(|(_, errno)| std::io::Error::from(errno))?;
+    let outcome = body(&locked);
+    drop(locked);
+    Ok(outcome)
+}
+
+/// Records a `start` entry whose `invocation` is the number of earlier `stdio` starts in the
+/// journal, counted and appended under one lock. Returns that index (None when not journaling).
+pub fn record_stdio_start(
+    journal: &Journal,
+    start: impl FnOnce(Option<u64>) -> Event,
+) -> Option<u64> {
+    let Some(path) = journal.path() else {
+        journal.record(start(None));
+        return None;
+    };
+    let Ok(reader) = File::open(path) else {
+        journal.record(start(None));
+        return None;
+    };
+    let counted = with_exclusive_lock(&reader, |locked| {
+        let index = count_stdio_starts(locked);
+        journal.record(start(Some(index)));
+        index
+    });
+    counted.ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_flatten_their_event_and_round_trip() {
+        let line = entry_line(Event::Exit {
+            code: 0,
+            reason: ExitReason::ScriptEnd,
+        });
+        let value: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(value["event"], "exit");
+        assert_eq!(value["reason"], "script_end");
+        assert_eq!(value["v"], 1);
+        let entry: Entry = serde_json::from_slice(&line).unwrap();
+        assert!(matches!(entry.event, Event::Exit { code: 0, .. }));
+        let closed: Value = serde_json::from_slice(&entry_line(Event::StdinClosed)).unwrap();
+        assert_eq!(closed["event"], "stdin_closed");
+    }
+
+    #[test]
+    fn every_event_matches_the_journal_schema_and_bad_ones_do_not() {
+        let events = [
+            crate::process::start_event(Mode::Stdio, Some(0)),
+            Event::Command {
+                command: Some(serde_json::json!({"type": "cancel"})),
+                raw: None,
+            },
+            Event::Command {
+                command: None,
+                raw: Some("junk".into()),
+            },
+            Event::Frame {
+                frame_type: "ready".into(),
+            },
+            Event::StdinClosed,
+            Event::Signal {
+                signal: "SIGTERM".into(),
+                ignored: true,
+            },
+            Event::Child {
+                child_pid: 42,
+                ignores_sigterm: false,
+            },
+            Event::Exit {
+                code: 143,
+                reason: ExitReason::Signal,
+            },
+        ];
+        for event in events {
+            let entry: Value = serde_json::from_slice(&entry_line(event)).unwrap();
+            let checked = dsh_protocol::schema::validate("journal.schema.json", &entry);
+            assert!(checked.is_ok(), "{entry}: {checked:?}");
+        }
+        let bad = serde_json::json!({"v": 1, "event": "exit", "pid": 1, "t_ms": 0, "code": 0, "reason": "bored"});
+        assert!(dsh_protocol::schema::validate("journal.schema.json", &bad).is_err());
+        let both = serde_json::json!({"v": 1, "event": "command", "pid": 1, "t_ms": 0, "command": {}, "raw": "x"});
+        assert!(dsh_protocol::schema::validate("journal.schema.json", &both).is_err());
+    }
+}

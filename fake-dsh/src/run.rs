@@ -1,0 +1,147 @@
+//! The entry point: parse the command line, journal the start, arm the watchdog, load the
+//! scenario, and run the surface asked for.
+
+use crate::cli::{self, Invocation};
+use crate::frames;
+use crate::home;
+use crate::journal::{self, ExitReason, Journal, Mode};
+use crate::output::{self, Stdout};
+use crate::process::{self, finish};
+use crate::scenario::{self, FrameAnswer, RawAnswer, Scenario, VersionAnswer};
+use crate::stdio::{self, Context};
+use serde_json::Value;
+
+/// The version `--version` reports by default.
+pub const DEFAULT_VERSION: &str = "0.1.7-rc.1";
+/// The environment variable that overrides the reported version (over the scenario too).
+pub const VERSION_ENV: &str = "FAKE_DSH_VERSION";
+
+/// Runs fake-dsh with this process's arguments; never returns.
+pub fn main() -> ! {
+    process::install_signal_handling();
+    let journal_path = std::env::var_os(journal::JOURNAL_ENV)
+        .filter(|value| !value.is_empty())
+        .map(std::path::PathBuf::from);
+    let journal = journal::install(Journal::open(journal_path));
+    let invocation = cli::parse(std::env::args_os());
+    if let Invocation::Child { ignore_sigterm } = invocation {
+        process::run_child(ignore_sigterm);
+    }
+    let mode = invocation.mode();
+    let journaled_index = if mode == Mode::Stdio {
+        journal::record_stdio_start(journal, |index| process::start_event(Mode::Stdio, index))
+    } else {
+        journal.record(process::start_event(mode, None));
+        None
+    };
+    process::start_watchdog();
+
+    match &invocation {
+        Invocation::Help(text) => {
+            Stdout::new().write_bytes(text.as_bytes());
+            finish(0, ExitReason::ScriptEnd);
+        }
+        Invocation::Usage(message) => fail(message),
+        _ => {}
+    }
+    let scenario = scenario::load_from_env().unwrap_or_else(|message| fail(&message));
+    match invocation {
+        Invocation::Version => version(&scenario),
+        Invocation::Probe => {
+            require_profile();
+            frame_surface(frames::probe(), scenario.probe.as_ref())
+        }
+        Invocation::Models => {
+            require_profile();
+            frame_surface(frames::models(), scenario.models.as_ref())
+        }
+        Invocation::PluginAdd { tarball } => {
+            let dsh_home = home::dsh_home().unwrap_or_else(|message| fail(&message));
+            match home::install_profile(&dsh_home, &tarball, frames::PLUGIN_VERSION) {
+                Ok(_) => {
+                    let line = format!(
+                        "Installed {}@{} into profile {}\n",
+                        home::BUNDLE_PACKAGE,
+                        frames::PLUGIN_VERSION,
+                        home::PROFILE_NAME
+                    );
+                    Stdout::new().write_bytes(line.as_bytes());
+                    finish(0, ExitReason::ScriptEnd)
+                }
+                Err(message) => {
+                    output::stderr_bytes(format!("{message}\n").as_bytes());
+                    finish(1, ExitReason::Error)
+                }
+            }
+        }
+        Invocation::Stdio => {
+            let dsh_home = require_profile();
+            let index = match journaled_index {
+                Some(index) => Some(index),
+                None if !scenario.stdio.is_empty() => home::next_stdio_invocation(&dsh_home).ok(),
+                None => None,
+            };
+            let context = Context::new(dsh_home, scenario.agent.clone());
+            match scenario.script(index) {
+                Some(script) => stdio::run_script(context, script),
+                None => stdio::run_default_agent(context),
+            }
+        }
+        Invocation::Child { .. } | Invocation::Help(_) | Invocation::Usage(_) => {
+            unreachable!("handled above")
+        }
+    }
+}
+
+/// Prints an error to stderr and exits 2.
+fn fail(message: &str) -> ! {
+    output::stderr_bytes(format!("{message}\n").as_bytes());
+    finish(2, ExitReason::Error)
+}
+
+/// The Harness home, or exit 2 when the open-design profile is not installed there.
+fn require_profile() -> std::path::PathBuf {
+    let dsh_home = home::dsh_home().unwrap_or_else(|message| fail(&message));
+    if !home::profile_installed(&dsh_home) {
+        fail(&format!(
+            "error: profile \"{}\" is not installed",
+            home::PROFILE_NAME
+        ));
+    }
+    dsh_home
+}
+
+fn raw_answer(raw: &RawAnswer) -> ! {
+    if let Some(stdout) = &raw.stdout {
+        Stdout::new().write_bytes(stdout.as_bytes());
+        journal::record(journal::Event::Frame {
+            frame_type: "raw".to_string(),
+        });
+    }
+    if let Some(stderr) = &raw.stderr {
+        output::stderr_bytes(stderr.as_bytes());
+    }
+    finish(raw.exit.unwrap_or(0), ExitReason::ScriptEnd)
+}
+
+fn version(scenario: &Scenario) -> ! {
+    let from_env = std::env::var(VERSION_ENV).ok();
+    let text = match (from_env, &scenario.version) {
+        (Some(version), _) => version,
+        (None, Some(VersionAnswer::Raw(raw))) => raw_answer(raw),
+        (None, Some(VersionAnswer::Text(version))) => version.clone(),
+        (None, None) => DEFAULT_VERSION.to_string(),
+    };
+    Stdout::new().write_bytes(format!("{text}\n").as_bytes());
+    finish(0, ExitReason::ScriptEnd)
+}
+
+fn frame_surface(mut frame: Value, answer: Option<&FrameAnswer>) -> ! {
+    match answer {
+        Some(FrameAnswer::Raw(raw)) => raw_answer(raw),
+        Some(FrameAnswer::Patch(patch)) => frames::merge_patch(&mut frame, &patch.patch),
+        None => {}
+    }
+    Stdout::new().write_frame(&frame);
+    finish(0, ExitReason::ScriptEnd)
+}

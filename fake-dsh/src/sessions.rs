@@ -1,0 +1,193 @@
+//! Session records under `$DSH_HOME/sessions/<session_id>.json`: what a later process needs to
+//! cold-resume a session (its cwd, its turns, the HTML file it owns), written atomically.
+
+use crate::home::{hex, write_atomically};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// One turn served in a session. The prompt is kept as a hash and a length, never as text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    pub request_id: String,
+    pub prompt_sha256: String,
+    pub prompt_chars: usize,
+    pub cwd: String,
+    /// `completed`, `cancelled` or `in_progress`.
+    pub status: String,
+    pub t_ms: u64,
+}
+
+/// A stored session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub v: u64,
+    pub session_id: String,
+    pub cwd: String,
+    /// The absolute path of the HTML design file this session writes and edits.
+    pub html_file: Option<String>,
+    pub created_ms: u64,
+    pub turns: Vec<TurnRecord>,
+}
+
+/// Why a stored session could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// No record with that id (or the id cannot name a record).
+    NotFound,
+    /// The record exists but is not a readable session.
+    Corrupt(String),
+}
+
+/// A fresh session id: `od-` and a random UUID v4 read from `/dev/urandom`.
+pub fn new_session_id() -> String {
+    let mut bytes = [0u8; 16];
+    let filled =
+        std::fs::File::open("/dev/urandom").and_then(|mut random| random.read_exact(&mut bytes));
+    if filled.is_err() {
+        let mut hasher = Sha256::new();
+        hasher.update(crate::journal::now_ms().to_le_bytes());
+        hasher.update(std::process::id().to_le_bytes());
+        bytes.copy_from_slice(&hasher.finalize()[..16]);
+    }
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex = hex(&bytes);
+    format!(
+        "od-{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// Whether an id can safely name a record file (no path separators, no leading dot).
+pub fn is_storable_id(session_id: &str) -> bool {
+    !session_id.is_empty()
+        && session_id.len() <= 200
+        && !session_id.starts_with('.')
+        && session_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// `$DSH_HOME/sessions/<session_id>.json`.
+pub fn record_path(dsh_home: &Path, session_id: &str) -> PathBuf {
+    dsh_home.join("sessions").join(format!("{session_id}.json"))
+}
+
+/// The sha256 of a prompt, hex.
+pub fn prompt_hash(prompt: &str) -> String {
+    hex(&Sha256::digest(prompt.as_bytes()))
+}
+
+/// Loads a stored session.
+pub fn load(dsh_home: &Path, session_id: &str) -> Result<SessionRecord, LoadError> {
+    if !is_storable_id(session_id) {
+        return Err(LoadError::NotFound);
+    }
+    let path = record_path(dsh_home, session_id);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(LoadError::NotFound)
+        }
+        Err(error) => return Err(LoadError::Corrupt(format!("{}: {error}", path.display()))),
+    };
+    let record: SessionRecord = serde_json::from_slice(&bytes)
+        .map_err(|error| LoadError::Corrupt(format!("{}: {error}", path.display())))?;
+    if record.session_id != session_id {
+        return Err(LoadError::Corrupt(format!(
+            "{}: holds session {:?}",
+            path.display(),
+            record.session_id
+        )));
+    }
+    Ok(record)
+}
+
+/// Stores a session record atomically.
+pub fn save(dsh_home: &Path, record: &SessionRecord) -> std::io::Result<()> {
+    if !is_storable_id(&record.session_id) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "session id {:?} cannot name a record file",
+                record.session_id
+            ),
+        ));
+    }
+    let mut contents = serde_json::to_vec_pretty(record).expect("records always serialize");
+    contents.push(b'\n');
+    write_atomically(&record_path(dsh_home, &record.session_id), &contents)
+}
+
+impl SessionRecord {
+    /// A new, empty session rooted in `cwd`.
+    pub fn new(session_id: &str, cwd: &str) -> SessionRecord {
+        SessionRecord {
+            v: 1,
+            session_id: session_id.to_string(),
+            cwd: cwd.to_string(),
+            html_file: None,
+            created_ms: crate::journal::now_ms(),
+            turns: Vec::new(),
+        }
+    }
+
+    /// Appends a turn in progress.
+    pub fn begin_turn(&mut self, request_id: &str, prompt: &str, cwd: &str) {
+        self.turns.push(TurnRecord {
+            request_id: request_id.to_string(),
+            prompt_sha256: prompt_hash(prompt),
+            prompt_chars: prompt.chars().count(),
+            cwd: cwd.to_string(),
+            status: "in_progress".to_string(),
+            t_ms: crate::journal::now_ms(),
+        });
+    }
+
+    /// Sets the status of the latest turn.
+    pub fn finish_turn(&mut self, status: &str) {
+        if let Some(turn) = self.turns.last_mut() {
+            turn.status = status.to_string();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_uuid_v4_shaped_and_distinct() {
+        let first = new_session_id();
+        let second = new_session_id();
+        assert_ne!(first, second);
+        assert_eq!(first.len(), 3 + 36);
+        assert_eq!(&first[17..18], "4");
+        assert!(is_storable_id(&first));
+    }
+
+    #[test]
+    fn records_round_trip_and_bad_ones_are_told_apart() {
+        let home = tempfile::tempdir().unwrap();
+        let mut record = SessionRecord::new("od-abc", "/tmp/p");
+        record.begin_turn("r1", "secret prompt", "/tmp/p");
+        save(home.path(), &record).unwrap();
+        assert_eq!(load(home.path(), "od-abc").unwrap(), record);
+        let stored = std::fs::read_to_string(record_path(home.path(), "od-abc")).unwrap();
+        assert!(!stored.contains("secret prompt"));
+
+        assert_eq!(load(home.path(), "od-missing"), Err(LoadError::NotFound));
+        assert_eq!(load(home.path(), "../etc/passwd"), Err(LoadError::NotFound));
+        std::fs::write(record_path(home.path(), "od-bad"), b"{not json").unwrap();
+        assert!(matches!(
+            load(home.path(), "od-bad"),
+            Err(LoadError::Corrupt(_))
+        ));
+    }
+}

@@ -1,0 +1,576 @@
+//! The `--stdio` mode: the per-process context (stdout, inbox, bound execute, placeholders), the
+//! default agent's command loop, and the scenario script player.
+
+use crate::agent;
+use crate::frames;
+use crate::inbox::{remaining, Inbound, Inbox, Wait};
+use crate::journal::ExitReason;
+use crate::output::{self, Stdout};
+use crate::process::{self, finish};
+use crate::scenario::{Action, AgentKnobs};
+use crate::sessions::{self, SessionRecord};
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The `execute` a process is serving.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execute {
+    pub request_id: String,
+    pub cwd: String,
+    pub prompt: String,
+    pub resume_session_id: Option<String>,
+    pub provider: String,
+    pub model: String,
+}
+
+/// What a host line turned out to be.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Execute(Execute),
+    Cancel(String),
+    /// A JSON object that is not a valid command: its request_id (if any) and why.
+    Invalid(Option<String>, String),
+    Unparseable,
+    Closed,
+}
+
+/// Classifies an inbound line.
+pub fn classify(inbound: &Inbound) -> Command {
+    let command = match inbound {
+        Inbound::Command(command) => command,
+        Inbound::Unparseable(_) => return Command::Unparseable,
+        Inbound::Closed => return Command::Closed,
+    };
+    let request_id = command
+        .get("request_id")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let invalid = |why: &str| Command::Invalid(request_id.clone(), why.to_string());
+    if command.get("v") != Some(&json!(1)) {
+        return invalid("command must carry \"v\": 1");
+    }
+    let Some(id) = request_id.clone().filter(|id| !id.is_empty()) else {
+        return invalid("command needs a non-empty string request_id");
+    };
+    match command.get("type").and_then(Value::as_str) {
+        Some("cancel") => Command::Cancel(id),
+        Some("execute") => {
+            let Some(cwd) = command.get("cwd").and_then(Value::as_str) else {
+                return invalid("execute needs a string cwd");
+            };
+            if !cwd.starts_with('/') {
+                return invalid("execute cwd must be an absolute path");
+            }
+            let Some(prompt) = command.get("prompt").and_then(Value::as_str) else {
+                return invalid("execute needs a string prompt");
+            };
+            let resume_session_id = match command.get("resume_session_id") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(resume)) if resume.is_empty() => None,
+                Some(Value::String(resume)) => Some(resume.clone()),
+                Some(_) => return invalid("execute resume_session_id must be a string"),
+            };
+            let model = command.get("model");
+            let provider = model
+                .and_then(|model| model.get("provider"))
+                .and_then(Value::as_str)
+                .unwrap_or(frames::DEFAULT_PROVIDER);
+            let model_id = model
+                .and_then(|model| model.get("id"))
+                .and_then(Value::as_str)
+                .unwrap_or(frames::DEFAULT_MODEL);
+            Command::Execute(Execute {
+                request_id: id,
+                cwd: cwd.to_string(),
+                prompt: prompt.to_string(),
+                resume_session_id,
+                provider: provider.to_string(),
+                model: model_id.to_string(),
+            })
+        }
+        Some(other) => invalid(&format!("unknown command type {other:?}")),
+        None => invalid("command needs a string type"),
+    }
+}
+
+/// Everything one `--stdio` process knows while it runs.
+pub struct Context {
+    pub out: Stdout,
+    pub inbox: Inbox,
+    pub dsh_home: PathBuf,
+    pub knobs: AgentKnobs,
+    pub execute: Option<Execute>,
+    /// A fresh id for a new session, drawn at start.
+    pub fresh_session_id: String,
+    /// The session id a `session` frame of this process announced.
+    pub session_sent: Option<String>,
+    /// Request ids a cancel arrived for.
+    pub cancelled: HashSet<String>,
+}
+
+impl Context {
+    pub fn new(dsh_home: PathBuf, knobs: AgentKnobs) -> Context {
+        Context {
+            out: Stdout::new(),
+            inbox: Inbox::for_stdin(),
+            dsh_home,
+            knobs,
+            execute: None,
+            fresh_session_id: sessions::new_session_id(),
+            session_sent: None,
+            cancelled: HashSet::new(),
+        }
+    }
+
+    /// The active request id, or empty before an execute was read.
+    pub fn request_id(&self) -> String {
+        self.execute
+            .as_ref()
+            .map(|execute| execute.request_id.clone())
+            .unwrap_or_default()
+    }
+
+    /// The session this process serves: the resumed id, or the fresh one.
+    pub fn session_id(&self) -> String {
+        self.execute
+            .as_ref()
+            .and_then(|execute| execute.resume_session_id.clone())
+            .unwrap_or_else(|| self.fresh_session_id.clone())
+    }
+
+    /// A request id that is not the active one.
+    pub fn foreign_request_id(&self) -> String {
+        match self.execute.as_ref() {
+            Some(execute) => format!("{}-foreign", execute.request_id),
+            None => "foreign-request".to_string(),
+        }
+    }
+
+    /// Replaces the placeholders in a string.
+    pub fn fill(&self, text: &str) -> String {
+        if !text.contains("{{") {
+            return text.to_string();
+        }
+        let resume = self
+            .execute
+            .as_ref()
+            .and_then(|execute| execute.resume_session_id.clone())
+            .unwrap_or_default();
+        text.replace("{{request_id}}", &self.request_id())
+            .replace("{{session_id}}", &self.session_id())
+            .replace("{{resume_session_id}}", &resume)
+            .replace("{{foreign_request_id}}", &self.foreign_request_id())
+    }
+
+    /// Replaces the placeholders in every string of a JSON value.
+    pub fn fill_value(&self, value: &Value) -> Value {
+        match value {
+            Value::String(text) => Value::String(self.fill(text)),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|item| self.fill_value(item)).collect())
+            }
+            Value::Object(members) => Value::Object(
+                members
+                    .iter()
+                    .map(|(name, member)| (name.clone(), self.fill_value(member)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// Records what an inbound line means for later waits (cancels, the first execute) without
+    /// answering it: what scripted mode does with commands.
+    fn note(&mut self, command: &Command) {
+        match command {
+            Command::Cancel(request_id) => {
+                self.cancelled.insert(request_id.clone());
+            }
+            Command::Execute(execute) if self.execute.is_none() => {
+                self.execute = Some(execute.clone())
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether a cancel for the active request has arrived.
+    pub fn active_cancelled(&self) -> bool {
+        self.execute
+            .as_ref()
+            .is_some_and(|execute| self.cancelled.contains(&execute.request_id))
+    }
+
+    /// Stores (creates or extends) the record of a session a scripted `session` frame announced.
+    fn remember_scripted_session(&self, session_id: &str) {
+        if !sessions::is_storable_id(session_id) {
+            return;
+        }
+        let (cwd, request_id, prompt) = match self.execute.as_ref() {
+            Some(execute) => (
+                execute.cwd.clone(),
+                execute.request_id.clone(),
+                execute.prompt.clone(),
+            ),
+            None => (String::new(), String::new(), String::new()),
+        };
+        let mut record = sessions::load(&self.dsh_home, session_id)
+            .unwrap_or_else(|_| SessionRecord::new(session_id, &cwd));
+        record.begin_turn(&request_id, &prompt, &cwd);
+        if let Err(error) = sessions::save(&self.dsh_home, &record) {
+            eprintln!("fake-dsh: cannot store session record: {error}");
+        }
+    }
+}
+
+/// Runs the default agent for a whole process: `ready` at once, then commands until one turn
+/// ends (then exit 0) or stdin closes before any execute (exit 0).
+pub fn run_default_agent(mut context: Context) -> ! {
+    context.out.write_frame(&frames::ready());
+    context.inbox.start();
+    loop {
+        let Wait::Got(inbound) = context.inbox.next(None) else {
+            continue;
+        };
+        match classify(&inbound) {
+            Command::Execute(execute) => {
+                context.execute = Some(execute);
+                agent::run_turn(&mut context);
+                finish(0, ExitReason::ResultSent);
+            }
+            Command::Closed => finish(0, ExitReason::StdinClosed),
+            other => agent::answer_idle(&mut context, &other),
+        }
+    }
+}
+
+/// Plays a script, then exits 0.
+pub fn run_script(mut context: Context, script: &[Action]) -> ! {
+    context.inbox.start();
+    for action in script {
+        play(&mut context, action);
+    }
+    finish(0, ExitReason::ScriptEnd)
+}
+
+fn play(context: &mut Context, action: &Action) {
+    if action.is_frame_writing() {
+        let (bytes, frame_types) = render(context, action);
+        context.out.write_bytes(&bytes);
+        journal_frames(frame_types);
+        return;
+    }
+    match action {
+        Action::ReadExecute(timeout) => read_execute(context, timeout.duration()),
+        Action::Agent(_) => {
+            if context.execute.is_none() {
+                read_execute(context, Duration::from_secs(u64::MAX / 4));
+            }
+            agent::run_turn(context);
+        }
+        Action::Repeat(repeat) => {
+            context
+                .out
+                .repeat(&repeat.text, repeat.bytes, repeat.newline);
+            journal_frames(vec!["raw".to_string()]);
+        }
+        Action::Drip(drip) => {
+            let (bytes, frame_types) = render(context, &drip.action);
+            let delay = Duration::from_millis(drip.delay_ms.unwrap_or(1));
+            context.out.drip(&bytes, drip.chunk.unwrap_or(1), delay);
+            journal_frames(frame_types);
+        }
+        Action::Coalesce(actions) => {
+            let mut bytes = Vec::new();
+            let mut frame_types = Vec::new();
+            for inner in actions {
+                let (more, types) = render(context, inner);
+                bytes.extend_from_slice(&more);
+                frame_types.extend(types);
+            }
+            context.out.write_bytes(&bytes);
+            journal_frames(frame_types);
+        }
+        Action::SleepMs(millis) => std::thread::sleep(Duration::from_millis(*millis)),
+        Action::WaitCancel(timeout) => wait_until(context, timeout.duration(), |context| {
+            context.active_cancelled()
+        }),
+        Action::WaitStdinClose(timeout) => wait_until(context, timeout.duration(), |_| false),
+        Action::Hang(_) => process::hang(),
+        Action::IgnoreSigterm(ignore) => process::set_ignore_sigterm(*ignore),
+        Action::SpawnChild(spawn) => {
+            if let Err(error) = process::spawn_child(spawn.ignore_sigterm) {
+                eprintln!("fake-dsh: cannot spawn a child: {error}");
+            }
+        }
+        Action::Stderr(text) => output::stderr_bytes(text.as_bytes()),
+        Action::StderrFlood(flood) => output::stderr_flood(flood.bytes),
+        Action::StderrPrompt(_) => {
+            let prompt = context
+                .execute
+                .as_ref()
+                .map(|execute| execute.prompt.clone())
+                .unwrap_or_default();
+            output::stderr_bytes(format!("fake-dsh: prompt: {prompt}\n").as_bytes());
+        }
+        Action::StderrEnv(name) => {
+            let value = std::env::var(name).unwrap_or_default();
+            output::stderr_bytes(format!("fake-dsh: {name}={value}\n").as_bytes());
+        }
+        Action::Exit(code) => finish(*code, ExitReason::ExitAction),
+        _ => unreachable!("frame-writing actions are rendered above"),
+    }
+}
+
+fn journal_frames(frame_types: Vec<String>) {
+    for frame_type in frame_types {
+        crate::journal::record(crate::journal::Event::Frame { frame_type });
+    }
+}
+
+fn read_execute(context: &mut Context, timeout: Duration) {
+    let deadline = Instant::now().checked_add(timeout);
+    while context.execute.is_none() {
+        let left = deadline.map(remaining);
+        if left == Some(Duration::ZERO) {
+            return;
+        }
+        match context.inbox.next(left) {
+            Wait::TimedOut => return,
+            Wait::Got(inbound) => {
+                let command = classify(&inbound);
+                if command == Command::Closed {
+                    finish(0, ExitReason::StdinClosed);
+                }
+                context.note(&command);
+            }
+        }
+    }
+}
+
+fn wait_until(context: &mut Context, timeout: Duration, done: impl Fn(&Context) -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done(context) && !context.inbox.is_closed() {
+        match context.inbox.next(Some(remaining(deadline))) {
+            Wait::TimedOut => return,
+            Wait::Got(inbound) => {
+                let command = classify(&inbound);
+                context.note(&command);
+            }
+        }
+    }
+}
+
+/// The bytes of a frame-writing action and the journal `frame_type`s they stand for.
+fn render(context: &mut Context, action: &Action) -> (Vec<u8>, Vec<String>) {
+    let frame = match action {
+        Action::Raw(text) => return (context.fill(text).into_bytes(), vec!["raw".to_string()]),
+        Action::RawBase64(encoded) => {
+            let bytes = decode_base64(encoded).unwrap_or_else(|| {
+                eprintln!("fake-dsh: raw_base64 is not valid base64; writing nothing");
+                Vec::new()
+            });
+            return (bytes, vec!["raw".to_string()]);
+        }
+        other => frame_of(context, other),
+    };
+    let frame_type = frames::frame_type(&frame);
+    (output::frame_line(&frame), vec![frame_type])
+}
+
+fn frame_of(context: &mut Context, action: &Action) -> Value {
+    let request_id = |context: &Context, explicit: &Option<String>| match explicit {
+        Some(explicit) => context.fill(explicit),
+        None => context.request_id(),
+    };
+    match action {
+        Action::Ready(ready) => {
+            let mut frame = frames::ready();
+            if let Some(patch) = &ready.patch {
+                frames::merge_patch(&mut frame, &context.fill_value(patch));
+            }
+            frame
+        }
+        Action::Session(spec) => {
+            let session_id = spec
+                .session_id
+                .as_deref()
+                .map(|id| context.fill(id))
+                .unwrap_or_else(|| context.session_id());
+            let asked_to_resume = context
+                .execute
+                .as_ref()
+                .is_some_and(|execute| execute.resume_session_id.is_some());
+            let resumed = spec.resumed.unwrap_or(asked_to_resume);
+            context.remember_scripted_session(&session_id);
+            context.session_sent = Some(session_id.clone());
+            frames::session(&request_id(context, &spec.request_id), &session_id, resumed)
+        }
+        Action::Thinking(content) => {
+            frames::thinking(&context.request_id(), &context.fill(content))
+        }
+        Action::Text(content) => frames::text(&context.request_id(), &context.fill(content)),
+        Action::ToolCall(spec) => frames::tool_call(
+            &request_id(context, &spec.request_id),
+            &context.fill(spec.call_id.as_deref().unwrap_or("call_1")),
+            &context.fill(spec.name.as_deref().unwrap_or("write_file")),
+            &context.fill_value(spec.arguments.as_ref().unwrap_or(&json!({}))),
+        ),
+        Action::ToolResult(spec) => frames::tool_result(
+            &request_id(context, &spec.request_id),
+            &context.fill(spec.call_id.as_deref().unwrap_or("call_1")),
+            &context.fill(spec.name.as_deref().unwrap_or("write_file")),
+            &context.fill(spec.output.as_deref().unwrap_or("ok")),
+            spec.is_error.unwrap_or(false),
+        ),
+        Action::Usage(members) => {
+            let (provider, model) = match context.execute.as_ref() {
+                Some(execute) => (execute.provider.clone(), execute.model.clone()),
+                None => (
+                    frames::DEFAULT_PROVIDER.to_string(),
+                    frames::DEFAULT_MODEL.to_string(),
+                ),
+            };
+            let tokens = frames::TokenUsage {
+                input_tokens: 1200,
+                output_tokens: 300,
+                cache_read_tokens: None,
+                cache_write_tokens: None,
+            };
+            let mut frame = frames::usage(&context.request_id(), &provider, &model, &tokens);
+            for (name, value) in members {
+                frame[name.as_str()] = context.fill_value(value);
+            }
+            frame
+        }
+        Action::Result(spec) => {
+            let status = spec.status.as_deref().unwrap_or("completed");
+            let session_id = match &spec.session_id {
+                Some(explicit) => context.fill_value(explicit),
+                None => json!(context
+                    .session_sent
+                    .clone()
+                    .unwrap_or_else(|| context.session_id())),
+            };
+            let mut frame = json!({
+                "v": 1,
+                "type": "result",
+                "request_id": request_id(context, &spec.request_id),
+                "status": status,
+                "session_id": session_id,
+                "resume_rejected": spec.resume_rejected.unwrap_or(false),
+            });
+            if let Some(output) = &spec.output {
+                frame["output"] = json!(context.fill(output));
+            }
+            if let Some(stop_reason) = &spec.stop_reason {
+                frame["stop_reason"] = json!(context.fill(stop_reason));
+            }
+            match &spec.error {
+                Some(Value::Null) => {}
+                Some(error) => frame["error"] = context.fill_value(error),
+                None if status == "failed" => {
+                    frame["error"] = json!({"code": "RUN_FAILED", "message": "scripted failure"});
+                }
+                None => {}
+            }
+            frame
+        }
+        Action::ProtocolError(spec) => {
+            let request_id = match &spec.request_id {
+                Some(explicit) => Some(context.fill(explicit)),
+                None => context
+                    .execute
+                    .as_ref()
+                    .map(|execute| execute.request_id.clone()),
+            };
+            frames::protocol_error(
+                request_id.as_deref(),
+                &context.fill(spec.code.as_deref().unwrap_or("PROTOCOL_ERROR")),
+                &context.fill(spec.message.as_deref().unwrap_or("scripted protocol error")),
+            )
+        }
+        Action::Frame(members) => context.fill_value(&Value::Object(members.clone())),
+        _ => unreachable!("only frame-writing actions are rendered"),
+    }
+}
+
+/// Decodes standard base64 (padding optional); None when it is not base64.
+pub fn decode_base64(encoded: &str) -> Option<Vec<u8>> {
+    let digits = encoded.trim_end_matches('=');
+    let mut bytes = Vec::with_capacity(digits.len() * 3 / 4);
+    let mut buffer: u32 = 0;
+    let mut bits = 0;
+    for c in digits.chars() {
+        let value = match c {
+            'A'..='Z' => c as u32 - 'A' as u32,
+            'a'..='z' => c as u32 - 'a' as u32 + 26,
+            '0'..='9' => c as u32 - '0' as u32 + 52,
+            '+' => 62,
+            '/' => 63,
+            _ => return None,
+        };
+        buffer = (buffer << 6) | value;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            bytes.push((buffer >> bits) as u8);
+            buffer &= (1 << bits) - 1;
+        }
+    }
+    if digits.len() % 4 == 1 {
+        return None;
+    }
+    Some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_decodes_with_and_without_padding() {
+        assert_eq!(decode_base64("aGVsbG8="), Some(b"hello".to_vec()));
+        assert_eq!(decode_base64("aGVsbG8"), Some(b"hello".to_vec()));
+        assert_eq!(decode_base64("/w=="), Some(vec![0xff]));
+        assert_eq!(decode_base64(""), Some(vec![]));
+        assert_eq!(decode_base64("a"), None);
+        assert_eq!(decode_base64("a*"), None);
+    }
+
+    #[test]
+    fn commands_are_classified() {
+        let execute = json!({"v": 1, "type": "execute", "request_id": "r1", "cwd": "/p",
+            "prompt": "x", "resume_session_id": null, "model": {"provider": "p", "id": "m"},
+            "mcp_servers": []});
+        match classify(&Inbound::Command(execute)) {
+            Command::Execute(execute) => {
+                assert_eq!(execute.request_id, "r1");
+                assert_eq!(execute.resume_session_id, None);
+                assert_eq!(execute.model, "m");
+            }
+            other => panic!("{other:?}"),
+        }
+        let cancel = json!({"v": 1, "type": "cancel", "request_id": "r1"});
+        assert_eq!(
+            classify(&Inbound::Command(cancel)),
+            Command::Cancel("r1".into())
+        );
+        let relative =
+            json!({"v": 1, "type": "execute", "request_id": "r1", "cwd": "p", "prompt": ""});
+        assert!(matches!(
+            classify(&Inbound::Command(relative)),
+            Command::Invalid(Some(_), _)
+        ));
+        let wrong_version = json!({"v": 2, "type": "cancel", "request_id": "r1"});
+        assert!(matches!(
+            classify(&Inbound::Command(wrong_version)),
+            Command::Invalid(..)
+        ));
+        assert_eq!(
+            classify(&Inbound::Unparseable("x".into())),
+            Command::Unparseable
+        );
+    }
+}

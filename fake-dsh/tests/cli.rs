@@ -1,0 +1,311 @@
+//! The one-shot CLI surfaces: --version, --probe, --models/--list-models, plugin add, bad usage,
+//! and scenario loading errors.
+
+mod support;
+
+use predicates::prelude::*;
+use serde_json::{json, Value};
+use support::{read_json, World};
+
+fn stdout_json(output: &std::process::Output) -> Value {
+    serde_json::from_slice(&output.stdout).expect("stdout is one JSON frame")
+}
+
+#[test]
+fn version_defaults_and_is_overridden_by_scenario_then_env() {
+    let world = World::new();
+    world
+        .cmd(&["--version"])
+        .assert()
+        .success()
+        .stdout("0.1.7-rc.1\n");
+    world.scenario(json!({"version": "0.1.8"}));
+    world
+        .cmd(&["--version"])
+        .assert()
+        .success()
+        .stdout("0.1.8\n");
+    world
+        .cmd(&["--version"])
+        .env("FAKE_DSH_VERSION", "0.2.0")
+        .assert()
+        .success()
+        .stdout("0.2.0\n");
+}
+
+#[test]
+fn version_raw_overrides_give_empty_unparseable_and_failing_answers() {
+    let world = World::new();
+    world.scenario(json!({"version": {"stdout": ""}}));
+    world.cmd(&["--version"]).assert().success().stdout("");
+    world.scenario(json!({"version": {"stdout": "dsh build banana\n", "stderr": "warn\n"}}));
+    world
+        .cmd(&["--version"])
+        .assert()
+        .success()
+        .stdout("dsh build banana\n")
+        .stderr("warn\n");
+    world.scenario(json!({"version": {"stderr": "boom\n", "exit": 3}}));
+    world.cmd(&["--version"]).assert().code(3).stdout("");
+}
+
+#[test]
+fn probe_prints_one_compatible_frame() {
+    let world = World::new();
+    let output = world
+        .cmd(&["--profile", "open-design", "--probe"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert_eq!(output.stdout.iter().filter(|&&b| b == b'\n').count(), 1);
+    let probe = stdout_json(&output);
+    support::assert_valid_frame(&probe);
+    assert_eq!(probe["v"], 1);
+    assert_eq!(probe["type"], "probe");
+    assert_eq!(probe["runtime"], "open-design");
+    assert_eq!(probe["protocol_version"], 1);
+    assert_eq!(probe["plugin_version"], "0.1.0");
+    assert_eq!(probe["compatibility_generation"], "od-profile-1");
+    assert_eq!(
+        probe["capabilities"],
+        json!({"session_resume": true, "session_cancel": true, "structured_events": true})
+    );
+}
+
+#[test]
+fn probe_patches_and_raw_overrides() {
+    let world = World::new();
+    world.scenario(json!({"probe": {"patch": {
+        "runtime": "multica", "protocol_version": 2, "capabilities": {"session_resume": null}}}}));
+    let probe = stdout_json(
+        &world
+            .cmd(&["--profile", "open-design", "--probe"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(probe["runtime"], "multica");
+    assert_eq!(probe["protocol_version"], 2);
+    assert!(probe["capabilities"].get("session_resume").is_none());
+    assert_eq!(probe["capabilities"]["session_cancel"], true);
+
+    world.scenario(json!({"probe": {"stdout": "not json\n", "exit": 1}}));
+    world
+        .cmd(&["--profile", "open-design", "--probe"])
+        .assert()
+        .code(1)
+        .stdout("not json\n");
+}
+
+#[test]
+fn a_missing_profile_fails_probe_stdio_and_models() {
+    let world = World::without_profile();
+    for surface in ["--probe", "--stdio", "--models"] {
+        world
+            .cmd(&["--profile", "open-design", surface])
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr("error: profile \"open-design\" is not installed\n");
+    }
+}
+
+#[test]
+fn models_and_its_list_models_alias_print_one_models_frame() {
+    let world = World::new();
+    for flag in ["--models", "--list-models"] {
+        let output = world
+            .cmd(&["--profile", "open-design", flag])
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        let models = stdout_json(&output);
+        support::assert_valid_frame(&models);
+        assert_eq!(models["type"], "models");
+        assert_eq!(models["runtime"], "open-design");
+        let listed = models["models"].as_array().unwrap();
+        assert_eq!(listed.len(), 2);
+        assert_eq!(listed[0]["provider"], "deepseek-official");
+        assert_eq!(listed[0]["id"], "deepseek-chat");
+        assert!(listed.iter().all(|model| model["reasoning_options"]
+            .as_array()
+            .is_some_and(|o| !o.is_empty())));
+    }
+    let big = "x".repeat(70 * 1024);
+    world.scenario(json!({"models": {"stdout": format!("{{\"pad\":\"{big}\"}}\n")}}));
+    let output = world
+        .cmd(&["--profile", "open-design", "--list-models"])
+        .output()
+        .unwrap();
+    assert!(output.stdout.len() > 64 * 1024);
+}
+
+#[test]
+fn plugin_add_installs_the_profile_so_a_later_probe_succeeds() {
+    let world = World::without_profile();
+    world
+        .cmd(&["--profile", "open-design", "--probe"])
+        .assert()
+        .code(2);
+    let tarball = world.root.path().join("open-design-runtime.tgz");
+    std::fs::write(&tarball, b"packed bundle").unwrap();
+    world
+        .cmd(&[
+            "plugin",
+            "--profile",
+            "open-design",
+            "add",
+            tarball.to_str().unwrap(),
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("@open-design/dsh-runtime"));
+    let manifest = read_json(&world.home().join("profiles/open-design/package.json"));
+    assert_eq!(manifest["name"], "@open-design/dsh-runtime");
+    assert_eq!(manifest["version"], "0.1.0");
+    assert_eq!(manifest["sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(
+        manifest["tarball"],
+        std::fs::canonicalize(&tarball).unwrap().to_str().unwrap()
+    );
+    world
+        .cmd(&["--profile", "open-design", "--probe"])
+        .assert()
+        .success();
+    let journal = world.journal();
+    assert!(journal
+        .iter()
+        .any(|entry| entry["event"] == "start" && entry["mode"] == "plugin"));
+}
+
+#[test]
+fn plugin_add_refuses_a_file_that_does_not_exist() {
+    let world = World::without_profile();
+    let missing = world.root.path().join("missing.tgz");
+    world
+        .cmd(&[
+            "plugin",
+            "--profile",
+            "open-design",
+            "add",
+            missing.to_str().unwrap(),
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("does not exist"));
+    assert!(!world
+        .home()
+        .join("profiles/open-design/package.json")
+        .exists());
+}
+
+#[test]
+fn unknown_profiles_and_flags_are_usage_errors() {
+    let world = World::new();
+    world
+        .cmd(&["--profile", "multica", "--probe"])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains("unknown profile \"multica\""));
+    world
+        .cmd(&["plugin", "--profile", "multica", "add", "/nope.tgz"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown profile"));
+    world
+        .cmd(&["--profile", "open-design", "--frobnicate"])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains("--frobnicate"));
+    world.cmd(&[]).assert().code(2).stdout("");
+    world
+        .cmd(&["--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("--stdio"));
+    let modes: Vec<Value> = world
+        .journal()
+        .into_iter()
+        .filter(|entry| entry["event"] == "start")
+        .map(|entry| entry["mode"].clone())
+        .collect();
+    assert!(modes.iter().all(|mode| mode == "error"), "{modes:?}");
+}
+
+#[test]
+fn a_scenario_that_fails_its_schema_names_the_file_and_path() {
+    let world = World::new();
+    world.scenario(json!({"stdio": [[{"ready": {}}, {"text": 5}]]}));
+    let scenario = world.scenario_path();
+    world
+        .cmd(&["--profile", "open-design", "--stdio"])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(scenario.to_str().unwrap()))
+        .stderr(predicate::str::contains("/stdio/0/1/text"));
+    std::fs::write(&scenario, b"{ not json").unwrap();
+    world
+        .cmd(&["--version"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not JSON"));
+}
+
+#[test]
+fn a_whole_case_file_is_accepted_as_the_scenario() {
+    let world = World::new();
+    std::fs::write(
+        world.scenario_path(),
+        serde_json::to_vec(&json!({
+            "v": 1, "id": "discover.odd-version", "summary": "s", "spec": ["5"], "rules": [],
+            "requires": [], "interpretation": null,
+            "runtime": {"version": "9.9.9-case"}, "steps": []
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    world
+        .cmd(&["--version"])
+        .assert()
+        .success()
+        .stdout("9.9.9-case\n");
+}
+
+#[test]
+fn start_entries_hold_argv_process_ids_and_env_names_only() {
+    let world = World::new();
+    world.cmd(&["--version"]).assert().success();
+    let start = world
+        .journal()
+        .into_iter()
+        .find(|entry| entry["event"] == "start")
+        .unwrap();
+    assert_eq!(start["v"], 1);
+    assert_eq!(start["mode"], "version");
+    assert_eq!(start["invocation"], Value::Null);
+    assert_eq!(start["argv"][1], "--version");
+    assert!(start["pgid"].as_i64().unwrap() > 0 && start["sid"].as_i64().unwrap() > 0);
+    assert!(start["ppid"].as_i64().unwrap() > 0);
+    assert!(start["t_ms"].as_u64().unwrap() > 1_600_000_000_000);
+    let names: Vec<&str> = start["env_names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"DEEPSEEK_API_KEY"));
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+    let text = std::fs::read_to_string(world.journal_path()).unwrap();
+    assert!(!text.contains("canary-key-value"));
+    let exit = world
+        .journal()
+        .into_iter()
+        .find(|entry| entry["event"] == "exit")
+        .unwrap();
+    assert_eq!(exit["code"], 0);
+    assert_eq!(exit["reason"], "script_end");
+}

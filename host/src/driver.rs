@@ -1,0 +1,332 @@
+//! The driver protocol of docs/host-driver.md: harness requests as NDJSON on an input stream,
+//! replies on an output stream. One run at a time; `cancel` is honoured while a run is active;
+//! invalid requests get an `error` reply and never end the driver.
+
+use crate::discovery::Discovery;
+use crate::events::Event;
+use crate::host::Host;
+use crate::run::{Outcome, RunRequest};
+use dsh_protocol::frames::ModelRoute;
+use dsh_protocol::{LineEvent, LineFramer};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
+
+/// The driver's name in its handshake.
+pub const DRIVER_NAME: &str = "dsh-host-driver";
+/// The optional capabilities this driver implements.
+pub const CAPABILITIES: [&str; 3] = ["setup", "cancel", "restart"];
+/// The longest request line accepted.
+const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
+
+/// Work the driver does one item at a time.
+enum Work {
+    Discover {
+        id: String,
+    },
+    Setup {
+        id: String,
+        tarball: PathBuf,
+        manifest: PathBuf,
+    },
+    Run {
+        id: String,
+        request: Box<RunRequest>,
+        cancelled: watch::Receiver<bool>,
+    },
+    Shutdown,
+}
+
+/// The runs accepted and not yet answered (queued or in progress), so `cancel` can reach them
+/// even before the worker starts one.
+#[derive(Default)]
+struct Active {
+    runs: Vec<(String, watch::Sender<bool>)>,
+}
+
+type Replies = mpsc::UnboundedSender<Value>;
+
+/// Serve the driver protocol until `shutdown` (or the input ends). Returns the exit code.
+pub async fn serve<R, W>(host: Arc<Host>, input: R, output: W) -> i32
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (replies, reply_queue) = mpsc::unbounded_channel::<Value>();
+    let writer = tokio::spawn(write_replies(output, reply_queue));
+    let active = Arc::new(Mutex::new(Active::default()));
+    let (work, work_queue) = mpsc::unbounded_channel::<Work>();
+    let worker = tokio::spawn(do_work(
+        host.clone(),
+        work_queue,
+        replies.clone(),
+        active.clone(),
+    ));
+
+    if read_requests(input, &replies, &work, &active).await == Flow::InputEnded {
+        // Nobody is listening any more: end the accepted runs promptly (spec 10).
+        cancel_active(&active, None);
+    }
+    // Finish the accepted work (each run reaped), then say bye.
+    let _ = work.send(Work::Shutdown);
+    drop(work);
+    let _ = worker.await;
+    drop(replies);
+    let _ = writer.await;
+    0
+}
+
+async fn write_replies<W: AsyncWrite + Unpin>(
+    mut output: W,
+    mut queue: mpsc::UnboundedReceiver<Value>,
+) {
+    while let Some(reply) = queue.recv().await {
+        let mut line = reply.to_string();
+        line.push('\n');
+        if output.write_all(line.as_bytes()).await.is_err() || output.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Cancel the run named `id` (every accepted run, when `None`).
+fn cancel_active(active: &Mutex<Active>, id: Option<&str>) {
+    let Ok(active) = active.lock() else { return };
+    for (run_id, cancel) in &active.runs {
+        if id.is_none_or(|id| id == run_id) {
+            let _ = cancel.send(true);
+        }
+    }
+}
+
+fn error_reply(id: Option<&str>, message: String) -> Value {
+    json!({"v": 1, "type": "error", "id": id, "message": message})
+}
+
+/// Read requests until `shutdown` or end of input; says which ended it.
+async fn read_requests<R: AsyncRead + Unpin>(
+    mut input: R,
+    replies: &Replies,
+    work: &mpsc::UnboundedSender<Work>,
+    active: &Mutex<Active>,
+) -> Flow {
+    let mut framer = LineFramer::with_limit(MAX_REQUEST_BYTES);
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let read = input.read(&mut chunk).await.unwrap_or(0);
+        let events = if read == 0 {
+            framer.finish().into_iter().collect()
+        } else {
+            framer.push(&chunk[..read])
+        };
+        for event in events {
+            let line = match event {
+                LineEvent::Line { bytes, .. } | LineEvent::Truncated { bytes, .. } => bytes,
+                LineEvent::TooLarge { number } => {
+                    let _ = replies.send(error_reply(
+                        None,
+                        format!("request line {number} is larger than {MAX_REQUEST_BYTES} bytes"),
+                    ));
+                    continue;
+                }
+            };
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if handle_request(&line, replies, work, active) == Flow::Shutdown {
+                return Flow::Shutdown;
+            }
+        }
+        if read == 0 {
+            return Flow::InputEnded;
+        }
+    }
+}
+
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Shutdown,
+    InputEnded,
+}
+
+fn text(request: &Value, member: &str) -> String {
+    request
+        .get(member)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn handle_request(
+    line: &[u8],
+    replies: &Replies,
+    work: &mpsc::UnboundedSender<Work>,
+    active: &Mutex<Active>,
+) -> Flow {
+    let request: Value = match serde_json::from_slice(line) {
+        Ok(request) => request,
+        Err(error) => {
+            let _ = replies.send(error_reply(None, format!("request is not JSON: {error}")));
+            return Flow::Continue;
+        }
+    };
+    let id = request
+        .get("id")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Err(errors) = dsh_protocol::schema::validate("driver/request.schema.json", &request) {
+        let reasons: Vec<String> = errors.iter().take(3).map(ToString::to_string).collect();
+        let _ = replies.send(error_reply(
+            id.as_deref(),
+            format!("invalid request ({})", reasons.join("; ")),
+        ));
+        return Flow::Continue;
+    }
+    let id = id.unwrap_or_default();
+    match request
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+    {
+        "handshake" => {
+            let _ = replies.send(json!({
+                "v": 1, "type": "handshake", "driver": DRIVER_NAME,
+                "version": env!("CARGO_PKG_VERSION"), "capabilities": CAPABILITIES,
+            }));
+        }
+        "discover" => {
+            let _ = work.send(Work::Discover { id });
+        }
+        "setup" => {
+            let _ = work.send(Work::Setup {
+                id,
+                tarball: PathBuf::from(text(&request, "tarball")),
+                manifest: PathBuf::from(text(&request, "manifest")),
+            });
+        }
+        "run" => {
+            let model = request.get("model");
+            let request = RunRequest {
+                conversation_id: text(&request, "conversation_id"),
+                project_id: text(&request, "project_id"),
+                cwd: PathBuf::from(text(&request, "cwd")),
+                prompt: text(&request, "prompt"),
+                bootstrap: text(&request, "bootstrap"),
+                model: ModelRoute {
+                    provider: model.map(|m| text(m, "provider")).unwrap_or_default(),
+                    id: model.map(|m| text(m, "id")).unwrap_or_default(),
+                },
+                reasoning_effort: request
+                    .get("reasoning_effort")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            };
+            let (cancel, cancelled) = watch::channel(false);
+            if let Ok(mut active) = active.lock() {
+                active.runs.push((id.clone(), cancel));
+            }
+            let _ = work.send(Work::Run {
+                id,
+                request: Box::new(request),
+                cancelled,
+            });
+        }
+        "cancel" => cancel_active(active, Some(&id)),
+        "shutdown" => return Flow::Shutdown,
+        other => {
+            let _ = replies.send(error_reply(
+                Some(&id),
+                format!("unknown request type {other:?}"),
+            ));
+        }
+    }
+    Flow::Continue
+}
+
+async fn do_work(
+    host: Arc<Host>,
+    mut queue: mpsc::UnboundedReceiver<Work>,
+    replies: Replies,
+    active: Arc<Mutex<Active>>,
+) {
+    while let Some(item) = queue.recv().await {
+        match item {
+            Work::Discover { id } => {
+                let discovery = host.discover().await;
+                let _ = replies.send(discovered_reply(&id, &discovery));
+            }
+            Work::Setup {
+                id,
+                tarball,
+                manifest,
+            } => {
+                let reply = match host.setup(&tarball, &manifest).await {
+                    Ok(_) => {
+                        json!({"v": 1, "type": "setup_done", "id": id, "ok": true, "code": null, "message": null})
+                    }
+                    Err(diagnostic) => json!({
+                        "v": 1, "type": "setup_done", "id": id, "ok": false,
+                        "code": diagnostic.code, "message": diagnostic.message,
+                    }),
+                };
+                let _ = replies.send(reply);
+            }
+            Work::Run {
+                id,
+                request,
+                cancelled,
+            } => {
+                let events = replies.clone();
+                let event_id = id.clone();
+                let mut emit = move |event: Event| {
+                    let _ = events
+                        .send(json!({"v": 1, "type": "event", "id": event_id, "event": event}));
+                };
+                let outcome = host.run(&request, cancelled, &mut emit).await;
+                if let Ok(mut active) = active.lock() {
+                    if let Some(at) = active.runs.iter().position(|(run_id, _)| *run_id == id) {
+                        active.runs.remove(at);
+                    }
+                }
+                let _ = replies.send(outcome_reply(&id, &outcome));
+            }
+            Work::Shutdown => {
+                let _ = replies.send(json!({"v": 1, "type": "bye"}));
+                return;
+            }
+        }
+    }
+}
+
+/// The `discovered` reply for a discovery.
+pub fn discovered_reply(id: &str, discovery: &Discovery) -> Value {
+    let (code, diagnostic) = match &discovery.unavailable {
+        Some(diagnostic) => (Some(diagnostic.code), Some(diagnostic.message.clone())),
+        None => (None, None),
+    };
+    json!({
+        "v": 1, "type": "discovered", "id": id,
+        "available": discovery.available(),
+        "version": discovery.version.as_ref().map(ToString::to_string),
+        "warnings": discovery.warnings,
+        "diagnostic": diagnostic,
+        "code": code,
+    })
+}
+
+/// The `outcome` reply for a run.
+pub fn outcome_reply(id: &str, outcome: &Outcome) -> Value {
+    json!({
+        "v": 1, "type": "outcome", "id": id,
+        "status": outcome.status.as_str(),
+        "session_id": outcome.session_id,
+        "resumed": outcome.resumed,
+        "code": outcome.code,
+        "message": outcome.message,
+        "foreign_frames": outcome.foreign_frames,
+        "stderr": outcome.stderr,
+    })
+}

@@ -1,0 +1,248 @@
+//! Every `DSH_HOST_MUTANT` flag really switches on its bug: for each, a scenario the correct host
+//! handles and the mutant visibly gets wrong (the kit's corpus must catch the same difference).
+
+mod support;
+
+use dsh_host::mutants::{Mutant, Mutants};
+use dsh_host::{Host, RunStatus};
+use serde_json::{json, Value};
+use support::{run, run_cancelling_on, World};
+
+fn host_with(world: &World, mutant: Option<Mutant>) -> Host {
+    let mut config = world.config();
+    config.mutants = mutant.map_or_else(Mutants::default, |mutant| Mutants::default().with(mutant));
+    Host::new(config)
+}
+
+/// Run one turn of `scenario` with the correct host and with `mutant`, in separate worlds.
+async fn both(scenario: Value, mutant: Mutant) -> (dsh_host::Outcome, dsh_host::Outcome) {
+    let correct_world = World::new(scenario.clone());
+    let (correct, _) = run(
+        &host_with(&correct_world, None),
+        &correct_world.request("c1", "Create a page"),
+    )
+    .await;
+    let mutant_world = World::new(scenario);
+    let (mutated, _) = run(
+        &host_with(&mutant_world, Some(mutant)),
+        &mutant_world.request("c1", "Create a page"),
+    )
+    .await;
+    (correct, mutated)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eof_is_success() {
+    let scenario = json!({"stdio": [[{"ready": {}}, {"read_execute": {}}, {"session": {}}, {"text": "hi"}, {"exit": 0}]]});
+    let (correct, mutated) = both(scenario, Mutant::EofIsSuccess).await;
+    assert_eq!(correct.code.as_deref(), Some("DSH_PROFILE_MISSING_RESULT"));
+    assert_eq!(mutated.status, RunStatus::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_second_result() {
+    let scenario = json!({"stdio": [[{"ready": {}}, {"read_execute": {}}, {"session": {}},
+        {"result": {"status": "completed"}}, {"result": {"status": "failed"}}]]});
+    let (correct, mutated) = both(scenario, Mutant::AcceptSecondResult).await;
+    assert_eq!(
+        correct.code.as_deref(),
+        Some("DSH_PROFILE_DUPLICATE_RESULT")
+    );
+    assert_eq!(
+        mutated.code.as_deref(),
+        Some("DSH_PROFILE_RUN_FAILED"),
+        "{mutated:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_frame_leaks() {
+    let world = World::new(
+        json!({"stdio": [[{"ready": {}}, {"read_execute": {}}, {"session": {}},
+        {"frame": {"v": 1, "type": "text", "request_id": "{{foreign_request_id}}", "content": "not yours"}},
+        {"result": {"status": "completed"}}]]}),
+    );
+    let (_, events) = run(
+        &host_with(&world, Some(Mutant::ForeignFrameLeaks)),
+        &world.request("c1", "p"),
+    )
+    .await;
+    assert!(
+        support::kinds(&events).contains(&"text_delta"),
+        "{events:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_under_changed_cwd() {
+    let world = World::new(json!({}));
+    let host = host_with(&world, Some(Mutant::ResumeUnderChangedCwd));
+    run(&host, &world.request("c1", "first")).await;
+    let elsewhere = world.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap_or_else(|e| panic!("mkdir: {e}"));
+    let mut moved = world.request("c1", "second");
+    moved.cwd = elsewhere;
+    let (second, _) = run(&host, &moved).await;
+    assert!(second.resumed, "{second:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_resume_new_session() {
+    let world = World::new(json!({}));
+    let host = host_with(&world, Some(Mutant::MissingResumeNewSession));
+    let (first, _) = run(&host, &world.request("c1", "first")).await;
+    let session = first.session_id.unwrap_or_default();
+    std::fs::remove_file(
+        world
+            .home()
+            .join("sessions")
+            .join(format!("{session}.json")),
+    )
+    .unwrap_or_else(|e| panic!("delete session record: {e}"));
+    let (second, _) = run(&host, &world.request("c1", "second")).await;
+    assert_eq!(second.status, RunStatus::Completed, "{second:?}");
+    assert_eq!(world.starts("stdio"), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_stderr_drain() {
+    let world = World::new(
+        json!({"stdio": [[{"ready": {}}, {"read_execute": {}}, {"session": {}},
+        {"stderr_flood": {"bytes": 16 * 1024 * 1024}}, {"result": {"status": "completed"}}]]}),
+    );
+    let mut config = world.config();
+    config.mutants = Mutants::default().with(Mutant::NoStderrDrain);
+    config.run_bounds.run = std::time::Duration::from_secs(2);
+    let (outcome, _) = run(&Host::new(config), &world.request("c1", "p")).await;
+    assert_eq!(
+        outcome.code.as_deref(),
+        Some("DSH_PROFILE_RUN_TIMEOUT"),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_direct_child_only() {
+    let world = World::new(
+        json!({"stdio": [[{"ready": {}}, {"read_execute": {}}, {"session": {}},
+        {"spawn_child": {"ignore_sigterm": true}}, {"text": "working"}, {"hang": {}}]]}),
+    );
+    let host = host_with(&world, Some(Mutant::KillDirectChildOnly));
+    run_cancelling_on(&host, &world.request("c1", "p"), "text_delta").await;
+    let survivors = world.live_processes();
+    for pid in &survivors {
+        // Clean up what the mutant left behind.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(
+        !survivors.is_empty(),
+        "the mutant should leave the grandchild behind"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_without_cancel() {
+    let world = World::new(
+        json!({"stdio": [[{"ready": {}}, {"read_execute": {}}, {"session": {}},
+        {"text": "working"}, {"wait_cancel": {"timeout_ms": 10000}}, {"result": {"status": "cancelled"}}]]}),
+    );
+    let host = host_with(&world, Some(Mutant::SigkillWithoutCancel));
+    let (outcome, _) = run_cancelling_on(&host, &world.request("c1", "p"), "text_delta").await;
+    assert_eq!(outcome.status, RunStatus::Cancelled);
+    assert!(world
+        .commands(0)
+        .iter()
+        .all(|command| command["type"] != "cancel"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_prompt_to_stderr() {
+    let world = World::new(json!({}));
+    run(
+        &host_with(&world, Some(Mutant::LogPromptToStderr)),
+        &world.request("c1", "secret plan for the page"),
+    )
+    .await;
+    assert!(world
+        .logs()
+        .iter()
+        .any(|line| line.contains("secret plan for the page")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skip_probe_gate() {
+    let world = World::without_profile(json!({"profile": "missing"}));
+    assert!(!host_with(&world, None).discover().await.available());
+    assert!(host_with(&world, Some(Mutant::SkipProbeGate))
+        .discover()
+        .await
+        .available());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skip_hash_check() {
+    let world = World::without_profile(json!({}));
+    let tarball = world.path("bundle.tgz");
+    std::fs::write(&tarball, b"bytes").unwrap_or_else(|e| panic!("tarball: {e}"));
+    let manifest = world.path("manifest.json");
+    let body = json!({"package": "@open-design/dsh-runtime", "version": "0.1.0", "sha256": "0".repeat(64), "file": "bundle.tgz"});
+    std::fs::write(&manifest, body.to_string()).unwrap_or_else(|e| panic!("manifest: {e}"));
+    assert!(host_with(&world, None)
+        .setup(&tarball, &manifest)
+        .await
+        .is_err());
+    assert!(host_with(&world, Some(Mutant::SkipHashCheck))
+        .setup(&tarball, &manifest)
+        .await
+        .is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_session_after_text() {
+    let scenario = json!({"stdio": [[{"ready": {}}, {"read_execute": {}}, {"text": "early"}, {"session": {}},
+        {"result": {"status": "completed"}}]]});
+    let (correct, mutated) = both(scenario, Mutant::AcceptSessionAfterText).await;
+    assert_eq!(
+        correct.code.as_deref(),
+        Some("DSH_PROFILE_CONTENT_BEFORE_SESSION")
+    );
+    assert_eq!(mutated.status, RunStatus::Completed, "{mutated:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ignore_resume_mismatch() {
+    let world = World::new(
+        json!({"stdio": [[{"ready": {}}, {"read_execute": {}}, {"agent": {}}],
+        [{"ready": {}}, {"read_execute": {}}, {"session": {"session_id": "od-other", "resumed": false}},
+         {"result": {"status": "completed", "session_id": "od-other"}}]]}),
+    );
+    let host = host_with(&world, Some(Mutant::IgnoreResumeMismatch));
+    run(&host, &world.request("c1", "first")).await;
+    let (second, _) = run(&host, &world.request("c1", "second")).await;
+    assert_eq!(second.status, RunStatus::Completed, "{second:?}");
+    assert_eq!(second.session_id.as_deref(), Some("od-other"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_bootstrap_on_new_session() {
+    let world = World::new(json!({}));
+    run(
+        &host_with(&world, Some(Mutant::NoBootstrapOnNewSession)),
+        &world.request("c1", "first"),
+    )
+    .await;
+    assert_eq!(world.commands(0)[0]["prompt"], json!("first"));
+}
+
+#[test]
+fn every_mutant_has_a_test_here() {
+    let source = include_str!("mutants.rs");
+    for mutant in Mutant::ALL {
+        let test_name = format!("fn {}()", mutant.name().replace('-', "_"));
+        let covered = source.contains(&test_name) || mutant == Mutant::KeyInArgv;
+        assert!(covered, "no test for mutant {}", mutant.name());
+    }
+}

@@ -1,0 +1,391 @@
+//! `cargo xtask bench`: whole-process figures (fake-dsh cold start, the corpus's wall time against
+//! its unavoidable floor, the reference host's peak RSS under hostile output), plus the checker's
+//! throughput bench, printed as one table with ratios. Nothing here asserts a timing: the figures
+//! are for docs/performance.md.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Figure {
+    pub name: String,
+    pub value: String,
+    pub baseline: String,
+    pub ratio: String,
+    pub goal: String,
+}
+
+pub struct Binaries {
+    pub fake_dsh: PathBuf,
+    pub host_driver: PathBuf,
+    pub conformance: PathBuf,
+    pub checker_bench: PathBuf,
+    pub fixtures: PathBuf,
+}
+
+/// A temp directory removed on drop (benches write nothing outside it).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(label: &str) -> Result<Self, String> {
+        let path = std::env::temp_dir().join(format!("dsh-bench-{label}-{}", std::process::id()));
+        std::fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Scratch(path))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn millis(duration: Duration) -> String {
+    format!("{:.2} ms", duration.as_secs_f64() * 1000.0)
+}
+
+fn installed_dsh_home(root: &Path) -> Result<PathBuf, String> {
+    let home = root.join("dsh-home");
+    let profile = home.join("profiles/open-design");
+    std::fs::create_dir_all(&profile).map_err(|e| e.to_string())?;
+    std::fs::write(
+        profile.join("package.json"),
+        r#"{"name":"@open-design/dsh-runtime","version":"0.1.0"}"#,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(home)
+}
+
+/// Spawn-to-first-line latency of `command`, median of `rounds`.
+fn first_line_latency(mut make: impl FnMut() -> Command, rounds: usize) -> Result<Duration, String> {
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let mut command = make();
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        let started = Instant::now();
+        let mut child = command.spawn().map_err(|e| format!("spawn: {e}"))?;
+        let mut line = String::new();
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        samples.push(started.elapsed());
+        drop(child.stdin.take());
+        let _ = child.wait();
+        if line.is_empty() {
+            return Err("the process wrote no line".into());
+        }
+    }
+    Ok(median(samples))
+}
+
+pub fn cold_start(bins: &Binaries) -> Result<Figure, String> {
+    let scratch = Scratch::new("cold-start")?;
+    let home = installed_dsh_home(&scratch.0)?;
+    let rounds = 40;
+    let fake = first_line_latency(
+        || {
+            let mut command = Command::new(&bins.fake_dsh);
+            command
+                .args(["--profile", "open-design", "--stdio"])
+                .env("DSH_HOME", &home)
+                .env_remove("FAKE_DSH_SCENARIO")
+                .env_remove("FAKE_DSH_JOURNAL")
+                .current_dir(&scratch.0);
+            command
+        },
+        rounds,
+    )?;
+    let echo = first_line_latency(
+        || {
+            let mut command = Command::new("echo");
+            command.arg(r#"{"v":1,"type":"ready"}"#);
+            command
+        },
+        rounds,
+    )?;
+    Ok(Figure {
+        name: "fake-dsh cold start to `ready` (median of 40)".into(),
+        value: millis(fake),
+        baseline: format!("{} (`echo`, one line)", millis(echo)),
+        ratio: format!("{:.2}x", fake.as_secs_f64() / echo.as_secs_f64()),
+        goal: "<= 2x".into(),
+    })
+}
+
+/// Process spawns and scripted sleeps a case cannot avoid: one driver, two processes per discover
+/// and per setup, one runtime per run, the scripts' sleeps and drip delays, and the reference host's
+/// cancellation bounds where the script makes it wait them out.
+fn unavoidable(case: &Value) -> (usize, Duration) {
+    let steps = case["steps"].as_array().cloned().unwrap_or_default();
+    let mut spawns = 1;
+    for step in &steps {
+        if step.get("discover").is_some() || step.get("setup").is_some() {
+            spawns += 2;
+        }
+        if step.get("run").is_some() {
+            spawns += 1;
+        }
+        if step.get("restart").is_some() {
+            spawns += 1;
+        }
+    }
+    let mut sleep = Duration::ZERO;
+    let scripts = case["runtime"]["stdio"].as_array().cloned().unwrap_or_default();
+    for script in &scripts {
+        let actions = script.as_array().cloned().unwrap_or_default();
+        let ignores_term = actions.iter().any(|a| a.get("ignore_sigterm").is_some());
+        let waits_cancel = actions.iter().any(|a| a.get("wait_cancel").is_some());
+        for action in &actions {
+            if let Some(ms) = action.get("sleep_ms").and_then(Value::as_u64) {
+                sleep += Duration::from_millis(ms);
+            }
+            if let Some(drip) = action.get("drip") {
+                let delay = drip["delay_ms"].as_u64().unwrap_or(0);
+                let chunk = drip["chunk"].as_u64().unwrap_or(1).max(1);
+                let bytes = serde_json::to_string(&drip["action"]).map(|s| s.len()).unwrap_or(0) as u64;
+                sleep += Duration::from_millis(delay * bytes.div_ceil(chunk));
+            }
+            if action.get("hang").is_some() && !waits_cancel {
+                // cancel grace, stdin-close grace, and the SIGTERM grace when SIGTERM is ignored
+                sleep += Duration::from_millis(if ignores_term { 2500 } else { 1500 });
+            }
+        }
+    }
+    (spawns, sleep)
+}
+
+pub fn corpus(bins: &Binaries, spawn_cost: Duration) -> Result<Vec<Figure>, String> {
+    let scratch = Scratch::new("corpus")?;
+    let json_path = scratch.0.join("suite.json");
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let started = Instant::now();
+    let status = Command::new(&bins.conformance)
+        .arg("run")
+        .arg("--host")
+        .arg(&bins.host_driver)
+        .arg("--fake-dsh")
+        .arg(&bins.fake_dsh)
+        .arg("--fixtures")
+        .arg(&bins.fixtures)
+        .arg("--jobs")
+        .arg(jobs.to_string())
+        .arg("--json")
+        .arg(&json_path)
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| format!("dsh-conformance: {e}"))?;
+    let wall = started.elapsed();
+    let report: Value = serde_json::from_slice(
+        &std::fs::read(&json_path).map_err(|e| format!("no suite JSON ({status}): {e}"))?,
+    )
+    .map_err(|e| e.to_string())?;
+    let cases = report["cases"].as_array().cloned().unwrap_or_default();
+    let mut floor = Duration::ZERO;
+    let mut spawn_total = 0;
+    for file in fixture_files(&bins.fixtures)? {
+        let case: Value = serde_json::from_slice(&std::fs::read(&file).map_err(|e| e.to_string())?)
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        let (spawns, sleep) = unavoidable(&case);
+        spawn_total += spawns;
+        floor += sleep + spawn_cost * spawns as u32;
+    }
+    let floor_per_core = floor / jobs as u32;
+    Ok(vec![Figure {
+        name: format!("whole corpus vs reference host ({} cases, {jobs} jobs, release)", cases.len()),
+        value: format!("{:.2} s", wall.as_secs_f64()),
+        baseline: format!(
+            "{:.2} s floor ({spawn_total} spawns x {} + scripted waits, / {jobs} jobs)",
+            floor_per_core.as_secs_f64(),
+            millis(spawn_cost)
+        ),
+        ratio: format!("{:.2}x", wall.as_secs_f64() / floor_per_core.as_secs_f64()),
+        goal: "< 10 s; spawn-bound".into(),
+    }])
+}
+
+fn fixture_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).map_err(|e| format!("{}: {e}", next.display()))? {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "transcripts") {
+                    pending.push(path);
+                }
+            } else if path.extension().is_some_and(|e| e == "json")
+                && path.file_name().is_some_and(|n| n != "rules.json")
+            {
+                files.push(path);
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// Peak RSS (VmHWM) of the reference host driver while its runtime plays `action`.
+fn host_peak_rss(bins: &Binaries, label: &str, action: Value) -> Result<u64, String> {
+    let scratch = Scratch::new(label)?;
+    let home = installed_dsh_home(&scratch.0)?;
+    let project = scratch.0.join("project");
+    let data = scratch.0.join("host-data");
+    std::fs::create_dir_all(&project).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&data).map_err(|e| e.to_string())?;
+    let scenario = scratch.0.join("scenario.json");
+    let script = json!({"stdio": [[{"ready": {}}, {"read_execute": {}}, {"session": {}}, action,
+        {"text": "after"}, {"result": {"status": "completed"}}]]});
+    std::fs::write(&scenario, script.to_string()).map_err(|e| e.to_string())?;
+    let wrapper = scratch.0.join("dsh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nFAKE_DSH_SCENARIO='{}' exec '{}' \"$@\"\n",
+            scenario.display(),
+            bins.fake_dsh.display()
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    make_executable(&wrapper)?;
+    let mut driver = Command::new(&bins.host_driver)
+        .env("DSH_BIN", &wrapper)
+        .env("DSH_HOME", &home)
+        .env("RUNTIME_DATA_DIR", &data)
+        .current_dir(&scratch.0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("dsh-host-driver: {e}"))?;
+    let pid = driver.id();
+    let mut stdin = driver.stdin.take().ok_or("no stdin")?;
+    let requests = [
+        json!({"v":1,"type":"handshake","kit":"dsh-conformance","kit_version":"bench"}),
+        json!({"v":1,"type":"run","id":"r1","turn":0,"conversation_id":"c1","project_id":"p1",
+            "cwd": project, "prompt":"bench","bootstrap":"bench bootstrap",
+            "model":{"provider":"deepseek-official","id":"deepseek-chat"},"reasoning_effort":null}),
+    ];
+    for request in &requests {
+        writeln!(stdin, "{request}").map_err(|e| e.to_string())?;
+    }
+    let mut reader = BufReader::new(driver.stdout.take().ok_or("no stdout")?);
+    let mut line = String::new();
+    let mut outcome = None;
+    while reader.read_line(&mut line).map_err(|e| e.to_string())? > 0 {
+        if let Ok(reply) = serde_json::from_str::<Value>(&line) {
+            if reply["type"] == "outcome" {
+                outcome = Some(reply);
+                break;
+            }
+        }
+        line.clear();
+    }
+    let peak = vm_hwm_kib(pid);
+    let _ = writeln!(stdin, r#"{{"v":1,"type":"shutdown"}}"#);
+    drop(stdin);
+    let mut rest = Vec::new();
+    let _ = reader.read_to_end(&mut rest);
+    let _ = driver.wait();
+    let outcome = outcome.ok_or("the driver sent no outcome")?;
+    eprintln!("xtask: bench {label}: outcome {}", outcome["status"]);
+    peak
+}
+
+fn vm_hwm_kib(pid: u32) -> Result<u64, String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| "no VmHWM in /proc status".into())
+}
+
+fn make_executable(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())
+}
+
+pub fn peak_rss(bins: &Binaries) -> Result<Vec<Figure>, String> {
+    const GIB: u64 = 1024 * 1024 * 1024;
+    let cases = [
+        ("no-newline", "1 GiB line without a newline", json!({"repeat": {"text": "x", "bytes": GIB, "newline": false}})),
+        ("stderr-flood", "1 GiB stderr flood", json!({"stderr_flood": {"bytes": GIB}})),
+    ];
+    let mut figures = Vec::new();
+    for (label, what, action) in cases {
+        let kib = host_peak_rss(bins, label, action)?;
+        figures.push(Figure {
+            name: format!("reference host peak RSS through a {what}"),
+            value: format!("{:.1} MiB", kib as f64 / 1024.0),
+            baseline: "32 MiB".into(),
+            ratio: format!("{:.2}x", kib as f64 / (32.0 * 1024.0)),
+            goal: "< 32 MiB".into(),
+        });
+    }
+    Ok(figures)
+}
+
+/// The checker-vs-serde_json throughput bench (a release binary of the protocol crate).
+pub fn checker_throughput(bins: &Binaries) -> Result<Vec<Figure>, String> {
+    let output = Command::new(&bins.checker_bench)
+        .arg("--megabytes")
+        .arg("100")
+        .output()
+        .map_err(|e| format!("{}: {e}", bins.checker_bench.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "checker bench failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let figures: Value = serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())?;
+    let checker = &figures["checker"];
+    let serde = &figures["serde_json"];
+    let ratio = checker["mb_per_s"].as_f64().unwrap_or(0.0) / serde["mb_per_s"].as_f64().unwrap_or(f64::NAN);
+    Ok(vec![Figure {
+        name: format!("strict checker on a {} MB transcript", figures["megabytes"]),
+        value: format!(
+            "{:.0} MB/s, {:.0} frames/s",
+            checker["mb_per_s"].as_f64().unwrap_or(0.0),
+            checker["frames_per_s"].as_f64().unwrap_or(0.0)
+        ),
+        baseline: format!(
+            "{:.0} MB/s, {:.0} frames/s (serde_json::from_str per line)",
+            serde["mb_per_s"].as_f64().unwrap_or(0.0),
+            serde["frames_per_s"].as_f64().unwrap_or(0.0)
+        ),
+        ratio: format!("{ratio:.2}x"),
+        goal: ">= 0.5x".into(),
+    }])
+}
+
+pub fn print_table(figures: &[Figure]) {
+    println!("| figure | measured | baseline | ratio | goal |");
+    println!("|---|---|---|---|---|");
+    for figure in figures {
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            figure.name, figure.value, figure.baseline, figure.ratio, figure.goal
+        );
+    }
+}
+
+/// Median spawn-to-exit cost of a trivial process, the unit of the corpus floor.
+pub fn spawn_cost() -> Result<Duration, String> {
+    let mut samples = Vec::new();
+    for _ in 0..40 {
+        let started = Instant::now();
+        Command::new("true")
+            .status()
+            .map_err(|e| format!("true: {e}"))?;
+        samples.push(started.elapsed());
+    }
+    Ok(median(samples))
+}
