@@ -3,6 +3,7 @@
 //! - [`model`]: the results model every output renders.
 //! - [`validate`]: `validate`, checking one captured stdout stream.
 //! - [`run`]: `run`, the corpus against one host (runner, world, driver, verdicts).
+//! - [`fixture`]: the typed case-file model.
 //! - [`corpus`]: loading and linting the fixture corpus and its rule catalog.
 //! - [`output`]: terminal table, JSON, JUnit XML, Markdown.
 //! - [`check_runtime`]: `check-runtime`, the runtime-side checks.
@@ -11,6 +12,7 @@
 
 pub mod check_runtime;
 pub mod corpus;
+pub mod fixture;
 pub mod model;
 pub mod output;
 pub mod record;

@@ -8,8 +8,7 @@
 //!
 //! This module holds the CLI: flags, exit codes, output.
 
-#[path = "fixture.rs"]
-pub mod fixture;
+pub use crate::fixture;
 
 mod case;
 mod driver;
@@ -184,7 +183,11 @@ pub fn exit_code(report: &SuiteReport) -> u8 {
     }
 }
 
-fn write_outputs(args: &Flags, report: &SuiteReport, stdout: &mut dyn Write) -> std::io::Result<()> {
+fn write_outputs(
+    args: &Flags,
+    report: &SuiteReport,
+    stdout: &mut dyn Write,
+) -> std::io::Result<()> {
     match args.format {
         Format::Table => {
             crate::output::write_table(report, &crate::output::TableOptions::default(), stdout)?

@@ -172,12 +172,21 @@ fn drive_with_cancel(
         Some("ready"),
         "{ready:?}"
     );
-    let execute = world.execute(request_id);
-    stdin.write_all(execute.as_bytes()).unwrap();
+    let mut sent = world.execute(request_id);
+    stdin.write_all(sent.as_bytes()).unwrap();
     stdin.flush().unwrap();
     while let Some(frame) = read_line(&mut reader, &mut stdout) {
         if frame["type"] == "result" {
             break;
+        }
+        if cancel_after.is_some_and(|kind| frame["type"] == kind) {
+            let cancel = format!(
+                "{}\n",
+                json!({"v": 1, "type": "cancel", "request_id": request_id})
+            );
+            stdin.write_all(cancel.as_bytes()).unwrap();
+            stdin.flush().unwrap();
+            sent.push_str(&cancel);
         }
     }
     drop(stdin);
@@ -185,7 +194,7 @@ fn drive_with_cancel(
     let status = process.wait(Duration::from_secs(30));
     HostRun {
         stdout,
-        stdin: execute.into_bytes(),
+        stdin: sent.into_bytes(),
         stderr: stderr_thread.join().unwrap(),
         status,
     }
@@ -529,7 +538,12 @@ fn a_cancelled_recording_replays_with_wait_cancel_and_cancel_on() {
     let meta: Value =
         serde_json::from_str(&std::fs::read_to_string(recording.join("meta.json")).unwrap())
             .unwrap();
-    assert_eq!(meta["result"]["status"], "cancelled", "{}", String::from_utf8_lossy(&run.stdout));
+    assert_eq!(
+        meta["result"]["status"],
+        "cancelled",
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
     assert_eq!(meta["run"]["cancels"], 1);
 
     let case_path = world.path("replay.cancelled.json");

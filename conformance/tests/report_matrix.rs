@@ -27,6 +27,7 @@ fn two_by_two() -> MatrixConfig {
                     "node".to_string(),
                     "examples/node-host/driver.js".to_string(),
                 ],
+                expectations: None,
             },
         ],
         variants: vec![
@@ -321,4 +322,68 @@ fn report_cli_rejects_a_bad_config_with_exit_2_naming_the_file() {
     assert!(
         String::from_utf8_lossy(&missing.stderr).contains("nope.json: cannot read report config")
     );
+}
+
+/// The whole `report` command against the reference host and fake-dsh, on a two-case corpus and
+/// one variant: the harness library is wired in and the files land.
+#[test]
+fn report_cli_runs_the_reference_host_end_to_end() {
+    for binary in ["fake-dsh", "dsh-host-driver"] {
+        fake_dsh::locate::binary(binary);
+    }
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = dir.path().join("fixtures");
+    for (area, id) in [
+        ("discovery", "discovery.default-available"),
+        ("artifact", "artifact.two-turn-cold-resume"),
+    ] {
+        std::fs::create_dir_all(fixtures.join(area)).unwrap();
+        let name = format!("{id}.json");
+        std::fs::copy(
+            corpus.join(area).join(&name),
+            fixtures.join(area).join(&name),
+        )
+        .unwrap();
+    }
+    std::fs::copy(corpus.join("rules.json"), fixtures.join("rules.json")).unwrap();
+    let config = dir.path().join("matrix.json");
+    std::fs::write(
+        &config,
+        r#"{"variants":[{"name":"dsh-0.1.7-rc.1","env":{"FAKE_DSH_VERSION":"0.1.7-rc.1"}}]}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = kit()
+        .args(["report", "--jobs", "2", "--config"])
+        .arg(&config)
+        .arg("--fixtures")
+        .arg(&fixtures)
+        .arg("--out")
+        .arg(&out)
+        .env_remove("FAKE_DSH_BIN")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        schema_errors(&json, SchemaPart::Report),
+        Vec::<String>::new()
+    );
+    let document: ReportDocument = serde_json::from_value(json).unwrap();
+    assert_eq!(document.suites.len(), 1);
+    let suite = &document.suites[0];
+    assert_eq!(
+        (suite.host.name.as_str(), suite.runtime_variant.as_str()),
+        ("reference", "dsh-0.1.7-rc.1")
+    );
+    assert_eq!(suite.cases.len(), 2);
+    assert!(
+        suite.cases.iter().all(|case| case.verdict == Verdict::Pass),
+        "{suite:#?}"
+    );
+    assert_eq!(suite.host.handshake["type"], "handshake");
+    assert!(out.join("report.html").is_file() && out.join("report.md").is_file());
 }

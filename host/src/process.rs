@@ -8,6 +8,9 @@
 use std::io;
 use std::time::Duration;
 
+#[cfg(not(unix))]
+compile_error!("dsh-host owns process trees with POSIX process groups only; a Windows port replaces `process::imp` with a job object");
+
 /// How the tree should be asked to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {

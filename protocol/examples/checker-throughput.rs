@@ -12,7 +12,7 @@ const REQUEST_ID: &str = "od-run-bench";
 fn transcript(megabytes: usize) -> (Vec<u8>, usize) {
     let mut out = Vec::with_capacity(megabytes * 1024 * 1024 + 4096);
     let mut frames = 0;
-    let mut push = |out: &mut Vec<u8>, line: String| {
+    let push = |out: &mut Vec<u8>, line: String| {
         out.extend_from_slice(line.as_bytes());
         if !line.ends_with('\n') {
             out.push(b'\n');

@@ -64,11 +64,17 @@ fn installed_dsh_home(root: &Path) -> Result<PathBuf, String> {
 }
 
 /// Spawn-to-first-line latency of `command`, median of `rounds`.
-fn first_line_latency(mut make: impl FnMut() -> Command, rounds: usize) -> Result<Duration, String> {
+fn first_line_latency(
+    mut make: impl FnMut() -> Command,
+    rounds: usize,
+) -> Result<Duration, String> {
     let mut samples = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         let mut command = make();
-        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
         let started = Instant::now();
         let mut child = command.spawn().map_err(|e| format!("spawn: {e}"))?;
         let mut line = String::new();
@@ -138,7 +144,10 @@ fn unavoidable(case: &Value) -> (usize, Duration) {
         }
     }
     let mut sleep = Duration::ZERO;
-    let scripts = case["runtime"]["stdio"].as_array().cloned().unwrap_or_default();
+    let scripts = case["runtime"]["stdio"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     for script in &scripts {
         let actions = script.as_array().cloned().unwrap_or_default();
         let ignores_term = actions.iter().any(|a| a.get("ignore_sigterm").is_some());
@@ -150,7 +159,9 @@ fn unavoidable(case: &Value) -> (usize, Duration) {
             if let Some(drip) = action.get("drip") {
                 let delay = drip["delay_ms"].as_u64().unwrap_or(0);
                 let chunk = drip["chunk"].as_u64().unwrap_or(1).max(1);
-                let bytes = serde_json::to_string(&drip["action"]).map(|s| s.len()).unwrap_or(0) as u64;
+                let bytes = serde_json::to_string(&drip["action"])
+                    .map(|s| s.len())
+                    .unwrap_or(0) as u64;
                 sleep += Duration::from_millis(delay * bytes.div_ceil(chunk));
             }
             if action.get("hang").is_some() && !waits_cancel {
@@ -199,7 +210,10 @@ pub fn corpus(bins: &Binaries, spawn_cost: Duration) -> Result<Vec<Figure>, Stri
     }
     let floor_per_core = floor / jobs as u32;
     Ok(vec![Figure {
-        name: format!("whole corpus vs reference host ({} cases, {jobs} jobs, release)", cases.len()),
+        name: format!(
+            "whole corpus vs reference host ({} cases, {jobs} jobs, release)",
+            cases.len()
+        ),
         value: format!("{:.2} s", wall.as_secs_f64()),
         baseline: format!(
             "{:.2} s floor ({spawn_total} spawns x {} + scripted waits, / {jobs} jobs)",
@@ -299,7 +313,8 @@ fn host_peak_rss(bins: &Binaries, label: &str, action: Value) -> Result<u64, Str
 }
 
 fn vm_hwm_kib(pid: u32) -> Result<u64, String> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
     status
         .lines()
         .find_map(|line| line.strip_prefix("VmHWM:"))
@@ -309,14 +324,23 @@ fn vm_hwm_kib(pid: u32) -> Result<u64, String> {
 
 fn make_executable(path: &Path) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| e.to_string())
 }
 
 pub fn peak_rss(bins: &Binaries) -> Result<Vec<Figure>, String> {
     const GIB: u64 = 1024 * 1024 * 1024;
     let cases = [
-        ("no-newline", "1 GiB line without a newline", json!({"repeat": {"text": "x", "bytes": GIB, "newline": false}})),
-        ("stderr-flood", "1 GiB stderr flood", json!({"stderr_flood": {"bytes": GIB}})),
+        (
+            "no-newline",
+            "1 GiB line without a newline",
+            json!({"repeat": {"text": "x", "bytes": GIB, "newline": false}}),
+        ),
+        (
+            "stderr-flood",
+            "1 GiB stderr flood",
+            json!({"stderr_flood": {"bytes": GIB}}),
+        ),
     ];
     let mut figures = Vec::new();
     for (label, what, action) in cases {
@@ -348,7 +372,8 @@ pub fn checker_throughput(bins: &Binaries) -> Result<Vec<Figure>, String> {
     let figures: Value = serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())?;
     let checker = &figures["checker"];
     let serde = &figures["serde_json"];
-    let ratio = checker["mb_per_s"].as_f64().unwrap_or(0.0) / serde["mb_per_s"].as_f64().unwrap_or(f64::NAN);
+    let ratio = checker["mb_per_s"].as_f64().unwrap_or(0.0)
+        / serde["mb_per_s"].as_f64().unwrap_or(f64::NAN);
     Ok(vec![Figure {
         name: format!("strict checker on a {} MB transcript", figures["megabytes"]),
         value: format!(

@@ -91,14 +91,24 @@ fn run(step: &str, mut command: Command) -> Outcome {
     }
     Err(Failure {
         message: format!("{step}: failed ({status})"),
-        code: status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1),
+        code: status
+            .code()
+            .and_then(|c| u8::try_from(c).ok())
+            .unwrap_or(1),
     })
 }
 
 fn build_kit_binaries(release: bool) -> Outcome {
     let mut build = cargo();
     build.args(["build", "--quiet", "--bins"]);
-    build.args(["--package", "fake-dsh", "--package", "dsh-host", "--package", "dsh-conformance"]);
+    build.args([
+        "--package",
+        "fake-dsh",
+        "--package",
+        "dsh-host",
+        "--package",
+        "dsh-conformance",
+    ]);
     if release {
         build.arg("--release");
     }
@@ -129,12 +139,23 @@ fn suite(args: &[String]) -> Outcome {
         .arg("--fixtures")
         .arg(workspace_root().join("fixtures"))
         .args(args);
-    run("dsh-conformance run against the reference host", conformance)
+    run(
+        "dsh-conformance run against the reference host",
+        conformance,
+    )
 }
 
 fn check_corpus() -> Outcome {
     let mut lint = cargo();
-    lint.args(["run", "--quiet", "--package", "dsh-conformance", "--", "lint", "--fixtures"]);
+    lint.args([
+        "run",
+        "--quiet",
+        "--package",
+        "dsh-conformance",
+        "--",
+        "lint",
+        "--fixtures",
+    ]);
     lint.arg(workspace_root().join("fixtures"));
     run("lint the fixture corpus", lint)
 }
@@ -144,7 +165,15 @@ fn ci() -> Outcome {
     fmt.args(["fmt", "--all", "--", "--check"]);
     run("cargo fmt --check", fmt)?;
     let mut clippy = cargo();
-    clippy.args(["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"]);
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--quiet",
+        "--",
+        "-D",
+        "warnings",
+    ]);
     run("cargo clippy", clippy)?;
     check_corpus()?;
     let mut test = cargo();
@@ -154,7 +183,15 @@ fn ci() -> Outcome {
 
 fn install_fake_dsh(dir: &Path) -> Outcome {
     let mut build = cargo();
-    build.args(["build", "--quiet", "--release", "--package", "fake-dsh", "--bin", "fake-dsh"]);
+    build.args([
+        "build",
+        "--quiet",
+        "--release",
+        "--package",
+        "fake-dsh",
+        "--bin",
+        "fake-dsh",
+    ]);
     run("build fake-dsh", build)?;
     std::fs::create_dir_all(dir).map_err(|error| Failure {
         message: format!("cannot create {}: {error}", dir.display()),

@@ -164,6 +164,14 @@ pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String>
             };
             let chunk = &buffer[..read];
             total += read as u64;
+            // Validate first: whatever the host reacts to (a cancel after `session`) must find
+            // these lines already counted.
+            let mut state = lock(&runtime_side);
+            for event in framer.push(chunk) {
+                state.stdout_event(event);
+            }
+            let violations = state.take_unreported();
+            drop(state);
             if host_stdout
                 .write_all(chunk)
                 .and_then(|()| host_stdout.flush())
@@ -173,15 +181,10 @@ pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String>
                 // exactly as it would without the proxy.
                 host_closed = true;
             }
+            report(violations);
             if let Err(error) = stdout_file.write_all(chunk) {
                 break Err(format!("writing {}: {error}", transcript::STDOUT_FILE));
             }
-            let mut state = lock(&runtime_side);
-            for event in framer.push(chunk) {
-                state.stdout_event(event);
-            }
-            report(state.take_unreported());
-            drop(state);
             if host_closed {
                 break Ok((total, host_closed));
             }

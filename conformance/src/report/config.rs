@@ -206,9 +206,13 @@ mod tests {
 
     #[test]
     fn expectations_paths_are_relative_to_the_config_file() {
-        let text = r#"{"hosts":[{"name":"node","command":["node"],"expectations":"node.xfail.json"}]}"#;
+        let text =
+            r#"{"hosts":[{"name":"node","command":["node"],"expectations":"node.xfail.json"}]}"#;
         let config = MatrixConfig::parse(text, Path::new("ci/matrix.json")).unwrap();
-        assert_eq!(config.hosts[1].expectations.as_deref(), Some(Path::new("ci/node.xfail.json")));
+        assert_eq!(
+            config.hosts[1].expectations.as_deref(),
+            Some(Path::new("ci/node.xfail.json"))
+        );
     }
 
     #[test]

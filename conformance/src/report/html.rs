@@ -235,10 +235,11 @@ fn write_matrix(document: &ReportDocument, out: &mut dyn Write) -> io::Result<()
         };
         writeln!(
             out,
-            "<tbody data-section=\"{}\"><tr class=\"section\"><th colspan=\"{}\">{heading} <span class=\"count\">({} cases)</span></th></tr>",
+            "<tbody data-section=\"{}\"><tr class=\"section\"><th colspan=\"{}\">{heading} <span class=\"count\">({} {})</span></th></tr>",
             html(&section),
             columns.len() + 1,
-            cases.len()
+            cases.len(),
+            if cases.len() == 1 { "case" } else { "cases" }
         )?;
         for (id, first) in cases {
             write!(

@@ -6,10 +6,17 @@
   var order = ["pass", "non-strict", "informational", "skipped", "xfail", "xpass", "untestable", "error", "fail"];
   var rows = Array.prototype.slice.call(document.querySelectorAll("table.matrix tr.case"));
 
+  // Control characters (a host's escape sequences, NUL, ...) shown as \u{..}, as in the terminal.
+  function visible(text) {
+    return String(text).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, function (c) {
+      return "\\u{" + c.charCodeAt(0).toString(16) + "}";
+    });
+  }
+
   function element(tag, className, text) {
     var node = document.createElement(tag);
     if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (text !== undefined && text !== null) node.textContent = visible(text);
     return node;
   }
 
@@ -178,12 +185,9 @@
   });
 
   apply("all");
-  // A link to one cell (#cell-<suite>-<index>) opens its details.
+  // A link to one cell (#cell-<suite>-<index>) opens its details; the browser scrolls to it.
   var linked = /^#cell-\d+-\d+$/.test(location.hash) && document.getElementById(location.hash.slice(1));
-  if (linked) {
-    open(linked);
-    linked.scrollIntoView({ block: "center" });
-  }
+  if (linked) open(linked);
   document.body.setAttribute("data-cells", String(cells));
   document.body.setAttribute("data-js", "ready");
 })();

@@ -230,10 +230,13 @@ impl<'a> Runner<'a> {
                             }
                         }
                     }
-                    Step::RuntimeVersion(version) => world
-                        .set_runtime_version(version)
-                        .map_err(|e| self.kit(format!("cannot rewrite bin/dsh: {e}")))
-                        .map_err(|()| Abort),
+                    Step::RuntimeVersion(version) => match world.set_runtime_version(version) {
+                        Ok(()) => Ok(()),
+                        Err(e) => {
+                            self.kit(format!("cannot rewrite bin/dsh: {e}"));
+                            Err(Abort)
+                        }
+                    },
                     Step::CorruptSession { conversation } => {
                         self.touch_session(&world, conversation, true)
                     }
@@ -972,9 +975,17 @@ impl<'a> Runner<'a> {
 
     fn check_argv(&mut self, entries: &[Entry], during: &str) {
         for entry in entries.iter().filter(|entry| entry.event() == "start") {
-            let argv = entry.value.get("argv").map(Value::to_string).unwrap_or_default();
+            let argv = entry
+                .value
+                .get("argv")
+                .map(Value::to_string)
+                .unwrap_or_default();
             if !self.canary.is_empty() && argv.contains(self.canary.as_str()) {
-                self.host(FindingKind::Global, RULE_NO_CREDENTIAL_LEAK, format!("{during}: the canary credential is in a dsh argv"));
+                self.host(
+                    FindingKind::Global,
+                    RULE_NO_CREDENTIAL_LEAK,
+                    format!("{during}: the canary credential is in a dsh argv"),
+                );
                 break;
             }
         }
@@ -987,7 +998,9 @@ impl<'a> Runner<'a> {
             self.host(
                 FindingKind::Global,
                 RULE_PROCESS_TREE_REAPED,
-                format!("{during}: journaled process(es) {alive:?} still alive after the host's reply"),
+                format!(
+                    "{during}: journaled process(es) {alive:?} still alive after the host's reply"
+                ),
             );
         }
     }

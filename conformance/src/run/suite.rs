@@ -261,8 +261,7 @@ impl Suite {
     /// One pass over the selection on `jobs` threads; results in id order.
     fn run_round(&self) -> (Vec<CaseResult>, Option<serde_json::Value>) {
         let next = AtomicUsize::new(0);
-        let slots: Mutex<Vec<Option<EntryRun>>> =
-            Mutex::new(vec![None; self.entries.len()]);
+        let slots: Mutex<Vec<Option<EntryRun>>> = Mutex::new(vec![None; self.entries.len()]);
         let workers = self.config.jobs.min(self.entries.len()).max(1);
         std::thread::scope(|scope| {
             for _ in 0..workers {
