@@ -5,8 +5,10 @@
 //! - `check-corpus`: fixtures valid, ids unique, every spec rule covered.
 //! - `install-fake-dsh --dir DIR`: put fake-dsh on a PATH directory as `dsh`.
 //! - `bench`: the performance figures of docs/performance.md.
+//! - `mutants`: the kill matrix: which cases catch each deliberately buggy reference host.
 
 mod bench;
+mod mutants;
 
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
@@ -37,6 +39,9 @@ enum Task {
     },
     /// Measure the figures of docs/performance.md and print them as a table.
     Bench,
+    /// Run the corpus against every reference-host mutant; rewrite docs/kill-matrix.json and the
+    /// README's kill matrix.
+    Mutants,
 }
 
 fn main() -> ExitCode {
@@ -46,6 +51,7 @@ fn main() -> ExitCode {
         Task::CheckCorpus => check_corpus(),
         Task::InstallFakeDsh { dir } => install_fake_dsh(&dir),
         Task::Bench => bench(),
+        Task::Mutants => kill_matrix(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -232,4 +238,18 @@ fn bench() -> Outcome {
     })?;
     bench::print_table(&figures);
     Ok(())
+}
+
+fn kill_matrix() -> Outcome {
+    build_kit_binaries(false)?;
+    let bins = mutants::Binaries {
+        fake_dsh: kit_binary("fake-dsh", false),
+        host_driver: kit_binary("dsh-host-driver", false),
+        conformance: kit_binary("dsh-conformance", false),
+        fixtures: workspace_root().join("fixtures"),
+    };
+    mutants::regenerate(&bins, &workspace_root()).map_err(|message| Failure {
+        message: format!("mutants: {message}"),
+        code: 2,
+    })
 }

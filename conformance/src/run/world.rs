@@ -26,6 +26,16 @@ pub struct World {
     watchdog_secs: u64,
 }
 
+/// The variant's env as it applies to `case`: a case that pins its runtime's `version` keeps it
+/// (fake-dsh lets `FAKE_DSH_VERSION` win, which a `runtime_version` step relies on).
+fn variant_env_for(case: &Case, variant: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut env = variant.clone();
+    if case.runtime.get("version").is_some() {
+        env.remove("FAKE_DSH_VERSION");
+    }
+    env
+}
+
 impl World {
     /// Builds the world for `case`; `fake_dsh_env` is the runtime variant's extra env.
     pub fn create(
@@ -59,7 +69,7 @@ impl World {
             canary: format!("dsh-canary-{}", random_hex(16)?),
             bootstrap_marker: format!("od-bootstrap-{}", random_hex(8)?),
             fake_dsh: fake_dsh.to_path_buf(),
-            fake_dsh_env: fake_dsh_env.clone(),
+            fake_dsh_env: variant_env_for(case, fake_dsh_env),
             watchdog_secs,
         };
         world.write_wrapper()?;

@@ -1,0 +1,118 @@
+//! `cargo xtask mutants`: runs the whole corpus against each deliberately buggy variant of the
+//! reference host (`DSH_HOST_MUTANT`), records which cases catch it in `docs/kill-matrix.json`,
+//! and rewrites the README's kill matrix. `conformance/tests/mutants.rs` keeps the file honest.
+
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Binaries {
+    pub fake_dsh: PathBuf,
+    pub host_driver: PathBuf,
+    pub conformance: PathBuf,
+    pub fixtures: PathBuf,
+}
+
+const README_START: &str = "<!-- kill-matrix:start -->";
+const README_END: &str = "<!-- kill-matrix:end -->";
+
+/// `(name, summary)` of every mutant, as the driver lists them.
+fn list(host_driver: &Path) -> Result<Vec<(String, String)>, String> {
+    let output = Command::new(host_driver)
+        .arg("--list-mutants")
+        .output()
+        .map_err(|e| format!("{}: {e}", host_driver.display()))?;
+    if !output.status.success() {
+        return Err(format!("--list-mutants failed: {}", output.status));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_once('\t'))
+        .map(|(name, summary)| (name.to_string(), summary.to_string()))
+        .collect())
+}
+
+fn failing_cases(bins: &Binaries, mutant: &str, scratch: &Path) -> Result<Vec<String>, String> {
+    let json_path = scratch.join(format!("{mutant}.json"));
+    let status = Command::new(&bins.conformance)
+        .arg("run")
+        .arg("--host")
+        .arg(&bins.host_driver)
+        .arg("--fake-dsh")
+        .arg(&bins.fake_dsh)
+        .arg("--fixtures")
+        .arg(&bins.fixtures)
+        .arg("--json")
+        .arg(&json_path)
+        .env("DSH_HOST_MUTANT", mutant)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("dsh-conformance: {e}"))?;
+    let report: Value = serde_json::from_slice(
+        &std::fs::read(&json_path).map_err(|e| format!("{mutant}: no JSON ({status}): {e}"))?,
+    )
+    .map_err(|e| format!("{mutant}: {e}"))?;
+    let mut killers: Vec<String> = report["cases"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|case| matches!(case["verdict"].as_str(), Some("fail" | "untestable" | "xpass")))
+        .filter_map(|case| case["id"].as_str().map(str::to_string))
+        .collect();
+    killers.sort();
+    Ok(killers)
+}
+
+pub fn regenerate(bins: &Binaries, root: &Path) -> Result<(), String> {
+    let scratch = std::env::temp_dir().join(format!("dsh-mutants-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+    let mut mutants = Map::new();
+    let mut rows = Vec::new();
+    let mut survivors = Vec::new();
+    for (name, summary) in list(&bins.host_driver)? {
+        eprintln!("xtask: mutant {name}");
+        let killers = failing_cases(bins, &name, &scratch);
+        let killers = match killers {
+            Ok(killers) => killers,
+            Err(error) => {
+                let _ = std::fs::remove_dir_all(&scratch);
+                return Err(error);
+            }
+        };
+        if killers.is_empty() {
+            survivors.push(name.clone());
+        }
+        let shown: Vec<String> = killers.iter().take(4).map(|id| format!("`{id}`")).collect();
+        let more = killers.len().saturating_sub(shown.len());
+        let more = if more > 0 { format!(" (+{more} more)") } else { String::new() };
+        rows.push(format!(
+            "| `{name}` | {summary} | {} | {}{more} |",
+            killers.len(),
+            shown.join(", ")
+        ));
+        mutants.insert(name, json!({"summary": summary, "killed_by": killers}));
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let matrix = json!({"v": 1, "mutants": mutants});
+    let text = serde_json::to_string_pretty(&matrix).map_err(|e| e.to_string())? + "\n";
+    std::fs::write(root.join("docs/kill-matrix.json"), text).map_err(|e| e.to_string())?;
+    let table = format!(
+        "{README_START}\n| mutant | its bug | cases that catch it | e.g. |\n|---|---|---|---|\n{}\n{README_END}",
+        rows.join("\n")
+    );
+    let readme_path = root.join("README.md");
+    let readme = std::fs::read_to_string(&readme_path).map_err(|e| e.to_string())?;
+    let (Some(start), Some(end)) = (readme.find(README_START), readme.find(README_END)) else {
+        return Err(format!("README.md lacks the {README_START} / {README_END} markers"));
+    };
+    let updated = format!("{}{table}{}", &readme[..start], &readme[end + README_END.len()..]);
+    std::fs::write(&readme_path, updated).map_err(|e| e.to_string())?;
+    if survivors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "no case catches {}: a hole in the corpus",
+            survivors.join(", ")
+        ))
+    }
+}
