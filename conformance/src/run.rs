@@ -4,6 +4,7 @@
 //! - `case`: one case: world, driver, steps, expectations, global checks.
 //! - `world`, `driver`, `journal`, `transcript`: the temp world, the driver client, fake-dsh's
 //!   journal and the process table, the bounded transcript.
+//! - `leftovers`: the per-case token sweep that kills processes a driver left behind.
 //! - [`verdict`]: findings -> verdict; [`expectations`]: the xfail file; [`selection`]: which cases.
 //!
 //! This module holds the CLI: flags, exit codes, output.
@@ -14,6 +15,7 @@ mod case;
 mod driver;
 pub mod expectations;
 mod journal;
+mod leftovers;
 pub mod selection;
 pub mod suite;
 mod transcript;

@@ -3,38 +3,23 @@
 
 use std::collections::BTreeSet;
 
-/// One deliberate bug.
+/// One deliberate bug; [`Mutant::summary`] says which.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Mutant {
-    /// EOF without a result reports `completed`.
     EofIsSuccess,
-    /// A second `result` after the first replaces it instead of failing the run.
     AcceptSecondResult,
-    /// Frames for another request are normalized into this run's events.
     ForeignFrameLeaks,
-    /// The compatibility key ignores the cwd, so a run under another cwd resumes.
     ResumeUnderChangedCwd,
-    /// A rejected resume is retried silently as a new session in the same run.
     MissingResumeNewSession,
-    /// Stderr is read only after the runtime exits.
     NoStderrDrain,
-    /// Signals go to the direct child only, not its process group.
     KillDirectChildOnly,
-    /// Cancellation skips the protocol cancel and SIGKILLs at once.
     SigkillWithoutCancel,
-    /// The driver logs the prompt to its stderr.
     LogPromptToStderr,
-    /// The credential is passed to dsh in argv.
     KeyInArgv,
-    /// Discovery skips the probe gate.
     SkipProbeGate,
-    /// Setup installs the bundle without checking its hash.
     SkipHashCheck,
-    /// A `session` frame after content is accepted.
     AcceptSessionAfterText,
-    /// The checker is not told about the resume, so a mismatching session is accepted.
     IgnoreResumeMismatch,
-    /// A new session is started without the bootstrap context.
     NoBootstrapOnNewSession,
 }
 
@@ -74,6 +59,43 @@ impl Mutant {
             Mutant::AcceptSessionAfterText => "accept-session-after-text",
             Mutant::IgnoreResumeMismatch => "ignore-resume-mismatch",
             Mutant::NoBootstrapOnNewSession => "no-bootstrap-on-new-session",
+        }
+    }
+
+    /// The bug, in one sentence (the kill matrix prints it).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Mutant::EofIsSuccess => "EOF without a result reports `completed`.",
+            Mutant::AcceptSecondResult => {
+                "A second `result` after the first replaces it instead of failing the run."
+            }
+            Mutant::ForeignFrameLeaks => {
+                "Frames for another request are normalized into this run's events."
+            }
+            Mutant::ResumeUnderChangedCwd => {
+                "The compatibility key ignores the cwd, so a run under another cwd resumes."
+            }
+            Mutant::MissingResumeNewSession => {
+                "A rejected resume is retried silently as a new session in the same run."
+            }
+            Mutant::NoStderrDrain => "Stderr is read only after the runtime exits.",
+            Mutant::KillDirectChildOnly => {
+                "Signals go to the direct child only, not its process group."
+            }
+            Mutant::SigkillWithoutCancel => {
+                "Cancellation skips the protocol cancel and SIGKILLs at once."
+            }
+            Mutant::LogPromptToStderr => "The driver logs the prompt to its stderr.",
+            Mutant::KeyInArgv => "The credential is passed to dsh in argv.",
+            Mutant::SkipProbeGate => "Discovery skips the probe gate.",
+            Mutant::SkipHashCheck => "Setup installs the bundle without checking its hash.",
+            Mutant::AcceptSessionAfterText => "A `session` frame after content is accepted.",
+            Mutant::IgnoreResumeMismatch => {
+                "The checker is not told about the resume, so a mismatching session is accepted."
+            }
+            Mutant::NoBootstrapOnNewSession => {
+                "A new session is started without the bootstrap context."
+            }
         }
     }
 

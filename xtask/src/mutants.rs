@@ -56,7 +56,12 @@ fn failing_cases(bins: &Binaries, mutant: &str, scratch: &Path) -> Result<Vec<St
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|case| matches!(case["verdict"].as_str(), Some("fail" | "untestable" | "xpass")))
+        .filter(|case| {
+            matches!(
+                case["verdict"].as_str(),
+                Some("fail" | "untestable" | "xpass")
+            )
+        })
         .filter_map(|case| case["id"].as_str().map(str::to_string))
         .collect();
     killers.sort();
@@ -84,7 +89,11 @@ pub fn regenerate(bins: &Binaries, root: &Path) -> Result<(), String> {
         }
         let shown: Vec<String> = killers.iter().take(4).map(|id| format!("`{id}`")).collect();
         let more = killers.len().saturating_sub(shown.len());
-        let more = if more > 0 { format!(" (+{more} more)") } else { String::new() };
+        let more = if more > 0 {
+            format!(" (+{more} more)")
+        } else {
+            String::new()
+        };
         rows.push(format!(
             "| `{name}` | {summary} | {} | {}{more} |",
             killers.len(),
@@ -103,9 +112,15 @@ pub fn regenerate(bins: &Binaries, root: &Path) -> Result<(), String> {
     let readme_path = root.join("README.md");
     let readme = std::fs::read_to_string(&readme_path).map_err(|e| e.to_string())?;
     let (Some(start), Some(end)) = (readme.find(README_START), readme.find(README_END)) else {
-        return Err(format!("README.md lacks the {README_START} / {README_END} markers"));
+        return Err(format!(
+            "README.md lacks the {README_START} / {README_END} markers"
+        ));
     };
-    let updated = format!("{}{table}{}", &readme[..start], &readme[end + README_END.len()..]);
+    let updated = format!(
+        "{}{table}{}",
+        &readme[..start],
+        &readme[end + README_END.len()..]
+    );
     std::fs::write(&readme_path, updated).map_err(|e| e.to_string())?;
     if survivors.is_empty() {
         Ok(())

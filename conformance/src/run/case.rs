@@ -7,12 +7,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::driver::{contains, Driver, DriverError, DriverSpec};
+use super::driver::{contains, Driver, DriverError, DriverSpec, MAX_DRIVER_STDERR};
 use super::fixture::{
     BundleKind, CancelOn, Capability, Case, DiscoverExpect, ExecuteExpect, ResumeExpect, RunExpect,
     RunStep, SessionExpect, SetupExpect, Step,
 };
 use super::journal::{self, Entry, Journal};
+use super::leftovers::{self, CASE_TOKEN_ENV};
 use super::transcript::Transcript;
 use super::verdict::*;
 
@@ -22,6 +23,9 @@ pub const MAX_OUTCOME_STDERR: usize = 64 * 1024;
 pub const MIN_SCANNED_PROMPT: usize = 8;
 /// How long a graceful driver shutdown may take, before `--time-scale`.
 const SHUTDOWN_BOUND_MS: u64 = 5_000;
+/// How long the members of a killed driver group may take to die before the survivors carrying
+/// the case's token count as left behind.
+const LEFTOVER_GRACE: Duration = Duration::from_millis(200);
 
 /// What a case runs against.
 #[derive(Debug, Clone)]
@@ -214,6 +218,7 @@ impl<'a> Runner<'a> {
                     Step::Restart => {
                         let stopped = active
                             .shutdown(shutdown_bound.min(self.remaining()), &mut self.transcript);
+                        self.sweep_leftovers(&world, &journal);
                         self.collect_stderr_hits(active);
                         match stopped {
                             Ok(()) => {
@@ -247,6 +252,7 @@ impl<'a> Runner<'a> {
                 if result.is_err() {
                     if let Some(active) = driver.as_mut() {
                         active.kill();
+                        self.sweep_leftovers(&world, &journal);
                         self.collect_stderr_hits(active);
                     }
                     driver = None;
@@ -266,8 +272,11 @@ impl<'a> Runner<'a> {
             } else if skipped.is_none() {
                 self.check_all_reaped(&journal);
             }
+            self.sweep_leftovers(&world, &journal);
             self.collect_stderr_hits(&active);
         }
+        // A driver that never completed its handshake is gone too (dropped, group killed).
+        self.sweep_leftovers(&world, &journal);
         self.finish(&world, &journal);
         skipped
     }
@@ -300,6 +309,7 @@ impl<'a> Runner<'a> {
             ),
             ("DEEPSEEK_API_KEY".to_string(), world.canary.clone()),
             ("DSH_CONFORMANCE".to_string(), "1".to_string()),
+            (CASE_TOKEN_ENV.to_string(), world.case_token.clone()),
         ];
         let mut stderr_needles = vec![
             (
@@ -384,17 +394,65 @@ impl<'a> Runner<'a> {
             .unwrap_or_default()
     }
 
+    /// After a driver's process group was killed: every process still carrying the case's token
+    /// escaped it; kill them, and blame the host for those that are not journaled fake-dsh
+    /// processes (the per-step journal checks already report those).
+    fn sweep_leftovers(&mut self, world: &super::world::World, journal: &Journal) {
+        let killed = leftovers::sweep(&world.case_token, LEFTOVER_GRACE, Duration::from_secs(2));
+        if killed.is_empty() {
+            return;
+        }
+        let journaled = journal
+            .read()
+            .map(|entries| journal::pids(&entries))
+            .unwrap_or_default();
+        let escaped: Vec<String> = killed
+            .iter()
+            .filter(|leftover| !journaled.contains(&leftover.pid))
+            .map(ToString::to_string)
+            .collect();
+        self.transcript.push(format!(
+            "harness: killed {} leftover process(es) carrying {CASE_TOKEN_ENV}: {}",
+            killed.len(),
+            killed
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        if !escaped.is_empty() {
+            self.host(
+                FindingKind::Global,
+                RULE_PROCESS_TREE_REAPED,
+                format!(
+                    "the driver left {} process(es) running outside its process group after it was stopped: {}; the harness killed them",
+                    escaped.len(),
+                    escaped.join(", ")
+                ),
+            );
+        }
+    }
+
     fn collect_stderr_hits(&mut self, driver: &Driver) {
         driver.wait_stderr_drained(Duration::from_millis(500));
-        let hits = {
+        let (hits, total) = {
             let capture = driver.stderr();
             if !capture.kept.is_empty() {
                 let kept = String::from_utf8_lossy(&capture.kept).into_owned();
                 self.transcript
                     .push(format!("driver stderr ({} bytes): {kept}", capture.total));
             }
-            capture.hits.clone()
+            (capture.hits.clone(), capture.total)
         };
+        if total > MAX_DRIVER_STDERR {
+            self.host(
+                FindingKind::Global,
+                RULE_STDERR_BOUNDED,
+                format!(
+                    "the driver wrote {total} bytes to its stderr, over the {MAX_DRIVER_STDERR} byte bound on a driver's diagnostics"
+                ),
+            );
+        }
         for hit in hits {
             let rule = if hit == "the canary credential" {
                 RULE_NO_CREDENTIAL_LEAK

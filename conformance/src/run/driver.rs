@@ -21,6 +21,9 @@ pub const MAX_DRIVER_STDOUT: usize = 16 * 1024 * 1024;
 pub const MAX_REPLY_LINE: usize = 2 * 1024 * 1024;
 /// How much of the driver's stderr the harness keeps (it drains and scans all of it).
 pub const KEPT_DRIVER_STDERR: usize = 64 * 1024;
+/// The most a driver may write to stderr over its life; more is a host failure (it is still
+/// drained, so the driver never blocks on it).
+pub const MAX_DRIVER_STDERR: usize = 16 * 1024 * 1024;
 
 /// Env names the harness sets for the driver, removed from the inherited env first.
 const OWNED_ENV: &[&str] = &[
@@ -29,6 +32,7 @@ const OWNED_ENV: &[&str] = &[
     "RUNTIME_DATA_DIR",
     "DEEPSEEK_API_KEY",
     "DSH_CONFORMANCE",
+    super::leftovers::CASE_TOKEN_ENV,
     "FAKE_DSH_SCENARIO",
     "FAKE_DSH_JOURNAL",
     "FAKE_DSH_VERSION",

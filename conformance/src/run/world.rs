@@ -19,6 +19,9 @@ pub struct World {
     /// The canonical path of the temp root (every path below is under it).
     pub root: PathBuf,
     pub canary: String,
+    /// The per-case token every driver process carries in `DSH_CONFORMANCE_CASE` (see
+    /// `super::leftovers`).
+    pub case_token: String,
     /// A marker inside the bootstrap text, to tell whether an execute carried the bootstrap.
     pub bootstrap_marker: String,
     fake_dsh: PathBuf,
@@ -67,6 +70,7 @@ impl World {
             _dir: dir,
             root,
             canary: format!("dsh-canary-{}", random_hex(16)?),
+            case_token: random_hex(16)?,
             bootstrap_marker: format!("od-bootstrap-{}", random_hex(8)?),
             fake_dsh: fake_dsh.to_path_buf(),
             fake_dsh_env: variant_env_for(case, fake_dsh_env),

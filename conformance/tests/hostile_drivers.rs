@@ -1,0 +1,312 @@
+//! Hostile drivers against the harness itself (issue 8), beyond the ones in run_cli.rs: a driver
+//! that leaves daemons outside its process group, floods its stderr, closes stdout but keeps
+//! running, answers a run with an outcome for a run id it was never given, or never answers the
+//! handshake. Each is that case's `fail` with a clear why, the other cases still run and pass, and
+//! no process of any driver is alive afterwards.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// One shell driver; its mode comes from the case's scenario (in its cwd, the case root).
+/// Every pid worth checking afterwards goes to `$HOSTILE_PID_DIR/<mode>.pids`.
+const HOSTILE_DRIVER: &str = r#"#!/bin/sh
+mode=good
+for m in hostile-daemon hostile-stderr-flood hostile-stdout-closed hostile-foreign-outcome hostile-silent-handshake slow-sibling; do
+  if grep -q "\"$m\"" scenario.json 2>/dev/null; then mode=$m; fi
+done
+pids="$HOSTILE_PID_DIR/$mode.pids"
+echo "$$" >> "$pids"
+sibling=
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+  case "$line" in
+    *'"type":"handshake"'*)
+      case "$mode" in
+        hostile-silent-handshake) continue ;;
+        hostile-daemon)
+          # Two daemons that leave the driver's process group: one double-forked with its stdio
+          # on /dev/null, one that keeps the driver's stderr open.
+          ( setsid sleep 600 </dev/null >/dev/null 2>&1 & echo "$!" >> "$pids" )
+          setsid sleep 601 </dev/null >/dev/null &
+          echo "$!" >> "$pids" ;;
+        slow-sibling)
+          sleep 600 &
+          sibling=$!
+          echo "$sibling" >> "$pids" ;;
+      esac
+      printf '%s\n' '{"v":1,"type":"handshake","driver":"sh-hostile","version":"0.0.1","capabilities":[]}' ;;
+    *'"type":"discover"'*)
+      available=true
+      case "$mode" in
+        hostile-stderr-flood) head -c 24000000 /dev/zero | tr '\0' 'e' >&2 ;;
+        hostile-stdout-closed) exec >&- ; continue ;;
+        slow-sibling)
+          # Other cases sweep their leftovers meanwhile; this case's own process must survive.
+          sleep 1
+          kill -0 "$sibling" 2>/dev/null || available=false ;;
+      esac
+      if [ "$available" = true ]; then
+        printf '{"v":1,"type":"discovered","id":"%s","available":true,"version":"0.1.7-rc.1","warnings":[],"diagnostic":null,"code":null}\n' "$id"
+      else
+        printf '{"v":1,"type":"discovered","id":"%s","available":false,"version":null,"warnings":[],"diagnostic":"my own process was killed","code":"DSH_PROFILE_PROBE_FAILED"}\n' "$id"
+      fi ;;
+    *'"type":"run"'*)
+      printf '%s\n' '{"v":1,"type":"outcome","id":"r-never-sent","status":"completed","session_id":null,"resumed":false,"code":null,"message":null,"foreign_frames":0,"stderr":""}' ;;
+    *'"type":"shutdown"'*)
+      if [ -n "$sibling" ]; then kill "$sibling"; wait "$sibling"; fi
+      printf '%s\n' '{"v":1,"type":"bye"}'
+      exit 0 ;;
+  esac
+done
+"#;
+
+struct Kit {
+    dir: tempfile::TempDir,
+}
+
+impl Kit {
+    fn new() -> Kit {
+        let kit = Kit {
+            dir: tempfile::tempdir().expect("temp dir"),
+        };
+        let driver = kit.driver();
+        fs::write(&driver, HOSTILE_DRIVER).expect("write driver");
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&driver, fs::Permissions::from_mode(0o755)).expect("chmod");
+        fs::create_dir_all(kit.pid_dir()).expect("pid dir");
+        kit
+    }
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    fn fixtures(&self) -> PathBuf {
+        self.path().join("fixtures")
+    }
+    fn driver(&self) -> PathBuf {
+        self.path().join("driver.sh")
+    }
+    fn pid_dir(&self) -> PathBuf {
+        self.path().join("pids")
+    }
+    /// Writes a case; `mode` goes into the scenario, where the driver looks for it.
+    fn case(&self, id: &str, mode: &str, step: &str) {
+        let area = id.split('.').next().expect("area");
+        let dir = self.fixtures().join(area);
+        fs::create_dir_all(&dir).expect("area dir");
+        let text = format!(
+            r#"{{"v":1,"id":"{id}","summary":"{id}","spec":["5"],"rules":["s5.test-rule"],
+               "timeout_ms":3000,"runtime":{{"version":"{mode}"}},"steps":[{step}]}}"#
+        );
+        fs::write(dir.join(format!("{id}.json")), text).expect("write case");
+    }
+    fn run(&self, jobs: &str) -> std::process::Output {
+        Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
+            .arg("run")
+            .arg("--host")
+            .arg(self.driver())
+            .arg("--fixtures")
+            .arg(self.fixtures())
+            .arg("--fake-dsh")
+            .arg(fake_dsh::locate::binary("fake-dsh"))
+            .args(["--format", "json", "--jobs", jobs])
+            .env("HOSTILE_PID_DIR", self.pid_dir())
+            .current_dir(self.path())
+            .output()
+            .expect("dsh-conformance runs")
+    }
+    /// Every pid the drivers recorded, with the mode that recorded it.
+    fn recorded_pids(&self) -> Vec<(String, i32)> {
+        let mut pids = Vec::new();
+        for entry in fs::read_dir(self.pid_dir()).expect("pid dir").flatten() {
+            let mode = entry.file_name().to_string_lossy().replace(".pids", "");
+            let text = fs::read_to_string(entry.path()).unwrap_or_default();
+            pids.extend(
+                text.split_whitespace()
+                    .filter_map(|pid| pid.parse().ok())
+                    .map(|pid| (mode.clone(), pid)),
+            );
+        }
+        pids
+    }
+}
+
+const DISCOVER: &str = r#"{"discover":{},"expect":{"available":true}}"#;
+const RUN: &str = r#"{"run":{"conversation":"c1","prompt":"Create a landing page"},"expect":{"status":"completed"}}"#;
+
+/// A process is gone when /proc has no entry for it, or it is a zombie (dead, not yet reaped by
+/// its new parent).
+fn is_gone(pid: i32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    let state = stat
+        .rfind(')')
+        .and_then(|end| stat[end + 1..].split_whitespace().next());
+    matches!(state, Some("Z" | "X") | None)
+}
+
+/// (id, verdict, rule, why) of every case in a `--format json` report.
+fn verdicts(output: &std::process::Output) -> Vec<(String, String, String, String)> {
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "not a JSON report ({error}): {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    report["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|case| {
+            let text = |member: &str| case[member].as_str().unwrap_or("").to_string();
+            (text("id"), text("verdict"), text("rule"), text("why"))
+        })
+        .collect()
+}
+
+/// Kills whatever a failed assertion would otherwise leave behind.
+struct PidSweeper<'a>(&'a Kit);
+
+impl Drop for PidSweeper<'_> {
+    fn drop(&mut self) {
+        for (_, pid) in self.0.recorded_pids() {
+            if !is_gone(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn hostile_drivers_fail_their_own_case_only_and_leave_no_process() {
+    let kit = Kit::new();
+    let _sweeper = PidSweeper(&kit);
+    kit.case("discovery.canned-available", "good", DISCOVER);
+    kit.case("discovery.slow-sibling", "slow-sibling", DISCOVER);
+    kit.case("hostile.daemon", "hostile-daemon", DISCOVER);
+    kit.case("hostile.stderr-flood", "hostile-stderr-flood", DISCOVER);
+    kit.case("hostile.stdout-closed", "hostile-stdout-closed", DISCOVER);
+    kit.case("hostile.foreign-outcome", "hostile-foreign-outcome", RUN);
+    kit.case(
+        "hostile.silent-handshake",
+        "hostile-silent-handshake",
+        DISCOVER,
+    );
+    kit.case("survivor.after-hostile", "good", DISCOVER);
+
+    let output = kit.run("3");
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let found = verdicts(&output);
+    let case = |id: &str| {
+        found
+            .iter()
+            .find(|(found_id, ..)| found_id == id)
+            .unwrap_or_else(|| panic!("{id} not reported: {found:?}"))
+            .clone()
+    };
+    for id in [
+        "discovery.canned-available",
+        "discovery.slow-sibling",
+        "survivor.after-hostile",
+    ] {
+        let (_, verdict, _, why) = case(id);
+        assert_eq!(verdict, "pass", "{id}: {why}");
+    }
+    let expected = [
+        (
+            "hostile.daemon",
+            "s10.process-tree-reaped",
+            "left 2 process(es) running outside its process group",
+        ),
+        (
+            "hostile.stderr-flood",
+            "s14.stderr-bounded",
+            "bytes to its stderr",
+        ),
+        (
+            "hostile.stdout-closed",
+            "s5.test-rule",
+            "ended its stdout (still running)",
+        ),
+        (
+            "hostile.foreign-outcome",
+            "s6.driver-reply-valid",
+            "sent outcome for r-never-sent",
+        ),
+        (
+            "hostile.silent-handshake",
+            "s6.driver-reply-valid",
+            "handshake: no reply from the driver",
+        ),
+    ];
+    for (id, rule, why_part) in expected {
+        let (_, verdict, found_rule, why) = case(id);
+        assert_eq!(verdict, "fail", "{id}: {why}");
+        assert_eq!(found_rule, rule, "{id}: {why}");
+        assert!(why.contains(why_part), "{id}: {why}");
+    }
+
+    let recorded = kit.recorded_pids();
+    let daemons = recorded
+        .iter()
+        .filter(|(mode, _)| mode == "hostile-daemon")
+        .count();
+    assert_eq!(daemons, 3, "the driver and its two daemons: {recorded:?}");
+    for mode in [
+        "hostile-stdout-closed",
+        "hostile-silent-handshake",
+        "slow-sibling",
+    ] {
+        assert!(
+            recorded.iter().any(|(found, _)| found == mode),
+            "{mode} recorded no pid: {recorded:?}"
+        );
+    }
+    let alive: Vec<&(String, i32)> = recorded.iter().filter(|(_, pid)| !is_gone(*pid)).collect();
+    assert!(alive.is_empty(), "left alive: {alive:?}");
+}
+
+#[test]
+fn a_daemon_is_reported_and_killed_when_the_driver_is_killed_for_a_timeout() {
+    let kit = Kit::new();
+    let _sweeper = PidSweeper(&kit);
+    // The daemon driver answers the handshake, but never a run: the harness kills its group at
+    // the case deadline, and the daemons outside the group are still found.
+    kit.case("hostile.daemon-then-hang", "hostile-daemon", RUN);
+    fs::write(
+        kit.driver(),
+        HOSTILE_DRIVER.replace(
+            r#"    *'"type":"run"'*)"#,
+            r#"    *'"type":"run"'*) sleep 600 ;;
+    *'"type":"never"'*)"#,
+        ),
+    )
+    .expect("rewrite driver");
+    let output = kit.run("1");
+    let found = verdicts(&output);
+    let (_, verdict, _, why) = found.first().cloned().expect("one case");
+    assert_eq!(verdict, "fail", "{why}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("json");
+    let transcript = report["cases"][0]["transcript"].to_string();
+    assert!(
+        transcript.contains("left 2 process(es) running outside its process group"),
+        "{transcript}"
+    );
+    let alive: Vec<(String, i32)> = kit
+        .recorded_pids()
+        .into_iter()
+        .filter(|(_, pid)| !is_gone(*pid))
+        .collect();
+    assert!(alive.is_empty(), "left alive: {alive:?}");
+}
