@@ -12,6 +12,8 @@ pub mod process;
 pub mod turn;
 pub mod world;
 
+pub use crate::output::Format;
+
 use checks::{Status, CHECKS};
 use serde_json::json;
 use std::io::Write;
@@ -19,12 +21,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 use world::{Target, World};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Table,
-    Json,
-}
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -121,14 +117,16 @@ pub fn resolve_program(program: &std::path::Path) -> Result<PathBuf, CannotRun> 
     })
 }
 
+/// How many checks got this status.
+fn count_of(results: &[CheckResult], status: Status) -> usize {
+    results
+        .iter()
+        .filter(|result| result.status == status)
+        .count()
+}
+
 /// The machine-readable report.
 pub fn to_json(target: &Target, results: &[CheckResult]) -> serde_json::Value {
-    let count = |status: Status| {
-        results
-            .iter()
-            .filter(|result| result.status == status)
-            .count()
-    };
     json!({
         "v": 1,
         "runtime": target.dsh.to_string_lossy(),
@@ -142,9 +140,9 @@ pub fn to_json(target: &Target, results: &[CheckResult]) -> serde_json::Value {
             "duration_ms": result.duration_ms,
         })).collect::<Vec<_>>(),
         "totals": {
-            "pass": count(Status::Pass),
-            "fail": count(Status::Fail),
-            "inconclusive": count(Status::Inconclusive),
+            "pass": count_of(results, Status::Pass),
+            "fail": count_of(results, Status::Fail),
+            "inconclusive": count_of(results, Status::Inconclusive),
         },
     })
 }
@@ -173,18 +171,12 @@ pub fn to_table(target: &Target, results: &[CheckResult]) -> String {
             result.id, result.rule, result.detail
         ));
     }
-    let count = |status: Status| {
-        results
-            .iter()
-            .filter(|result| result.status == status)
-            .count()
-    };
     out.push_str(&format!(
         "{} checks: {} passed, {} failed, {} inconclusive ({})\n",
         results.len(),
-        count(Status::Pass),
-        count(Status::Fail),
-        count(Status::Inconclusive),
+        count_of(results, Status::Pass),
+        count_of(results, Status::Fail),
+        count_of(results, Status::Inconclusive),
         target.dsh.display()
     ));
     out

@@ -4,6 +4,7 @@
 //! step's `expect` must be the kind its action allows. A problem is a [`FixtureError`] naming the
 //! file and the rule, never a panic.
 
+use dsh_protocol::frames::Status;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -236,25 +237,6 @@ pub struct SetupExpect {
     pub installed: Option<bool>,
 }
 
-/// An outcome status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    Completed,
-    Cancelled,
-    Failed,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Completed => "completed",
-            RunStatus::Cancelled => "cancelled",
-            RunStatus::Failed => "failed",
-        }
-    }
-}
-
 /// Which session a run must end up with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -293,8 +275,9 @@ pub struct FileExpect {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunExpect {
+    /// The outcome status (the runtime's terminal statuses, `completed`/`cancelled`/`failed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<RunStatus>,
+    pub status: Option<Status>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -601,7 +584,7 @@ mod tests {
                 event: "text_delta".into()
             }))
         );
-        assert_eq!(expect.status, Some(RunStatus::Cancelled));
+        assert_eq!(expect.status, Some(Status::Cancelled));
         let Step::Run { run, .. } = &case.steps[6] else {
             panic!("not a run step")
         };
@@ -676,5 +659,9 @@ mod tests {
         assert!(!is_valid_id("cancel"));
         assert!(!is_valid_id("cancel."));
         assert!(!is_valid_id("Cancel.x"));
+        assert!(is_valid_id("replay.first-turn"));
+        assert!(!is_valid_id("replay"));
+        assert!(!is_valid_id("Replay.x"));
+        assert!(!is_valid_id("replay..x"));
     }
 }

@@ -106,7 +106,19 @@ pub struct SuiteReport {
     pub duration_ms: u64,
 }
 
+/// The abbreviated corpus hash reports print: its first 12 characters (all of a shorter one).
+pub fn short_hash(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
 impl SuiteReport {
+    /// How many cases got this verdict.
+    pub fn count(&self, verdict: Verdict) -> usize {
+        self.cases
+            .iter()
+            .filter(|case| case.verdict == verdict)
+            .count()
+    }
     /// Count of cases per verdict, in [`Verdict`] order.
     pub fn totals(&self) -> Vec<(Verdict, usize)> {
         let mut totals: Vec<(Verdict, usize)> = Vec::new();

@@ -20,6 +20,14 @@ pub use junit::{area_of, write_junit, write_junit_suites};
 pub use markdown::write_markdown;
 pub use table::{rerun_command, summary_line, write_table, TableOptions, VERDICT_ORDER};
 
+/// What `run` and `check-runtime` print on stdout (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    // No doc comments here: clap would print them as help for the values.
+    Table,
+    Json,
+}
+
 /// Writes the report as pretty-printed JSON (the suite part of `schemas/report.schema.json`),
 /// followed by a newline.
 pub fn write_json(report: &SuiteReport, out: &mut dyn Write) -> io::Result<()> {

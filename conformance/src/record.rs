@@ -69,7 +69,7 @@ pub fn fixture_main(args: FixtureArgs) -> ExitCode {
         eprintln!("dsh-conformance fixture-from-transcript: {why}");
         ExitCode::from(2)
     };
-    if !fixture::valid_id(&args.id) {
+    if !crate::fixture::is_valid_id(&args.id) {
         return fail(format!(
             "--id {:?} is not a case id (^[a-z0-9-]+(\\.[a-z0-9-]+)+$)",
             args.id

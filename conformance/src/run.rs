@@ -27,6 +27,8 @@ pub use expectations::Expectations;
 pub use selection::{CaseEntry, Selection};
 pub use suite::{resolve_program, run_suite, HarnessError, Suite, SuiteConfig, Variant};
 
+pub use crate::output::Format;
+
 use crate::model::{SuiteReport, Verdict};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -37,12 +39,6 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILURES: u8 = 1;
 pub const EXIT_HARNESS: u8 = 2;
 pub const EXIT_NOTHING_MEASURED: u8 = 3;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Table,
-    Json,
-}
 
 /// The `run` flags, boxed so the CLI's subcommand enum stays small.
 #[derive(Debug, clap::Args)]

@@ -313,14 +313,9 @@ fn list_names_every_check() {
 
 #[test]
 fn every_check_names_a_rule_of_the_catalog() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/rules.json");
-    let rules: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let ids: Vec<&str> = rules["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|rule| rule["id"].as_str())
-        .collect();
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    let catalog = dsh_conformance::corpus::load_rules(&fixtures).unwrap();
+    let ids: Vec<&str> = catalog.iter().map(|rule| rule.id.as_str()).collect();
     for check in dsh_conformance::check_runtime::checks::CHECKS {
         assert!(
             ids.contains(&check.rule),

@@ -70,7 +70,11 @@ impl Copy {
     }
 
     fn read(&self, id: &str) -> Value {
-        serde_json::from_str(&fs::read_to_string(self.case_path(id)).unwrap()).unwrap()
+        self.read_file(&self.case_path(id))
+    }
+
+    fn read_file(&self, path: &Path) -> Value {
+        serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
     }
 
     fn write(&self, path: &Path, value: &Value) {
@@ -190,8 +194,7 @@ fn an_unknown_rule_is_caught() {
 fn an_uncovered_rule_is_caught() {
     let copy = Copy::new();
     let rules_file = copy.fixtures.join("rules.json");
-    let mut catalog: Value =
-        serde_json::from_str(&fs::read_to_string(&rules_file).unwrap()).unwrap();
+    let mut catalog = copy.read_file(&rules_file);
     catalog["rules"].as_array_mut().unwrap().push(serde_json::json!({
         "id": "s6.brand-new-sentence", "section": "6", "kind": "normative", "text": "A sentence no case covers."
     }));
@@ -207,8 +210,7 @@ fn an_uncovered_rule_is_caught() {
 fn an_untestable_rule_needs_no_case() {
     let copy = Copy::new();
     let rules_file = copy.fixtures.join("rules.json");
-    let mut catalog: Value =
-        serde_json::from_str(&fs::read_to_string(&rules_file).unwrap()).unwrap();
+    let mut catalog = copy.read_file(&rules_file);
     catalog["rules"].as_array_mut().unwrap().push(serde_json::json!({
         "id": "s6.only-a-daemon-shows-this", "section": "6", "kind": "normative", "text": "Daemon-only.",
         "untestable_reason": "needs the real daemon"

@@ -208,6 +208,31 @@ fn kit(args: &[&std::ffi::OsStr]) -> std::process::Output {
         .unwrap()
 }
 
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `fixture-from-transcript <recording> --id <id> --out <world>/<id>.json`, which must succeed;
+/// returns the case file's path.
+fn fixture_from_transcript(world: &World, recording: &Path, id: &str) -> PathBuf {
+    let case_path = world.path(&format!("{id}.json"));
+    let convert = kit(&[
+        "fixture-from-transcript".as_ref(),
+        recording.as_os_str(),
+        "--id".as_ref(),
+        id.as_ref(),
+        "--out".as_ref(),
+        case_path.as_os_str(),
+    ]);
+    assert_eq!(
+        convert.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&convert.stderr)
+    );
+    case_path
+}
+
 fn frame_types(stdout: &[u8]) -> Vec<String> {
     stdout
         .split(|byte| *byte == b'\n')
@@ -244,9 +269,7 @@ fn a_recorded_default_session_is_byte_exact_valid_and_becomes_a_clean_replayable
     );
     assert!(frame_types(&run.stdout).ends_with(&["usage".to_string(), "result".to_string()]));
 
-    let meta: Value =
-        serde_json::from_str(&std::fs::read_to_string(recording.join("meta.json")).unwrap())
-            .unwrap();
+    let meta = read_json(&recording.join("meta.json"));
     assert_eq!(meta["exit_code"], 0);
     assert_eq!(meta["violations"], json!([]));
     assert_eq!(meta["run"]["request_id"], "run-record-1");
@@ -269,21 +292,7 @@ fn a_recorded_default_session_is_byte_exact_valid_and_becomes_a_clean_replayable
         String::from_utf8_lossy(&validate.stdout)
     );
 
-    let case_path = world.path("replay.first-turn.json");
-    let convert = kit(&[
-        "fixture-from-transcript".as_ref(),
-        recording.as_os_str(),
-        "--id".as_ref(),
-        "replay.first-turn".as_ref(),
-        "--out".as_ref(),
-        case_path.as_os_str(),
-    ]);
-    assert_eq!(
-        convert.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&convert.stderr)
-    );
+    let case_path = fixture_from_transcript(&world, &recording, "replay.first-turn");
     let case_text = std::fs::read_to_string(&case_path).unwrap();
     let case: Value = serde_json::from_str(&case_text).unwrap();
     if let Err(errors) = dsh_protocol::schema::validate("fixture.schema.json", &case) {
@@ -333,14 +342,9 @@ fn a_recorded_default_session_is_byte_exact_valid_and_becomes_a_clean_replayable
 }
 
 fn assert_rules_exist(case: &Value) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/rules.json");
-    let rules: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let ids: Vec<&str> = rules["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|rule| rule["id"].as_str())
-        .collect();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    let catalog = dsh_conformance::corpus::load_rules(&fixtures).unwrap();
+    let ids: Vec<&str> = catalog.iter().map(|rule| rule.id.as_str()).collect();
     for rule in case["rules"].as_array().unwrap() {
         assert!(ids.contains(&rule.as_str().unwrap()), "unknown rule {rule}");
     }
@@ -382,9 +386,7 @@ fn violations_go_to_stderr_and_meta_never_to_stdout_and_secrets_are_redacted() {
         std::fs::read(recording.join("stdout.jsonl")).unwrap(),
         run.stdout
     );
-    let meta: Value =
-        serde_json::from_str(&std::fs::read_to_string(recording.join("meta.json")).unwrap())
-            .unwrap();
+    let meta = read_json(&recording.join("meta.json"));
     assert_eq!(
         meta["violations"][0]["code"],
         "DSH_PROFILE_CONTENT_BEFORE_SESSION"
@@ -430,10 +432,7 @@ fn the_runtime_exit_code_passes_through() {
     drop(process.0.stdin.take());
     let status = process.wait(Duration::from_secs(30));
     assert_eq!(status.code(), Some(3));
-    let meta: Value = serde_json::from_str(
-        &std::fs::read_to_string(world.recording().join("meta.json")).unwrap(),
-    )
-    .unwrap();
+    let meta = read_json(&world.recording().join("meta.json"));
     assert_eq!(meta["exit_code"], 3);
 }
 
@@ -467,10 +466,7 @@ fn sigterm_to_the_proxy_reaches_the_runtime() {
             .any(|entry| entry["event"] == "signal" && entry["signal"] == "SIGTERM"),
         "{journal}"
     );
-    let meta: Value = serde_json::from_str(
-        &std::fs::read_to_string(world.recording().join("meta.json")).unwrap(),
-    )
-    .unwrap();
+    let meta = read_json(&world.recording().join("meta.json"));
     assert_eq!(meta["signals_forwarded"], json!(["SIGTERM"]));
 }
 
@@ -535,9 +531,7 @@ fn a_cancelled_recording_replays_with_wait_cancel_and_cancel_on() {
         std::fs::read(recording.join("stdin.jsonl")).unwrap(),
         run.stdin
     );
-    let meta: Value =
-        serde_json::from_str(&std::fs::read_to_string(recording.join("meta.json")).unwrap())
-            .unwrap();
+    let meta = read_json(&recording.join("meta.json"));
     assert_eq!(
         meta["result"]["status"],
         "cancelled",
@@ -546,22 +540,8 @@ fn a_cancelled_recording_replays_with_wait_cancel_and_cancel_on() {
     );
     assert_eq!(meta["run"]["cancels"], 1);
 
-    let case_path = world.path("replay.cancelled.json");
-    let convert = kit(&[
-        "fixture-from-transcript".as_ref(),
-        recording.as_os_str(),
-        "--id".as_ref(),
-        "replay.cancelled".as_ref(),
-        "--out".as_ref(),
-        case_path.as_os_str(),
-    ]);
-    assert_eq!(
-        convert.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&convert.stderr)
-    );
-    let case: Value = serde_json::from_str(&std::fs::read_to_string(&case_path).unwrap()).unwrap();
+    let case_path = fixture_from_transcript(&world, &recording, "replay.cancelled");
+    let case = read_json(&case_path);
     assert!(dsh_protocol::schema::validate("fixture.schema.json", &case).is_ok());
     assert_eq!(case["requires"], json!(["cancel"]));
     assert_eq!(

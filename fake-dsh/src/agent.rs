@@ -3,10 +3,11 @@
 //! terminal result; honouring cancel and answering stray commands between frames.
 
 use crate::design;
-use crate::frames::{self, TokenUsage};
+use crate::frames;
 use crate::inbox::{remaining, Wait};
 use crate::sessions::{self, LoadError, SessionRecord};
 use crate::stdio::{Command, Context, Execute};
+use dsh_protocol::frames::TokenCounts;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -341,7 +342,7 @@ fn plan_tool_call(path: &Path, html_name: &str, hero: &design::Hero, edit: bool)
 
 fn usage_frame(execute: &Execute, written: &str, resumed: bool, revision: usize) -> Value {
     let prompt_tokens = execute.prompt.chars().count() as u64 / 4;
-    let tokens = TokenUsage {
+    let tokens = TokenCounts {
         input_tokens: 1200 + prompt_tokens,
         output_tokens: 40 + written.len() as u64 / 4,
         cache_read_tokens: Some(if resumed { 1024 * revision as u64 } else { 0 }),

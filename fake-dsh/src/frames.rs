@@ -1,6 +1,7 @@
 //! Builds the generation-1 runtime frames fake-dsh writes, as plain `serde_json::Value`s, so that a
 //! scenario can also patch them into invalid shapes on purpose.
 
+use dsh_protocol::frames::TokenCounts;
 use serde_json::{json, Value};
 
 /// The runtime identity of the open-design profile.
@@ -130,17 +131,8 @@ pub fn tool_result(
     })
 }
 
-/// Token accounting of one turn.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TokenUsage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: Option<u64>,
-    pub cache_write_tokens: Option<u64>,
-}
-
 /// A `usage` frame.
-pub fn usage(request_id: &str, provider: &str, model: &str, tokens: &TokenUsage) -> Value {
+pub fn usage(request_id: &str, provider: &str, model: &str, tokens: &TokenCounts) -> Value {
     let mut frame = json!({
         "v": 1,
         "type": "usage",

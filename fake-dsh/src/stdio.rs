@@ -9,6 +9,7 @@ use crate::output::{self, Stdout};
 use crate::process::{self, finish};
 use crate::scenario::{Action, AgentKnobs};
 use crate::sessions::{self, SessionRecord};
+use dsh_protocol::frames::TokenCounts;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -432,7 +433,7 @@ fn frame_of(context: &mut Context, action: &Action) -> Value {
                     frames::DEFAULT_MODEL.to_string(),
                 ),
             };
-            let tokens = frames::TokenUsage {
+            let tokens = TokenCounts {
                 input_tokens: 1200,
                 output_tokens: 300,
                 cache_read_tokens: None,

@@ -4,7 +4,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::{code, World};
+use support::{code, entries, World};
 
 fn types(frames: &[Value]) -> Vec<String> {
     frames.iter().for_each(support::assert_valid_frame);
@@ -87,13 +87,7 @@ fn a_full_turn_writes_the_html_file_and_ends_with_completed() {
     assert!(journal
         .iter()
         .any(|entry| entry["event"] == "command" && entry["command"]["type"] == "execute"));
-    assert_eq!(
-        journal
-            .iter()
-            .filter(|entry| entry["event"] == "frame")
-            .count(),
-        10
-    );
+    assert_eq!(entries(&journal, "frame").count(), 10);
     let exit = journal.last().unwrap();
     assert_eq!(exit["event"], "exit");
     assert_eq!(exit["reason"], "result_sent");
@@ -144,10 +138,8 @@ fn two_processes_cold_resume_the_same_session_and_edit_the_same_file() {
     assert!(after.contains(arguments["new_string"].as_str().unwrap()));
     let record = support::read_json(&world.home().join(format!("sessions/{session_id}.json")));
     assert_eq!(record["turns"].as_array().unwrap().len(), 2);
-    let starts: Vec<Value> = world
-        .journal()
-        .into_iter()
-        .filter(|entry| entry["event"] == "start")
+    let journal = world.journal();
+    let starts: Vec<Value> = entries(&journal, "start")
         .map(|entry| entry["invocation"].clone())
         .collect();
     assert_eq!(starts, [json!(0), json!(1)]);

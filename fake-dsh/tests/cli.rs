@@ -5,7 +5,7 @@ mod support;
 
 use predicates::prelude::*;
 use serde_json::{json, Value};
-use support::{read_json, World};
+use support::{entries, first_entry, read_json, World};
 
 fn stdout_json(output: &std::process::Output) -> Value {
     serde_json::from_slice(&output.stdout).expect("stdout is one JSON frame")
@@ -224,10 +224,8 @@ fn unknown_profiles_and_flags_are_usage_errors() {
         .assert()
         .success()
         .stdout(predicate::str::contains("--stdio"));
-    let modes: Vec<Value> = world
-        .journal()
-        .into_iter()
-        .filter(|entry| entry["event"] == "start")
+    let journal = world.journal();
+    let modes: Vec<Value> = entries(&journal, "start")
         .map(|entry| entry["mode"].clone())
         .collect();
     assert!(modes.iter().all(|mode| mode == "error"), "{modes:?}");
@@ -277,11 +275,8 @@ fn a_whole_case_file_is_accepted_as_the_scenario() {
 fn start_entries_hold_argv_process_ids_and_env_names_only() {
     let world = World::new();
     world.cmd(&["--version"]).assert().success();
-    let start = world
-        .journal()
-        .into_iter()
-        .find(|entry| entry["event"] == "start")
-        .unwrap();
+    let journal = world.journal();
+    let start = first_entry(&journal, "start");
     assert_eq!(start["v"], 1);
     assert_eq!(start["mode"], "version");
     assert_eq!(start["invocation"], Value::Null);
@@ -301,11 +296,7 @@ fn start_entries_hold_argv_process_ids_and_env_names_only() {
     assert_eq!(names, sorted);
     let text = std::fs::read_to_string(world.journal_path()).unwrap();
     assert!(!text.contains("canary-key-value"));
-    let exit = world
-        .journal()
-        .into_iter()
-        .find(|entry| entry["event"] == "exit")
-        .unwrap();
+    let exit = first_entry(&journal, "exit");
     assert_eq!(exit["code"], 0);
     assert_eq!(exit["reason"], "script_end");
 }

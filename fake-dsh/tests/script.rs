@@ -5,7 +5,7 @@ mod support;
 
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
-use support::{alive, await_death, code, World};
+use support::{alive, await_death, code, entries, first_entry, stdout_frames, World};
 
 fn script(world: &World, actions: Value) {
     world.scenario(json!({ "stdio": [actions] }));
@@ -43,12 +43,7 @@ fn frames_carry_the_bound_placeholders() {
     );
     let (output, _) = run_to_end(&world, &[world.execute("req-7", "p", Some("od-resume-me"))]);
     assert_eq!(code(output.status), 0);
-    let frames: Vec<Value> = output
-        .stdout
-        .split(|&b| b == b'\n')
-        .filter(|line| !line.is_empty())
-        .map(|line| serde_json::from_slice(line).unwrap())
-        .collect();
+    let frames = stdout_frames(&output.stdout);
     assert_eq!(frames[0]["type"], "ready");
     assert_eq!(frames[0]["plugin_version"], "9.9.9");
     assert_eq!(
@@ -67,12 +62,8 @@ fn frames_carry_the_bound_placeholders() {
         json!({"v": 1, "type": "result", "request_id": "req-7", "status": "completed",
                "session_id": "od-resume-me", "resume_rejected": false})
     );
-    let exit = world
-        .journal()
-        .into_iter()
-        .find(|entry| entry["event"] == "exit")
-        .unwrap();
-    assert_eq!(exit["reason"], "script_end");
+    let journal = world.journal();
+    assert_eq!(first_entry(&journal, "exit")["reason"], "script_end");
     assert!(
         world.home().join("sessions/od-resume-me.json").is_file(),
         "a scripted session is stored"
@@ -163,20 +154,13 @@ fn drip_and_coalesce_deliver_the_same_bytes_as_plain_frames() {
         ]),
     );
     let (output, journal) = run_to_end(&world, &[world.execute("r1", "p", None)]);
-    let lines: Vec<Value> = output
-        .stdout
-        .split(|&b| b == b'\n')
-        .filter(|line| !line.is_empty())
-        .map(|line| serde_json::from_slice(line).unwrap())
-        .collect();
+    let lines = stdout_frames(&output.stdout);
     let kinds: Vec<&str> = lines
         .iter()
         .map(|frame| frame["type"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["ready", "session", "text", "text", "result"]);
-    let journaled: Vec<&str> = journal
-        .iter()
-        .filter(|entry| entry["event"] == "frame")
+    let journaled: Vec<&str> = entries(&journal, "frame")
         .map(|entry| entry["frame_type"].as_str().unwrap())
         .collect();
     assert_eq!(journaled, kinds);
@@ -197,12 +181,7 @@ fn a_failed_result_gets_a_default_error_and_protocol_error_frames_are_written() 
     );
     let (output, journal) = run_to_end(&world, &[world.execute("r1", "p", None)]);
     assert_eq!(code(output.status), 3);
-    let lines: Vec<Value> = output
-        .stdout
-        .split(|&b| b == b'\n')
-        .filter(|line| !line.is_empty())
-        .map(|line| serde_json::from_slice(line).unwrap())
-        .collect();
+    let lines = stdout_frames(&output.stdout);
     assert_eq!(
         lines[1],
         json!({"v": 1, "type": "protocol_error", "request_id": "r1", "code": "BAD", "message": "m"})
@@ -210,10 +189,7 @@ fn a_failed_result_gets_a_default_error_and_protocol_error_frames_are_written() 
     assert_eq!(lines[2]["error"]["code"], "RUN_FAILED");
     assert_eq!(lines[2]["resume_rejected"], true);
     assert_eq!(lines[3]["session_id"], Value::Null);
-    let exit = journal
-        .iter()
-        .find(|entry| entry["event"] == "exit")
-        .unwrap();
+    let exit = first_entry(&journal, "exit");
     assert_eq!(exit["reason"], "exit_action");
     assert_eq!(exit["code"], 3);
 }
@@ -256,10 +232,8 @@ fn each_invocation_plays_its_own_script_and_then_the_default_agent() {
         String::from_utf8_lossy(&outputs[2]).contains("\"ready\""),
         "a third process runs the default agent"
     );
-    let indexes: Vec<Value> = world
-        .journal()
-        .into_iter()
-        .filter(|entry| entry["event"] == "start")
+    let journal = world.journal();
+    let indexes: Vec<Value> = entries(&journal, "start")
         .map(|entry| entry["invocation"].clone())
         .collect();
     assert_eq!(indexes, [json!(0), json!(1), json!(2)]);
@@ -339,11 +313,7 @@ fn wait_stdin_close_returns_at_eof_and_read_execute_ends_on_eof() {
     let (output, journal) = run_to_end(&world, &[]);
     assert_eq!(code(output.status), 0);
     assert!(output.stdout.is_empty());
-    let exit = journal
-        .iter()
-        .find(|entry| entry["event"] == "exit")
-        .unwrap();
-    assert_eq!(exit["reason"], "stdin_closed");
+    assert_eq!(first_entry(&journal, "exit")["reason"], "stdin_closed");
 }
 
 #[test]
@@ -369,10 +339,7 @@ fn sigterm_ends_the_process_with_143_and_is_journaled() {
     dsh.signal_group(Signal::SIGTERM);
     assert_eq!(code(dsh.wait()), 143);
     let journal = world.journal_of(dsh.pid());
-    let signal = journal
-        .iter()
-        .find(|entry| entry["event"] == "signal")
-        .unwrap();
+    let signal = first_entry(&journal, "signal");
     assert_eq!(signal["signal"], "SIGTERM");
     assert_eq!(signal["ignored"], false);
     let exit = journal.last().unwrap();
@@ -419,11 +386,8 @@ fn spawned_children_share_the_group_and_die_with_it() {
     let mut dsh = world.stdio();
     dsh.next_frame();
     let parent = dsh.pid();
-    let children: Vec<Value> = world
-        .journal_of(parent)
-        .into_iter()
-        .filter(|entry| entry["event"] == "child")
-        .collect();
+    let journal = world.journal_of(parent);
+    let children: Vec<&Value> = entries(&journal, "child").collect();
     assert_eq!(children.len(), 2);
     assert_eq!(children[0]["ignores_sigterm"], true);
     assert_eq!(children[1]["ignores_sigterm"], false);
@@ -466,11 +430,7 @@ fn the_watchdog_also_kills_the_children_it_spawned() {
         command.env("FAKE_DSH_WATCHDOG_SECS", "1");
     });
     dsh.next_frame();
-    let child = world
-        .journal_of(dsh.pid())
-        .into_iter()
-        .find(|entry| entry["event"] == "child")
-        .unwrap()["child_pid"]
+    let child = first_entry(&world.journal_of(dsh.pid()), "child")["child_pid"]
         .as_i64()
         .unwrap();
     assert_eq!(code(dsh.wait()), 124);

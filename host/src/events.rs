@@ -1,20 +1,10 @@
 //! Normalization (spec 9): accepted runtime frames become the OpenDesign events of
 //! docs/host-driver.md, in order, with thinking blocks opened and closed.
 
+use dsh_protocol::frames::TokenCounts;
 use dsh_protocol::RuntimeFrame;
 use serde::Serialize;
 use serde_json::Value;
-
-/// Token counts of a `usage` event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct UsageCounts {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_read_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_write_tokens: Option<u64>,
-}
 
 /// The structured error of an `error` event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -55,7 +45,7 @@ pub enum Event {
     Usage {
         provider: String,
         model: String,
-        usage: UsageCounts,
+        usage: TokenCounts,
     },
     Error {
         message: String,
@@ -140,12 +130,7 @@ impl Normalizer {
             RuntimeFrame::Usage(usage) => events.push(Event::Usage {
                 provider: usage.provider.clone(),
                 model: usage.model.clone(),
-                usage: UsageCounts {
-                    input_tokens: usage.input_tokens,
-                    output_tokens: usage.output_tokens,
-                    cache_read_tokens: usage.cache_read_tokens,
-                    cache_write_tokens: usage.cache_write_tokens,
-                },
+                usage: usage.tokens,
             }),
             _ => {}
         }

@@ -24,4 +24,4 @@ pub mod short_command;
 pub mod stderr_capture;
 
 pub use host::{Host, HostConfig};
-pub use run::{CancelSignal, Outcome, RunBounds, RunRequest, RunStatus};
+pub use run::{CancelSignal, Outcome, RunBounds, RunRequest};

@@ -75,27 +75,10 @@ pub struct RunRequest {
     pub reasoning_effort: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunStatus {
-    Completed,
-    Cancelled,
-    Failed,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Completed => "completed",
-            RunStatus::Cancelled => "cancelled",
-            RunStatus::Failed => "failed",
-        }
-    }
-}
-
 /// How a run ended (the `outcome` reply of docs/host-driver.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
-    pub status: RunStatus,
+    pub status: Status,
     /// The session the conversation is now mapped to.
     pub session_id: Option<String>,
     /// Whether the runtime resumed a session in this run.
@@ -290,7 +273,7 @@ impl Host {
         redactor.add_prompt(&request.bootstrap);
         let outcome = match self.prepare(request).await {
             Err(diagnostic) => Outcome {
-                status: RunStatus::Failed,
+                status: Status::Failed,
                 session_id: self.mapped_session(&request.conversation_id),
                 resumed: false,
                 code: Some(codes::SPAWN_FAILED.to_string()),
@@ -318,7 +301,7 @@ impl Host {
                 }
             }
         };
-        if let (RunStatus::Failed, Some(code), Some(message)) =
+        if let (Status::Failed, Some(code), Some(message)) =
             (outcome.status, &outcome.code, &outcome.message)
         {
             emit(Event::failure(code, message));
@@ -809,19 +792,13 @@ impl Host {
         }
     }
 
-    fn classify(
-        &self,
-        end: &End,
-        cancel_sent: bool,
-    ) -> (RunStatus, Option<String>, Option<String>) {
-        let failed = |code: &str, message: String| {
-            (RunStatus::Failed, Some(code.to_string()), Some(message))
-        };
+    fn classify(&self, end: &End, cancel_sent: bool) -> (Status, Option<String>, Option<String>) {
+        let failed =
+            |code: &str, message: String| (Status::Failed, Some(code.to_string()), Some(message));
         let bounds = self.config.run_bounds;
         match end {
             End::Result(result) => match result.status {
-                Status::Completed => (RunStatus::Completed, None, None),
-                Status::Cancelled => (RunStatus::Cancelled, None, None),
+                status @ (Status::Completed | Status::Cancelled) => (status, None, None),
                 Status::Failed => {
                     let (runtime_code, runtime_message) =
                         result.error.as_ref().map_or(("unknown", ""), |error| {
@@ -845,17 +822,17 @@ impl Host {
             End::Violation(violation)
                 if violation.code == ViolationCode::MissingResult && cancel_sent =>
             {
-                (RunStatus::Cancelled, None, None)
+                (Status::Cancelled, None, None)
             }
             End::Violation(violation)
                 if violation.code == ViolationCode::MissingResult
                     && self.mutant(Mutant::EofIsSuccess) =>
             {
-                (RunStatus::Completed, None, None)
+                (Status::Completed, None, None)
             }
             End::Violation(violation) => failed(violation.code.as_str(), violation.message.clone()),
             End::CancelledBeforeExecute | End::CancelGraceExpired | End::KilledOnCancel => {
-                (RunStatus::Cancelled, None, None)
+                (Status::Cancelled, None, None)
             }
             End::ReadyTimeout => failed(
                 codes::READY_TIMEOUT,
@@ -871,7 +848,7 @@ impl Host {
     fn spawn_failure(&self, request: &RunRequest, message: String) -> AttemptResult {
         AttemptResult {
             outcome: Outcome {
-                status: RunStatus::Failed,
+                status: Status::Failed,
                 session_id: self.mapped_session(&request.conversation_id),
                 resumed: false,
                 code: Some(codes::SPAWN_FAILED.to_string()),

@@ -3,7 +3,7 @@
 
 mod support;
 
-use dsh_host::RunStatus;
+use dsh_protocol::frames::Status;
 use serde_json::{json, Value};
 use support::{run, run_cancelling_on, World};
 
@@ -42,7 +42,7 @@ async fn a_cancel_is_honoured_and_the_session_kept_for_the_next_run() {
         "text_delta",
     )
     .await;
-    assert_eq!(outcome.status, RunStatus::Cancelled, "{outcome:?}");
+    assert_eq!(outcome.status, Status::Cancelled, "{outcome:?}");
     let session = outcome
         .session_id
         .clone()
@@ -56,7 +56,7 @@ async fn a_cancel_is_honoured_and_the_session_kept_for_the_next_run() {
     assert!(world.live_processes().is_empty());
 
     let (next, _) = run(&host, &world.request("c1", "Continue")).await;
-    assert_eq!(next.status, RunStatus::Completed, "{next:?}");
+    assert_eq!(next.status, Status::Completed, "{next:?}");
     assert!(next.resumed);
     assert_eq!(next.session_id.as_deref(), Some(session.as_str()));
 }
@@ -77,7 +77,7 @@ async fn an_ignored_cancel_escalates_and_no_process_of_the_tree_survives() {
     .await;
     assert_eq!(
         outcome.status,
-        RunStatus::Cancelled,
+        Status::Cancelled,
         "a cancelled run reports cancelled even when killed: {outcome:?}"
     );
     let events = timeline(&world.stdio_process(0));
@@ -123,7 +123,7 @@ async fn a_cancel_before_ready_ends_the_run_without_execute() {
         )
         .await;
     drop(cancel);
-    assert_eq!(outcome.status, RunStatus::Cancelled, "{outcome:?}");
+    assert_eq!(outcome.status, Status::Cancelled, "{outcome:?}");
     assert!(world.commands(0).is_empty(), "no execute after a cancel");
     assert!(world.live_processes().is_empty());
 }
@@ -135,7 +135,7 @@ async fn a_runtime_that_hangs_after_its_result_is_reaped() {
                    {"result": {"status": "completed"}}, {"ignore_sigterm": true}, {"hang": {}}]]
     }));
     let (outcome, _) = run(&world.host(), &world.request("c1", "Create a landing page")).await;
-    assert_eq!(outcome.status, RunStatus::Completed, "{outcome:?}");
+    assert_eq!(outcome.status, Status::Completed, "{outcome:?}");
     assert!(
         world.live_processes().is_empty(),
         "alive: {:?}",

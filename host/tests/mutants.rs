@@ -4,7 +4,8 @@
 mod support;
 
 use dsh_host::mutants::{Mutant, Mutants};
-use dsh_host::{Host, RunStatus};
+use dsh_host::Host;
+use dsh_protocol::frames::Status;
 use serde_json::{json, Value};
 use support::{run, run_cancelling_on, World};
 
@@ -36,7 +37,7 @@ async fn eof_is_success() {
     let scenario = json!({"stdio": [[{"ready": {}}, {"read_execute": {}}, {"session": {}}, {"text": "hi"}, {"exit": 0}]]});
     let (correct, mutated) = both(scenario, Mutant::EofIsSuccess).await;
     assert_eq!(correct.code.as_deref(), Some("DSH_PROFILE_MISSING_RESULT"));
-    assert_eq!(mutated.status, RunStatus::Completed);
+    assert_eq!(mutated.status, Status::Completed);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,15 +93,9 @@ async fn missing_resume_new_session() {
     let host = host_with(&world, Some(Mutant::MissingResumeNewSession));
     let (first, _) = run(&host, &world.request("c1", "first")).await;
     let session = first.session_id.unwrap_or_default();
-    std::fs::remove_file(
-        world
-            .home()
-            .join("sessions")
-            .join(format!("{session}.json")),
-    )
-    .unwrap_or_else(|e| panic!("delete session record: {e}"));
+    world.delete_session_record(&session);
     let (second, _) = run(&host, &world.request("c1", "second")).await;
-    assert_eq!(second.status, RunStatus::Completed, "{second:?}");
+    assert_eq!(second.status, Status::Completed, "{second:?}");
     assert_eq!(world.starts("stdio"), 3);
 }
 
@@ -151,7 +146,7 @@ async fn sigkill_without_cancel() {
     );
     let host = host_with(&world, Some(Mutant::SigkillWithoutCancel));
     let (outcome, _) = run_cancelling_on(&host, &world.request("c1", "p"), "text_delta").await;
-    assert_eq!(outcome.status, RunStatus::Cancelled);
+    assert_eq!(outcome.status, Status::Cancelled);
     assert!(world
         .commands(0)
         .iter()
@@ -209,7 +204,7 @@ async fn accept_session_after_text() {
         correct.code.as_deref(),
         Some("DSH_PROFILE_CONTENT_BEFORE_SESSION")
     );
-    assert_eq!(mutated.status, RunStatus::Completed, "{mutated:?}");
+    assert_eq!(mutated.status, Status::Completed, "{mutated:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -222,7 +217,7 @@ async fn ignore_resume_mismatch() {
     let host = host_with(&world, Some(Mutant::IgnoreResumeMismatch));
     run(&host, &world.request("c1", "first")).await;
     let (second, _) = run(&host, &world.request("c1", "second")).await;
-    assert_eq!(second.status, RunStatus::Completed, "{second:?}");
+    assert_eq!(second.status, Status::Completed, "{second:?}");
     assert_eq!(second.session_id.as_deref(), Some("od-other"));
 }
 

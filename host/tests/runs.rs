@@ -3,7 +3,7 @@
 
 mod support;
 
-use dsh_host::RunStatus;
+use dsh_protocol::frames::Status;
 use serde_json::json;
 use support::{kinds, read_project_file, run, World};
 
@@ -12,7 +12,7 @@ async fn two_processes_resume_the_same_session_and_edit_the_same_file() {
     let world = World::new(json!({}));
     let host = world.host();
     let (first, events) = run(&host, &world.request("c1", "Create a landing page")).await;
-    assert_eq!(first.status, RunStatus::Completed, "{first:?}");
+    assert_eq!(first.status, Status::Completed, "{first:?}");
     assert!(!first.resumed);
     let session = first
         .session_id
@@ -29,7 +29,7 @@ async fn two_processes_resume_the_same_session_and_edit_the_same_file() {
     // A second host value: nothing survives in memory, only the store under the data dir.
     let host = world.host();
     let (second, _) = run(&host, &world.request("c1", "Make the header blue")).await;
-    assert_eq!(second.status, RunStatus::Completed, "{second:?}");
+    assert_eq!(second.status, Status::Completed, "{second:?}");
     assert!(second.resumed);
     assert_eq!(second.session_id.as_deref(), Some(session.as_str()));
     assert_ne!(
@@ -58,12 +58,12 @@ async fn a_changed_model_route_or_cwd_starts_a_new_session_with_bootstrap() {
     let world = World::new(json!({}));
     let host = world.host();
     let (first, _) = run(&host, &world.request("c1", "Create a landing page")).await;
-    assert_eq!(first.status, RunStatus::Completed, "{first:?}");
+    assert_eq!(first.status, Status::Completed, "{first:?}");
 
     let mut other_model = world.request("c1", "Again");
     other_model.model.id = "deepseek-reasoner".to_string();
     let (second, _) = run(&host, &other_model).await;
-    assert_eq!(second.status, RunStatus::Completed, "{second:?}");
+    assert_eq!(second.status, Status::Completed, "{second:?}");
     assert!(!second.resumed);
     assert_ne!(second.session_id, first.session_id);
     let execute = &world.commands(1)[0];
@@ -82,7 +82,7 @@ async fn a_changed_model_route_or_cwd_starts_a_new_session_with_bootstrap() {
     let mut moved = other_model.clone();
     moved.cwd = elsewhere;
     let (third, _) = run(&host, &moved).await;
-    assert_eq!(third.status, RunStatus::Completed, "{third:?}");
+    assert_eq!(third.status, Status::Completed, "{third:?}");
     assert!(!third.resumed);
     assert!(world.commands(2)[0].get("resume_session_id").is_none());
 }
@@ -94,9 +94,9 @@ async fn a_changed_compatibility_generation_starts_a_new_session() {
     }));
     let host = world.host();
     let (first, _) = run(&host, &world.request("c1", "Create a landing page")).await;
-    assert_eq!(first.status, RunStatus::Completed, "{first:?}");
+    assert_eq!(first.status, Status::Completed, "{first:?}");
     let (second, _) = run(&host, &world.request("c1", "Again")).await;
-    assert_eq!(second.status, RunStatus::Completed, "{second:?}");
+    assert_eq!(second.status, Status::Completed, "{second:?}");
     assert!(!second.resumed);
     assert!(world.commands(1)[0].get("resume_session_id").is_none());
 }
@@ -110,16 +110,10 @@ async fn a_rejected_resume_fails_and_the_next_run_starts_new_with_bootstrap() {
         .session_id
         .clone()
         .unwrap_or_else(|| panic!("no session: {first:?}"));
-    std::fs::remove_file(
-        world
-            .home()
-            .join("sessions")
-            .join(format!("{session}.json")),
-    )
-    .unwrap_or_else(|error| panic!("delete fake-dsh session record: {error}"));
+    world.delete_session_record(&session);
 
     let (second, events) = run(&host, &world.request("c1", "Make it blue")).await;
-    assert_eq!(second.status, RunStatus::Failed, "{second:?}");
+    assert_eq!(second.status, Status::Failed, "{second:?}");
     assert_eq!(second.code.as_deref(), Some("DSH_PROFILE_RESUME_REJECTED"));
     assert_eq!(second.session_id, None, "the mapping must be forgotten");
     assert_eq!(kinds(&events).last(), Some(&"error"));
@@ -131,7 +125,7 @@ async fn a_rejected_resume_fails_and_the_next_run_starts_new_with_bootstrap() {
     );
 
     let (third, _) = run(&host, &world.request("c1", "Make it blue")).await;
-    assert_eq!(third.status, RunStatus::Completed, "{third:?}");
+    assert_eq!(third.status, Status::Completed, "{third:?}");
     assert!(!third.resumed);
     let execute = &world.commands(2)[0];
     assert!(execute.get("resume_session_id").is_none());
@@ -145,12 +139,12 @@ async fn a_corrupt_mapping_reads_as_none_with_a_warning() {
     let world = World::new(json!({}));
     let host = world.host();
     let (first, _) = run(&host, &world.request("c1", "Create a landing page")).await;
-    assert_eq!(first.status, RunStatus::Completed);
+    assert_eq!(first.status, Status::Completed);
     let store = dsh_host::session_store::SessionStore::new(&world.data_dir());
     std::fs::write(store.file_of("c1"), b"{\"v\":1,\"sess")
         .unwrap_or_else(|error| panic!("corrupt: {error}"));
     let (second, _) = run(&host, &world.request("c1", "Again")).await;
-    assert_eq!(second.status, RunStatus::Completed, "{second:?}");
+    assert_eq!(second.status, Status::Completed, "{second:?}");
     assert!(!second.resumed);
     assert!(
         world.logs().iter().any(|line| line.contains("corrupt")),
@@ -169,7 +163,7 @@ async fn eof_without_result_fails_with_missing_result() {
         "stdio": [[{"ready": {}}, {"read_execute": {}}, {"session": {}}, {"text": "done!"}, {"exit": 0}]]
     }));
     let (outcome, _) = run(&world.host(), &world.request("c1", "Create a landing page")).await;
-    assert_eq!(outcome.status, RunStatus::Failed);
+    assert_eq!(outcome.status, Status::Failed);
     assert_eq!(outcome.code.as_deref(), Some("DSH_PROFILE_MISSING_RESULT"));
     // The session frame was validated, so the handle is kept.
     assert!(outcome.session_id.is_some());
@@ -211,7 +205,7 @@ async fn foreign_frames_are_counted_and_never_leak() {
                    {"text": "yours"}, {"result": {"status": "completed"}}]]
     }));
     let (outcome, events) = run(&world.host(), &world.request("c1", "Create a landing page")).await;
-    assert_eq!(outcome.status, RunStatus::Completed, "{outcome:?}");
+    assert_eq!(outcome.status, Status::Completed, "{outcome:?}");
     assert_eq!(outcome.foreign_frames, 1);
     assert_eq!(kinds(&events), ["status", "text_delta"]);
 }
@@ -254,7 +248,7 @@ async fn a_resume_answered_with_another_session_fails_with_resume_mismatch() {
     }));
     let host = world.host();
     let (first, _) = run(&host, &world.request("c1", "Create a landing page")).await;
-    assert_eq!(first.status, RunStatus::Completed);
+    assert_eq!(first.status, Status::Completed);
     let (second, _) = run(&host, &world.request("c1", "Again")).await;
     assert_eq!(
         second.code.as_deref(),

@@ -4,7 +4,7 @@
 mod support;
 
 use dsh_host::stderr_capture::KEPT_STDERR_BYTES;
-use dsh_host::RunStatus;
+use dsh_protocol::frames::Status;
 use serde_json::json;
 use support::{run, World, CANARY};
 
@@ -18,7 +18,7 @@ async fn a_16_mib_stderr_flood_before_the_result_does_not_deadlock() {
     let (outcome, _) = run(&world.host(), &world.request("c1", "Create a landing page")).await;
     assert_eq!(
         outcome.status,
-        RunStatus::Completed,
+        Status::Completed,
         "{:?}",
         (outcome.status, &outcome.code, &outcome.message)
     );
@@ -39,7 +39,7 @@ async fn prompt_and_credential_never_reach_the_kept_stderr() {
     }));
     let prompt = "Create a landing page for Marta's bakery with a sourdough hero";
     let (outcome, _) = run(&world.host(), &world.request("c1", prompt)).await;
-    assert_eq!(outcome.status, RunStatus::Completed, "{outcome:?}");
+    assert_eq!(outcome.status, Status::Completed, "{outcome:?}");
     assert!(
         outcome.stderr.contains("starting turn"),
         "{:?}",

@@ -143,6 +143,14 @@ pub struct Usage {
     pub request_id: String,
     pub provider: String,
     pub model: String,
+    /// Written as top-level members of the frame.
+    #[serde(flatten)]
+    pub tokens: TokenCounts,
+}
+
+/// The token accounting of a `usage` frame; also the `usage` member of the normalized event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TokenCounts {
     pub input_tokens: u64,
     pub output_tokens: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -980,10 +988,12 @@ fn build_frame<M: Members>(members: &M) -> std::result::Result<RuntimeFrame, Fra
             request_id: r.id("request_id")?,
             provider: r.required("provider", "a string")?,
             model: r.required("model", "a string")?,
-            input_tokens: r.count("input_tokens")?,
-            output_tokens: r.count("output_tokens")?,
-            cache_read_tokens: r.optional_count("cache_read_tokens")?,
-            cache_write_tokens: r.optional_count("cache_write_tokens")?,
+            tokens: TokenCounts {
+                input_tokens: r.count("input_tokens")?,
+                output_tokens: r.count("output_tokens")?,
+                cache_read_tokens: r.optional_count("cache_read_tokens")?,
+                cache_write_tokens: r.optional_count("cache_write_tokens")?,
+            },
         }),
         "result" => RuntimeFrame::Result(build_result(&r)?),
         "protocol_error" => RuntimeFrame::ProtocolError(ProtocolError {

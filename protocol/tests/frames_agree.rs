@@ -4,7 +4,8 @@
 
 use dsh_protocol::frames::{
     Capabilities, Delta, ModelInfo, ModelRoute, Models, ProtocolError, ReasoningOption, Result,
-    RunError, RuntimeIdentity, Session, Status, ToolCall, ToolResult, Usage, MAX_COUNT,
+    RunError, RuntimeIdentity, Session, Status, TokenCounts, ToolCall, ToolResult, Usage,
+    MAX_COUNT,
 };
 use dsh_protocol::{schema, HostCommand, RuntimeFrame};
 use proptest::prelude::*;
@@ -164,10 +165,12 @@ fn frame() -> impl Strategy<Value = RuntimeFrame> {
                         request_id,
                         provider,
                         model,
-                        input_tokens: input,
-                        output_tokens: output,
-                        cache_read_tokens: read,
-                        cache_write_tokens: write,
+                        tokens: TokenCounts {
+                            input_tokens: input,
+                            output_tokens: output,
+                            cache_read_tokens: read,
+                            cache_write_tokens: write,
+                        },
                     })
                 }
             ),

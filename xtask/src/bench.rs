@@ -3,6 +3,7 @@
 //! throughput bench, printed as one table with ratios. Nothing here asserts a timing: the figures
 //! are for docs/performance.md.
 
+use crate::kit::Kit;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -15,14 +16,6 @@ pub struct Figure {
     pub baseline: String,
     pub ratio: String,
     pub goal: String,
-}
-
-pub struct Binaries {
-    pub fake_dsh: PathBuf,
-    pub host_driver: PathBuf,
-    pub conformance: PathBuf,
-    pub checker_bench: PathBuf,
-    pub fixtures: PathBuf,
 }
 
 /// A temp directory removed on drop (benches write nothing outside it).
@@ -92,13 +85,13 @@ fn first_line_latency(
     Ok(median(samples))
 }
 
-pub fn cold_start(bins: &Binaries) -> Result<Figure, String> {
+pub fn cold_start(kit: &Kit) -> Result<Figure, String> {
     let scratch = Scratch::new("cold-start")?;
     let home = installed_dsh_home(&scratch.0)?;
     let rounds = 40;
     let fake = first_line_latency(
         || {
-            let mut command = Command::new(&bins.fake_dsh);
+            let mut command = Command::new(&kit.fake_dsh);
             command
                 .args(["--profile", "open-design", "--stdio"])
                 .env("DSH_HOME", &home)
@@ -173,19 +166,13 @@ fn unavoidable(case: &Value) -> (usize, Duration) {
     (spawns, sleep)
 }
 
-pub fn corpus(bins: &Binaries, spawn_cost: Duration) -> Result<Vec<Figure>, String> {
+pub fn corpus(kit: &Kit, spawn_cost: Duration) -> Result<Vec<Figure>, String> {
     let scratch = Scratch::new("corpus")?;
     let json_path = scratch.0.join("suite.json");
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let started = Instant::now();
-    let status = Command::new(&bins.conformance)
-        .arg("run")
-        .arg("--host")
-        .arg(&bins.host_driver)
-        .arg("--fake-dsh")
-        .arg(&bins.fake_dsh)
-        .arg("--fixtures")
-        .arg(&bins.fixtures)
+    let status = kit
+        .conformance_run()
         .arg("--jobs")
         .arg(jobs.to_string())
         .arg("--json")
@@ -201,7 +188,7 @@ pub fn corpus(bins: &Binaries, spawn_cost: Duration) -> Result<Vec<Figure>, Stri
     let cases = report["cases"].as_array().cloned().unwrap_or_default();
     let mut floor = Duration::ZERO;
     let mut spawn_total = 0;
-    for file in fixture_files(&bins.fixtures)? {
+    for file in fixture_files(&kit.fixtures)? {
         let case: Value = serde_json::from_slice(&std::fs::read(&file).map_err(|e| e.to_string())?)
             .map_err(|e| format!("{}: {e}", file.display()))?;
         let (spawns, sleep) = unavoidable(&case);
@@ -246,7 +233,7 @@ fn fixture_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 /// Peak RSS (VmHWM) of the reference host driver while its runtime plays `action`.
-fn host_peak_rss(bins: &Binaries, label: &str, action: Value) -> Result<u64, String> {
+fn host_peak_rss(kit: &Kit, label: &str, action: Value) -> Result<u64, String> {
     let scratch = Scratch::new(label)?;
     let home = installed_dsh_home(&scratch.0)?;
     let project = scratch.0.join("project");
@@ -263,12 +250,12 @@ fn host_peak_rss(bins: &Binaries, label: &str, action: Value) -> Result<u64, Str
         format!(
             "#!/bin/sh\nFAKE_DSH_SCENARIO='{}' exec '{}' \"$@\"\n",
             scenario.display(),
-            bins.fake_dsh.display()
+            kit.fake_dsh.display()
         ),
     )
     .map_err(|e| e.to_string())?;
     make_executable(&wrapper)?;
-    let mut driver = Command::new(&bins.host_driver)
+    let mut driver = Command::new(&kit.host_driver)
         .env("DSH_BIN", &wrapper)
         .env("DSH_HOME", &home)
         .env("RUNTIME_DATA_DIR", &data)
@@ -328,7 +315,7 @@ fn make_executable(path: &Path) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-pub fn peak_rss(bins: &Binaries) -> Result<Vec<Figure>, String> {
+pub fn peak_rss(kit: &Kit) -> Result<Vec<Figure>, String> {
     const GIB: u64 = 1024 * 1024 * 1024;
     let cases = [
         (
@@ -344,7 +331,7 @@ pub fn peak_rss(bins: &Binaries) -> Result<Vec<Figure>, String> {
     ];
     let mut figures = Vec::new();
     for (label, what, action) in cases {
-        let kib = host_peak_rss(bins, label, action)?;
+        let kib = host_peak_rss(kit, label, action)?;
         figures.push(Figure {
             name: format!("reference host peak RSS through a {what}"),
             value: format!("{:.1} MiB", kib as f64 / 1024.0),
@@ -357,12 +344,12 @@ pub fn peak_rss(bins: &Binaries) -> Result<Vec<Figure>, String> {
 }
 
 /// The checker-vs-serde_json throughput bench (a release binary of the protocol crate).
-pub fn checker_throughput(bins: &Binaries) -> Result<Vec<Figure>, String> {
-    let output = Command::new(&bins.checker_bench)
+pub fn checker_throughput(checker_bench: &Path) -> Result<Vec<Figure>, String> {
+    let output = Command::new(checker_bench)
         .arg("--megabytes")
         .arg("100")
         .output()
-        .map_err(|e| format!("{}: {e}", bins.checker_bench.display()))?;
+        .map_err(|e| format!("{}: {e}", checker_bench.display()))?;
     if !output.status.success() {
         return Err(format!(
             "checker bench failed: {}",

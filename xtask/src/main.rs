@@ -8,9 +8,11 @@
 //! - `mutants`: the kill matrix: which cases catch each deliberately buggy reference host.
 
 mod bench;
+mod kit;
 mod mutants;
 
 use clap::{Parser, Subcommand};
+use kit::Kit;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -134,17 +136,8 @@ fn kit_binary(name: &str, release: bool) -> PathBuf {
 
 fn suite(args: &[String]) -> Outcome {
     build_kit_binaries(false)?;
-    let mut conformance = Command::new(kit_binary("dsh-conformance", false));
-    conformance
-        .current_dir(workspace_root())
-        .arg("run")
-        .arg("--host")
-        .arg(kit_binary("dsh-host-driver", false))
-        .arg("--fake-dsh")
-        .arg(kit_binary("fake-dsh", false))
-        .arg("--fixtures")
-        .arg(workspace_root().join("fixtures"))
-        .args(args);
+    let mut conformance = Kit::built(false).conformance_run();
+    conformance.current_dir(workspace_root()).args(args);
     run(
         "dsh-conformance run against the reference host",
         conformance,
@@ -218,18 +211,13 @@ fn bench() -> Outcome {
     example.args(["build", "--quiet", "--release", "--package", "dsh-protocol"]);
     example.args(["--example", "checker-throughput"]);
     run("build the checker throughput bench", example)?;
-    let bins = bench::Binaries {
-        fake_dsh: kit_binary("fake-dsh", true),
-        host_driver: kit_binary("dsh-host-driver", true),
-        conformance: kit_binary("dsh-conformance", true),
-        checker_bench: target_dir(true).join("examples/checker-throughput"),
-        fixtures: workspace_root().join("fixtures"),
-    };
+    let kit = Kit::built(true);
+    let checker_bench = target_dir(true).join("examples/checker-throughput");
     let measured = (|| {
-        let mut figures = bench::checker_throughput(&bins)?;
-        figures.push(bench::cold_start(&bins)?);
-        figures.extend(bench::corpus(&bins, bench::spawn_cost()?)?);
-        figures.extend(bench::peak_rss(&bins)?);
+        let mut figures = bench::checker_throughput(&checker_bench)?;
+        figures.push(bench::cold_start(&kit)?);
+        figures.extend(bench::corpus(&kit, bench::spawn_cost()?)?);
+        figures.extend(bench::peak_rss(&kit)?);
         Ok::<_, String>(figures)
     })();
     let figures = measured.map_err(|message| Failure {
@@ -242,13 +230,7 @@ fn bench() -> Outcome {
 
 fn kill_matrix() -> Outcome {
     build_kit_binaries(false)?;
-    let bins = mutants::Binaries {
-        fake_dsh: kit_binary("fake-dsh", false),
-        host_driver: kit_binary("dsh-host-driver", false),
-        conformance: kit_binary("dsh-conformance", false),
-        fixtures: workspace_root().join("fixtures"),
-    };
-    mutants::regenerate(&bins, &workspace_root()).map_err(|message| Failure {
+    mutants::regenerate(&Kit::built(false), &workspace_root()).map_err(|message| Failure {
         message: format!("mutants: {message}"),
         code: 2,
     })

@@ -2,16 +2,10 @@
 //! reference host (`DSH_HOST_MUTANT`), records which cases catch it in `docs/kill-matrix.json`,
 //! and rewrites the README's kill matrix. `conformance/tests/mutants.rs` keeps the file honest.
 
+use crate::kit::Kit;
 use serde_json::{json, Map, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-pub struct Binaries {
-    pub fake_dsh: PathBuf,
-    pub host_driver: PathBuf,
-    pub conformance: PathBuf,
-    pub fixtures: PathBuf,
-}
 
 const README_START: &str = "<!-- kill-matrix:start -->";
 const README_END: &str = "<!-- kill-matrix:end -->";
@@ -32,16 +26,10 @@ fn list(host_driver: &Path) -> Result<Vec<(String, String)>, String> {
         .collect())
 }
 
-fn failing_cases(bins: &Binaries, mutant: &str, scratch: &Path) -> Result<Vec<String>, String> {
+fn failing_cases(kit: &Kit, mutant: &str, scratch: &Path) -> Result<Vec<String>, String> {
     let json_path = scratch.join(format!("{mutant}.json"));
-    let status = Command::new(&bins.conformance)
-        .arg("run")
-        .arg("--host")
-        .arg(&bins.host_driver)
-        .arg("--fake-dsh")
-        .arg(&bins.fake_dsh)
-        .arg("--fixtures")
-        .arg(&bins.fixtures)
+    let status = kit
+        .conformance_run()
         .arg("--json")
         .arg(&json_path)
         .env("DSH_HOST_MUTANT", mutant)
@@ -68,15 +56,15 @@ fn failing_cases(bins: &Binaries, mutant: &str, scratch: &Path) -> Result<Vec<St
     Ok(killers)
 }
 
-pub fn regenerate(bins: &Binaries, root: &Path) -> Result<(), String> {
+pub fn regenerate(kit: &Kit, root: &Path) -> Result<(), String> {
     let scratch = std::env::temp_dir().join(format!("dsh-mutants-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
     let mut mutants = Map::new();
     let mut rows = Vec::new();
     let mut survivors = Vec::new();
-    for (name, summary) in list(&bins.host_driver)? {
+    for (name, summary) in list(&kit.host_driver)? {
         eprintln!("xtask: mutant {name}");
-        let killers = failing_cases(bins, &name, &scratch);
+        let killers = failing_cases(kit, &name, &scratch);
         let killers = match killers {
             Ok(killers) => killers,
             Err(error) => {

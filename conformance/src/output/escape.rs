@@ -9,13 +9,18 @@ fn is_disruptive(c: char) -> bool {
         || matches!(c, '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
 
+/// A character written as the visible text `\u{..}` (lowercase hex).
+fn visible(c: char) -> String {
+    format!("\\u{{{:x}}}", c as u32)
+}
+
 /// One line of text for a terminal: every disruptive character (escape sequences, CR, LF, tabs,
 /// bidi overrides) is shown as `\u{..}`, so a hostile host cannot rewrite the screen.
 pub fn terminal(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if is_disruptive(c) {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+            out.push_str(&visible(c));
         } else {
             out.push(c);
         }
@@ -41,7 +46,7 @@ fn xml_escaped(text: &str, in_attribute: bool) -> String {
             '\n' if in_attribute => out.push_str("&#10;"),
             '\r' => out.push_str("&#13;"),
             '\t' if in_attribute => out.push_str("&#9;"),
-            c if !is_xml_char(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c if !is_xml_char(c) => out.push_str(&visible(c)),
             c => out.push(c),
         }
     }
@@ -71,9 +76,7 @@ pub fn html(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             '\t' | '\n' => out.push(c),
-            c if c.is_control() || !is_xml_char(c) => {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32))
-            }
+            c if c.is_control() || !is_xml_char(c) => out.push_str(&visible(c)),
             c => out.push(c),
         }
     }
@@ -96,11 +99,15 @@ pub fn markdown_text(text: &str) -> String {
     out
 }
 
+/// The length of the longest run of backticks in `text` (a Markdown fence must be longer).
+pub fn longest_backtick_run(text: &str) -> usize {
+    text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
+}
+
 /// A Markdown code span holding `text` literally, usable inside a table cell.
 pub fn markdown_code(text: &str) -> String {
     let line = terminal(text);
-    let longest_run = line.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest_run + 1);
+    let fence = "`".repeat(longest_backtick_run(&line) + 1);
     // A pipe splits a GFM table cell even inside a code span unless escaped.
     let body = line.replace('|', "\\|");
     let pad = if body.starts_with('`') || body.ends_with('`') || body.is_empty() {

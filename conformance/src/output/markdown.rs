@@ -1,9 +1,9 @@
 //! Markdown for a CI step summary: a totals table, then every case that needs attention with its
 //! rule and why, and the commands that re-run them.
 
-use super::escape::{markdown_code, markdown_text, shell_join, terminal};
+use super::escape::{longest_backtick_run, markdown_code, markdown_text, shell_join, terminal};
 use super::table::{rerun_command, summary_line};
-use crate::model::{CaseResult, SuiteReport, Verdict};
+use crate::model::{short_hash, CaseResult, SuiteReport, Verdict};
 use std::io::{self, Write};
 
 /// Whether a case belongs in the "needs attention" list: it fails the run, or the kit broke on it.
@@ -11,11 +11,23 @@ pub fn needs_attention(case: &CaseResult) -> bool {
     case.verdict.is_failure() || case.verdict == Verdict::Error
 }
 
+/// A case's `rule` and `why` as Markdown table cells (`-` when absent).
+pub fn rule_and_why_cells(case: &CaseResult) -> (String, String) {
+    (
+        case.rule
+            .as_deref()
+            .map_or_else(|| "-".to_string(), markdown_code),
+        case.why
+            .as_deref()
+            .map_or_else(|| "-".to_string(), markdown_text),
+    )
+}
+
 /// A fenced code block holding `lines` literally, its fence longer than any backtick run inside.
 pub fn code_block(lines: &[String]) -> String {
     let longest_run = lines
         .iter()
-        .flat_map(|line| line.split(|c| c != '`').map(str::len))
+        .map(|line| longest_backtick_run(line))
         .max()
         .unwrap_or(0);
     let fence = "`".repeat(longest_run.max(2) + 1);
@@ -42,7 +54,7 @@ pub fn write_markdown(report: &SuiteReport, out: &mut dyn Write) -> io::Result<(
         "Host command {}, kit {}, corpus {}.\n",
         markdown_code(&shell_join(&report.host.command)),
         markdown_text(&report.kit_version),
-        markdown_code(report.corpus_hash.get(..12).unwrap_or(&report.corpus_hash))
+        markdown_code(short_hash(&report.corpus_hash))
     )?;
     writeln!(out, "**{}**\n", markdown_text(&summary_line(report)))?;
     writeln!(out, "| verdict | cases |\n|---|---:|")?;
@@ -66,21 +78,16 @@ pub fn write_markdown(report: &SuiteReport, out: &mut dyn Write) -> io::Result<(
         "| case | verdict | blame | rule | why |\n|---|---|---|---|---|"
     )?;
     for case in &attention {
+        let (rule, why) = rule_and_why_cells(case);
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {rule} | {why} |",
             markdown_code(&case.id),
             case.verdict.as_str(),
             match case.blame {
                 crate::model::Blame::None => "-",
                 blame => super::blame_name(blame),
             },
-            case.rule
-                .as_deref()
-                .map_or_else(|| "-".to_string(), markdown_code),
-            case.why
-                .as_deref()
-                .map_or_else(|| "-".to_string(), markdown_text)
         )?;
     }
     let commands: Vec<String> = attention

@@ -2,7 +2,7 @@
 //! failure, then the summary line. Plain ASCII layout; ANSI colour only when asked for.
 
 use super::escape::{shell_quote, shell_word, terminal};
-use crate::model::{CaseResult, SuiteReport, Verdict};
+use crate::model::{short_hash, CaseResult, SuiteReport, Verdict};
 use std::io::{self, Write};
 
 /// How to draw the table.
@@ -109,7 +109,7 @@ pub fn write_table(
         terminal(&report.host.name),
         terminal(&super::escape::shell_join(&report.host.command)),
         terminal(&report.runtime_variant),
-        terminal(report.corpus_hash.get(..12).unwrap_or(&report.corpus_hash)),
+        terminal(short_hash(&report.corpus_hash)),
     )?;
     let rows: Vec<(Verdict, String, String, String)> = report
         .cases

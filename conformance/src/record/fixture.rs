@@ -2,7 +2,7 @@
 //! replays the recorded frames (ids as placeholders, prompts and secrets redacted) and whose `run`
 //! step expects the recorded outcome.
 
-use super::redact::Redactor;
+use super::redact::{map_strings, Redactor};
 use super::transcript::{Meta, STDIN_FILE, STDOUT_FILE};
 use dsh_protocol::{LineEvent, LineFramer, MAX_LINE_BYTES};
 use serde_json::{json, Map, Value};
@@ -101,17 +101,7 @@ impl Scrubber<'_> {
     }
 
     fn json(&self, value: &Value) -> Value {
-        match value {
-            Value::String(text) => Value::String(self.text(text)),
-            Value::Array(items) => Value::Array(items.iter().map(|item| self.json(item)).collect()),
-            Value::Object(members) => Value::Object(
-                members
-                    .iter()
-                    .map(|(key, item)| (self.text(key), self.json(item)))
-                    .collect(),
-            ),
-            other => other.clone(),
-        }
+        map_strings(value, &|text| self.text(text))
     }
 }
 
@@ -435,18 +425,6 @@ pub fn case_from_recording(dir: &Path, id: &str) -> Result<Value, String> {
     }))
 }
 
-/// Whether `id` is a valid case id.
-pub fn valid_id(id: &str) -> bool {
-    let segments: Vec<&str> = id.split('.').collect();
-    segments.len() >= 2
-        && segments.iter().all(|segment| {
-            !segment.is_empty()
-                && segment
-                    .bytes()
-                    .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,14 +440,9 @@ mod tests {
 
     #[test]
     fn every_rule_a_replay_names_is_in_the_catalog() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/rules.json");
-        let rules: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let known: Vec<&str> = rules["rules"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|rule| rule["id"].as_str())
-            .collect();
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+        let catalog = crate::corpus::load_rules(&fixtures).unwrap();
+        let known: Vec<&str> = catalog.iter().map(|rule| rule.id.as_str()).collect();
         let codes = [
             "DSH_PROFILE_FRAME_TOO_LARGE",
             "DSH_PROFILE_MALFORMED_FRAME",
@@ -503,13 +476,5 @@ mod tests {
                 "{rule} is not in fixtures/rules.json"
             );
         }
-    }
-
-    #[test]
-    fn case_ids() {
-        assert!(valid_id("replay.first-turn"));
-        assert!(!valid_id("replay"));
-        assert!(!valid_id("Replay.x"));
-        assert!(!valid_id("replay..x"));
     }
 }

@@ -165,20 +165,31 @@ impl Redactor {
 
     /// Redact every string (keys included) inside a JSON value.
     pub fn redact_json(&self, value: &serde_json::Value) -> serde_json::Value {
-        use serde_json::Value;
-        match value {
-            Value::String(text) => Value::String(self.redact(text)),
-            Value::Array(items) => {
-                Value::Array(items.iter().map(|item| self.redact_json(item)).collect())
-            }
-            Value::Object(members) => Value::Object(
-                members
-                    .iter()
-                    .map(|(key, item)| (self.redact(key), self.redact_json(item)))
-                    .collect(),
-            ),
-            other => other.clone(),
-        }
+        map_strings(value, &|text| self.redact(text))
+    }
+}
+
+/// A copy of a JSON value with `rewrite` applied to every string in it, object keys included.
+pub fn map_strings(
+    value: &serde_json::Value,
+    rewrite: &dyn Fn(&str) -> String,
+) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => Value::String(rewrite(text)),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| map_strings(item, rewrite))
+                .collect(),
+        ),
+        Value::Object(members) => Value::Object(
+            members
+                .iter()
+                .map(|(key, item)| (rewrite(key), map_strings(item, rewrite)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 

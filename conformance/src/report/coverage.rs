@@ -1,6 +1,6 @@
 //! The spec-coverage table: each rule of `fixtures/rules.json` and the cases that list it.
 
-use super::document::RuleCoverage;
+use super::document::{parse_json, read_text, RuleCoverage};
 use crate::model::SuiteReport;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -25,14 +25,7 @@ fn section_text(value: Option<&serde_json::Value>) -> String {
 /// Parses the rule catalog `{"v":1,"rules":[{"id","section","text",...}]}`; `origin` names it in
 /// errors.
 pub fn parse_rules(text: &str, origin: &Path) -> Result<Vec<Rule>, String> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|error| {
-        format!(
-            "{}:{}:{}: not JSON: {error}",
-            origin.display(),
-            error.line(),
-            error.column()
-        )
-    })?;
+    let value = parse_json(text, origin)?;
     let entries = value
         .get("rules")
         .and_then(serde_json::Value::as_array)
@@ -68,9 +61,7 @@ pub fn parse_rules(text: &str, origin: &Path) -> Result<Vec<Rule>, String> {
 /// Reads `<fixtures>/rules.json`.
 pub fn load_rules(fixtures: &Path) -> Result<Vec<Rule>, String> {
     let path = fixtures.join("rules.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
-    parse_rules(&text, &path)
+    parse_rules(&read_text(&path)?, &path)
 }
 
 /// The text given to a rule some case lists but the catalog lacks.

@@ -1,5 +1,6 @@
 //! `report.json`: the document type, its schema (`schemas/report.schema.json`, embedded), and
 //! loading a report (or a single `run --format json` suite) with schema errors that name the file.
+//! [`read_text`] and [`parse_json`] read it, and the rule catalog, with errors naming the file.
 
 use super::config::VariantSpec;
 use crate::model::SuiteReport;
@@ -128,19 +129,28 @@ pub fn schema_errors(value: &serde_json::Value, part: SchemaPart) -> Vec<String>
         .collect()
 }
 
-/// Reads a `report.json` or a single suite's JSON, checking it against the schema. The error
-/// names the file and the first schema violations.
-pub fn load_document(path: &Path) -> Result<ReportDocument, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|error| {
+/// Reads a file the report commands take as input; the error names it.
+pub fn read_text(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path)
+        .map_err(|error| format!("{}: cannot read: {error}", path.display()))
+}
+
+/// Parses JSON text read from `origin`; the error names the file, line and column.
+pub fn parse_json(text: &str, origin: &Path) -> Result<serde_json::Value, String> {
+    serde_json::from_str(text).map_err(|error| {
         format!(
             "{}:{}:{}: not JSON: {error}",
-            path.display(),
+            origin.display(),
             error.line(),
             error.column()
         )
-    })?;
+    })
+}
+
+/// Reads a `report.json` or a single suite's JSON, checking it against the schema. The error
+/// names the file and the first schema violations.
+pub fn load_document(path: &Path) -> Result<ReportDocument, String> {
+    let value = parse_json(&read_text(path)?, path)?;
     let part = if value.get("suites").is_some() || value.get("kind").is_some() {
         SchemaPart::Report
     } else {

@@ -5,7 +5,7 @@
 
 use super::document::ReportDocument;
 use super::markdown::verdict_columns;
-use crate::model::{CaseResult, SuiteReport};
+use crate::model::{short_hash, CaseResult};
 use crate::output::escape::{html, shell_join};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -125,14 +125,6 @@ fn embedded_json(document: &ReportDocument) -> String {
         .replace('\u{2029}', "\\u2029")
 }
 
-fn count(suite: &SuiteReport, verdict: crate::model::Verdict) -> usize {
-    suite
-        .cases
-        .iter()
-        .filter(|case| case.verdict == verdict)
-        .count()
-}
-
 fn write_totals(document: &ReportDocument, out: &mut dyn Write) -> io::Result<()> {
     let columns = verdict_columns(&document.suites);
     writeln!(
@@ -156,7 +148,7 @@ fn write_totals(document: &ReportDocument, out: &mut dyn Write) -> io::Result<()
             suite.cases.len()
         )?;
         for verdict in &columns {
-            let n = count(suite, *verdict);
+            let n = suite.count(*verdict);
             let class = if n > 0 {
                 format!("n v-{}", verdict.as_str())
             } else {
@@ -378,7 +370,7 @@ pub fn write_report_html(document: &ReportDocument, out: &mut dyn Write) -> io::
          <noscript><p>Without JavaScript the matrix is static: hover a cell for its verdict, rule and why.</p></noscript></header>",
         html(&document.kit_version),
         html(&document.corpus_hash),
-        html(document.corpus_hash.get(..12).unwrap_or(&document.corpus_hash)),
+        html(short_hash(&document.corpus_hash)),
         document.case_count()
     )?;
     writeln!(out, "<main>")?;

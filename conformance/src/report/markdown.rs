@@ -2,21 +2,13 @@
 //! cells that could not run, uncovered rules), kept under a comment's size limit.
 
 use super::document::ReportDocument;
-use crate::model::{SuiteReport, Verdict};
+use crate::model::{short_hash, SuiteReport, Verdict};
 use crate::output::escape::{markdown_code, markdown_text};
-use crate::output::markdown::needs_attention;
+use crate::output::markdown::{needs_attention, rule_and_why_cells};
 use std::io::{self, Write};
 
 /// At most this many failing-case rows are listed; the rest are counted and left to report.html.
 pub const MAX_FAILING_ROWS: usize = 60;
-
-fn count(suite: &SuiteReport, verdict: Verdict) -> usize {
-    suite
-        .cases
-        .iter()
-        .filter(|case| case.verdict == verdict)
-        .count()
-}
 
 /// The verdict columns worth a column: `pass` and `fail` always, others when some cell has them.
 pub fn verdict_columns(suites: &[SuiteReport]) -> Vec<Verdict> {
@@ -25,7 +17,7 @@ pub fn verdict_columns(suites: &[SuiteReport]) -> Vec<Verdict> {
         .copied()
         .filter(|verdict| {
             matches!(verdict, Verdict::Pass | Verdict::Fail)
-                || suites.iter().any(|suite| count(suite, *verdict) > 0)
+                || suites.iter().any(|suite| suite.count(*verdict) > 0)
         })
         .collect()
 }
@@ -46,12 +38,7 @@ pub fn write_report_markdown(document: &ReportDocument, out: &mut dyn Write) -> 
         out,
         "Kit {}, corpus {}: {} host(s) x {} runtime variant(s), {} case results.\n",
         markdown_text(&document.kit_version),
-        markdown_code(
-            document
-                .corpus_hash
-                .get(..12)
-                .unwrap_or(&document.corpus_hash)
-        ),
+        markdown_code(short_hash(&document.corpus_hash)),
         hosts.len(),
         document.variants.len(),
         document.case_count()
@@ -63,7 +50,7 @@ pub fn write_report_markdown(document: &ReportDocument, out: &mut dyn Write) -> 
     for suite in &document.suites {
         let counts: Vec<String> = columns
             .iter()
-            .map(|verdict| count(suite, *verdict).to_string())
+            .map(|verdict| suite.count(*verdict).to_string())
             .collect();
         writeln!(
             out,
@@ -108,19 +95,14 @@ pub fn write_report_markdown(document: &ReportDocument, out: &mut dyn Write) -> 
         )?;
         for (suite, index) in failing.iter().take(MAX_FAILING_ROWS) {
             let case = &suite.cases[*index];
+            let (rule, why) = rule_and_why_cells(case);
             writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {rule} | {why} |",
                 markdown_code(&suite.host.name),
                 markdown_code(&suite.runtime_variant),
                 markdown_code(&case.id),
                 case.verdict.as_str(),
-                case.rule
-                    .as_deref()
-                    .map_or_else(|| "-".to_string(), markdown_code),
-                case.why
-                    .as_deref()
-                    .map_or_else(|| "-".to_string(), markdown_text)
             )?;
         }
         if failing.len() > MAX_FAILING_ROWS {

@@ -2,7 +2,8 @@
 //! report.md) and `diff` (two reports compared by case id; exit 1 on a regression).
 //!
 //! - [`config`]: the hosts and variants of the matrix, and the defaults.
-//! - [`document`]: `report.json`, its schema, loading it back.
+//! - [`document`]: `report.json`, its schema, loading it back; the JSON file readers whose errors
+//!   name the file.
 //! - [`coverage`]: the rule catalog and which cases cover each rule.
 //! - [`html`], [`markdown`]: the page and the pull-request comment.
 //! - [`diff`]: comparing two reports.

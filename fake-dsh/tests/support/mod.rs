@@ -95,32 +95,27 @@ impl World {
 
     /// Starts fake-dsh with extra environment settings.
     pub fn spawn(&self, args: &[&str], extra: impl FnOnce(&mut Command)) -> Running {
-        let mut command = Command::new(fake_dsh::locate::binary("fake-dsh"));
-        command.args(args);
-        self.configure(&mut command);
-        extra(&mut command);
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut child = command.spawn().unwrap();
-        let stdin = child.stdin.take();
-        let lines = read_lines(child.stdout.take().unwrap());
-        let stderr = read_all(child.stderr.take().unwrap());
-        Running {
-            child,
-            stdin,
-            lines,
-            stderr: Some(stderr),
-        }
+        let (mut running, stdout) = self.start(args, extra);
+        running.lines = read_lines(stdout);
+        running
     }
 
     /// Starts fake-dsh and hands back its raw stdout instead of reading it.
     pub fn spawn_taking_stdout(&self, args: &[&str]) -> (Running, std::process::ChildStdout) {
+        self.start(args, |_| {})
+    }
+
+    /// Starts fake-dsh in its own process group, piped, its stderr drained in the background; the
+    /// caller decides what reads stdout (the returned `Running` reports no stdout lines).
+    fn start(
+        &self,
+        args: &[&str],
+        extra: impl FnOnce(&mut Command),
+    ) -> (Running, std::process::ChildStdout) {
         let mut command = Command::new(fake_dsh::locate::binary("fake-dsh"));
         command.args(args);
         self.configure(&mut command);
+        extra(&mut command);
         command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -366,6 +361,28 @@ pub fn code(status: ExitStatus) -> i32 {
     status
         .code()
         .unwrap_or_else(|| panic!("ended by a signal: {status:?}"))
+}
+
+/// The journal entries of one `event` kind, in order.
+pub fn entries<'a>(journal: &'a [Value], event: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+    journal.iter().filter(move |entry| entry["event"] == event)
+}
+
+/// The first journal entry of one `event` kind.
+pub fn first_entry<'a>(journal: &'a [Value], event: &str) -> &'a Value {
+    journal
+        .iter()
+        .find(|entry| entry["event"] == event)
+        .unwrap_or_else(|| panic!("no {event} entry in the journal: {journal:#?}"))
+}
+
+/// Every non-empty stdout line, parsed as JSON.
+pub fn stdout_frames(stdout: &[u8]) -> Vec<Value> {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| serde_json::from_slice(line).unwrap())
+        .collect()
 }
 
 pub fn read_json(path: &Path) -> Value {

@@ -223,6 +223,17 @@ impl World {
             .collect()
     }
 
+    /// Deletes fake-dsh's stored record of a session (`$DSH_HOME/sessions/<id>.json`), so a resume
+    /// of it is rejected.
+    pub fn delete_session_record(&self, session_id: &str) {
+        let record = self
+            .home()
+            .join("sessions")
+            .join(format!("{session_id}.json"));
+        std::fs::remove_file(&record)
+            .unwrap_or_else(|error| panic!("delete {}: {error}", record.display()));
+    }
+
     /// How many processes of each mode were started.
     pub fn starts(&self, mode: &str) -> usize {
         self.journal()
