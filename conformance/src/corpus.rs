@@ -3,7 +3,7 @@
 //! The lint checks what the runner takes for granted: every case file matches
 //! `schemas/fixture.schema.json`, lives at `fixtures/<first id segment>/<id>.json`, has a unique id,
 //! names only rules that exist in `fixtures/rules.json` and interpretation entries that exist in
-//! `docs/interpretations.md` or `docs/interpretations.d/*.md`; and every rule has a case unless it
+//! `docs/interpretations.md`; and every rule has a case unless it
 //! carries an `untestable_reason`. It can also render the rule -> sentence -> cases table
 //! (`docs/rules.md`).
 
@@ -30,8 +30,7 @@ pub struct Args {
     /// holding rules.json, searched from the current directory upwards).
     #[arg(long, value_name = "DIR")]
     pub fixtures: Option<PathBuf>,
-    /// Where docs/interpretations.md and docs/interpretations.d/ live (default: `docs/` next to
-    /// the fixtures directory).
+    /// Where docs/interpretations.md lives (default: `docs/` next to the fixtures directory).
     #[arg(long, value_name = "DIR")]
     pub docs: Option<PathBuf>,
     /// Also write the rule -> sentence -> cases table as Markdown to FILE (e.g. docs/rules.md).
@@ -146,9 +145,8 @@ pub fn lint_with_docs(fixtures_dir: &Path, docs_dir: &Path) -> Vec<LintError> {
                 errors.push(LintError::new(
                     &case.file,
                     format!(
-                        "interpretation {id} is not an entry (`### {id}: ...`) in {} or {}",
-                        docs_dir.join("interpretations.md").display(),
-                        docs_dir.join("interpretations.d/*.md").display()
+                        "interpretation {id} is not an entry (`### {id}: ...`) in {}",
+                        docs_dir.join("interpretations.md").display()
                     ),
                 ));
             }
@@ -221,26 +219,12 @@ pub fn load_cases(fixtures_dir: &Path) -> (Vec<CaseRef>, Vec<LintError>) {
     (cases, errors)
 }
 
-/// The interpretation entry ids (`### I-xx: title`) in `docs_dir/interpretations.md` and
-/// `docs_dir/interpretations.d/*.md`. Missing files contribute nothing.
+/// The interpretation entry ids (`### I-xx: title`) in `docs_dir/interpretations.md` (a missing
+/// file has none).
 pub fn interpretation_ids(docs_dir: &Path) -> BTreeSet<String> {
-    let mut files = vec![docs_dir.join("interpretations.md")];
-    if let Ok(entries) = sorted_entries(&docs_dir.join("interpretations.d")) {
-        files.extend(
-            entries
-                .into_iter()
-                .filter(|path| file_name(path).ends_with(".md")),
-        );
-    }
-    files
-        .iter()
-        .filter_map(|file| fs::read_to_string(file).ok())
-        .flat_map(|text| {
-            text.lines()
-                .filter_map(heading_entry_id)
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    fs::read_to_string(docs_dir.join("interpretations.md"))
+        .map(|text| text.lines().filter_map(heading_entry_id).collect())
+        .unwrap_or_default()
 }
 
 /// The entry id of a `### I-xx: title` heading line.

@@ -212,14 +212,29 @@ pub struct CancelAfter {
     pub after_ms: u64,
 }
 
+/// Reads a member that is present (even as `null`) as `Some`, so `"code": null` differs from no
+/// `code` member at all.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
 /// Expectations of a `discover` step.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiscoverExpect {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub available: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<String>,
+    /// Absent: not checked; `null`: no code may be given; a string: that code.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub code: Option<Option<String>>,
     /// Codes that must each start some warning; `Some(vec![])`: no warning at all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
@@ -231,8 +246,13 @@ pub struct DiscoverExpect {
 pub struct SetupExpect {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ok: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<String>,
+    /// Absent: not checked; `null`: no code may be given; a string: that code.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub code: Option<Option<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub installed: Option<bool>,
 }
@@ -278,8 +298,13 @@ pub struct RunExpect {
     /// The outcome status (the runtime's terminal statuses, `completed`/`cancelled`/`failed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<String>,
+    /// Absent: not checked; `null`: no code may be given; a string: that code.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub code: Option<Option<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionExpect>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -52,12 +52,6 @@ impl Copy {
             )
             .unwrap();
         }
-        if real_docs.join("interpretations.d").is_dir() {
-            copy_dir(
-                &real_docs.join("interpretations.d"),
-                &docs.join("interpretations.d"),
-            );
-        }
         Self {
             _root: root,
             fixtures,

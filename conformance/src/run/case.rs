@@ -586,7 +586,7 @@ impl<'a> Runner<'a> {
             }
         }
         if let Some(want) = &expect.code {
-            if code != Some(want.as_str())
+            if code != want.as_deref()
                 && expect.available.is_none_or(|want| available == Some(want))
             {
                 let rule = self.case.first_rule().to_string();
@@ -594,7 +594,8 @@ impl<'a> Runner<'a> {
                     FindingKind::CodeMismatch,
                     &rule,
                     format!(
-                        "discover: expected code {want}, got {}",
+                        "discover: expected code {}, got {}",
+                        want.as_deref().unwrap_or("null"),
                         code.unwrap_or("null")
                     ),
                 );
@@ -659,13 +660,14 @@ impl<'a> Runner<'a> {
             }
         }
         if let Some(want) = &expect.code {
-            if code != Some(want.as_str()) && expect.ok.is_none_or(|want| ok == Some(want)) {
+            if code != want.as_deref() && expect.ok.is_none_or(|want| ok == Some(want)) {
                 let rule = self.case.first_rule().to_string();
                 self.host(
                     FindingKind::CodeMismatch,
                     &rule,
                     format!(
-                        "setup: expected code {want}, got {}",
+                        "setup: expected code {}, got {}",
+                        want.as_deref().unwrap_or("null"),
                         code.unwrap_or("null")
                     ),
                 );
@@ -1135,12 +1137,15 @@ impl<'a> Runner<'a> {
             self.expectation(format!("expected status {want}, got {describe}{message}"));
         }
         if let Some(want) = &expect.code {
-            if status_ok && code != Some(want.as_str()) {
+            if status_ok && code != want.as_deref() {
                 let rule = self.case.first_rule().to_string();
                 self.host(
                     FindingKind::CodeMismatch,
                     &rule,
-                    format!("expected code {want}, got {describe}"),
+                    format!(
+                        "expected code {}, got {describe}",
+                        want.as_deref().unwrap_or("null")
+                    ),
                 );
             }
         }
