@@ -134,10 +134,21 @@ fn kit_binary(name: &str, release: bool) -> PathBuf {
     target_dir(release).join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
 
+/// Cases mostly wait on the host's bounds rather than compute, so the suite overlaps 8 of them
+/// unless told otherwise (docs/performance.md has the figures).
+const SUITE_JOBS: &str = "8";
+
 fn suite(args: &[String]) -> Outcome {
     build_kit_binaries(false)?;
     let mut conformance = Kit::built(false).conformance_run();
-    conformance.current_dir(workspace_root()).args(args);
+    conformance.current_dir(workspace_root());
+    if !args
+        .iter()
+        .any(|arg| arg == "--jobs" || arg.starts_with("--jobs="))
+    {
+        conformance.args(["--jobs", SUITE_JOBS]);
+    }
+    conformance.args(args);
     run(
         "dsh-conformance run against the reference host",
         conformance,
@@ -177,7 +188,61 @@ fn ci() -> Outcome {
     check_corpus()?;
     let mut test = cargo();
     test.args(["test", "--workspace"]);
-    run("cargo test --workspace", test)
+    run_tests_with_total("cargo test --workspace", test)
+}
+
+/// Runs a `cargo test`, echoing its stdout, and ends with one total over all its test binaries
+/// (`ci: N passed, N failed, N skipped`), so a reader of the log need not add up the per-binary
+/// lines (the last of which is a doc-test binary that often runs nothing).
+fn run_tests_with_total(step: &str, mut command: Command) -> Outcome {
+    use std::io::{BufRead, BufReader};
+    eprintln!("xtask: {step}");
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|error| Failure {
+            message: format!("{step}: could not start: {error}"),
+            code: 2,
+        })?;
+    let mut totals = [0u64; 3];
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            println!("{line}");
+            if let Some(counts) = line.strip_prefix("test result: ") {
+                for (index, label) in [" passed", " failed", " ignored"].iter().enumerate() {
+                    totals[index] += counts
+                        .split(';')
+                        .find_map(|part| {
+                            part.trim()
+                                .trim_start_matches("ok. ")
+                                .trim_start_matches("FAILED. ")
+                                .strip_suffix(label)
+                        })
+                        .and_then(|n| n.trim().parse::<u64>().ok())
+                        .unwrap_or(0);
+                }
+            }
+        }
+    }
+    let status = child.wait().map_err(|error| Failure {
+        message: format!("{step}: {error}"),
+        code: 2,
+    })?;
+    println!(
+        "ci: {} passed, {} failed, {} skipped",
+        totals[0], totals[1], totals[2]
+    );
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Failure {
+            message: format!("{step}: failed ({status})"),
+            code: status
+                .code()
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(1),
+        })
+    }
 }
 
 fn install_fake_dsh(dir: &Path) -> Outcome {

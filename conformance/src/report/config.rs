@@ -5,6 +5,16 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// A command-line word written `./x` or `../x` names a file next to the config: it becomes an
+/// absolute path, because a driver runs with the case's temp root as its working directory.
+fn relative_to(base: &Path, part: String) -> String {
+    if part.starts_with("./") || part.starts_with("../") {
+        base.join(part).to_string_lossy().into_owned()
+    } else {
+        part
+    }
+}
+
 /// A host under test: a name for the report, the driver command line, and optionally the host's
 /// expectations file (xfail list; a relative path is relative to the config file).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,8 +120,14 @@ impl MatrixConfig {
             hosts.push(reference_host());
         }
         let base = origin.parent().unwrap_or(Path::new(""));
+        let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
         hosts.extend(file.hosts.into_iter().map(|mut host| {
             host.expectations = host.expectations.map(|path| base.join(path));
+            host.command = host
+                .command
+                .into_iter()
+                .map(|part| relative_to(&base, part))
+                .collect();
             host
         }));
         let config = MatrixConfig {
@@ -202,6 +218,27 @@ mod tests {
         assert_eq!(config.hosts[0].command, ["dsh-host-driver"]);
         assert_eq!(config.hosts.len(), 1);
         assert_eq!(config.variants.len(), 1);
+    }
+
+    #[test]
+    fn dot_relative_command_words_are_relative_to_the_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        std::fs::write(
+            &path,
+            r#"{"hosts":[{"name":"node","command":["node","./host/driver.mjs","--flag"]}]}"#,
+        )
+        .unwrap();
+        let config = MatrixConfig::load(&path).unwrap();
+        let node = config.hosts.iter().find(|host| host.name == "node").unwrap();
+        assert_eq!(
+            node.command,
+            [
+                "node".to_string(),
+                dir.path().join("./host/driver.mjs").to_string_lossy().into_owned(),
+                "--flag".to_string()
+            ]
+        );
     }
 
     #[test]

@@ -23,6 +23,21 @@ impl CaseEntry {
             Err(_) => "(case file does not load)".to_string(),
         }
     }
+
+    /// A rough rank of how long the case will wait on bounds (a larger budget, a runtime that
+    /// hangs, ignores SIGTERM or leaves grandchildren), so the runner can start the long waits
+    /// first and overlap them with the quick cases. Only the schedule depends on it.
+    pub fn expected_wait(&self) -> (u64, usize) {
+        let Ok(case) = &self.case else {
+            return (0, 0);
+        };
+        let runtime = case.runtime.to_string();
+        let waits = ["\"hang\"", "\"ignore_sigterm\"", "\"spawn_child\""]
+            .iter()
+            .map(|action| runtime.matches(action).count())
+            .sum();
+        (case.timeout_ms.unwrap_or(0), waits)
+    }
 }
 
 /// Which cases to run: every glob and every section are alternatives; both kinds given must both

@@ -258,18 +258,21 @@ impl Suite {
         }
     }
 
-    /// One pass over the selection on `jobs` threads; results in id order.
+    /// One pass over the selection on `jobs` threads, the longest expected waits first; results
+    /// in id order.
     fn run_round(&self) -> (Vec<CaseResult>, Option<serde_json::Value>) {
+        let mut schedule: Vec<usize> = (0..self.entries.len()).collect();
+        schedule.sort_by_key(|&index| std::cmp::Reverse(self.entries[index].expected_wait()));
         let next = AtomicUsize::new(0);
         let slots: Mutex<Vec<Option<EntryRun>>> = Mutex::new(vec![None; self.entries.len()]);
         let workers = self.config.jobs.min(self.entries.len()).max(1);
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|| loop {
-                    let index = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(entry) = self.entries.get(index) else {
+                    let Some(&index) = schedule.get(next.fetch_add(1, Ordering::SeqCst)) else {
                         break;
                     };
+                    let entry = &self.entries[index];
                     let result = self.run_entry(entry);
                     slots
                         .lock()
