@@ -268,15 +268,13 @@ impl Suite {
         let workers = self.config.jobs.min(self.entries.len()).max(1);
         std::thread::scope(|scope| {
             for _ in 0..workers {
-                scope.spawn(|| loop {
-                    let Some(&index) = schedule.get(next.fetch_add(1, Ordering::SeqCst)) else {
-                        break;
-                    };
-                    let entry = &self.entries[index];
-                    let result = self.run_entry(entry);
-                    slots
-                        .lock()
-                        .unwrap_or_else(|poisoned| poisoned.into_inner())[index] = Some(result);
+                scope.spawn(|| {
+                    while let Some(&index) = schedule.get(next.fetch_add(1, Ordering::SeqCst)) {
+                        let result = self.run_entry(&self.entries[index]);
+                        slots
+                            .lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner())[index] = Some(result);
+                    }
                 });
             }
         });
