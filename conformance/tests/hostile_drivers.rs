@@ -4,10 +4,11 @@
 //! handshake. Each is that case's `fail` with a clear why, the other cases still run and pass, and
 //! no process of any driver is alive afterwards.
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
+mod shell_driver_support;
+
+use shell_driver_support::ShellDriverKit;
 
 /// One shell driver; its mode comes from the case's scenario (in its cwd, the case root).
 /// Every pid worth checking afterwards goes to `$HOSTILE_PID_DIR/<mode>.pids`.
@@ -62,57 +63,32 @@ while IFS= read -r line; do
 done
 "#;
 
-struct Kit {
-    dir: tempfile::TempDir,
+struct Kit(ShellDriverKit);
+
+impl std::ops::Deref for Kit {
+    type Target = ShellDriverKit;
+    fn deref(&self) -> &ShellDriverKit {
+        &self.0
+    }
 }
 
 impl Kit {
     fn new() -> Kit {
-        let kit = Kit {
-            dir: tempfile::tempdir().expect("temp dir"),
-        };
-        let driver = kit.driver();
-        fs::write(&driver, HOSTILE_DRIVER).expect("write driver");
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&driver, fs::Permissions::from_mode(0o755)).expect("chmod");
-        fs::create_dir_all(kit.pid_dir()).expect("pid dir");
-        kit
-    }
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-    fn fixtures(&self) -> PathBuf {
-        self.path().join("fixtures")
-    }
-    fn driver(&self) -> PathBuf {
-        self.path().join("driver.sh")
-    }
-    fn pid_dir(&self) -> PathBuf {
-        self.path().join("pids")
+        Kit(ShellDriverKit::new(HOSTILE_DRIVER))
     }
     /// Writes a case; `mode` goes into the scenario, where the driver looks for it.
     fn case(&self, id: &str, mode: &str, step: &str) {
-        let area = id.split('.').next().expect("area");
-        let dir = self.fixtures().join(area);
-        fs::create_dir_all(&dir).expect("area dir");
-        let text = format!(
-            r#"{{"v":1,"id":"{id}","summary":"{id}","spec":["5"],"rules":["s5.test-rule"],
+        self.write_case(
+            id,
+            &format!(
+                r#"{{"v":1,"id":"{id}","summary":"{id}","spec":["5"],"rules":["s5.test-rule"],
                "timeout_ms":3000,"runtime":{{"version":"{mode}"}},"steps":[{step}]}}"#
+            ),
         );
-        fs::write(dir.join(format!("{id}.json")), text).expect("write case");
     }
-    fn run(&self, jobs: &str) -> std::process::Output {
-        Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
-            .arg("run")
-            .arg("--host")
-            .arg(self.driver())
-            .arg("--fixtures")
-            .arg(self.fixtures())
-            .arg("--fake-dsh")
-            .arg(fake_dsh::locate::binary("fake-dsh"))
+    fn run_jobs(&self, jobs: &str) -> std::process::Output {
+        self.run()
             .args(["--format", "json", "--jobs", jobs])
-            .env("HOSTILE_PID_DIR", self.pid_dir())
-            .current_dir(self.path())
             .output()
             .expect("dsh-conformance runs")
     }
@@ -200,7 +176,7 @@ fn hostile_drivers_fail_their_own_case_only_and_leave_no_process() {
     );
     kit.case("survivor.after-hostile", "good", DISCOVER);
 
-    let output = kit.run("3");
+    let output = kit.run_jobs("3");
     assert_eq!(
         output.status.code(),
         Some(1),
@@ -293,7 +269,7 @@ fn a_daemon_is_reported_and_killed_when_the_driver_is_killed_for_a_timeout() {
         ),
     )
     .expect("rewrite driver");
-    let output = kit.run("1");
+    let output = kit.run_jobs("1");
     let found = verdicts(&output);
     let (_, verdict, _, why) = found.first().cloned().expect("one case");
     assert_eq!(verdict, "fail", "{why}");

@@ -2,10 +2,13 @@
 //! the expectations file, output files, and hostile drivers (hang, flood, garbage, early exit)
 //! reported as host failures while the other cases still run.
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
+mod shell_driver_support;
+
+use shell_driver_support::ShellDriverKit;
+use std::path::Path;
+use std::process::Command;
 
 /// A driver that answers handshake, discover and shutdown with canned replies; on discover it
 /// misbehaves when the case's scenario (in its cwd, the case root) names a hostile mode.
@@ -38,67 +41,32 @@ while IFS= read -r line; do
 done
 "#;
 
-struct Kit {
-    dir: tempfile::TempDir,
+struct Kit(ShellDriverKit);
+
+impl std::ops::Deref for Kit {
+    type Target = ShellDriverKit;
+    fn deref(&self) -> &ShellDriverKit {
+        &self.0
+    }
 }
 
 impl Kit {
     fn new() -> Kit {
-        let kit = Kit {
-            dir: tempfile::tempdir().expect("temp dir"),
-        };
-        let driver = kit.path().join("driver.sh");
-        fs::write(&driver, SHELL_DRIVER).expect("write driver");
-        make_executable(&driver);
-        fs::create_dir_all(kit.fixtures()).expect("fixtures dir");
-        fs::create_dir_all(kit.path().join("pids")).expect("pid dir");
-        kit
-    }
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-    fn fixtures(&self) -> PathBuf {
-        self.path().join("fixtures")
-    }
-    fn driver(&self) -> String {
-        self.path().join("driver.sh").display().to_string()
+        Kit(ShellDriverKit::new(SHELL_DRIVER))
     }
     /// Writes a discover-only case.
     fn case(&self, id: &str, extra: &str, expect: &str) {
-        let area = id.split('.').next().expect("area");
-        let dir = self.fixtures().join(area);
-        fs::create_dir_all(&dir).expect("area dir");
-        let text = format!(
-            r#"{{"v":1,"id":"{id}","summary":"{id} summary","spec":["5"],"rules":["s5.test-rule"]{extra},
+        self.write_case(
+            id,
+            &format!(
+                r#"{{"v":1,"id":"{id}","summary":"{id} summary","spec":["5"],"rules":["s5.test-rule"]{extra},
                "steps":[{{"discover":{{}},"expect":{expect}}}]}}"#
+            ),
         );
-        fs::write(dir.join(format!("{id}.json")), text).expect("write case");
-    }
-    fn run(&self) -> Command {
-        self.command(&self.fixtures(), &self.driver())
     }
     fn run_on(&self, fixtures: &Path) -> Command {
-        self.command(fixtures, &self.driver())
+        self.command(fixtures, &self.driver().display().to_string())
     }
-    fn command(&self, fixtures: &Path, host: &str) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"));
-        command
-            .arg("run")
-            .arg("--host")
-            .arg(host)
-            .arg("--fixtures")
-            .arg(fixtures)
-            .arg("--fake-dsh")
-            .arg(fake_dsh::locate::binary("fake-dsh"))
-            .env("HOSTILE_PID_DIR", self.path().join("pids"))
-            .current_dir(self.path());
-        command
-    }
-}
-
-fn make_executable(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
 fn stdout_of(output: &std::process::Output) -> String {
