@@ -16,6 +16,7 @@ mod driver;
 pub mod expectations;
 mod journal;
 mod leftovers;
+pub mod procfs;
 pub mod selection;
 pub mod suite;
 mod transcript;

@@ -63,49 +63,22 @@ while IFS= read -r line; do
 done
 "#;
 
-struct Kit(ShellDriverKit);
-
-impl std::ops::Deref for Kit {
-    type Target = ShellDriverKit;
-    fn deref(&self) -> &ShellDriverKit {
-        &self.0
-    }
+/// Writes a case; `mode` goes into the scenario, where the driver looks for it.
+fn mode_case(kit: &ShellDriverKit, id: &str, mode: &str, step: &str) {
+    kit.write_case(
+        id,
+        &format!(
+            r#"{{"v":1,"id":"{id}","summary":"{id}","spec":["5"],"rules":["s5.test-rule"],
+               "timeout_ms":3000,"runtime":{{"version":"{mode}"}},"steps":[{step}]}}"#
+        ),
+    );
 }
 
-impl Kit {
-    fn new() -> Kit {
-        Kit(ShellDriverKit::new(HOSTILE_DRIVER))
-    }
-    /// Writes a case; `mode` goes into the scenario, where the driver looks for it.
-    fn case(&self, id: &str, mode: &str, step: &str) {
-        self.write_case(
-            id,
-            &format!(
-                r#"{{"v":1,"id":"{id}","summary":"{id}","spec":["5"],"rules":["s5.test-rule"],
-               "timeout_ms":3000,"runtime":{{"version":"{mode}"}},"steps":[{step}]}}"#
-            ),
-        );
-    }
-    fn run_jobs(&self, jobs: &str) -> std::process::Output {
-        self.run()
-            .args(["--format", "json", "--jobs", jobs])
-            .output()
-            .expect("dsh-conformance runs")
-    }
-    /// Every pid the drivers recorded, with the mode that recorded it.
-    fn recorded_pids(&self) -> Vec<(String, i32)> {
-        let mut pids = Vec::new();
-        for entry in fs::read_dir(self.pid_dir()).expect("pid dir").flatten() {
-            let mode = entry.file_name().to_string_lossy().replace(".pids", "");
-            let text = fs::read_to_string(entry.path()).unwrap_or_default();
-            pids.extend(
-                text.split_whitespace()
-                    .filter_map(|pid| pid.parse().ok())
-                    .map(|pid| (mode.clone(), pid)),
-            );
-        }
-        pids
-    }
+fn run_jobs(kit: &ShellDriverKit, jobs: &str) -> std::process::Output {
+    kit.run()
+        .args(["--format", "json", "--jobs", jobs])
+        .output()
+        .expect("dsh-conformance runs")
 }
 
 const DISCOVER: &str = r#"{"discover":{},"expect":{"available":true}}"#;
@@ -114,13 +87,7 @@ const RUN: &str = r#"{"run":{"conversation":"c1","prompt":"Create a landing page
 /// A process is gone when /proc has no entry for it, or it is a zombie (dead, not yet reaped by
 /// its new parent).
 fn is_gone(pid: i32) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return true;
-    };
-    let state = stat
-        .rfind(')')
-        .and_then(|end| stat[end + 1..].split_whitespace().next());
-    matches!(state, Some("Z" | "X") | None)
+    !dsh_conformance::run::procfs::is_live(pid)
 }
 
 /// (id, verdict, rule, why) of every case in a `--format json` report.
@@ -144,7 +111,7 @@ fn verdicts(output: &std::process::Output) -> Vec<(String, String, String, Strin
 }
 
 /// Kills whatever a failed assertion would otherwise leave behind.
-struct PidSweeper<'a>(&'a Kit);
+struct PidSweeper<'a>(&'a ShellDriverKit);
 
 impl Drop for PidSweeper<'_> {
     fn drop(&mut self) {
@@ -161,22 +128,38 @@ impl Drop for PidSweeper<'_> {
 
 #[test]
 fn hostile_drivers_fail_their_own_case_only_and_leave_no_process() {
-    let kit = Kit::new();
+    let kit = ShellDriverKit::new(HOSTILE_DRIVER);
     let _sweeper = PidSweeper(&kit);
-    kit.case("discovery.canned-available", "good", DISCOVER);
-    kit.case("discovery.slow-sibling", "slow-sibling", DISCOVER);
-    kit.case("hostile.daemon", "hostile-daemon", DISCOVER);
-    kit.case("hostile.stderr-flood", "hostile-stderr-flood", DISCOVER);
-    kit.case("hostile.stdout-closed", "hostile-stdout-closed", DISCOVER);
-    kit.case("hostile.foreign-outcome", "hostile-foreign-outcome", RUN);
-    kit.case(
+    mode_case(&kit, "discovery.canned-available", "good", DISCOVER);
+    mode_case(&kit, "discovery.slow-sibling", "slow-sibling", DISCOVER);
+    mode_case(&kit, "hostile.daemon", "hostile-daemon", DISCOVER);
+    mode_case(
+        &kit,
+        "hostile.stderr-flood",
+        "hostile-stderr-flood",
+        DISCOVER,
+    );
+    mode_case(
+        &kit,
+        "hostile.stdout-closed",
+        "hostile-stdout-closed",
+        DISCOVER,
+    );
+    mode_case(
+        &kit,
+        "hostile.foreign-outcome",
+        "hostile-foreign-outcome",
+        RUN,
+    );
+    mode_case(
+        &kit,
         "hostile.silent-handshake",
         "hostile-silent-handshake",
         DISCOVER,
     );
-    kit.case("survivor.after-hostile", "good", DISCOVER);
+    mode_case(&kit, "survivor.after-hostile", "good", DISCOVER);
 
-    let output = kit.run_jobs("3");
+    let output = run_jobs(&kit, "3");
     assert_eq!(
         output.status.code(),
         Some(1),
@@ -255,11 +238,11 @@ fn hostile_drivers_fail_their_own_case_only_and_leave_no_process() {
 
 #[test]
 fn a_daemon_is_reported_and_killed_when_the_driver_is_killed_for_a_timeout() {
-    let kit = Kit::new();
+    let kit = ShellDriverKit::new(HOSTILE_DRIVER);
     let _sweeper = PidSweeper(&kit);
     // The daemon driver answers the handshake, but never a run: the harness kills its group at
     // the case deadline, and the daemons outside the group are still found.
-    kit.case("hostile.daemon-then-hang", "hostile-daemon", RUN);
+    mode_case(&kit, "hostile.daemon-then-hang", "hostile-daemon", RUN);
     fs::write(
         kit.driver(),
         HOSTILE_DRIVER.replace(
@@ -269,7 +252,7 @@ fn a_daemon_is_reported_and_killed_when_the_driver_is_killed_for_a_timeout() {
         ),
     )
     .expect("rewrite driver");
-    let output = kit.run_jobs("1");
+    let output = run_jobs(&kit, "1");
     let found = verdicts(&output);
     let (_, verdict, _, why) = found.first().cloned().expect("one case");
     assert_eq!(verdict, "fail", "{why}");

@@ -7,8 +7,6 @@ use std::fs;
 mod shell_driver_support;
 
 use shell_driver_support::ShellDriverKit;
-use std::path::Path;
-use std::process::Command;
 
 /// A driver that answers handshake, discover and shutdown with canned replies; on discover it
 /// misbehaves when the case's scenario (in its cwd, the case root) names a hostile mode.
@@ -41,32 +39,29 @@ while IFS= read -r line; do
 done
 "#;
 
-struct Kit(ShellDriverKit);
-
-impl std::ops::Deref for Kit {
-    type Target = ShellDriverKit;
-    fn deref(&self) -> &ShellDriverKit {
-        &self.0
-    }
+/// Writes a discover-only case.
+fn discover_case(kit: &ShellDriverKit, id: &str, extra: &str, expect: &str) {
+    kit.write_case(
+        id,
+        &format!(
+            r#"{{"v":1,"id":"{id}","summary":"{id} summary","spec":["5"],"rules":["s5.test-rule"]{extra},
+               "steps":[{{"discover":{{}},"expect":{expect}}}]}}"#
+        ),
+    );
 }
 
-impl Kit {
-    fn new() -> Kit {
-        Kit(ShellDriverKit::new(SHELL_DRIVER))
-    }
-    /// Writes a discover-only case.
-    fn case(&self, id: &str, extra: &str, expect: &str) {
-        self.write_case(
-            id,
-            &format!(
-                r#"{{"v":1,"id":"{id}","summary":"{id} summary","spec":["5"],"rules":["s5.test-rule"]{extra},
-               "steps":[{{"discover":{{}},"expect":{expect}}}]}}"#
-            ),
-        );
-    }
-    fn run_on(&self, fixtures: &Path) -> Command {
-        self.command(fixtures, &self.driver().display().to_string())
-    }
+/// The case every good driver passes: a discover that finds dsh available.
+fn canned_available(kit: &ShellDriverKit) {
+    discover_case(
+        kit,
+        "discovery.canned-available",
+        "",
+        r#"{"available":true}"#,
+    );
+}
+
+fn kit() -> ShellDriverKit {
+    ShellDriverKit::new(SHELL_DRIVER)
 }
 
 fn stdout_of(output: &std::process::Output) -> String {
@@ -92,8 +87,9 @@ fn verdicts(output: &std::process::Output) -> Vec<(String, String, String)> {
 
 #[test]
 fn passing_host_exits_0_and_writes_reports() {
-    let kit = Kit::new();
-    kit.case(
+    let kit = kit();
+    discover_case(
+        &kit,
         "discovery.canned-available",
         "",
         r#"{"available":true,"warnings":[]}"#,
@@ -133,9 +129,10 @@ fn passing_host_exits_0_and_writes_reports() {
 
 #[test]
 fn failing_case_exits_1_with_rule_why_and_rerun_command() {
-    let kit = Kit::new();
-    kit.case("discovery.canned-available", "", r#"{"available":true}"#);
-    kit.case(
+    let kit = kit();
+    canned_available(&kit);
+    discover_case(
+        &kit,
         "discovery.expects-unavailable",
         "",
         r#"{"available":false,"code":"DSH_PROFILE_PROBE_FAILED"}"#,
@@ -168,9 +165,10 @@ fn failing_case_exits_1_with_rule_why_and_rerun_command() {
 
 #[test]
 fn expectations_file_xfail_xpass_and_baseline() {
-    let kit = Kit::new();
-    kit.case("discovery.canned-available", "", r#"{"available":true}"#);
-    kit.case(
+    let kit = kit();
+    canned_available(&kit);
+    discover_case(
+        &kit,
         "discovery.expects-unavailable",
         "",
         r#"{"available":false}"#,
@@ -235,9 +233,15 @@ fn expectations_file_xfail_xpass_and_baseline() {
 
 #[test]
 fn harness_problems_exit_2() {
-    let kit = Kit::new();
-    kit.case("discovery.canned-available", "", r#"{"available":true}"#);
-    let missing_fixtures = kit.run_on(&kit.path().join("nope")).output().expect("runs");
+    let kit = kit();
+    canned_available(&kit);
+    let missing_fixtures = kit
+        .command(
+            &kit.path().join("nope"),
+            &kit.driver().display().to_string(),
+        )
+        .output()
+        .expect("runs");
     assert_eq!(missing_fixtures.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing_fixtures.stderr).contains("fixtures dir not found"));
 
@@ -268,9 +272,10 @@ fn harness_problems_exit_2() {
 
 #[test]
 fn nothing_selected_or_measured_exits_3() {
-    let kit = Kit::new();
-    kit.case("discovery.canned-available", "", r#"{"available":true}"#);
-    kit.case(
+    let kit = kit();
+    canned_available(&kit);
+    discover_case(
+        &kit,
         "setup.needs-setup",
         r#","requires":["setup"]"#,
         r#"{"available":true}"#,
@@ -296,9 +301,9 @@ fn nothing_selected_or_measured_exits_3() {
 
 #[test]
 fn list_prints_the_selection() {
-    let kit = Kit::new();
-    kit.case("discovery.canned-available", "", r#"{"available":true}"#);
-    kit.case("setup.needs-setup", "", r#"{"available":true}"#);
+    let kit = kit();
+    canned_available(&kit);
+    discover_case(&kit, "setup.needs-setup", "", r#"{"available":true}"#);
     let output = kit
         .run()
         .args(["--list", "--case", "setup.*"])
@@ -319,8 +324,8 @@ fn list_prints_the_selection() {
 
 #[test]
 fn a_broken_case_file_is_a_kit_error_naming_the_file() {
-    let kit = Kit::new();
-    kit.case("discovery.canned-available", "", r#"{"available":true}"#);
+    let kit = kit();
+    canned_available(&kit);
     fs::create_dir_all(kit.fixtures().join("broken")).expect("dir");
     fs::write(
         kit.fixtures().join("broken/broken.case.json"),
@@ -347,12 +352,17 @@ fn a_broken_case_file_is_a_kit_error_naming_the_file() {
 
 #[test]
 fn hostile_drivers_are_host_failures_and_the_rest_still_runs() {
-    let kit = Kit::new();
-    kit.case("discovery.canned-available", "", r#"{"available":true}"#);
+    let kit = kit();
+    canned_available(&kit);
     let timeout = r#","timeout_ms":1500"#;
     for mode in ["hang", "garbage", "invalid", "flood", "exit"] {
         let extra = format!(r#"{timeout},"runtime":{{"version":"hostile-{mode}"}}"#);
-        kit.case(&format!("hostile.{mode}"), &extra, r#"{"available":true}"#);
+        discover_case(
+            &kit,
+            &format!("hostile.{mode}"),
+            &extra,
+            r#"{"available":true}"#,
+        );
     }
     let output = kit
         .run()
@@ -383,18 +393,17 @@ fn hostile_drivers_are_host_failures_and_the_rest_still_runs() {
         .iter()
         .any(|(id, verdict, _)| id == "discovery.canned-available" && verdict == "pass"));
 
-    let pids = fs::read_to_string(kit.path().join("pids/hang.pids"))
-        .expect("the hanging driver wrote its pids");
-    for pid in pids.split_whitespace() {
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat
-            .rsplit(')')
-            .next()
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or("gone");
+    let hung: Vec<i32> = kit
+        .recorded_pids()
+        .into_iter()
+        .filter(|(mode, _)| mode == "hang")
+        .map(|(_, pid)| pid)
+        .collect();
+    assert!(!hung.is_empty(), "the hanging driver wrote its pids");
+    for pid in hung {
         assert!(
-            matches!(state, "gone" | "Z" | "X"),
-            "process {pid} of the hung driver's group is still alive ({state})"
+            !dsh_conformance::run::procfs::is_live(pid),
+            "process {pid} of the hung driver's group is still alive"
         );
     }
 }

@@ -1,6 +1,7 @@
 //! Reading fake-dsh's journal (docs/journal.md) and asking the process table about the pids it
 //! names: which are still alive, and ending the ones a host left behind.
 
+use super::procfs;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -119,31 +120,11 @@ pub fn pids(entries: &[Entry]) -> Vec<i32> {
 }
 
 /// Whether `pid` is a live (not zombie) process of this case: one whose environment names this
-/// case's journal, so a recycled pid is never mistaken for a leftover.
+/// case's journal, so a recycled pid is never mistaken for a leftover. An environment that cannot
+/// be read does not rule a live process out.
 pub fn is_alive(pid: i32, journal: &Path) -> bool {
-    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
-    let Ok(stat) = std::fs::read_to_string(proc_dir.join("stat")) else {
-        return false;
-    };
-    // The state follows the parenthesised command name, which may itself hold ") ".
-    let state = stat
-        .rfind(')')
-        .and_then(|end| stat[end + 1..].split_whitespace().next());
-    if matches!(state, Some("Z") | Some("X") | None) {
-        return false;
-    }
-    belongs_to_case(pid, journal)
-}
-
-fn belongs_to_case(pid: i32, journal: &Path) -> bool {
-    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-        // Unreadable: it exists and is alive, and we cannot rule it out.
-        return true;
-    };
-    let needle = format!("FAKE_DSH_JOURNAL={}", journal.display());
-    environ
-        .split(|b| *b == 0)
-        .any(|var| var == needle.as_bytes())
+    let entry = format!("FAKE_DSH_JOURNAL={}", journal.display());
+    procfs::is_live(pid) && procfs::environ_has(pid, &entry).unwrap_or(true)
 }
 
 /// SIGKILLs every still-alive process of this case among `pids` (harness cleanup after a case).

@@ -4,6 +4,7 @@
 //! daemon that double-forked or called `setsid`) and is SIGKILLed here. The token is per case, so a
 //! parallel case's processes are never touched, and this process and its ancestors are skipped.
 
+use super::procfs::{self, is_live, stat_of};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::collections::BTreeSet;
@@ -96,27 +97,7 @@ pub fn sweep(token: &str, grace: Duration, kill_wait: Duration) -> Vec<Leftover>
 
 /// Whether `/proc/<pid>/environ` holds exactly this `NAME=value` entry.
 fn carries(pid: i32, needle: &str) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
-        environ
-            .split(|byte| *byte == 0)
-            .any(|entry| entry == needle.as_bytes())
-    })
-}
-
-/// The state letter and parent pid from `/proc/<pid>/stat` (the fields after the command name,
-/// which may itself hold `) `).
-fn stat_of(pid: i32) -> Option<(String, i32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let end = stat.rfind(')')?;
-    let mut fields = stat[end + 1..].split_whitespace();
-    let state = fields.next()?.to_string();
-    let ppid = fields.next()?.parse().ok()?;
-    Some((state, ppid))
-}
-
-/// Alive and not a zombie (a zombie is dead; its parent reaps it).
-fn is_live(pid: i32) -> bool {
-    stat_of(pid).is_some_and(|(state, _)| !matches!(state.as_str(), "Z" | "X" | "x"))
+    procfs::environ_has(pid, needle).unwrap_or(false)
 }
 
 fn command_of(pid: i32) -> String {

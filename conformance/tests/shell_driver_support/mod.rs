@@ -57,6 +57,20 @@ impl ShellDriverKit {
             .current_dir(self.path());
         command
     }
+    /// Every pid the driver recorded (files `<mode>.pids` in the pid dir), with that mode.
+    pub fn recorded_pids(&self) -> Vec<(String, i32)> {
+        let mut pids = Vec::new();
+        for entry in fs::read_dir(self.pid_dir()).expect("pid dir").flatten() {
+            let mode = entry.file_name().to_string_lossy().replace(".pids", "");
+            let text = fs::read_to_string(entry.path()).unwrap_or_default();
+            pids.extend(
+                text.split_whitespace()
+                    .filter_map(|pid| pid.parse().ok())
+                    .map(|pid| (mode.clone(), pid)),
+            );
+        }
+        pids
+    }
     /// The command against this kit's own fixtures and driver.
     pub fn run(&self) -> Command {
         self.command(&self.fixtures(), &self.driver().display().to_string())
