@@ -17,7 +17,39 @@ pub const DEFAULT_PROVIDER: &str = "deepseek-official";
 /// The default model id.
 pub const DEFAULT_MODEL: &str = "deepseek-chat";
 
+/// A JSON merge patch (RFC 7386) applied to the default probe and ready frames: a runtime variant
+/// such as a newer plugin or a forward-compatible extra member, for every case at once. A
+/// scenario's own `probe`/`ready` patches apply on top of it.
+pub const IDENTITY_PATCH_ENV: &str = "FAKE_DSH_IDENTITY_PATCH";
+
+/// The identity patch from the environment: `None` when unset or empty, an error naming the
+/// variable when it is not a JSON object.
+pub fn identity_patch() -> Result<Option<Value>, String> {
+    let Some(text) = std::env::var_os(IDENTITY_PATCH_ENV) else {
+        return Ok(None);
+    };
+    let text = text.to_string_lossy();
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    match serde_json::from_str::<Value>(&text) {
+        Ok(patch @ Value::Object(_)) => Ok(Some(patch)),
+        Ok(_) => Err(format!(
+            "{IDENTITY_PATCH_ENV} must be a JSON object (a merge patch)"
+        )),
+        Err(error) => Err(format!("{IDENTITY_PATCH_ENV} is not JSON: {error}")),
+    }
+}
+
 fn identity(frame_type: &str) -> Value {
+    let mut frame = default_identity(frame_type);
+    if let Ok(Some(patch)) = identity_patch() {
+        merge_patch(&mut frame, &patch);
+    }
+    frame
+}
+
+fn default_identity(frame_type: &str) -> Value {
     json!({
         "v": 1,
         "type": frame_type,

@@ -45,6 +45,9 @@ pub fn main() -> ! {
         _ => {}
     }
     let scenario = scenario::load_from_env().unwrap_or_else(|message| fail(&message));
+    if let Err(message) = frames::identity_patch() {
+        fail(&message);
+    }
     match invocation {
         Invocation::Version => version(&scenario),
         Invocation::Probe => {

@@ -300,3 +300,54 @@ fn start_entries_hold_argv_process_ids_and_env_names_only() {
     assert_eq!(exit["code"], 0);
     assert_eq!(exit["reason"], "script_end");
 }
+
+#[test]
+fn identity_patch_env_changes_probe_and_ready_and_rejects_non_json() {
+    let world = World::new();
+    let patch = r#"{"plugin_version":"0.2.0","x_future":{"a":1},"compatibility_generation":null}"#;
+    let output = world
+        .cmd(&["--profile", "open-design", "--probe"])
+        .env("FAKE_DSH_IDENTITY_PATCH", patch)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let probe = stdout_json(&output);
+    assert_eq!(probe["plugin_version"], "0.2.0");
+    assert_eq!(probe["x_future"], json!({"a": 1}));
+    assert!(probe.get("compatibility_generation").is_none());
+    assert_eq!(probe["runtime"], "open-design");
+
+    let output = world
+        .cmd(&["--profile", "open-design", "--stdio"])
+        .env("FAKE_DSH_IDENTITY_PATCH", patch)
+        .output()
+        .unwrap();
+    let ready: Value = serde_json::from_slice(
+        output
+            .stdout
+            .split(|b| *b == b'\n')
+            .next()
+            .expect("a first line"),
+    )
+    .expect("ready is JSON");
+    assert_eq!(ready["type"], "ready");
+    assert_eq!(ready["plugin_version"], "0.2.0");
+
+    world
+        .cmd(&["--profile", "open-design", "--probe"])
+        .env("FAKE_DSH_IDENTITY_PATCH", "[1]")
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "FAKE_DSH_IDENTITY_PATCH must be a JSON object",
+        ));
+    world
+        .cmd(&["--profile", "open-design", "--probe"])
+        .env("FAKE_DSH_IDENTITY_PATCH", "{oops")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "FAKE_DSH_IDENTITY_PATCH is not JSON",
+        ));
+}

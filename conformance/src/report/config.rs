@@ -75,22 +75,23 @@ pub fn reference_host() -> HostSpec {
     }
 }
 
-fn variant(name: &str, version: &str) -> VariantSpec {
+fn variant(name: &str) -> VariantSpec {
+    let variant = crate::run::Variant::named(name);
     VariantSpec {
-        name: name.to_string(),
-        env: BTreeMap::from([("FAKE_DSH_VERSION".to_string(), version.to_string())]),
+        name: variant.name,
+        env: variant.env,
     }
 }
 
 /// The variants the spec's version policy (section 5) tells apart among usable versions: a tested
-/// version, a tested version written with a leading `v`, and a parseable but untested version.
-/// Each is named `dsh-<version>`, so `dsh-conformance run --variant <name>` reproduces it.
+/// version, a tested version written with a leading `v`, and a parseable but untested version;
+/// plus `profile-next`, a newer profile plugin whose probe and ready carry a new
+/// `compatibility_generation` and an unknown member. Each is named as `run --variant` knows it.
 pub fn default_variants() -> Vec<VariantSpec> {
-    vec![
-        variant("dsh-0.1.7-rc.1", "0.1.7-rc.1"),
-        variant("dsh-v0.1.7", "v0.1.7"),
-        variant("dsh-0.1.8", "0.1.8"),
-    ]
+    ["dsh-0.1.7-rc.1", "dsh-v0.1.7", "dsh-0.1.8", "profile-next"]
+        .into_iter()
+        .map(variant)
+        .collect()
 }
 
 impl MatrixConfig {

@@ -30,8 +30,14 @@ impl Default for Variant {
     }
 }
 
+/// The `profile-next` variant's identity: a newer plugin and compatibility generation, plus a
+/// member generation 1 does not define, which a host must tolerate.
+pub const PROFILE_NEXT_IDENTITY: &str = r#"{"plugin_version":"0.2.0","compatibility_generation":"od-profile-2","x_next":{"note":"a member generation-1 hosts ignore"}}"#;
+
 impl Variant {
-    /// A named variant: `dsh-<version>` sets `FAKE_DSH_VERSION=<version>`; `default` sets nothing.
+    /// A named variant: `dsh-<version>` sets `FAKE_DSH_VERSION=<version>`; `profile-next` gives
+    /// the probe and ready frames [`PROFILE_NEXT_IDENTITY`] (`FAKE_DSH_IDENTITY_PATCH`); `default`
+    /// sets nothing.
     pub fn named(name: &str) -> Variant {
         let mut env = BTreeMap::new();
         if let Some(version) = name
@@ -39,6 +45,12 @@ impl Variant {
             .filter(|version| !version.is_empty())
         {
             env.insert("FAKE_DSH_VERSION".to_string(), version.to_string());
+        }
+        if name == "profile-next" {
+            env.insert(
+                "FAKE_DSH_IDENTITY_PATCH".to_string(),
+                PROFILE_NEXT_IDENTITY.to_string(),
+            );
         }
         Variant {
             name: name.to_string(),
