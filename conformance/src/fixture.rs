@@ -212,14 +212,44 @@ pub struct CancelAfter {
     pub after_ms: u64,
 }
 
-/// Reads a member that is present (even as `null`) as `Some`, so `"code": null` differs from no
-/// `code` member at all.
-fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    T::deserialize(deserializer).map(Some)
+/// An expected outcome code: no `code` member (not checked), `"code": null` (no code may be
+/// given) or `"code": "..."` (exactly that code).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ExpectedCode {
+    #[default]
+    Unchecked,
+    Is(Option<String>),
+}
+
+impl ExpectedCode {
+    pub fn is_unchecked(&self) -> bool {
+        *self == ExpectedCode::Unchecked
+    }
+
+    /// When `got` is not the expected code: the expected one as text (`null` for none).
+    pub fn mismatch(&self, got: Option<&str>) -> Option<&str> {
+        match self {
+            ExpectedCode::Is(want) if want.as_deref() != got => {
+                Some(want.as_deref().unwrap_or("null"))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ExpectedCode {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Option::<String>::deserialize(deserializer).map(ExpectedCode::Is)
+    }
+}
+
+impl Serialize for ExpectedCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ExpectedCode::Unchecked | ExpectedCode::Is(None) => serializer.serialize_none(),
+            ExpectedCode::Is(Some(code)) => serializer.serialize_str(code),
+        }
+    }
 }
 
 /// Expectations of a `discover` step.
@@ -228,13 +258,8 @@ where
 pub struct DiscoverExpect {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub available: Option<bool>,
-    /// Absent: not checked; `null`: no code may be given; a string: that code.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub code: Option<Option<String>>,
+    #[serde(default, skip_serializing_if = "ExpectedCode::is_unchecked")]
+    pub code: ExpectedCode,
     /// Codes that must each start some warning; `Some(vec![])`: no warning at all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
@@ -246,13 +271,8 @@ pub struct DiscoverExpect {
 pub struct SetupExpect {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ok: Option<bool>,
-    /// Absent: not checked; `null`: no code may be given; a string: that code.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub code: Option<Option<String>>,
+    #[serde(default, skip_serializing_if = "ExpectedCode::is_unchecked")]
+    pub code: ExpectedCode,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub installed: Option<bool>,
 }
@@ -298,13 +318,8 @@ pub struct RunExpect {
     /// The outcome status (the runtime's terminal statuses, `completed`/`cancelled`/`failed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
-    /// Absent: not checked; `null`: no code may be given; a string: that code.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub code: Option<Option<String>>,
+    #[serde(default, skip_serializing_if = "ExpectedCode::is_unchecked")]
+    pub code: ExpectedCode,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionExpect>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -563,6 +578,19 @@ pub fn load_case(file: &Path) -> Result<Case, FixtureError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expected_code_tells_absent_from_null_from_a_code() {
+        let parse = |text: &str| serde_json::from_str::<SetupExpect>(text).unwrap().code;
+        assert_eq!(parse("{}"), ExpectedCode::Unchecked);
+        assert_eq!(parse(r#"{"code":null}"#), ExpectedCode::Is(None));
+        assert_eq!(parse(r#"{"code":"X"}"#), ExpectedCode::Is(Some("X".into())));
+        assert_eq!(ExpectedCode::Unchecked.mismatch(Some("X")), None);
+        assert_eq!(ExpectedCode::Is(None).mismatch(None), None);
+        assert_eq!(ExpectedCode::Is(None).mismatch(Some("X")), Some("null"));
+        assert_eq!(ExpectedCode::Is(Some("X".into())).mismatch(None), Some("X"));
+        assert_eq!(ExpectedCode::Is(Some("X".into())).mismatch(Some("X")), None);
+    }
 
     fn parse(text: &str) -> Result<Case, FixtureError> {
         parse_case(Path::new("fixtures/strict/strict.example.json"), text)

@@ -916,9 +916,10 @@ fn check(runtime: &tokio::runtime::Runtime, script: &Script) -> Result<(), TestC
     Ok(())
 }
 
-fn run_properties(cases: u32) {
+/// Panic counting on, the lock that keeps these tests from sharing the machine, and a runtime.
+fn serial_runtime() -> (std::sync::MutexGuard<'static, ()>, tokio::runtime::Runtime) {
     count_panics();
-    let _serial = SERIAL
+    let serial = SERIAL
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -926,6 +927,11 @@ fn run_properties(cases: u32) {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    (serial, runtime)
+}
+
+fn run_properties(cases: u32) {
+    let (_serial, runtime) = serial_runtime();
     let config = Config {
         cases,
         failure_persistence: None,
@@ -953,15 +959,7 @@ fn the_run_loop_survives_many_adversarial_streams() {
 /// stderr flood in the same run.
 #[test]
 fn a_64_mib_line_and_a_64_mib_stderr_flood_keep_memory_bounded() {
-    count_panics();
-    let _serial = SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let (_serial, runtime) = serial_runtime();
     let line = |frame: Frame| Line {
         frame,
         rid: Rid::Own,

@@ -585,17 +585,14 @@ impl<'a> Runner<'a> {
                 ));
             }
         }
-        if let Some(want) = &expect.code {
-            if code != want.as_deref()
-                && expect.available.is_none_or(|want| available == Some(want))
-            {
+        if let Some(want) = expect.code.mismatch(code) {
+            if expect.available.is_none_or(|want| available == Some(want)) {
                 let rule = self.case.first_rule().to_string();
                 self.host(
                     FindingKind::CodeMismatch,
                     &rule,
                     format!(
-                        "discover: expected code {}, got {}",
-                        want.as_deref().unwrap_or("null"),
+                        "discover: expected code {want}, got {}",
                         code.unwrap_or("null")
                     ),
                 );
@@ -659,15 +656,14 @@ impl<'a> Runner<'a> {
                 ));
             }
         }
-        if let Some(want) = &expect.code {
-            if code != want.as_deref() && expect.ok.is_none_or(|want| ok == Some(want)) {
+        if let Some(want) = expect.code.mismatch(code) {
+            if expect.ok.is_none_or(|want| ok == Some(want)) {
                 let rule = self.case.first_rule().to_string();
                 self.host(
                     FindingKind::CodeMismatch,
                     &rule,
                     format!(
-                        "setup: expected code {}, got {}",
-                        want.as_deref().unwrap_or("null"),
+                        "setup: expected code {want}, got {}",
                         code.unwrap_or("null")
                     ),
                 );
@@ -1136,16 +1132,13 @@ impl<'a> Runner<'a> {
                 .unwrap_or_default();
             self.expectation(format!("expected status {want}, got {describe}{message}"));
         }
-        if let Some(want) = &expect.code {
-            if status_ok && code != want.as_deref() {
+        if let Some(want) = expect.code.mismatch(code) {
+            if status_ok {
                 let rule = self.case.first_rule().to_string();
                 self.host(
                     FindingKind::CodeMismatch,
                     &rule,
-                    format!(
-                        "expected code {}, got {describe}",
-                        want.as_deref().unwrap_or("null")
-                    ),
+                    format!("expected code {want}, got {describe}"),
                 );
             }
         }
