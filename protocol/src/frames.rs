@@ -30,6 +30,22 @@ pub const FRAME_TYPES: [&str; 11] = [
     "protocol_error",
 ];
 
+/// The frame types that belong to one run and must carry its `request_id` (`protocol_error`
+/// belongs to a run too, but may have none).
+pub const RUN_FRAME_TYPES: [&str; 7] = [
+    "session",
+    "thinking",
+    "text",
+    "tool_call",
+    "tool_result",
+    "usage",
+    "result",
+];
+
+/// The content and tool frame types, which a `session` frame must precede (spec 6).
+pub const CONTENT_FRAME_TYPES: [&str; 5] =
+    ["thinking", "text", "tool_call", "tool_result", "usage"];
+
 /// A frame the runtime writes on stdout (or, for `probe` and `models`, answers a CLI flag with).
 #[derive(Debug, Clone, PartialEq)]
 pub enum RuntimeFrame {
@@ -1187,28 +1203,55 @@ mod tests {
         RuntimeFrame::parse_line(line.as_bytes())
     }
 
+    /// One line of every frame type (and both result shapes).
+    const SAMPLE_LINES: [&str; 12] = [
+        r#"{"v":1,"type":"probe","runtime":"open-design","protocol_version":1,"plugin_version":"0.1.0","capabilities":{"session_resume":true,"session_cancel":true,"structured_events":true}}"#,
+        r#"{"v":1,"type":"ready","runtime":"open-design","protocol_version":1,"plugin_version":"0.1.0","compatibility_generation":"g1","capabilities":{"session_resume":true,"session_cancel":true,"structured_events":true}}"#,
+        r#"{"v":1,"type":"models","runtime":"open-design","models":[{"provider":"deepseek-official","provider_name":"DeepSeek","id":"deepseek-chat","name":"DeepSeek Chat","reasoning_options":[{"id":"high","name":"High","default":true}]}]}"#,
+        r#"{"v":1,"type":"session","request_id":"r1","session_id":"s1","resumed":false}"#,
+        r#"{"v":1,"type":"thinking","request_id":"r1","content":""}"#,
+        r#"{"v":1,"type":"text","request_id":"r1","content":"hi\u2028there"}"#,
+        r#"{"v":1,"type":"tool_call","request_id":"r1","call_id":"c1","name":"write_file","arguments":"{\"path\":\"index.html\"}"}"#,
+        r#"{"v":1,"type":"tool_result","request_id":"r1","call_id":"c1","name":"write_file","output":"ok","is_error":false}"#,
+        r#"{"v":1,"type":"usage","request_id":"r1","provider":"deepseek-official","model":"deepseek-chat","input_tokens":10,"output_tokens":2.0,"cache_read_tokens":0}"#,
+        r#"{"v":1,"type":"result","request_id":"r1","status":"completed","session_id":"s1","resume_rejected":false,"stop_reason":"end_turn"}"#,
+        r#"{"v":1,"type":"result","request_id":"r1","status":"failed","session_id":null,"resume_rejected":true,"error":{"code":"SESSION_NOT_FOUND","message":"no such session"}}"#,
+        r#"{"v":1,"type":"protocol_error","code":"BAD_COMMAND","message":"unknown command"}"#,
+    ];
+
     #[test]
     fn parses_every_frame_type_and_round_trips() {
-        let lines = [
-            r#"{"v":1,"type":"probe","runtime":"open-design","protocol_version":1,"plugin_version":"0.1.0","capabilities":{"session_resume":true,"session_cancel":true,"structured_events":true}}"#,
-            r#"{"v":1,"type":"ready","runtime":"open-design","protocol_version":1,"plugin_version":"0.1.0","compatibility_generation":"g1","capabilities":{"session_resume":true,"session_cancel":true,"structured_events":true}}"#,
-            r#"{"v":1,"type":"models","runtime":"open-design","models":[{"provider":"deepseek-official","provider_name":"DeepSeek","id":"deepseek-chat","name":"DeepSeek Chat","reasoning_options":[{"id":"high","name":"High","default":true}]}]}"#,
-            r#"{"v":1,"type":"session","request_id":"r1","session_id":"s1","resumed":false}"#,
-            r#"{"v":1,"type":"thinking","request_id":"r1","content":""}"#,
-            r#"{"v":1,"type":"text","request_id":"r1","content":"hi\u2028there"}"#,
-            r#"{"v":1,"type":"tool_call","request_id":"r1","call_id":"c1","name":"write_file","arguments":"{\"path\":\"index.html\"}"}"#,
-            r#"{"v":1,"type":"tool_result","request_id":"r1","call_id":"c1","name":"write_file","output":"ok","is_error":false}"#,
-            r#"{"v":1,"type":"usage","request_id":"r1","provider":"deepseek-official","model":"deepseek-chat","input_tokens":10,"output_tokens":2.0,"cache_read_tokens":0}"#,
-            r#"{"v":1,"type":"result","request_id":"r1","status":"completed","session_id":"s1","resume_rejected":false,"stop_reason":"end_turn"}"#,
-            r#"{"v":1,"type":"result","request_id":"r1","status":"failed","session_id":null,"resume_rejected":true,"error":{"code":"SESSION_NOT_FOUND","message":"no such session"}}"#,
-            r#"{"v":1,"type":"protocol_error","code":"BAD_COMMAND","message":"unknown command"}"#,
-        ];
-        for line in lines {
+        for line in SAMPLE_LINES {
             let frame = parse(line).unwrap_or_else(|error| panic!("{line}: {error}"));
             let again = parse(frame.to_line().trim_end()).expect("re-parses");
             assert_eq!(frame, again, "{line}");
             assert!(frame.to_line().starts_with("{\"v\":1,\"type\":"));
         }
+    }
+
+    #[test]
+    fn frame_type_lists_agree_with_the_typed_frames() {
+        let mut seen: Vec<&str> = Vec::new();
+        for line in SAMPLE_LINES {
+            let frame = parse(line).unwrap_or_else(|error| panic!("{line}: {error}"));
+            let kind = frame.type_name();
+            seen.push(kind);
+            let carries_run_id = RUN_FRAME_TYPES.contains(&kind);
+            assert_eq!(carries_run_id, frame.request_id().is_some(), "{kind}");
+            assert_eq!(
+                frame.is_run_scoped(),
+                carries_run_id || kind == "protocol_error",
+                "{kind}"
+            );
+            if CONTENT_FRAME_TYPES.contains(&kind) {
+                assert!(carries_run_id, "{kind}");
+            }
+        }
+        seen.sort();
+        seen.dedup();
+        let mut every = FRAME_TYPES.to_vec();
+        every.sort();
+        assert_eq!(seen, every, "the samples hold one frame of every type");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use super::turn::{
     self, describe_terminal, Ending, LineKind, Plan, SeenLine, ANSWER_MS, EXIT_MS, READY_MS,
 };
 use super::world::{json_line, random_uuid, Target, World, PROFILE};
+use dsh_protocol::frames::{CONTENT_FRAME_TYPES, RUN_FRAME_TYPES};
 use dsh_protocol::{RunContext, Terminal};
 use serde_json::Value;
 use std::time::Instant;
@@ -522,19 +523,6 @@ fn frames_schema_valid(target: &Target, world: &World) -> Result<Outcome, SpawnE
     Ok(pass(format!("{frames} frames, all schema-valid")))
 }
 
-/// Frame types that belong to a run and must carry its request_id.
-const RUN_SCOPED: &[&str] = &[
-    "session",
-    "thinking",
-    "text",
-    "tool_call",
-    "tool_result",
-    "usage",
-    "result",
-];
-/// Content and tool frames, which need a prior session.
-const CONTENT: &[&str] = &["thinking", "text", "tool_call", "tool_result", "usage"];
-
 fn request_scoped(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
     let record = turn::run(target, world, &Plan::default())?;
     let mut scoped = 0;
@@ -543,7 +531,7 @@ fn request_scoped(target: &Target, world: &World) -> Result<Outcome, SpawnError>
             continue;
         };
         let id = line.object().and_then(|frame| frame.get("request_id"));
-        let must_carry = RUN_SCOPED.contains(&kind);
+        let must_carry = RUN_FRAME_TYPES.contains(&kind);
         match id {
             None | Some(Value::Null) if must_carry => {
                 return Ok(fail(format!(
@@ -585,7 +573,7 @@ fn session_before_content(target: &Target, world: &World) -> Result<Outcome, Spa
     for line in record.own_frames() {
         match line.frame_type() {
             Some("session") => session_seen = true,
-            Some(kind) if CONTENT.contains(&kind) => {
+            Some(kind) if CONTENT_FRAME_TYPES.contains(&kind) => {
                 if !session_seen {
                     return Ok(fail(format!(
                         "line {}: a {kind} frame before the session frame",
@@ -754,7 +742,7 @@ fn second_execute(target: &Target, world: &World) -> Result<Outcome, SpawnError>
         line.frame_type() == Some("session")
             || line
                 .frame_type()
-                .is_some_and(|kind| CONTENT.contains(&kind))
+                .is_some_and(|kind| CONTENT_FRAME_TYPES.contains(&kind))
     }) {
         return Ok(fail(format!(
             "line {}: a {} frame for the second execute: a second run started",
