@@ -144,6 +144,13 @@ fn report_markdown_snapshot() {
     insta::assert_snapshot!("report_markdown", String::from_utf8(bytes).unwrap());
 }
 
+#[test]
+fn report_json_snapshot() {
+    let fixtures = fixtures_dir();
+    let document = sample_document(fixtures.path());
+    insta::assert_json_snapshot!("report_json", document);
+}
+
 fn html_of(document: &ReportDocument) -> String {
     let mut bytes = Vec::new();
     dsh_conformance::report::html::write_report_html(document, &mut bytes).unwrap();
