@@ -321,21 +321,25 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
+/// The text of one line of `what` ("a frame", "a command"): UTF-8 without a byte-order mark.
+fn line_text<'a>(line: &'a [u8], what: &str) -> std::result::Result<&'a str, FrameError> {
+    if line.starts_with(b"\xEF\xBB\xBF") {
+        return Err(FrameError::malformed(format!(
+            "starts with a UTF-8 byte-order mark ({what} is a bare JSON object)"
+        )));
+    }
+    std::str::from_utf8(line).map_err(|error| {
+        FrameError::malformed(format!(
+            "not UTF-8 (invalid byte at offset {})",
+            error.valid_up_to()
+        ))
+    })
+}
+
 impl RuntimeFrame {
     /// Parse one stdout line (without its terminator) as a generation-1 frame.
     pub fn parse_line(line: &[u8]) -> std::result::Result<RuntimeFrame, FrameError> {
-        if line.starts_with(b"\xEF\xBB\xBF") {
-            return Err(FrameError::malformed(
-                "starts with a UTF-8 byte-order mark (a frame is a bare JSON object)",
-            ));
-        }
-        let text = std::str::from_utf8(line).map_err(|error| {
-            FrameError::malformed(format!(
-                "not UTF-8 (invalid byte at offset {})",
-                error.valid_up_to()
-            ))
-        })?;
-        Self::parse_str(text)
+        Self::parse_str(line_text(line, "a frame")?)
     }
 
     /// Parse one frame from text (see [`RuntimeFrame::parse_line`]).
@@ -581,18 +585,7 @@ impl HostCommand {
 
     /// Parse one stdin line as a command (same parsing rules as frames).
     pub fn parse_line(line: &[u8]) -> std::result::Result<HostCommand, FrameError> {
-        if line.starts_with(b"\xEF\xBB\xBF") {
-            return Err(FrameError::malformed(
-                "starts with a UTF-8 byte-order mark (a command is a bare JSON object)",
-            ));
-        }
-        let text = std::str::from_utf8(line).map_err(|error| {
-            FrameError::malformed(format!(
-                "not UTF-8 (invalid byte at offset {})",
-                error.valid_up_to()
-            ))
-        })?;
-        let members = parse_members(text)?;
+        let members = parse_members(line_text(line, "a command")?)?;
         build_command(&members)
     }
 
