@@ -1,12 +1,14 @@
 //! The journal (docs/journal.md): one JSON line per event, each appended with a single `write` on
-//! an `O_APPEND` descriptor so lines from concurrent fake-dsh processes never interleave.
+//! an `O_APPEND` descriptor so lines from concurrent fake-dsh processes never interleave. Within
+//! a process the writes are serialized, and the final `exit` entry is written under the same lock
+//! right before `_exit`, so no thread is ever cut off mid-line by the process ending.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The environment variable naming the journal file.
@@ -98,6 +100,7 @@ pub fn now_ms() -> u64 {
 pub struct Journal {
     path: Option<PathBuf>,
     file: Option<File>,
+    writing: Mutex<()>,
 }
 
 impl Journal {
@@ -113,7 +116,11 @@ impl Journal {
                 }
             }
         });
-        Journal { path, file }
+        Journal {
+            path,
+            file,
+            writing: Mutex::new(()),
+        }
     }
 
     /// The journal path, when one is configured.
@@ -121,13 +128,28 @@ impl Journal {
         self.path.as_deref()
     }
 
-    /// The open journal file, when journaling.
-    pub fn file(&self) -> Option<&File> {
-        self.file.as_ref()
-    }
-
     /// Appends one entry with a single `write`.
     pub fn record(&self, event: Event) {
+        let _writing = self.lock_writes();
+        self.append(event);
+    }
+
+    /// Appends `event` as the process's last entry and ends the process with `_exit(code)` while
+    /// still holding the write lock: another thread's entry is either whole or never started.
+    pub fn record_last_and_exit(&self, event: Event, code: i32) -> ! {
+        let _writing = self.lock_writes();
+        self.append(event);
+        // SAFETY: _exit ends the process at once; nothing runs after it.
+        unsafe { nix::libc::_exit(code) }
+    }
+
+    fn lock_writes(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.writing
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn append(&self, event: Event) {
         if let Some(mut file) = self.file.as_ref() {
             let _ = file.write_all(&entry_line(event));
         }
@@ -158,6 +180,15 @@ pub fn install(journal: Journal) -> &'static Journal {
 pub fn record(event: Event) {
     if let Some(journal) = GLOBAL.get() {
         journal.record(event);
+    }
+}
+
+/// Records the process's last entry into the process-wide journal (if any) and `_exit`s.
+pub fn record_last_and_exit(event: Event, code: i32) -> ! {
+    match GLOBAL.get() {
+        Some(journal) => journal.record_last_and_exit(event, code),
+        // SAFETY: _exit ends the process at once; nothing runs after it.
+        None => unsafe { nix::libc::_exit(code) },
     }
 }
 

@@ -99,9 +99,7 @@ pub fn finish(code: i32, reason: ExitReason) -> ! {
         }
     }
     let _ = std::io::stderr().flush();
-    journal::record(Event::Exit { code, reason });
-    // SAFETY: _exit ends the process at once; nothing runs after it.
-    unsafe { nix::libc::_exit(code) }
+    journal::record_last_and_exit(Event::Exit { code, reason }, code)
 }
 
 /// The `start` entry of this process.

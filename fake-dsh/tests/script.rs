@@ -484,3 +484,39 @@ fn sleep_ms_pauses_and_the_script_continues() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.find("\"a\"").unwrap() < text.find("\"b\"").unwrap());
 }
+
+#[test]
+fn exit_is_each_process_last_whole_entry_even_when_stdin_closes_as_it_exits() {
+    const PROCESSES: usize = 30;
+    let world = World::new();
+    let turn = json!([{"ready": {}}, {"read_execute": {}}, {"session": {}}, {"result": {}}]);
+    world.scenario(json!({ "stdio": vec![turn; PROCESSES] }));
+    for index in 0..PROCESSES {
+        let mut dsh = world.stdio();
+        dsh.send(&world.execute(&format!("r{index}"), "p", None));
+        dsh.frames_until("result");
+        dsh.close_stdin();
+        assert_eq!(code(dsh.wait()), 0);
+    }
+    let text = std::fs::read(world.journal_path()).unwrap();
+    assert!(text.ends_with(b"\n"), "the journal ends mid-entry");
+    let journal = world.journal();
+    let pids: std::collections::BTreeSet<i64> = entries(&journal, "start")
+        .map(|start| start["pid"].as_i64().unwrap())
+        .collect();
+    assert_eq!(pids.len(), PROCESSES);
+    for pid in pids {
+        let own: Vec<&Value> = journal.iter().filter(|entry| entry["pid"] == pid).collect();
+        assert_eq!(
+            own.last().unwrap()["event"],
+            "exit",
+            "an entry of process {pid} follows its exit: {own:#?}"
+        );
+        assert_eq!(
+            entries(&journal, "exit")
+                .filter(|e| e["pid"] == pid)
+                .count(),
+            1
+        );
+    }
+}

@@ -1315,6 +1315,11 @@ impl<'a> Runner<'a> {
             for entry in &entries {
                 self.transcript.push(format!("journal: {}", entry.value));
             }
+            if let Some(tail) = journal.cut_off_tail() {
+                self.transcript.push(format!(
+                    "journal: last entry cut off mid-write (its process was killed): {tail}"
+                ));
+            }
             journal::kill_leftovers(&journal::pids(&entries), journal.path());
         }
     }

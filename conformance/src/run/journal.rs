@@ -75,12 +75,13 @@ impl Journal {
         &self.path
     }
 
-    /// Every entry so far. A line that is not JSON is a kit fault (fake-dsh wrote it).
+    /// Every entry so far. A line that is not JSON is a kit fault (fake-dsh wrote it), except a
+    /// last line without its newline that stops mid-entry: a write cut off by SIGKILL (or still
+    /// under way), which [`Journal::cut_off_tail`] reports instead.
     pub fn read(&self) -> Result<Vec<Entry>, String> {
-        let bytes = std::fs::read(&self.path)
-            .map_err(|e| format!("cannot read the journal {}: {e}", self.path.display()))?;
+        let bytes = self.bytes()?;
         let mut entries = Vec::new();
-        for (line, raw) in bytes.split(|b| *b == b'\n').enumerate() {
+        for (line, raw) in complete_part(&bytes).split(|b| *b == b'\n').enumerate() {
             if raw.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
@@ -94,6 +95,34 @@ impl Journal {
             entries.push(Entry { line, value });
         }
         Ok(entries)
+    }
+
+    /// The journal's last line when it stops mid-entry without a newline, as text.
+    pub fn cut_off_tail(&self) -> Option<String> {
+        let bytes = self.bytes().ok()?;
+        let tail = &bytes[complete_part(&bytes).len()..];
+        (!tail.is_empty()).then(|| String::from_utf8_lossy(tail).into_owned())
+    }
+
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        std::fs::read(&self.path)
+            .map_err(|e| format!("cannot read the journal {}: {e}", self.path.display()))
+    }
+}
+
+/// `bytes` without a last, unterminated line that is a cut-off JSON entry (a prefix of one).
+fn complete_part(bytes: &[u8]) -> &[u8] {
+    let tail_start = bytes
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |newline| newline + 1);
+    let tail = &bytes[tail_start..];
+    let cut_off = !tail.iter().all(u8::is_ascii_whitespace)
+        && serde_json::from_slice::<Value>(tail).is_err_and(|error| error.is_eof());
+    if cut_off {
+        &bytes[..tail_start]
+    } else {
+        bytes
     }
 }
 
@@ -173,6 +202,33 @@ mod tests {
         assert_eq!(pids(&entries), vec![10, 11]);
         std::fs::write(&path, "{\"v\":1}\nnot json\n").expect("write");
         let error = Journal::new(&path).read().expect_err("not JSON");
+        assert!(error.contains("line 2"), "{error}");
+    }
+
+    #[test]
+    fn a_cut_off_last_entry_is_set_apart_but_a_cut_off_middle_line_is_a_fault() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("journal.jsonl");
+        let whole = r#"{"v":1,"event":"exit","pid":10,"t_ms":4,"code":0,"reason":"script_end"}"#;
+        let cut = r#"{"v":1,"event":"stdin_closed","pid":10,"t_ms":17"#;
+        std::fs::write(&path, format!("{whole}\n{cut}")).expect("write");
+        let journal = Journal::new(&path);
+        let entries = journal.read().expect("the whole entry reads");
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].token(), "exit");
+        assert_eq!(journal.cut_off_tail().as_deref(), Some(cut));
+
+        std::fs::write(&path, format!("{whole}\n")).expect("write");
+        assert_eq!(journal.cut_off_tail(), None);
+
+        std::fs::write(&path, format!("{cut}\n{whole}\n")).expect("write");
+        let error = journal.read().expect_err("a cut-off line before others");
+        assert!(error.contains("line 1"), "{error}");
+
+        std::fs::write(&path, format!("{whole}\nnot json")).expect("write");
+        let error = journal
+            .read()
+            .expect_err("an unterminated line that is no entry's prefix");
         assert!(error.contains("line 2"), "{error}");
     }
 
