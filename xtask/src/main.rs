@@ -192,8 +192,9 @@ fn ci() -> Outcome {
     run("cargo clippy", clippy)?;
     check_corpus()?;
     let mut test = cargo();
-    test.args(["test", "--workspace"]);
-    run_tests_with_total("cargo test --workspace", test)
+    // Every test binary runs even after one fails, so one CI log names every failure.
+    test.args(["test", "--workspace", "--no-fail-fast"]);
+    run_tests_with_total("cargo test --workspace --no-fail-fast", test)
 }
 
 /// Runs a `cargo test`, echoing its stdout, and ends with one total over all its test binaries
