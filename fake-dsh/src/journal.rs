@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The environment variable naming the journal file.
@@ -130,29 +130,20 @@ impl Journal {
 
     /// Appends one entry with a single `write`.
     pub fn record(&self, event: Event) {
-        let _writing = self.lock_writes();
-        self.append(event);
+        drop(self.record_and_hold(event));
     }
 
-    /// Appends `event` as the process's last entry and ends the process with `_exit(code)` while
-    /// still holding the write lock: another thread's entry is either whole or never started.
-    pub fn record_last_and_exit(&self, event: Event, code: i32) -> ! {
-        let _writing = self.lock_writes();
-        self.append(event);
-        // SAFETY: _exit ends the process at once; nothing runs after it.
-        unsafe { nix::libc::_exit(code) }
-    }
-
-    fn lock_writes(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.writing
+    /// Appends one entry and keeps the write lock: no other thread of this process writes an
+    /// entry until the guard is dropped.
+    fn record_and_hold(&self, event: Event) -> MutexGuard<'_, ()> {
+        let writing = self
+            .writing
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn append(&self, event: Event) {
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(mut file) = self.file.as_ref() {
             let _ = file.write_all(&entry_line(event));
         }
+        writing
     }
 }
 
@@ -183,13 +174,13 @@ pub fn record(event: Event) {
     }
 }
 
-/// Records the process's last entry into the process-wide journal (if any) and `_exit`s.
+/// Records the process's last entry into the process-wide journal (if any) and ends the process
+/// with `_exit(code)` still holding the write lock: another thread's entry is either whole or
+/// never started.
 pub fn record_last_and_exit(event: Event, code: i32) -> ! {
-    match GLOBAL.get() {
-        Some(journal) => journal.record_last_and_exit(event, code),
-        // SAFETY: _exit ends the process at once; nothing runs after it.
-        None => unsafe { nix::libc::_exit(code) },
-    }
+    let _writing = GLOBAL.get().map(|journal| journal.record_and_hold(event));
+    // SAFETY: _exit ends the process at once; nothing runs after it.
+    unsafe { nix::libc::_exit(code) }
 }
 
 /// Counts `start` entries with mode `stdio` in a journal file.
