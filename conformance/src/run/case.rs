@@ -1311,11 +1311,11 @@ impl<'a> Runner<'a> {
                 break;
             }
         }
-        if let Ok(entries) = journal.read() {
+        if let Ok((entries, cut_off_tail)) = journal.read_with_cut_off_tail() {
             for entry in &entries {
                 self.transcript.push(format!("journal: {}", entry.value));
             }
-            if let Some(tail) = journal.cut_off_tail() {
+            if let Some(tail) = cut_off_tail {
                 self.transcript.push(format!(
                     "journal: last entry cut off mid-write (its process was killed): {tail}"
                 ));

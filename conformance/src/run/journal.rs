@@ -77,11 +77,19 @@ impl Journal {
 
     /// Every entry so far. A line that is not JSON is a kit fault (fake-dsh wrote it), except a
     /// last line without its newline that stops mid-entry: a write cut off by SIGKILL (or still
-    /// under way), which [`Journal::cut_off_tail`] reports instead.
+    /// under way), which [`Journal::read_with_cut_off_tail`] reports.
     pub fn read(&self) -> Result<Vec<Entry>, String> {
-        let bytes = self.bytes()?;
+        self.read_with_cut_off_tail().map(|(entries, _)| entries)
+    }
+
+    /// Every entry so far, and the last line as text when it stops mid-entry without a newline.
+    pub fn read_with_cut_off_tail(&self) -> Result<(Vec<Entry>, Option<String>), String> {
+        let bytes = std::fs::read(&self.path)
+            .map_err(|e| format!("cannot read the journal {}: {e}", self.path.display()))?;
+        let complete = complete_part(&bytes);
+        let tail = &bytes[complete.len()..];
         let mut entries = Vec::new();
-        for (line, raw) in complete_part(&bytes).split(|b| *b == b'\n').enumerate() {
+        for (line, raw) in complete.split(|b| *b == b'\n').enumerate() {
             if raw.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
@@ -94,19 +102,8 @@ impl Journal {
             })?;
             entries.push(Entry { line, value });
         }
-        Ok(entries)
-    }
-
-    /// The journal's last line when it stops mid-entry without a newline, as text.
-    pub fn cut_off_tail(&self) -> Option<String> {
-        let bytes = self.bytes().ok()?;
-        let tail = &bytes[complete_part(&bytes).len()..];
-        (!tail.is_empty()).then(|| String::from_utf8_lossy(tail).into_owned())
-    }
-
-    fn bytes(&self) -> Result<Vec<u8>, String> {
-        std::fs::read(&self.path)
-            .map_err(|e| format!("cannot read the journal {}: {e}", self.path.display()))
+        let tail = (!tail.is_empty()).then(|| String::from_utf8_lossy(tail).into_owned());
+        Ok((entries, tail))
     }
 }
 
@@ -213,13 +210,17 @@ mod tests {
         let cut = r#"{"v":1,"event":"stdin_closed","pid":10,"t_ms":17"#;
         std::fs::write(&path, format!("{whole}\n{cut}")).expect("write");
         let journal = Journal::new(&path);
-        let entries = journal.read().expect("the whole entry reads");
+        let (entries, tail) = journal
+            .read_with_cut_off_tail()
+            .expect("the whole entry reads");
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].token(), "exit");
-        assert_eq!(journal.cut_off_tail().as_deref(), Some(cut));
+        assert_eq!(tail.as_deref(), Some(cut));
+        assert_eq!(journal.read().expect("reads").len(), 1);
 
         std::fs::write(&path, format!("{whole}\n")).expect("write");
-        assert_eq!(journal.cut_off_tail(), None);
+        let (entries, tail) = journal.read_with_cut_off_tail().expect("reads");
+        assert_eq!((entries.len(), tail), (1, None));
 
         std::fs::write(&path, format!("{cut}\n{whole}\n")).expect("write");
         let error = journal.read().expect_err("a cut-off line before others");
