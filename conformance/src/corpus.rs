@@ -62,11 +62,16 @@ impl fmt::Display for LintError {
 
 impl std::error::Error for LintError {}
 
-/// Whether a rule quotes the spec or states the kit's own contract.
+/// Whether a rule quotes the spec, rests on an interpretation of it, or states the kit's own
+/// contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RuleKind {
+    /// A spec sentence, holding only what the spec says: breaking it fails a case.
     Normative,
+    /// A requirement the spec does not state (a bound, a code, an order it leaves open): breaking
+    /// it makes a case `informational`, and the rule names its `docs/interpretations.md` entry.
+    Interpretation,
     Harness,
 }
 
@@ -80,6 +85,9 @@ pub struct Rule {
     /// The sentence, quoted or closely paraphrased.
     pub text: String,
     pub kind: RuleKind,
+    /// The interpretation entry (`I-..`) of an `interpretation` rule.
+    #[serde(default)]
+    pub interpretation: Option<String>,
     /// Set when no case can show the rule; such a rule needs no case.
     #[serde(default)]
     pub untestable_reason: Option<String>,
@@ -96,7 +104,8 @@ pub struct CaseRef {
     pub id: String,
     pub file: PathBuf,
     pub rules: Vec<String>,
-    pub interpretation: Option<String>,
+    /// The interpretation entries its expectations rest on (`expect.interpretations` values).
+    pub interpretations: Vec<String>,
 }
 
 /// Reads `fixtures_dir/rules.json`, checks it against `rules.schema.json`, and returns its rules
@@ -114,6 +123,16 @@ pub fn load_rules(fixtures_dir: &Path) -> Result<Vec<Rule>, LintError> {
     let catalog: Catalog = serde_json::from_value(value)
         .map_err(|error| LintError::new(&file, format!("not a rule catalog: {error}")))?;
     Ok(catalog.rules)
+}
+
+/// Rule id -> interpretation entry, for the rules of kind `interpretation`: a finding blamed on one
+/// of them makes a case `informational`, not `fail`.
+pub fn interpreted_rules(rules: &[Rule]) -> BTreeMap<String, String> {
+    rules
+        .iter()
+        .filter(|rule| rule.kind == RuleKind::Interpretation)
+        .filter_map(|rule| Some((rule.id.clone(), rule.interpretation.clone()?)))
+        .collect()
 }
 
 /// Lints the corpus in `fixtures_dir`, with the interpretation entries read from the `docs/`
@@ -139,20 +158,30 @@ pub fn lint_with_docs(fixtures_dir: &Path, docs_dir: &Path) -> Vec<LintError> {
     errors.extend(case_errors);
     errors.extend(check_unique_ids(&cases));
     let interpretations = interpretation_ids(docs_dir);
+    let unknown_entry = |id: &str| {
+        format!(
+            "interpretation {id} is not an entry (`### {id}: ...`) in {}",
+            docs_dir.join("interpretations.md").display()
+        )
+    };
     for case in &cases {
-        if let Some(id) = &case.interpretation {
+        for id in &case.interpretations {
             if !interpretations.contains(id) {
-                errors.push(LintError::new(
-                    &case.file,
-                    format!(
-                        "interpretation {id} is not an entry (`### {id}: ...`) in {}",
-                        docs_dir.join("interpretations.md").display()
-                    ),
-                ));
+                errors.push(LintError::new(&case.file, unknown_entry(id)));
             }
         }
     }
     if let Some(rules) = &rules {
+        for rule in rules {
+            if let Some(id) = &rule.interpretation {
+                if !interpretations.contains(id) {
+                    errors.push(LintError::new(
+                        &fixtures_dir.join(RULES_FILE),
+                        format!("rule {}: {}", rule.id, unknown_entry(id)),
+                    ));
+                }
+            }
+        }
         errors.extend(check_rule_references(fixtures_dir, rules, &cases));
     }
     errors
@@ -280,9 +309,11 @@ pub fn rules_markdown(rules: &[Rule], cases: &[CaseRef]) -> String {
                 (Some(reason), None) => format!("untestable: {}", escape_cell(reason)),
                 (None, None) => "**none**".to_string(),
             };
-            let kind = match rule.kind {
-                RuleKind::Normative => "",
-                RuleKind::Harness => " (harness)",
+            let kind = match (rule.kind, &rule.interpretation) {
+                (RuleKind::Interpretation, Some(id)) => format!(" (interpretation {id})"),
+                (RuleKind::Interpretation, None) => " (interpretation)".to_string(),
+                (RuleKind::Harness, _) => " (harness)".to_string(),
+                (RuleKind::Normative, _) => String::new(),
             };
             out.push_str(&format!(
                 "| `{}`{kind} | {} | {covering} |\n",
@@ -351,16 +382,20 @@ fn check_case_file(file: &Path, area: &str) -> Result<(CaseRef, Vec<LintError>),
                 .collect()
         })
         .unwrap_or_default();
-    let interpretation = value
-        .get("interpretation")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let interpretations = value
+        .get("steps")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|step| step.pointer("/expect/interpretations")?.as_object())
+        .flat_map(|map| map.values().filter_map(Value::as_str).map(str::to_string))
+        .collect();
     Ok((
         CaseRef {
             id: id.to_string(),
             file: file.to_path_buf(),
             rules,
-            interpretation,
+            interpretations,
         },
         problems,
     ))

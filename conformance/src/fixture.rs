@@ -41,8 +41,6 @@ pub struct Case {
     #[serde(default)]
     pub requires: Vec<Capability>,
     #[serde(default)]
-    pub interpretation: Option<String>,
-    #[serde(default)]
     pub timeout_ms: Option<u64>,
     /// The fake-dsh scenario; fake-dsh validates it against `scenario.schema.json`.
     #[serde(default = "empty_object")]
@@ -76,19 +74,67 @@ impl Case {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Capability {
+    /// The driver implements `discover` (spec 5).
+    Discover,
+    /// The driver implements `setup` (spec 4).
     Setup,
+    /// The host keeps the conversation -> session mapping and the compatibility key itself (spec 7).
+    Sessions,
+    /// The driver implements `cancel` (spec 10).
     Cancel,
+    /// The session mapping survives a driver restart (it persists under `RUNTIME_DATA_DIR`).
     Restart,
+    /// The driver runs two conversations' turns at once (spec 10: no operation may kill another
+    /// conversation's runtime).
+    Concurrent,
 }
 
 impl Capability {
+    pub const ALL: [Capability; 6] = [
+        Capability::Discover,
+        Capability::Setup,
+        Capability::Sessions,
+        Capability::Cancel,
+        Capability::Restart,
+        Capability::Concurrent,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
+            Capability::Discover => "discover",
             Capability::Setup => "setup",
+            Capability::Sessions => "sessions",
             Capability::Cancel => "cancel",
             Capability::Restart => "restart",
+            Capability::Concurrent => "concurrent",
         }
     }
+}
+
+/// Expectation member -> interpretation entry (`I-..`): the expectations of a step that rest on a
+/// reading of the spec rather than on its sentences. Such an expectation that fails makes the case
+/// `informational`; the step's other expectations stay strict.
+pub type Interpretations = BTreeMap<String, String>;
+
+/// Checks that every key of `interpretations` names a member the expectation sets.
+fn check_interpretations(
+    step: &str,
+    expect: &Value,
+    interpretations: &Interpretations,
+) -> Result<(), String> {
+    for (member, entry) in interpretations {
+        if expect.get(member).is_none() {
+            return Err(format!(
+                "{step} step: interpretations names {member:?}, which this expect does not set"
+            ));
+        }
+        if !entry.starts_with("I-") {
+            return Err(format!(
+                "{step} step: interpretations.{member} must be an entry id (I-..), got {entry:?}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// One step: an action and what must hold after it.
@@ -104,7 +150,7 @@ pub enum Step {
         run: RunStep,
         expect: Box<RunExpect>,
     },
-    Restart,
+    Restart(RestartAction),
     RuntimeVersion(String),
     CorruptSession {
         conversation: String,
@@ -112,6 +158,9 @@ pub enum Step {
     DeleteSession {
         conversation: String,
     },
+    /// Cut every file under `RUNTIME_DATA_DIR` to half its length: what a host that writes its
+    /// mapping in place leaves when it crashes mid-save.
+    TruncateHostData,
 }
 
 impl Step {
@@ -121,10 +170,11 @@ impl Step {
             Step::Discover(_) => "discover",
             Step::Setup { .. } => "setup",
             Step::Run { .. } => "run",
-            Step::Restart => "restart",
+            Step::Restart(_) => "restart",
             Step::RuntimeVersion(_) => "runtime_version",
             Step::CorruptSession { .. } => "corrupt_session",
             Step::DeleteSession { .. } => "delete_session",
+            Step::TruncateHostData => "truncate_host_data",
         }
     }
 }
@@ -141,6 +191,15 @@ pub enum BundleKind {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct EmptyObject {}
+
+/// A `restart` step: stop the driver and start a new one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestartAction {
+    /// The new driver gets a new, empty `RUNTIME_DATA_DIR` (the daemon's data root moved).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fresh_data_dir: bool,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -167,6 +226,19 @@ pub struct RunStep {
     pub model: ModelRoute,
     #[serde(default)]
     pub cancel_on: Option<CancelOn>,
+    /// How the harness writes the project dir in the driver's `run` (default: canonical).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd_form: Option<CwdForm>,
+}
+
+/// A non-canonical spelling of the project dir, which the host must canonicalize (spec 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CwdForm {
+    /// Through a symlink to the project dir.
+    Symlink,
+    /// With a `./` segment and a trailing slash.
+    DotSegment,
 }
 
 fn default_cwd() -> String {
@@ -256,6 +328,9 @@ impl Serialize for ExpectedCode {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiscoverExpect {
+    /// Which of these expectations rest on an interpretation (docs/fixture-format.md).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub interpretations: Interpretations,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub available: Option<bool>,
     #[serde(default, skip_serializing_if = "ExpectedCode::is_unchecked")]
@@ -269,6 +344,9 @@ pub struct DiscoverExpect {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SetupExpect {
+    /// Which of these expectations rest on an interpretation (docs/fixture-format.md).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub interpretations: Interpretations,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ok: Option<bool>,
     #[serde(default, skip_serializing_if = "ExpectedCode::is_unchecked")]
@@ -315,6 +393,9 @@ pub struct FileExpect {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunExpect {
+    /// Which of these expectations rest on an interpretation (docs/fixture-format.md).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub interpretations: Interpretations,
     /// The outcome status (the runtime's terminal statuses, `completed`/`cancelled`/`failed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
@@ -349,13 +430,15 @@ struct RawStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     run: Option<RunStep>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    restart: Option<EmptyObject>,
+    restart: Option<RestartAction>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     runtime_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     corrupt_session: Option<SessionAction>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     delete_session: Option<SessionAction>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    truncate_host_data: Option<EmptyObject>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expect: Option<Value>,
 }
@@ -364,12 +447,15 @@ fn parse_expect<T: serde::de::DeserializeOwned + Default>(
     step: &str,
     expect: Option<Value>,
 ) -> Result<T, String> {
-    match expect {
-        None => Ok(T::default()),
-        Some(value) => {
-            serde_json::from_value(value).map_err(|e| format!("{step} step: invalid expect: {e}"))
-        }
+    let Some(value) = expect else {
+        return Ok(T::default());
+    };
+    if let Some(map) = value.get("interpretations") {
+        let interpretations: Interpretations = serde_json::from_value(map.clone())
+            .map_err(|e| format!("{step} step: invalid interpretations: {e}"))?;
+        check_interpretations(step, &value, &interpretations)?;
     }
+    serde_json::from_value(value).map_err(|e| format!("{step} step: invalid expect: {e}"))
 }
 
 impl TryFrom<RawStep> for Step {
@@ -384,6 +470,7 @@ impl TryFrom<RawStep> for Step {
             runtime_version,
             corrupt_session,
             delete_session,
+            truncate_host_data,
             expect,
         } = raw;
         let present = [
@@ -394,6 +481,7 @@ impl TryFrom<RawStep> for Step {
             runtime_version.is_some(),
             corrupt_session.is_some(),
             delete_session.is_some(),
+            truncate_host_data.is_some(),
         ]
         .iter()
         .filter(|present| **present)
@@ -422,9 +510,13 @@ impl TryFrom<RawStep> for Step {
                 expect: Box::new(parse_expect("run", expect)?),
             });
         }
-        if restart.is_some() {
+        if let Some(action) = restart {
             no_expect("restart", expect)?;
-            return Ok(Step::Restart);
+            return Ok(Step::Restart(action));
+        }
+        if truncate_host_data.is_some() {
+            no_expect("truncate_host_data", expect)?;
+            return Ok(Step::TruncateHostData);
         }
         if let Some(version) = runtime_version {
             no_expect("runtime_version", expect)?;
@@ -468,8 +560,12 @@ impl From<Step> for RawStep {
                 expect: to_value(serde_json::to_value(*expect)),
                 ..Default::default()
             },
-            Step::Restart => RawStep {
-                restart: Some(EmptyObject {}),
+            Step::Restart(action) => RawStep {
+                restart: Some(action),
+                ..Default::default()
+            },
+            Step::TruncateHostData => RawStep {
+                truncate_host_data: Some(EmptyObject {}),
                 ..Default::default()
             },
             Step::RuntimeVersion(version) => RawStep {
@@ -598,7 +694,7 @@ mod tests {
 
     const GOOD: &str = r#"{
       "v": 1, "id": "strict.example", "summary": "s", "spec": ["6"], "rules": ["s6.x"],
-      "requires": ["cancel"], "interpretation": null,
+      "requires": ["cancel"],
       "runtime": {"stdio": [[{"ready": {}}]]},
       "steps": [
         {"discover": {}, "expect": {"available": true, "warnings": []}},

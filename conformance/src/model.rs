@@ -137,4 +137,36 @@ impl SuiteReport {
     pub fn has_failures(&self) -> bool {
         self.cases.iter().any(|case| case.verdict.is_failure())
     }
+
+    /// What the run judged, so a green run never overstates conformance: per area (a case id's
+    /// first segment) how many cases were judged and skipped, and whether error codes were
+    /// compared (the host's declared vocabulary).
+    pub fn judged_lines(&self) -> Vec<String> {
+        let mut areas: Vec<(&str, usize, usize)> = Vec::new();
+        for case in &self.cases {
+            let area = case.id.split('.').next().unwrap_or(&case.id);
+            let skipped = usize::from(case.verdict == Verdict::Skipped);
+            match areas.iter_mut().find(|(name, _, _)| *name == area) {
+                Some((_, judged, skips)) => {
+                    *judged += 1 - skipped;
+                    *skips += skipped;
+                }
+                None => areas.push((area, 1 - skipped, skipped)),
+            }
+        }
+        let judged: Vec<String> = areas
+            .iter()
+            .map(|(area, judged, skipped)| match skipped {
+                0 => format!("{area} {judged}"),
+                _ => format!("{area} {judged} ({skipped} skipped)"),
+            })
+            .collect();
+        let vocabulary = crate::run::codes::Vocabulary::from_handshake(&self.host.handshake)
+            .ok()
+            .flatten();
+        vec![
+            format!("judged per area: {}", judged.join(", ")),
+            crate::run::codes::describe(vocabulary.as_ref()),
+        ]
+    }
 }

@@ -1,7 +1,9 @@
 //! `dsh-conformance run`: the fixture corpus against one host driver, with rule-traced verdicts.
 //!
 //! - [`suite`]: the library API ([`run_suite`], [`Suite`] for one case at a time).
-//! - `case`: one case: world, driver, steps, expectations, global checks.
+//! - `case`: one case: world, driver, steps; `expect`: a step's own expectations; `checks`: the
+//!   global checks made on every run, one file each; `events`: the spec 9 event comparison;
+//!   [`codes`]: the kit's error-code classes and a host's declared vocabulary.
 //! - `world`, `driver`, `journal`, `transcript`: the temp world, the driver client, fake-dsh's
 //!   journal and the process table, the bounded transcript.
 //! - `leftovers`: the per-case token sweep that kills processes a driver left behind.
@@ -12,7 +14,11 @@
 pub use crate::fixture;
 
 mod case;
+mod checks;
+pub mod codes;
 mod driver;
+mod events;
+mod expect;
 pub mod expectations;
 mod journal;
 mod leftovers;

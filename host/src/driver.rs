@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, watch};
 /// The driver's name in its handshake.
 pub const DRIVER_NAME: &str = "dsh-host-driver";
 /// The optional capabilities this driver implements.
-pub const CAPABILITIES: [&str; 3] = ["setup", "cancel", "restart"];
+pub const CAPABILITIES: [&str; 5] = ["discover", "setup", "sessions", "cancel", "restart"];
 /// The longest request line accepted.
 const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 
@@ -195,6 +195,8 @@ fn handle_request(
             let _ = replies.send(json!({
                 "v": 1, "type": "handshake", "driver": DRIVER_NAME,
                 "version": env!("CARGO_PKG_VERSION"), "capabilities": CAPABILITIES,
+                // The host reports the kit's own codes, so every code is compared exactly.
+                "codes": "kit",
             }));
         }
         "discover" => {

@@ -57,6 +57,10 @@ pub fn write_markdown(report: &SuiteReport, out: &mut dyn Write) -> io::Result<(
         markdown_code(short_hash(&report.corpus_hash))
     )?;
     writeln!(out, "**{}**\n", markdown_text(&summary_line(report)))?;
+    for line in report.judged_lines() {
+        writeln!(out, "- {}", markdown_text(&line))?;
+    }
+    writeln!(out)?;
     writeln!(out, "| verdict | cases |\n|---|---:|")?;
     let totals = report.totals();
     for verdict in super::VERDICT_ORDER {

@@ -163,5 +163,8 @@ pub fn write_table(
             writeln!(out, "{:verdict_width$}  re-run: {rerun}", "")?;
         }
     }
+    for line in report.judged_lines() {
+        writeln!(out, "{}", terminal(&line))?;
+    }
     writeln!(out, "{}", summary_line(report))
 }

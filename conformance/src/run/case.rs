@@ -4,23 +4,24 @@
 
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use super::checks::{self, RunEvidence, Violation, RUN_CHECKS};
+use super::codes::Vocabulary;
 use super::driver::{contains, Driver, DriverError, DriverSpec, MAX_DRIVER_STDERR};
+use super::expect::{self, CodeJudge, Miss, RunSeen};
 use super::fixture::{
-    BundleKind, CancelOn, Capability, Case, DiscoverExpect, ExecuteExpect, ResumeExpect, RunExpect,
-    RunStep, SessionExpect, SetupExpect, Step,
+    BundleKind, CancelOn, Capability, Case, DiscoverExpect, Interpretations, RunExpect, RunStep,
+    SetupExpect, Step,
 };
 use super::journal::{self, Entry, Journal};
 use super::leftovers::{self, CASE_TOKEN_ENV};
 use super::transcript::Transcript;
 use super::verdict::*;
+use super::world::World;
 
-/// The bound on `outcome.stderr` (docs/host-driver.md).
-pub const MAX_OUTCOME_STDERR: usize = 64 * 1024;
-/// Prompts shorter than this are not searched for in stderr (too likely to occur by chance).
-pub const MIN_SCANNED_PROMPT: usize = 8;
+use checks::MIN_SCANNED_PROMPT;
 /// How long a graceful driver shutdown may take, before `--time-scale`.
 const SHUTDOWN_BOUND_MS: u64 = 5_000;
 /// How long the members of a killed driver group may take to die before the survivors carrying
@@ -34,6 +35,8 @@ pub struct CaseEnv {
     pub fake_dsh: PathBuf,
     pub fake_dsh_env: BTreeMap<String, String>,
     pub time_scale: f64,
+    /// Rule id -> interpretation entry, for the catalog's `interpretation` rules.
+    pub interpreted_rules: BTreeMap<String, String>,
 }
 
 impl CaseEnv {
@@ -66,6 +69,7 @@ pub fn run_case(case: &Case, env: &CaseEnv) -> CaseRun {
         conversations: HashMap::new(),
         run_pids: Vec::new(),
         turn: 0,
+        vocabulary: None,
         canary: String::new(),
     };
     let skipped = runner.run();
@@ -78,19 +82,38 @@ pub fn run_case(case: &Case, env: &CaseEnv) -> CaseRun {
     }
 }
 
-/// The capabilities a case needs: its `requires`, plus `setup`/`cancel` when a step uses them.
+/// The capabilities a case needs: its `requires`, plus what its steps imply (docs/host-driver.md,
+/// "Capabilities").
 pub fn needed_capabilities(case: &Case) -> Vec<Capability> {
     let mut needed = case.requires.clone();
+    let mut runs_per_conversation: HashMap<&str, usize> = HashMap::new();
     for step in &case.steps {
-        let implied = match step {
-            Step::Setup { .. } => Some(Capability::Setup),
-            Step::Run { run, .. } if run.cancel_on.is_some() => Some(Capability::Cancel),
-            _ => None,
+        let implied: &[Capability] = match step {
+            Step::Discover(_) => &[Capability::Discover],
+            Step::Setup { .. } => &[Capability::Setup],
+            Step::Restart(_) => &[Capability::Restart],
+            Step::CorruptSession { .. } | Step::DeleteSession { .. } | Step::TruncateHostData => {
+                &[Capability::Sessions]
+            }
+            Step::Run { run, .. } => {
+                let runs = runs_per_conversation.entry(&run.conversation).or_default();
+                *runs += 1;
+                match (run.cancel_on.is_some(), *runs > 1) {
+                    (true, true) => &[Capability::Cancel, Capability::Sessions],
+                    (true, false) => &[Capability::Cancel],
+                    (false, true) => &[Capability::Sessions],
+                    (false, false) => &[],
+                }
+            }
+            Step::RuntimeVersion(_) => &[],
         };
-        if let Some(capability) = implied.filter(|capability| !needed.contains(capability)) {
-            needed.push(capability);
+        for capability in implied {
+            if !needed.contains(capability) {
+                needed.push(*capability);
+            }
         }
     }
+    needed.sort();
     needed
 }
 
@@ -106,6 +129,8 @@ struct Runner<'a> {
     /// Pids of earlier runs' stdio processes.
     run_pids: Vec<i32>,
     turn: u64,
+    /// The code vocabulary the driver declared in its handshake.
+    vocabulary: Option<Vocabulary>,
     /// The world's canary credential, once the world exists.
     canary: String,
 }
@@ -118,23 +143,55 @@ struct Outcome {
     events: Vec<Value>,
 }
 
-impl Outcome {
-    fn str(&self, member: &str) -> Option<&str> {
-        self.reply.get(member).and_then(Value::as_str)
-    }
-}
-
 impl<'a> Runner<'a> {
     fn kit(&mut self, why: impl Into<String>) {
         self.findings
             .push(Finding::new(FindingKind::Kit, RULE_KIT, why));
     }
+
+    /// Records a finding against the host; a rule of kind `interpretation` makes it soft.
     fn host(&mut self, kind: FindingKind, rule: &str, why: impl Into<String>) {
-        self.findings.push(Finding::new(kind, rule, why));
+        let entry = self.env.interpreted_rules.get(rule).map(String::as_str);
+        self.findings
+            .push(Finding::new(kind, rule, why).interpreted(entry));
     }
+
+    fn violations(&mut self, violations: Vec<Violation>, during: &str) {
+        for violation in violations {
+            self.host(
+                FindingKind::Global,
+                violation.rule,
+                format!("{during}: {}", violation.why),
+            );
+        }
+    }
+
+    /// Records the step's missed expectations, blamed on the case's first rule; an expectation
+    /// the case (or the kit) marks as an interpretation makes only an informational finding.
+    fn misses(&mut self, misses: Vec<Miss>, interpretations: &Interpretations) {
+        let rule = self.case.first_rule().to_string();
+        for miss in misses {
+            let entry = interpretations
+                .get(miss.member)
+                .map(String::as_str)
+                .or(miss.interpretation);
+            let rule_entry = self.env.interpreted_rules.get(&rule).map(String::as_str);
+            self.findings.push(
+                Finding::new(FindingKind::Expectation, &rule, miss.why)
+                    .interpreted(entry.or(rule_entry)),
+            );
+        }
+    }
+
     fn expectation(&mut self, why: impl Into<String>) {
         let rule = self.case.first_rule().to_string();
         self.host(FindingKind::Expectation, &rule, why);
+    }
+
+    fn codes(&self) -> CodeJudge<'_> {
+        CodeJudge {
+            vocabulary: self.vocabulary.as_ref(),
+        }
     }
 
     /// Records a driver error as the right finding.
@@ -142,10 +199,9 @@ impl<'a> Runner<'a> {
         let first_rule = self.case.first_rule().to_string();
         match error {
             DriverError::Kit(why) => self.kit(why),
-            DriverError::Invalid(why) => {
+            DriverError::Invalid(why) | DriverError::Io(why) => {
                 self.host(FindingKind::HostFatal, RULE_DRIVER_REPLY_VALID, why)
             }
-            DriverError::Io(why) => self.host(FindingKind::HostFatal, RULE_DRIVER_REPLY_VALID, why),
             DriverError::Timeout(why) => {
                 let budget = self.env.scaled(self.case.timeout_ms()).as_millis();
                 self.host(
@@ -164,9 +220,8 @@ impl<'a> Runner<'a> {
 
     /// The whole case; returns why it was skipped, if it was.
     fn run(&mut self) -> Option<String> {
-        let shutdown_bound = self.env.scaled(SHUTDOWN_BOUND_MS);
         let watchdog_secs = (self.env.scaled(self.case.timeout_ms()).as_secs() + 30).max(60);
-        let mut world = match super::world::World::create(
+        let mut world = match World::create(
             self.case,
             &self.env.fake_dsh,
             &self.env.fake_dsh_env,
@@ -180,87 +235,13 @@ impl<'a> Runner<'a> {
         };
         self.canary = world.canary.clone();
         let journal = Journal::new(&world.journal());
-        let spec = self.driver_spec(&world);
-        let canary = vec![(
-            "the canary credential".to_string(),
-            world.canary.clone().into_bytes(),
-        )];
-        let mut skipped = None;
-        let mut driver = self.start_driver(&spec, &canary);
-        if driver.is_some() {
-            let claimed = self.claimed_capabilities();
-            let missing: Vec<&str> = needed_capabilities(self.case)
-                .into_iter()
-                .filter(|capability| !claimed.contains(&capability.as_str().to_string()))
-                .map(Capability::as_str)
-                .collect();
-            if !missing.is_empty() {
-                skipped = Some(format!(
-                    "the driver does not claim the capability {}",
-                    missing.join(", ")
-                ));
-            }
-        }
-        let case: &'a Case = self.case;
+        let mut driver = self.start_driver(&world);
+        let skipped = driver.as_ref().and_then(|_| self.missing_capabilities());
         if skipped.is_none() {
-            for (index, step) in case.steps.iter().enumerate() {
-                let Some(active) = driver.as_mut() else { break };
-                self.transcript
-                    .push(format!("== step {index}: {}", step.name()));
-                let result = match step {
-                    Step::Discover(expect) => self.discover(active, &journal, index, expect),
-                    Step::Setup { bundle, expect } => {
-                        self.setup(active, &world, &journal, index, *bundle, expect)
-                    }
-                    Step::Run { run, expect } => {
-                        self.run_step(active, &world, &journal, index, run, expect)
-                    }
-                    Step::Restart => {
-                        let stopped = active
-                            .shutdown(shutdown_bound.min(self.remaining()), &mut self.transcript);
-                        self.sweep_leftovers(&world, &journal);
-                        self.collect_stderr_hits(active);
-                        match stopped {
-                            Ok(()) => {
-                                driver = self.start_driver(&spec, &canary);
-                                if driver.is_some() {
-                                    Ok(())
-                                } else {
-                                    Err(Abort)
-                                }
-                            }
-                            Err(error) => {
-                                self.driver_error(error, "restart (shutdown of the first driver)");
-                                Err(Abort)
-                            }
-                        }
-                    }
-                    Step::RuntimeVersion(version) => match world.set_runtime_version(version) {
-                        Ok(()) => Ok(()),
-                        Err(e) => {
-                            self.kit(format!("cannot rewrite bin/dsh: {e}"));
-                            Err(Abort)
-                        }
-                    },
-                    Step::CorruptSession { conversation } => {
-                        self.touch_session(&world, conversation, true)
-                    }
-                    Step::DeleteSession { conversation } => {
-                        self.touch_session(&world, conversation, false)
-                    }
-                };
-                if result.is_err() {
-                    if let Some(active) = driver.as_mut() {
-                        active.kill();
-                        self.sweep_leftovers(&world, &journal);
-                        self.collect_stderr_hits(active);
-                    }
-                    driver = None;
-                    break;
-                }
-            }
+            self.play_steps(&mut driver, &mut world, &journal);
         }
         if let Some(mut active) = driver.take() {
+            let shutdown_bound = self.env.scaled(SHUTDOWN_BOUND_MS);
             if let Err(error) = active.shutdown(shutdown_bound, &mut self.transcript) {
                 let error = match error {
                     DriverError::Timeout(why) | DriverError::Exited(why) => {
@@ -281,13 +262,113 @@ impl<'a> Runner<'a> {
         skipped
     }
 
+    /// Why the case is skipped: a capability it needs that the driver did not claim.
+    fn missing_capabilities(&self) -> Option<String> {
+        let claimed = self.claimed_capabilities();
+        let missing: Vec<&str> = needed_capabilities(self.case)
+            .into_iter()
+            .map(Capability::as_str)
+            .filter(|capability| !claimed.iter().any(|claim| claim == capability))
+            .collect();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "the driver does not claim the capability {}",
+                missing.join(", ")
+            )
+        })
+    }
+
+    /// Plays the steps in order until one aborts the case (its driver is then killed).
+    fn play_steps(&mut self, driver: &mut Option<Driver>, world: &mut World, journal: &Journal) {
+        let case: &'a Case = self.case;
+        for (index, step) in case.steps.iter().enumerate() {
+            let Some(active) = driver.as_mut() else { break };
+            self.transcript
+                .push(format!("== step {index}: {}", step.name()));
+            let result = match step {
+                Step::Discover(expect) => self.discover(active, journal, index, expect),
+                Step::Setup { bundle, expect } => {
+                    self.setup(active, world, journal, index, *bundle, expect)
+                }
+                Step::Run { run, expect } => {
+                    self.run_step(active, world, journal, index, run, expect)
+                }
+                Step::Restart(action) => {
+                    self.restart(driver, world, journal, action.fresh_data_dir)
+                }
+                Step::RuntimeVersion(version) => {
+                    let done = world.set_runtime_version(version);
+                    self.kit_step(done, "cannot rewrite bin/dsh")
+                }
+                Step::CorruptSession { conversation } => {
+                    self.touch_session(world, conversation, true)
+                }
+                Step::DeleteSession { conversation } => {
+                    self.touch_session(world, conversation, false)
+                }
+                Step::TruncateHostData => self.truncate_host_data(world),
+            };
+            if result.is_err() {
+                if let Some(active) = driver.as_mut() {
+                    active.kill();
+                    self.sweep_leftovers(world, journal);
+                    self.collect_stderr_hits(active);
+                }
+                *driver = None;
+                break;
+            }
+        }
+    }
+
+    fn kit_step<E: std::fmt::Display>(
+        &mut self,
+        done: Result<(), E>,
+        what: &str,
+    ) -> Result<(), Abort> {
+        done.map_err(|e| {
+            self.kit(format!("{what}: {e}"));
+            Abort
+        })
+    }
+
+    /// Stops the driver gracefully and starts a new one (with a new data dir when asked).
+    fn restart(
+        &mut self,
+        driver: &mut Option<Driver>,
+        world: &mut World,
+        journal: &Journal,
+        fresh_data_dir: bool,
+    ) -> Result<(), Abort> {
+        let Some(active) = driver.as_mut() else {
+            return Err(Abort);
+        };
+        let bound = self.env.scaled(SHUTDOWN_BOUND_MS).min(self.remaining());
+        let stopped = active.shutdown(bound, &mut self.transcript);
+        self.sweep_leftovers(world, journal);
+        self.collect_stderr_hits(active);
+        if let Err(error) = stopped {
+            self.driver_error(error, "restart (shutdown of the first driver)");
+            return Err(Abort);
+        }
+        if fresh_data_dir {
+            let moved = world.fresh_host_data();
+            self.kit_step(moved, "cannot create a fresh RUNTIME_DATA_DIR")?;
+            self.transcript.push(format!(
+                "restart: RUNTIME_DATA_DIR is now {}",
+                world.host_data().display()
+            ));
+        }
+        *driver = self.start_driver(world);
+        driver.as_ref().map(|_| ()).ok_or(Abort)
+    }
+
     fn remaining(&self) -> Duration {
         self.deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1))
     }
 
-    fn driver_spec(&self, world: &super::world::World) -> DriverSpec {
+    fn driver_spec(&self, world: &World) -> DriverSpec {
         let path = std::env::var_os("PATH")
             .map(|path| path.to_string_lossy().into_owned())
             .unwrap_or_default();
@@ -339,10 +420,16 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn start_driver(&mut self, spec: &DriverSpec, canary: &[(String, Vec<u8>)]) -> Option<Driver> {
+    /// Starts the driver and completes its handshake (reading its code vocabulary).
+    fn start_driver(&mut self, world: &World) -> Option<Driver> {
+        let spec = self.driver_spec(world);
+        let canary = vec![(
+            "the canary credential".to_string(),
+            world.canary.clone().into_bytes(),
+        )];
         self.transcript
             .push(format!("== start driver: {}", spec.command.join(" ")));
-        let mut driver = match Driver::start(spec, canary.to_vec()) {
+        let mut driver = match Driver::start(&spec, canary) {
             Ok(driver) => driver,
             Err(error) => {
                 self.driver_error(error, "starting the driver");
@@ -353,30 +440,28 @@ impl<'a> Runner<'a> {
         let reply = driver
             .send(&request, &mut self.transcript)
             .and_then(|()| driver.recv(self.deadline, "the handshake reply", &mut self.transcript));
-        match reply {
+        let why = match reply {
             Ok(reply) if reply.get("type").and_then(Value::as_str) == Some("handshake") => {
-                self.handshake.get_or_insert(reply);
-                Some(driver)
+                match Vocabulary::from_handshake(&reply) {
+                    Ok(vocabulary) => {
+                        self.vocabulary = vocabulary;
+                        self.handshake.get_or_insert(reply);
+                        return Some(driver);
+                    }
+                    Err(why) => why,
+                }
             }
-            Ok(reply) => {
-                self.host(
-                    FindingKind::HostFatal,
-                    RULE_DRIVER_REPLY_VALID,
-                    format!("the driver answered handshake with {reply}"),
-                );
-                None
+            Ok(reply) => format!("the driver answered handshake with {reply}"),
+            Err(DriverError::Timeout(why) | DriverError::Exited(why)) => {
+                format!("handshake: {why}")
             }
             Err(error) => {
-                let error = match error {
-                    DriverError::Timeout(why) | DriverError::Exited(why) => {
-                        DriverError::Invalid(format!("handshake: {why}"))
-                    }
-                    other => other,
-                };
                 self.driver_error(error, "handshake");
-                None
+                return None;
             }
-        }
+        };
+        self.host(FindingKind::HostFatal, RULE_DRIVER_REPLY_VALID, why);
+        None
     }
 
     fn claimed_capabilities(&self) -> Vec<String> {
@@ -397,7 +482,7 @@ impl<'a> Runner<'a> {
     /// After a driver's process group was killed: every process still carrying the case's token
     /// escaped it; kill them, and blame the host for those that are not journaled fake-dsh
     /// processes (the per-step journal checks already report those).
-    fn sweep_leftovers(&mut self, world: &super::world::World, journal: &Journal) {
+    fn sweep_leftovers(&mut self, world: &World, journal: &Journal) {
         let killed = leftovers::sweep(&world.case_token, LEFTOVER_GRACE, Duration::from_secs(2));
         if killed.is_empty() {
             return;
@@ -411,14 +496,11 @@ impl<'a> Runner<'a> {
             .filter(|leftover| !journaled.contains(&leftover.pid))
             .map(ToString::to_string)
             .collect();
+        let all: Vec<String> = killed.iter().map(ToString::to_string).collect();
         self.transcript.push(format!(
             "harness: killed {} leftover process(es) carrying {CASE_TOKEN_ENV}: {}",
             killed.len(),
-            killed
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
+            all.join(", ")
         ));
         if !escaped.is_empty() {
             self.host(
@@ -498,6 +580,22 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// Sends `request` and waits for its one reply of kind `expected`.
+    fn request(
+        &mut self,
+        driver: &mut Driver,
+        request: &Value,
+        expected: &str,
+        capability: Option<&str>,
+    ) -> Result<Value, Abort> {
+        let id = request.get("id").and_then(Value::as_str).unwrap_or("");
+        if let Err(error) = driver.send(request, &mut self.transcript) {
+            self.driver_error(error, &format!("request {id}"));
+            return Err(Abort);
+        }
+        self.await_reply(driver, id, expected, capability)
+    }
+
     /// Waits for the one reply of kind `expected` to request `id`.
     fn await_reply(
         &mut self,
@@ -520,23 +618,20 @@ impl<'a> Runner<'a> {
         let kind = reply.get("type").and_then(Value::as_str).unwrap_or("");
         let reply_id = reply.get("id").and_then(Value::as_str);
         if kind == "error" && reply_id.is_none_or(|reply_id| reply_id == id) {
-            let message = reply
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            match capability {
-                Some(capability) => self.host(
+            let message = reply.get("message").and_then(Value::as_str).unwrap_or("");
+            let (kind, rule, why) = match capability {
+                Some(capability) => (
                     FindingKind::Untestable,
-                    self.case.first_rule().to_string().as_str(),
+                    self.case.first_rule().to_string(),
                     format!("the driver claims {capability} but rejected request {id}: {message}"),
                 ),
-                None => self.host(
+                None => (
                     FindingKind::HostFatal,
-                    RULE_DRIVER_REPLY_VALID,
+                    RULE_DRIVER_REPLY_VALID.to_string(),
                     format!("the driver rejected request {id}: {message}"),
                 ),
-            }
+            };
+            self.host(kind, &rule, why);
             return Err(Abort);
         }
         if kind != expected || reply_id != Some(id) {
@@ -562,69 +657,18 @@ impl<'a> Runner<'a> {
     ) -> Result<(), Abort> {
         let id = format!("d{index}");
         let from = self.journal_length(journal);
-        driver
-            .send(
-                &json!({"v": 1, "type": "discover", "id": id}),
-                &mut self.transcript,
-            )
-            .map_err(|e| {
-                self.driver_error(e, "discover");
-                Abort
-            })?;
-        let reply = self.await_reply(driver, &id, "discovered", None)?;
-        let entries = self.journal_since(journal, from);
-        self.check_processes(journal, &entries, "discover");
-        let available = reply.get("available").and_then(Value::as_bool);
-        let code = reply.get("code").and_then(Value::as_str);
-        if let Some(want) = expect.available {
-            if available != Some(want) {
-                self.expectation(format!(
-                    "discover: expected available={want}, got available={} (code {})",
-                    available.unwrap_or(false),
-                    code.unwrap_or("null")
-                ));
-            }
-        }
-        if let Some(want) = expect.code.mismatch(code) {
-            if expect.available.is_none_or(|want| available == Some(want)) {
-                let rule = self.case.first_rule().to_string();
-                self.host(
-                    FindingKind::CodeMismatch,
-                    &rule,
-                    format!(
-                        "discover: expected code {want}, got {}",
-                        code.unwrap_or("null")
-                    ),
-                );
-            }
-        }
-        if let Some(wanted) = &expect.warnings {
-            let warnings: Vec<&str> = reply
-                .get("warnings")
-                .and_then(Value::as_array)
-                .map(|w| w.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            if wanted.is_empty() && !warnings.is_empty() {
-                self.expectation(format!("discover: expected no warnings, got {warnings:?}"));
-            }
-            for code in wanted {
-                if !warnings
-                    .iter()
-                    .any(|warning| warning.starts_with(code.as_str()))
-                {
-                    self.expectation(format!(
-                        "discover: expected a {code} warning, got {warnings:?}"
-                    ));
-                }
-            }
-        }
+        let request = json!({"v": 1, "type": "discover", "id": id});
+        let reply = self.request(driver, &request, "discovered", Some("discover"))?;
+        self.check_step_processes(journal, from, "discover");
+        let misses = expect::discover(expect, &reply, self.codes());
+        self.misses(misses, &expect.interpretations);
         Ok(())
     }
 
     fn setup(
         &mut self,
         driver: &mut Driver,
-        world: &super::world::World,
+        world: &World,
         journal: &Journal,
         index: usize,
         bundle: BundleKind,
@@ -638,59 +682,35 @@ impl<'a> Runner<'a> {
         let from = self.journal_length(journal);
         let request =
             json!({"v": 1, "type": "setup", "id": id, "tarball": tarball, "manifest": manifest});
-        driver.send(&request, &mut self.transcript).map_err(|e| {
-            self.driver_error(e, "setup");
-            Abort
-        })?;
-        let reply = self.await_reply(driver, &id, "setup_done", Some("setup"))?;
-        let entries = self.journal_since(journal, from);
-        self.check_processes(journal, &entries, "setup");
-        let ok = reply.get("ok").and_then(Value::as_bool);
-        let code = reply.get("code").and_then(Value::as_str);
-        if let Some(want) = expect.ok {
-            if ok != Some(want) {
-                self.expectation(format!(
-                    "setup: expected ok={want}, got ok={} (code {})",
-                    ok.unwrap_or(false),
-                    code.unwrap_or("null")
-                ));
-            }
-        }
-        if let Some(want) = expect.code.mismatch(code) {
-            if expect.ok.is_none_or(|want| ok == Some(want)) {
-                let rule = self.case.first_rule().to_string();
-                self.host(
-                    FindingKind::CodeMismatch,
-                    &rule,
-                    format!(
-                        "setup: expected code {want}, got {}",
-                        code.unwrap_or("null")
-                    ),
-                );
-            }
-        }
-        if let Some(want) = expect.installed {
-            let profile = world.profile_file().is_file();
-            let invoked = entries
-                .iter()
-                .any(|entry| entry.event() == "start" && entry.mode() == Some("plugin"));
-            if want && !(profile && invoked) {
-                self.expectation(format!(
-                    "setup: expected the bundle installed, got profile file present={profile}, `dsh plugin ... add` invoked={invoked}"
-                ));
-            }
-            if !want && (profile || invoked) {
-                self.expectation(format!(
-                    "setup: expected nothing installed, got profile file present={profile}, `dsh plugin ... add` invoked={invoked}"
-                ));
-            }
-        }
+        let reply = self.request(driver, &request, "setup_done", Some("setup"))?;
+        let entries = self.check_step_processes(journal, from, "setup");
+        let invoked = entries
+            .iter()
+            .any(|entry| entry.event() == "start" && entry.mode() == Some("plugin"));
+        let installed = (world.profile_file().is_file(), invoked);
+        let misses = expect::setup(expect, &reply, installed, self.codes());
+        self.misses(misses, &expect.interpretations);
         Ok(())
+    }
+
+    /// After a discover or setup: no canary in a `dsh` argv, nothing the step started alive.
+    fn check_step_processes(&mut self, journal: &Journal, from: usize, during: &str) -> Vec<Entry> {
+        let entries = self.journal_since(journal, from);
+        let mut violations: Vec<Violation> = Vec::new();
+        violations.extend(checks::canary_in_argv(&entries, &self.canary));
+        if let Some(alive) = checks::still_alive(journal, &entries) {
+            violations.push(Violation::new(
+                RULE_PROCESS_TREE_REAPED,
+                format!("journaled process(es) {alive:?} still alive after the host's reply"),
+            ));
+        }
+        self.violations(violations, during);
+        entries
     }
 
     fn touch_session(
         &mut self,
-        world: &super::world::World,
+        world: &World,
         conversation: &str,
         corrupt: bool,
     ) -> Result<(), Abort> {
@@ -718,16 +738,26 @@ impl<'a> Runner<'a> {
         };
         self.transcript
             .push(format!("{action}: {}", file.display()));
-        done.map_err(|e| {
-            self.kit(format!("{action}: cannot change {}: {e}", file.display()));
-            Abort
-        })
+        self.kit_step(done, &format!("{action}: cannot change {}", file.display()))
+    }
+
+    fn truncate_host_data(&mut self, world: &World) -> Result<(), Abort> {
+        match world.truncate_host_data() {
+            Ok(cut) => {
+                let names: Vec<String> =
+                    cut.iter().map(|path| path.display().to_string()).collect();
+                self.transcript
+                    .push(format!("truncate_host_data: cut {}", names.join(", ")));
+                Ok(())
+            }
+            Err(e) => self.kit_step(Err(e), "cannot truncate the host data files"),
+        }
     }
 
     fn run_step(
         &mut self,
         driver: &mut Driver,
-        world: &super::world::World,
+        world: &World,
         journal: &Journal,
         index: usize,
         run: &RunStep,
@@ -737,12 +767,16 @@ impl<'a> Runner<'a> {
             self.kit(format!("cannot create the run cwd {}: {e}", run.cwd));
             Abort
         })?;
+        let spelled = world.spelled_cwd(&cwd, run.cwd_form).map_err(|e| {
+            self.kit(format!("cannot spell the run cwd {}: {e}", run.cwd));
+            Abort
+        })?;
         let id = format!("r{index}");
         let conversation_id = format!("conv-{}", run.conversation);
-        let bootstrap = world.bootstrap(&conversation_id);
         let request = json!({
             "v": 1, "type": "run", "id": id, "turn": self.turn, "conversation_id": conversation_id,
-            "project_id": "proj-1", "cwd": cwd, "prompt": run.prompt, "bootstrap": bootstrap,
+            "project_id": "proj-1", "cwd": spelled, "prompt": run.prompt,
+            "bootstrap": world.bootstrap(&conversation_id),
             "model": {"provider": run.model.provider, "id": run.model.id}, "reasoning_effort": null,
         });
         self.turn += 1;
@@ -754,36 +788,44 @@ impl<'a> Runner<'a> {
         })?;
         let outcome = self.await_outcome(driver, &id, run.cancel_on.as_ref())?;
         let entries = self.journal_since(journal, from);
-        let during = format!("run {id}");
-        self.check_argv(&entries, &during);
-        let run_pid = self.check_run_process(&entries, &outcome);
-        let process_entries: Vec<&Entry> = entries
+        let run_pid = checks::stdio_starts(&entries).first().copied();
+        let process: Vec<&Entry> = entries
             .iter()
             .filter(|entry| run_pid.is_some() && entry.pid() == run_pid)
             .collect();
-        let execute = process_entries
+        let execute = process
             .iter()
-            .find(|entry| {
-                entry.event() == "command"
-                    && entry.value.pointer("/command/type").and_then(Value::as_str)
-                        == Some("execute")
-            })
-            .and_then(|entry| entry.value.get("command"))
-            .cloned();
-        self.check_commands(&entries);
-        self.check_execute_fields(execute.as_ref(), &process_entries, &cwd, run);
-        self.check_reaped(journal, &entries, &during);
-        self.check_outcome_hygiene(&outcome, world, run);
-        self.check_run_expectations(
-            &outcome,
-            expect,
-            execute.as_ref(),
-            &process_entries,
-            previous_session.as_deref(),
+            .find(|entry| entry.token() == "command:execute")
+            .and_then(|entry| entry.value.get("command"));
+        let evidence = RunEvidence {
+            entries: &entries,
+            process: &process,
+            execute,
+            outcome: &outcome.reply,
+            run,
+            cwd: &cwd,
             world,
-            &cwd,
-        );
-        if let Some(session) = outcome.str("session_id") {
+            journal,
+            earlier_runs: &self.run_pids,
+        };
+        let violations: Vec<Violation> = RUN_CHECKS
+            .iter()
+            .flat_map(|check| check(&evidence))
+            .collect();
+        let seen = RunSeen {
+            outcome: &outcome.reply,
+            events: &outcome.events,
+            execute,
+            process: &process,
+            previous_session: previous_session.as_deref(),
+            world,
+            cwd: &cwd,
+        };
+        let misses = expect::run(expect, &seen, self.codes());
+        self.violations(violations, &format!("run {id}"));
+        self.misses(misses, &expect.interpretations);
+        self.run_pids.extend(checks::stdio_starts(&entries));
+        if let Some(session) = outcome.reply.get("session_id").and_then(Value::as_str) {
             self.conversations
                 .insert(run.conversation.clone(), session.to_string());
         }
@@ -911,160 +953,10 @@ impl<'a> Runner<'a> {
             })
     }
 
-    /// One new stdio process per run; returns its pid.
-    fn check_run_process(&mut self, entries: &[Entry], outcome: &Outcome) -> Option<i32> {
-        let starts: Vec<i32> = entries
-            .iter()
-            .filter(|entry| entry.event() == "start" && is_stdio_start(entry))
-            .filter_map(Entry::pid)
-            .collect();
-        let spawn_failed = outcome.str("code") == Some("DSH_PROFILE_SPAWN_FAILED");
-        match starts.as_slice() {
-            [] if spawn_failed => {}
-            [pid] if self.run_pids.contains(pid) => {
-                self.host(FindingKind::Global, RULE_NEW_PROCESS_PER_TURN, format!("the run reused process {pid} of an earlier run"));
-            }
-            [_] => {}
-            _ => self.host(
-                FindingKind::Global,
-                RULE_NEW_PROCESS_PER_TURN,
-                format!("expected exactly one `dsh --profile open-design --stdio` process for the run, the journal shows {}", starts.len()),
-            ),
-        }
-        self.run_pids.extend(&starts);
-        starts.first().copied()
-    }
-
-    /// Every command the runtime received is a schema-valid host command.
-    fn check_commands(&mut self, entries: &[Entry]) {
-        for entry in entries.iter().filter(|entry| entry.event() == "command") {
-            if let Some(command) = entry.value.get("command") {
-                if let Err(errors) = dsh_protocol::schema::validate("command.schema.json", command)
-                {
-                    let errors: Vec<String> =
-                        errors.iter().take(3).map(ToString::to_string).collect();
-                    let kind = command.get("type").and_then(Value::as_str).unwrap_or("?");
-                    self.host(
-                        FindingKind::Global,
-                        RULE_EXECUTE_SHAPE,
-                        format!(
-                            "the host sent an invalid {kind} command: {}",
-                            errors.join("; ")
-                        ),
-                    );
-                    return;
-                }
-            } else {
-                let raw = entry.value.get("raw").and_then(Value::as_str).unwrap_or("");
-                self.host(
-                    FindingKind::Global,
-                    RULE_EXECUTE_SHAPE,
-                    format!(
-                        "the host sent a line that is not JSON: {}",
-                        super::driver::clip(raw, 80)
-                    ),
-                );
-                return;
-            }
-        }
-    }
-
-    fn check_execute_fields(
-        &mut self,
-        execute: Option<&Value>,
-        process: &[&Entry],
-        cwd: &Path,
-        run: &RunStep,
-    ) {
-        let cwd_text = cwd.display().to_string();
-        if let Some(start_cwd) = process
-            .iter()
-            .find(|entry| entry.event() == "start")
-            .and_then(|entry| entry.value.get("cwd"))
-        {
-            if start_cwd.as_str() != Some(cwd_text.as_str()) {
-                self.host(
-                    FindingKind::Global,
-                    RULE_EXECUTE_CWD_MODEL_PROMPT,
-                    format!(
-                        "the runtime process ran in {start_cwd}, not the project dir {cwd_text:?}"
-                    ),
-                );
-                return;
-            }
-        }
-        let Some(execute) = execute else { return };
-        let problem = if execute.get("cwd").and_then(Value::as_str) != Some(cwd_text.as_str()) {
-            Some(format!(
-                "execute.cwd is {}, not the canonical project dir {cwd_text:?}",
-                execute.get("cwd").unwrap_or(&Value::Null)
-            ))
-        } else if execute.pointer("/model/provider").and_then(Value::as_str)
-            != Some(run.model.provider.as_str())
-            || execute.pointer("/model/id").and_then(Value::as_str) != Some(run.model.id.as_str())
-        {
-            Some(format!(
-                "execute.model is {}, not the run's route {}/{}",
-                execute.get("model").unwrap_or(&Value::Null),
-                run.model.provider,
-                run.model.id
-            ))
-        } else if !execute
-            .get("prompt")
-            .and_then(Value::as_str)
-            .is_some_and(|prompt| prompt.contains(run.prompt.as_str()))
-        {
-            Some("execute.prompt does not hold the turn's prompt".to_string())
-        } else {
-            None
-        };
-        if let Some(why) = problem {
-            self.host(FindingKind::Global, RULE_EXECUTE_CWD_MODEL_PROMPT, why);
-        }
-    }
-
-    /// No journaled process of this step alive; no canary in any argv.
-    fn check_processes(&mut self, journal: &Journal, entries: &[Entry], during: &str) {
-        self.check_argv(entries, during);
-        self.check_reaped(journal, entries, during);
-    }
-
-    fn check_argv(&mut self, entries: &[Entry], during: &str) {
-        for entry in entries.iter().filter(|entry| entry.event() == "start") {
-            let argv = entry
-                .value
-                .get("argv")
-                .map(Value::to_string)
-                .unwrap_or_default();
-            if !self.canary.is_empty() && argv.contains(self.canary.as_str()) {
-                self.host(
-                    FindingKind::Global,
-                    RULE_NO_CREDENTIAL_LEAK,
-                    format!("{during}: the canary credential is in a dsh argv"),
-                );
-                break;
-            }
-        }
-    }
-
-    fn check_reaped(&mut self, journal: &Journal, entries: &[Entry], during: &str) {
-        let pids = journal::pids(entries);
-        let alive = alive_after_grace(&pids, journal.path());
-        if !alive.is_empty() {
-            self.host(
-                FindingKind::Global,
-                RULE_PROCESS_TREE_REAPED,
-                format!(
-                    "{during}: journaled process(es) {alive:?} still alive after the host's reply"
-                ),
-            );
-        }
-    }
-
     /// After the final shutdown: nothing the case started is alive.
     fn check_all_reaped(&mut self, journal: &Journal) {
         let entries = self.journal_since(journal, 0);
-        let alive = alive_after_grace(&journal::pids(&entries), journal.path());
+        let alive = checks::alive_after_grace(&journal::pids(&entries), journal.path());
         if !alive.is_empty() {
             self.host(
                 FindingKind::Global,
@@ -1074,228 +966,20 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn check_outcome_hygiene(
-        &mut self,
-        outcome: &Outcome,
-        world: &super::world::World,
-        run: &RunStep,
-    ) {
-        let stderr = outcome.str("stderr").unwrap_or("");
-        if stderr.len() > MAX_OUTCOME_STDERR {
+    /// End of case: the host data dir holds no canary; the journal goes to the transcript;
+    /// leftover processes are killed.
+    fn finish(&mut self, world: &World, journal: &Journal) {
+        let foreign = world.foreign_dsh_home_files();
+        if !foreign.is_empty() {
             self.host(
                 FindingKind::Global,
-                RULE_STDERR_BOUNDED,
+                RULE_HISTORY_IN_DSH_HOME,
                 format!(
-                    "outcome.stderr is {} bytes, over the 64 KiB bound",
-                    stderr.len()
+                    "the host wrote into DSH_HOME (the user's Harness home): {}",
+                    foreign.join(", ")
                 ),
             );
         }
-        if stderr.contains(world.canary.as_str()) {
-            self.host(
-                FindingKind::Global,
-                RULE_NO_CREDENTIAL_LEAK,
-                "outcome.stderr holds the canary credential",
-            );
-        }
-        if stderr.contains(world.bootstrap_marker.as_str())
-            || (run.prompt.len() >= MIN_SCANNED_PROMPT && stderr.contains(run.prompt.as_str()))
-        {
-            self.host(
-                FindingKind::Global,
-                RULE_NO_PROMPT_IN_STDERR,
-                "outcome.stderr holds the prompt",
-            );
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn check_run_expectations(
-        &mut self,
-        outcome: &Outcome,
-        expect: &RunExpect,
-        execute: Option<&Value>,
-        process: &[&Entry],
-        previous_session: Option<&str>,
-        world: &super::world::World,
-        cwd: &Path,
-    ) {
-        let status = outcome.str("status").unwrap_or("");
-        let code = outcome.str("code");
-        let describe = format!("status {status}, code {}", code.unwrap_or("null"));
-        let status_ok = expect.status.is_none_or(|want| want.as_str() == status);
-        if !status_ok {
-            let want = expect.status.map(|s| s.as_str()).unwrap_or("");
-            let message = outcome
-                .str("message")
-                .map(|m| format!(" ({})", super::driver::clip(m, 120)))
-                .unwrap_or_default();
-            self.expectation(format!("expected status {want}, got {describe}{message}"));
-        }
-        if let Some(want) = expect.code.mismatch(code) {
-            if status_ok {
-                let rule = self.case.first_rule().to_string();
-                self.host(
-                    FindingKind::CodeMismatch,
-                    &rule,
-                    format!("expected code {want}, got {describe}"),
-                );
-            }
-        }
-        if let Some(want) = expect.session {
-            let session = outcome.str("session_id");
-            let resumed = outcome
-                .reply
-                .get("resumed")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            let problem = match want {
-                SessionExpect::None => session.map(|s| format!("expected no session, got {s}")),
-                SessionExpect::New => match session {
-                    None => Some("expected a new session, got none".to_string()),
-                    Some(s) if Some(s) == previous_session => Some(format!("expected a new session, got the previous one {s}")),
-                    Some(_) if resumed => Some("expected a new session, got resumed=true".to_string()),
-                    Some(_) => None,
-                },
-                SessionExpect::Resumed => match (session, previous_session) {
-                    (_, None) => Some("expected a resumed session, but no earlier run of this conversation reported one".to_string()),
-                    (Some(s), Some(p)) if s == p && resumed => None,
-                    (s, Some(p)) => Some(format!("expected session {p} resumed, got {} (resumed={resumed})", s.unwrap_or("none"))),
-                },
-            };
-            if let Some(why) = problem {
-                self.expectation(why);
-            }
-        }
-        if let Some(want) = &expect.events {
-            let got: Vec<&str> = outcome
-                .events
-                .iter()
-                .filter_map(|event| event.get("type").and_then(Value::as_str))
-                .filter(|kind| *kind != "thinking_end" && *kind != "error")
-                .collect();
-            if got != want.iter().map(String::as_str).collect::<Vec<_>>() {
-                self.expectation(format!("expected events {want:?}, got {got:?}"));
-            }
-        }
-        if let Some(want) = &expect.events_include {
-            let mut events = outcome.events.iter();
-            for pattern in want {
-                let found = events.by_ref().any(|event| {
-                    pattern
-                        .iter()
-                        .all(|(key, value)| event.get(key) == Some(value))
-                });
-                if !found {
-                    self.expectation(format!(
-                        "no event matching {} (in order) among the run's events",
-                        Value::Object(pattern.clone())
-                    ));
-                    break;
-                }
-            }
-        }
-        if let Some(want) = expect.foreign_frames {
-            let got = outcome
-                .reply
-                .get("foreign_frames")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            if got != want {
-                self.expectation(format!("expected foreign_frames {want}, got {got}"));
-            }
-        }
-        if let Some(want) = &expect.execute {
-            self.check_execute_expectation(want, execute, previous_session, world);
-        }
-        let tokens: Vec<String> = process.iter().map(|entry| entry.token()).collect();
-        if let Some(order) = &expect.journal_order {
-            let mut remaining = tokens.iter();
-            if let Some(missing) = order
-                .iter()
-                .find(|token| !remaining.by_ref().any(|got| got == *token))
-            {
-                self.expectation(format!(
-                    "journal: expected {order:?} in order, {missing} missing (got {tokens:?})"
-                ));
-            }
-        }
-        if let Some(absent) = &expect.journal_absent {
-            if let Some(present) = absent.iter().find(|token| tokens.contains(token)) {
-                self.expectation(format!(
-                    "journal: {present} must not appear for the run's process (got {tokens:?})"
-                ));
-            }
-        }
-        if let Some(files) = &expect.files {
-            for (name, want) in files {
-                let path = cwd.join(name);
-                match std::fs::read(&path) {
-                    Err(_) => self.expectation(format!(
-                        "expected the file {name} in the run's cwd, it does not exist"
-                    )),
-                    Ok(bytes) => {
-                        if let Some(needle) = &want.contains {
-                            if !contains(&bytes, needle.as_bytes()) {
-                                self.expectation(format!(
-                                    "the file {name} does not contain {needle:?}"
-                                ));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn check_execute_expectation(
-        &mut self,
-        want: &ExecuteExpect,
-        execute: Option<&Value>,
-        previous: Option<&str>,
-        world: &super::world::World,
-    ) {
-        let Some(execute) = execute else {
-            self.expectation("expected an execute command, the runtime received none");
-            return;
-        };
-        let resume = execute
-            .get("resume_session_id")
-            .filter(|value| !value.is_null());
-        match (want.resume, resume) {
-            (Some(ResumeExpect::None), Some(id)) => {
-                self.expectation(format!("expected a new session, the execute resumes {id}"))
-            }
-            (Some(ResumeExpect::Previous), None) => self.expectation(format!(
-                "expected the execute to resume {}, it has no resume_session_id",
-                previous.unwrap_or("the previous session")
-            )),
-            (Some(ResumeExpect::Previous), Some(id)) if id.as_str() != previous => self
-                .expectation(format!(
-                    "expected the execute to resume {}, it resumes {id}",
-                    previous.unwrap_or("the previous session (none was reported)")
-                )),
-            _ => {}
-        }
-        if let Some(want) = want.bootstrap {
-            let has = execute
-                .get("prompt")
-                .and_then(Value::as_str)
-                .is_some_and(|prompt| prompt.contains(world.bootstrap_marker.as_str()));
-            if has != want {
-                let what = if want {
-                    "carry the bootstrap context"
-                } else {
-                    "hold only the new turn (it carries the bootstrap context)"
-                };
-                self.expectation(format!("expected the execute's prompt to {what}"));
-            }
-        }
-    }
-
-    /// End of case: the host data dir holds no canary; the journal goes to the transcript;
-    /// leftover processes are killed.
-    fn finish(&mut self, world: &super::world::World, journal: &Journal) {
         for (path, bytes) in world.host_data_files() {
             if contains(&bytes, world.canary.as_bytes()) {
                 let name = path
@@ -1323,33 +1007,4 @@ impl<'a> Runner<'a> {
             journal::kill_leftovers(&journal::pids(&entries), journal.path());
         }
     }
-}
-
-/// A `start` of `dsh ... --stdio`: by fake-dsh's mode, or by argv when fake-dsh rejected the
-/// command line (mode `error`) but the host did spawn its run process.
-fn is_stdio_start(entry: &Entry) -> bool {
-    entry.mode() == Some("stdio")
-        || entry
-            .value
-            .get("argv")
-            .and_then(Value::as_array)
-            .is_some_and(|argv| argv.iter().any(|arg| arg.as_str() == Some("--stdio")))
-}
-
-/// The pids still alive, re-checked once after a short grace so a process in the middle of
-/// exiting is not counted.
-fn alive_after_grace(pids: &[i32], journal: &Path) -> Vec<i32> {
-    let alive: Vec<i32> = pids
-        .iter()
-        .copied()
-        .filter(|pid| journal::is_alive(*pid, journal))
-        .collect();
-    if alive.is_empty() {
-        return alive;
-    }
-    std::thread::sleep(Duration::from_millis(50));
-    alive
-        .into_iter()
-        .filter(|pid| journal::is_alive(*pid, journal))
-        .collect()
 }

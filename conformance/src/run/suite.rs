@@ -160,7 +160,10 @@ impl Suite {
             .into_iter()
             .filter(|entry| config.selection.matches(entry))
             .collect();
+        let rules = crate::corpus::load_rules(&config.fixtures)
+            .map_err(|e| HarnessError::Fixtures(e.to_string()))?;
         let env = CaseEnv {
+            interpreted_rules: crate::corpus::interpreted_rules(&rules),
             host,
             fake_dsh: absolute(&config.fake_dsh),
             fake_dsh_env: config.variant.env.clone(),
@@ -202,11 +205,7 @@ impl Suite {
             }
         };
         let run = run_case(case, &self.env);
-        let (verdict, blame, rule, why) = decide(
-            &run.findings,
-            run.skipped.as_deref(),
-            case.interpretation.as_deref(),
-        );
+        let decision = decide(&run.findings, run.skipped.as_deref());
         let mut transcript = run.transcript;
         if run.findings.len() > 1 {
             transcript.insert(0, "findings:".to_string());
@@ -219,11 +218,11 @@ impl Suite {
             summary: case.summary.clone(),
             spec: case.spec.clone(),
             rules: case.rules.clone(),
-            verdict,
-            blame,
-            rule,
-            why,
-            interpretation: case.interpretation.clone(),
+            verdict: decision.verdict,
+            blame: decision.blame,
+            rule: decision.rule,
+            why: decision.why,
+            interpretation: decision.interpretation,
             duration_ms: u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX),
             transcript,
             flaky: Vec::new(),

@@ -1,5 +1,6 @@
 //! Turning a case's findings into its verdict: which finding is blamed, when a failure is only
-//! `non-strict` or `informational`, and the expectations file's `xfail`/`xpass`.
+//! `informational` (it breaks an interpretation, not a spec sentence), and the expectations file's
+//! `xfail`/`xpass`.
 
 use crate::model::{Blame, Verdict};
 
@@ -12,6 +13,9 @@ pub const RULE_PROCESS_TREE_REAPED: &str = "s10.process-tree-reaped";
 pub const RULE_NO_CREDENTIAL_LEAK: &str = "s14.no-credential-leak";
 pub const RULE_NO_PROMPT_IN_STDERR: &str = "s14.no-prompt-in-stderr";
 pub const RULE_STDERR_BOUNDED: &str = "s14.stderr-bounded";
+pub const RULE_VALIDATE_READY: &str = "s7.validate-ready";
+pub const RULE_CANCEL_COMMAND_SHAPE: &str = "s6.cancel-command-shape";
+pub const RULE_HISTORY_IN_DSH_HOME: &str = "s14.history-in-dsh-home";
 /// Blamed for kit faults (invalid fixture, harness error).
 pub const RULE_KIT: &str = "kit";
 
@@ -24,10 +28,9 @@ pub enum FindingKind {
     HostFatal,
     /// One of the per-run global checks.
     Global,
-    /// One of the case's own expectations.
+    /// One of the case's own expectations (an error code compared under the host's declared
+    /// vocabulary included).
     Expectation,
-    /// The right status (or availability) with another error code.
-    CodeMismatch,
     /// A claimed capability's prerequisite was not met.
     Untestable,
 }
@@ -37,6 +40,9 @@ pub struct Finding {
     pub kind: FindingKind,
     pub rule: String,
     pub why: String,
+    /// The interpretation entry (`I-..`) the broken expectation rests on, when it is not a spec
+    /// sentence: such a finding makes the case `informational`, never `fail`.
+    pub interpretation: Option<String>,
 }
 
 impl Finding {
@@ -45,8 +51,32 @@ impl Finding {
             kind,
             rule: rule.to_string(),
             why: one_line(&why.into()),
+            interpretation: None,
         }
     }
+
+    /// The same finding, resting on interpretation entry `entry` (none: unchanged).
+    pub fn interpreted(mut self, entry: Option<&str>) -> Finding {
+        if self.kind != FindingKind::Kit && self.kind != FindingKind::HostFatal {
+            self.interpretation = entry.map(str::to_string).or(self.interpretation);
+        }
+        self
+    }
+
+    fn is_strict(&self) -> bool {
+        self.interpretation.is_none()
+    }
+}
+
+/// A case's verdict before the expectations file, and what it blames.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub verdict: Verdict,
+    pub blame: Blame,
+    pub rule: Option<String>,
+    pub why: Option<String>,
+    /// The interpretation entry an `informational` verdict rests on.
+    pub interpretation: Option<String>,
 }
 
 fn one_line(text: &str) -> String {
@@ -57,58 +87,47 @@ fn one_line(text: &str) -> String {
     super::driver::clip(flat.trim(), 400)
 }
 
-/// The verdict before the expectations file: (verdict, blame, rule, why).
-pub fn decide(
-    findings: &[Finding],
-    skipped: Option<&str>,
-    interpretation: Option<&str>,
-) -> (Verdict, Blame, Option<String>, Option<String>) {
-    if let Some(kit) = findings
-        .iter()
-        .find(|finding| finding.kind == FindingKind::Kit)
-    {
-        return (
-            Verdict::Error,
-            Blame::Kit,
-            Some(kit.rule.clone()),
-            Some(kit.why.clone()),
-        );
+/// The verdict before the expectations file. A kit finding makes it `error`; a strict finding (a
+/// spec sentence or the harness contract) `fail` (or `untestable`); findings that each rest on an
+/// interpretation only `informational`.
+pub fn decide(findings: &[Finding], skipped: Option<&str>) -> Decision {
+    let blamed = |verdict, blame, finding: &Finding| Decision {
+        verdict,
+        blame,
+        rule: Some(finding.rule.clone()),
+        why: Some(finding.why.clone()),
+        interpretation: finding.interpretation.clone(),
+    };
+    if let Some(kit) = findings.iter().find(|f| f.kind == FindingKind::Kit) {
+        return blamed(Verdict::Error, Blame::Kit, kit);
     }
     if let Some(why) = skipped {
-        return (Verdict::Skipped, Blame::None, None, Some(why.to_string()));
-    }
-    let failures: Vec<&Finding> = findings
-        .iter()
-        .filter(|finding| finding.kind != FindingKind::CodeMismatch)
-        .collect();
-    let Some(first) = failures.first() else {
-        return match findings.first() {
-            Some(mismatch) => (
-                Verdict::NonStrict,
-                Blame::Host,
-                Some(mismatch.rule.clone()),
-                Some(mismatch.why.clone()),
-            ),
-            None => (Verdict::Pass, Blame::None, None, None),
+        return Decision {
+            verdict: Verdict::Skipped,
+            blame: Blame::None,
+            rule: None,
+            why: Some(why.to_string()),
+            interpretation: None,
         };
-    };
-    let verdict = if first.kind == FindingKind::Untestable {
-        Verdict::Untestable
-    } else if interpretation.is_some()
-        && failures
-            .iter()
-            .all(|finding| finding.kind == FindingKind::Expectation)
-    {
-        Verdict::Informational
-    } else {
-        Verdict::Fail
-    };
-    (
-        verdict,
-        Blame::Host,
-        Some(first.rule.clone()),
-        Some(first.why.clone()),
-    )
+    }
+    if let Some(first) = findings.iter().find(|finding| finding.is_strict()) {
+        let verdict = if first.kind == FindingKind::Untestable {
+            Verdict::Untestable
+        } else {
+            Verdict::Fail
+        };
+        return blamed(verdict, Blame::Host, first);
+    }
+    match findings.first() {
+        Some(soft) => blamed(Verdict::Informational, Blame::Host, soft),
+        None => Decision {
+            verdict: Verdict::Pass,
+            blame: Blame::None,
+            rule: None,
+            why: None,
+            interpretation: None,
+        },
+    }
 }
 
 /// Applies an `xfail` entry: a failure becomes `xfail`; anything that is not one becomes `xpass`.
@@ -137,37 +156,42 @@ mod tests {
     #[test]
     fn verdict_table() {
         use FindingKind::*;
-        let verdict = |findings: &[Finding], interpretation: Option<&str>| {
-            decide(findings, None, interpretation).0
-        };
-        assert_eq!(verdict(&[], None), Verdict::Pass);
-        assert_eq!(verdict(&[finding(CodeMismatch)], None), Verdict::NonStrict);
+        let soft = |kind| finding(kind).interpreted(Some("I-01"));
+        let verdict = |findings: &[Finding]| decide(findings, None).verdict;
+        assert_eq!(verdict(&[]), Verdict::Pass);
+        assert_eq!(verdict(&[finding(Expectation)]), Verdict::Fail);
+        assert_eq!(verdict(&[soft(Expectation)]), Verdict::Informational);
+        assert_eq!(verdict(&[soft(Global)]), Verdict::Informational);
+        // One open detail never softens the rest of the case.
         assert_eq!(
-            verdict(&[finding(CodeMismatch), finding(Expectation)], None),
+            verdict(&[soft(Expectation), finding(Global)]),
             Verdict::Fail
         );
         assert_eq!(
-            verdict(&[finding(Expectation)], Some("I-01")),
-            Verdict::Informational
-        );
-        assert_eq!(
-            verdict(&[finding(Expectation), finding(Global)], Some("I-01")),
-            Verdict::Fail
-        );
-        assert_eq!(
-            verdict(&[finding(Untestable), finding(Expectation)], None),
+            verdict(&[finding(Untestable), finding(Expectation)]),
             Verdict::Untestable
         );
+        assert_eq!(verdict(&[finding(HostFatal), finding(Kit)]), Verdict::Error);
+        // The driver contract and the kit are never interpretations.
+        assert_eq!(verdict(&[soft(HostFatal)]), Verdict::Fail);
+        assert_eq!(decide(&[], Some("no cancel")).verdict, Verdict::Skipped);
+        let decision = decide(&[soft(Expectation), finding(Global)], None);
         assert_eq!(
-            verdict(&[finding(HostFatal), finding(Kit)], None),
-            Verdict::Error
+            (
+                decision.blame,
+                decision.rule.as_deref(),
+                decision.why.as_deref(),
+                decision.interpretation
+            ),
+            (
+                Blame::Host,
+                Some("s6.rule"),
+                Some("Global second line"),
+                None
+            )
         );
-        assert_eq!(decide(&[], Some("no cancel"), None).0, Verdict::Skipped);
-        let (_, blame, rule, why) = decide(&[finding(Global)], None, None);
-        assert_eq!(
-            (blame, rule.as_deref(), why.as_deref()),
-            (Blame::Host, Some("s6.rule"), Some("Global second line"))
-        );
+        let decision = decide(&[soft(Expectation)], None);
+        assert_eq!(decision.interpretation.as_deref(), Some("I-01"));
     }
 
     #[test]

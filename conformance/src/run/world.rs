@@ -7,7 +7,7 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use super::fixture::{BundleKind, Case};
+use super::fixture::{BundleKind, Case, CwdForm};
 
 /// The package name the open-design bundle has.
 pub const BUNDLE_PACKAGE: &str = "@open-design/dsh-runtime";
@@ -27,6 +27,8 @@ pub struct World {
     fake_dsh: PathBuf,
     fake_dsh_env: BTreeMap<String, String>,
     watchdog_secs: u64,
+    /// How many times a `restart` gave the driver a fresh `RUNTIME_DATA_DIR` (`host-data-N`).
+    data_dir_generation: usize,
 }
 
 /// The variant's env as it applies to `case`: a case that pins its runtime's `version` keeps it
@@ -75,6 +77,7 @@ impl World {
             fake_dsh: fake_dsh.to_path_buf(),
             fake_dsh_env: variant_env_for(case, fake_dsh_env),
             watchdog_secs,
+            data_dir_generation: 0,
         };
         world.write_wrapper()?;
         Ok(world)
@@ -83,8 +86,75 @@ impl World {
     pub fn dsh_home(&self) -> PathBuf {
         self.root.join("dsh-home")
     }
+    /// The driver's `RUNTIME_DATA_DIR`.
     pub fn host_data(&self) -> PathBuf {
-        self.root.join("host-data")
+        match self.data_dir_generation {
+            0 => self.root.join("host-data"),
+            n => self.root.join(format!("host-data-{n}")),
+        }
+    }
+
+    /// Moves the daemon's data root: from now on `RUNTIME_DATA_DIR` is a new, empty dir.
+    pub fn fresh_host_data(&mut self) -> io::Result<()> {
+        self.data_dir_generation += 1;
+        fs::create_dir_all(self.host_data())
+    }
+
+    /// Cuts every file under `RUNTIME_DATA_DIR` to half its length (a crash mid-save of a host
+    /// that writes in place); returns the files cut.
+    pub fn truncate_host_data(&self) -> io::Result<Vec<PathBuf>> {
+        let mut cut = Vec::new();
+        for (path, bytes) in self.host_data_files() {
+            let file = fs::OpenOptions::new().write(true).open(&path)?;
+            file.set_len(bytes.len() as u64 / 2)?;
+            cut.push(path);
+        }
+        Ok(cut)
+    }
+
+    /// The files under `DSH_HOME` that neither the harness's installed profile nor the runtime's
+    /// own session history explain (relative paths): what a host wrote into the user's home.
+    pub fn foreign_dsh_home_files(&self) -> Vec<String> {
+        let home = self.dsh_home();
+        let mut files = Vec::new();
+        collect_paths(&home, &mut files, 0);
+        files
+            .into_iter()
+            .filter_map(|path| {
+                let relative = path
+                    .strip_prefix(&home)
+                    .ok()?
+                    .to_string_lossy()
+                    .into_owned();
+                let runtime_owned = relative.starts_with("profiles/")
+                    || (relative.starts_with("sessions/")
+                        && !relative["sessions/".len()..].contains('/'));
+                (!runtime_owned).then_some(relative)
+            })
+            .collect()
+    }
+
+    /// The project dir `canonical` spelled as the case's `cwd_form` asks (the host must
+    /// canonicalize it): through a symlink, or with a `./` segment and a trailing slash.
+    pub fn spelled_cwd(&self, canonical: &Path, form: Option<CwdForm>) -> io::Result<String> {
+        let Some(relative) = canonical.strip_prefix(&self.root).ok() else {
+            return Ok(path_string(canonical));
+        };
+        match form {
+            None => Ok(path_string(canonical)),
+            Some(CwdForm::DotSegment) => {
+                Ok(format!("{}/./{}/", self.root.display(), relative.display()))
+            }
+            Some(CwdForm::Symlink) => {
+                let link = self
+                    .root
+                    .join(format!("{}-link", relative.display()).replace('/', "-"));
+                if !link.exists() {
+                    std::os::unix::fs::symlink(canonical, &link)?;
+                }
+                Ok(path_string(&link))
+            }
+        }
     }
     pub fn journal(&self) -> PathBuf {
         self.root.join("journal.jsonl")
@@ -204,6 +274,20 @@ fn collect_files(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>, depth: usize) {
                     out.push((path, bytes));
                 }
             }
+        }
+    }
+}
+
+/// Every path below `dir` that is not a directory (symlinks are not followed).
+fn collect_paths(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() && depth < 8 => collect_paths(&entry.path(), out, depth + 1),
+            Ok(kind) if kind.is_dir() => {}
+            _ => out.push(entry.path()),
         }
     }
 }

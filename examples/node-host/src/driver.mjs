@@ -9,7 +9,7 @@ import { installBundle } from "./setup.mjs";
 
 export const DRIVER_NAME = "node-host";
 export const DRIVER_VERSION = "0.1.0";
-export const CAPABILITIES = ["setup", "cancel", "restart"];
+export const CAPABILITIES = ["discover", "setup", "sessions", "cancel", "restart"];
 
 /** Checks a request's shape; returns an error message or null. */
 export function requestProblem(request) {
@@ -95,7 +95,7 @@ export class Driver {
   async #handle(request) {
     switch (request.type) {
       case "handshake":
-        this.write({ v: 1, type: "handshake", driver: DRIVER_NAME, version: DRIVER_VERSION, capabilities: CAPABILITIES });
+        this.write({ v: 1, type: "handshake", driver: DRIVER_NAME, version: DRIVER_VERSION, capabilities: CAPABILITIES, codes: "kit" });
         break;
       case "discover": {
         const found = await discover(this.env);

@@ -1,0 +1,22 @@
+//! Spec 7: "Each OD run starts one short-lived dsh process" — exactly one new `--stdio` process per
+//! run, never one an earlier run used.
+
+use super::{stdio_starts, RunEvidence, Violation};
+use crate::run::verdict::RULE_NEW_PROCESS_PER_TURN;
+
+pub fn check(evidence: &RunEvidence) -> Vec<Violation> {
+    let starts = stdio_starts(evidence.entries);
+    let spawn_failed = evidence.outcome_str("code") == Some("DSH_PROFILE_SPAWN_FAILED");
+    let why = match starts.as_slice() {
+        [] if spawn_failed => return Vec::new(),
+        [pid] if evidence.earlier_runs.contains(pid) => {
+            format!("the run reused process {pid} of an earlier run")
+        }
+        [_] => return Vec::new(),
+        _ => format!(
+            "expected exactly one `dsh --profile open-design --stdio` process for the run, the journal shows {}",
+            starts.len()
+        ),
+    };
+    vec![Violation::new(RULE_NEW_PROCESS_PER_TURN, why)]
+}
