@@ -591,6 +591,7 @@ mod tests {
             section: section.to_string(),
             text: "t".to_string(),
             kind: RuleKind::Normative,
+            interpretation: None,
             untestable_reason: None,
         };
         let errors = check_catalog(
@@ -615,13 +616,15 @@ mod tests {
                 section: "6".into(),
                 text: "A | b".into(),
                 kind: RuleKind::Normative,
+                interpretation: None,
                 untestable_reason: None,
             },
             Rule {
                 id: "s10.b".into(),
                 section: "10".into(),
                 text: "B".into(),
-                kind: RuleKind::Normative,
+                kind: RuleKind::Interpretation,
+                interpretation: Some("I-C01".into()),
                 untestable_reason: Some("needs Windows".into()),
             },
         ];
@@ -629,7 +632,7 @@ mod tests {
             id: "x.one".into(),
             file: PathBuf::from("x/x.one.json"),
             rules: vec!["s6.a".into()],
-            interpretation: None,
+            interpretations: Vec::new(),
         }];
         let markdown = rules_markdown(&rules, &cases);
         assert!(
@@ -637,7 +640,7 @@ mod tests {
             "{markdown}"
         );
         assert!(
-            markdown.contains("| `s10.b` | B | untestable: needs Windows |"),
+            markdown.contains("| `s10.b` (interpretation I-C01) | B | untestable: needs Windows |"),
             "{markdown}"
         );
         assert!(markdown.find("## Section 6").unwrap() < markdown.find("## Section 10").unwrap());

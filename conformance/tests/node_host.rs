@@ -73,3 +73,56 @@ fn node_host_unit_tests_pass() {
         describe(&output)
     );
 }
+
+/// The calibration the kit is judged by: a driver that forwards OpenDesign's real event shapes and
+/// error codes (`--dialect opendesign`: `status` label "working", `cached_*` usage with
+/// `total_tokens`, `retryable` errors, one `thinking_start` per run, no empty deltas, every stream
+/// violation `DSH_PROFILE_PROTOCOL_ERROR`, runtime codes passed through) fails no case; what the
+/// spec leaves open is informational, on the interpretation the kit names.
+#[test]
+fn opendesign_shapes_fail_no_case() {
+    if !node_available() {
+        println!("skipped: node not installed");
+        return;
+    }
+    let root = repo_root();
+    let driver = root.join("examples/node-host/driver.mjs");
+    let host = format!("node {} --dialect opendesign", driver.display());
+    let output = Command::new(fake_dsh::locate::binary("dsh-conformance"))
+        .arg("run")
+        .arg("--host")
+        .arg(&host)
+        .arg("--fake-dsh")
+        .arg(fake_dsh::locate::binary("fake-dsh"))
+        .arg("--fixtures")
+        .arg(root.join("fixtures"))
+        .args(["--jobs", "2", "--format", "json"])
+        .current_dir(&root)
+        .output()
+        .expect("dsh-conformance runs");
+    assert!(
+        output.status.success(),
+        "OpenDesign's shapes failed the corpus\n{}",
+        describe(&output)
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("the JSON report");
+    let verdict_of = |id: &str| {
+        report["cases"]
+            .as_array()
+            .and_then(|cases| cases.iter().find(|case| case["id"] == id))
+            .map(|case| (case["verdict"].clone(), case["interpretation"].clone()))
+    };
+    let informational =
+        |entry: &str| Some((serde_json::json!("informational"), serde_json::json!(entry)));
+    assert_eq!(
+        verdict_of("events.thinking-block-after-text"),
+        informational("I-C11")
+    );
+    assert_eq!(verdict_of("events.empty-thinking"), informational("I-C17"));
+    assert_eq!(
+        verdict_of("strict.duplicate-result").map(|(verdict, _)| verdict),
+        Some(serde_json::json!("pass")),
+        "codes declared many-to-one are compared and match"
+    );
+}

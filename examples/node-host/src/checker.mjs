@@ -89,7 +89,7 @@ export class StreamChecker {
     const forThisRun = frame.request_id === this.requestId || (frame.type === "protocol_error" && frame.request_id == null);
     if (!this.ready) {
       if (frame.type === "protocol_error" && forThisRun) {
-        return this.#fail("DSH_PROFILE_PROTOCOL_ERROR", number, `is a protocol_error from the runtime: ${frame.code} (spec 6)`);
+        return this.#fail("DSH_PROFILE_PROTOCOL_ERROR", number, `is a protocol_error from the runtime: ${frame.code} (spec 6)`, frame.code);
       }
       if (frame.type !== "ready") return this.#fail("DSH_PROFILE_READY_NOT_FIRST", number, `is a ${frame.type} frame before ready (spec 6)`);
       return this.#checkReady(number, frame);
@@ -107,7 +107,7 @@ export class StreamChecker {
       return this.#fail("DSH_PROFILE_DUPLICATE_RESULT", number, `is a ${frame.type} frame after the terminal result (spec 6)`);
     }
     if (frame.type === "protocol_error") {
-      return this.#fail("DSH_PROFILE_PROTOCOL_ERROR", number, `is a protocol_error from the runtime: ${frame.code} (spec 6)`);
+      return this.#fail("DSH_PROFILE_PROTOCOL_ERROR", number, `is a protocol_error from the runtime: ${frame.code} (spec 6)`, frame.code);
     }
     if (frame.type === "session") return this.#checkSession(number, frame);
     if (CONTENT_TYPES.has(frame.type)) return this.#checkContent(number, frame);
@@ -184,8 +184,9 @@ export class StreamChecker {
     return { kind: "accepted", frame: result };
   }
 
-  #fail(code, line, what) {
-    this.violation = { code, line, message: `line ${line}: ${what}` };
+  /** `runtimeCode`: the runtime's own code, when the violation is its protocol_error. */
+  #fail(code, line, what, runtimeCode = null) {
+    this.violation = { code, line, message: `line ${line}: ${what}`, runtimeCode };
     return { kind: "violation", violation: this.violation };
   }
 }

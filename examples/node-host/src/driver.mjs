@@ -6,6 +6,7 @@ import { isPlainObject } from "./frames.mjs";
 import { Turn, boundsFromEnv } from "./run.mjs";
 import { SessionStore, dataDir } from "./sessions.mjs";
 import { installBundle } from "./setup.mjs";
+import { OPENDESIGN_CODES, OpenDesignEvents, openDesignCode } from "./opendesign-dialect.mjs";
 
 export const DRIVER_NAME = "node-host";
 export const DRIVER_VERSION = "0.1.0";
@@ -42,8 +43,10 @@ export function requestProblem(request) {
  * at once. `write(reply)` sends one reply line.
  */
 export class Driver {
-  constructor({ write, env = process.env, log = (message) => process.stderr.write(`node-host: ${message}\n`) }) {
+  /** `dialect`: `"kit"` (the kit's event shapes and codes) or `"opendesign"` (OpenDesign's). */
+  constructor({ write, env = process.env, log = (message) => process.stderr.write(`node-host: ${message}\n`), dialect = "kit" }) {
     this.write = write;
+    this.dialect = dialect;
     this.env = env;
     this.log = log;
     this.store = new SessionStore(dataDir(env), { warn: log });
@@ -95,7 +98,7 @@ export class Driver {
   async #handle(request) {
     switch (request.type) {
       case "handshake":
-        this.write({ v: 1, type: "handshake", driver: DRIVER_NAME, version: DRIVER_VERSION, capabilities: CAPABILITIES, codes: "kit" });
+        this.write({ v: 1, type: "handshake", driver: DRIVER_NAME, version: DRIVER_VERSION, capabilities: CAPABILITIES, codes: this.dialect === "opendesign" ? OPENDESIGN_CODES : "kit" });
         break;
       case "discover": {
         const found = await discover(this.env);
@@ -117,10 +120,12 @@ export class Driver {
   }
 
   async #run(request) {
+    const send = (event) => this.write({ v: 1, type: "event", id: request.id, event });
+    const dialect = this.dialect === "opendesign" ? new OpenDesignEvents() : null;
     const turn = new Turn({
       request,
       store: this.store,
-      emit: (event) => this.write({ v: 1, type: "event", id: request.id, event }),
+      emit: (event) => (dialect ? dialect.map(event) : [event]).forEach(send),
       bounds: boundsFromEnv(this.env),
       env: this.env,
       log: this.log,
@@ -128,7 +133,11 @@ export class Driver {
     this.activeRun = { id: request.id, turn };
     if (this.shuttingDown) turn.cancel();
     try {
-      const outcome = await turn.run();
+      const { runtimeCode, ...outcome } = await turn.run();
+      if (dialect) {
+        dialect.finish().forEach(send);
+        outcome.code = openDesignCode({ ...outcome, runtimeCode });
+      }
       this.write({ v: 1, type: "outcome", id: request.id, ...outcome });
     } finally {
       this.activeRun = null;
@@ -139,7 +148,12 @@ export class Driver {
 /** Run the driver on this process's stdin/stdout until `shutdown` or end of input. */
 export function main() {
   const write = (reply) => process.stdout.write(`${JSON.stringify(reply)}\n`);
-  const driver = new Driver({ write });
+  const dialect = process.argv.includes("--dialect") ? process.argv[process.argv.indexOf("--dialect") + 1] : "kit";
+  if (!["kit", "opendesign"].includes(dialect)) {
+    process.stderr.write(`node-host: unknown --dialect ${JSON.stringify(dialect)} (kit or opendesign)\n`);
+    process.exit(2);
+  }
+  const driver = new Driver({ write, dialect });
   const input = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   let finished = false;
   const finish = async () => {

@@ -284,19 +284,21 @@ export class Turn {
       const result = terminal.frame;
       if (result.status !== "failed") return { status: result.status, ...base, code: null, message: null };
       if (result.resume_rejected) {
-        return this.#failed(base, "DSH_PROFILE_RESUME_REJECTED", `the runtime could not resume the session (${result.error.code}: ${result.error.message}); the next run starts a new session`);
+        return this.#failed(base, "DSH_PROFILE_RESUME_REJECTED", `the runtime could not resume the session (${result.error.code}: ${result.error.message}); the next run starts a new session`, result.error.code);
       }
-      return this.#failed(base, "DSH_PROFILE_RUN_FAILED", `the run failed: ${result.error.code}: ${result.error.message}`);
+      return this.#failed(base, "DSH_PROFILE_RUN_FAILED", `the run failed: ${result.error.code}: ${result.error.message}`, result.error.code);
     }
     const cancelledByUs = this.cancelRequested && (this.hostFailure !== null || terminal.violation.code === "DSH_PROFILE_MISSING_RESULT" || this.violationAfterCancel);
     if (cancelledByUs) return { status: "cancelled", ...base, code: null, message: null };
     if (this.hostFailure) return this.#failed(base, this.hostFailure.code, this.hostFailure.message);
-    return this.#failed(base, terminal.violation.code, terminal.violation.message);
+    return this.#failed(base, terminal.violation.code, terminal.violation.message, terminal.violation.runtimeCode);
   }
 
-  #failed(base, code, message) {
+  /** A failed outcome; `runtimeCode` (the runtime's own error code, when it gave one) rides along
+   * for a dialect that reports it, and is not part of the driver reply. */
+  #failed(base, code, message, runtimeCode = null) {
     this.emit({ type: "error", message, error: { code, message } });
-    return { status: "failed", ...base, code, message };
+    return { status: "failed", ...base, code, message, runtimeCode };
   }
 
   #spawnFailed(message) {
