@@ -178,6 +178,8 @@ pub struct StreamChecker {
     accepted: usize,
     last_line: usize,
     line_limit: usize,
+    /// The active request id is not known yet: the first frame naming one sets it.
+    adopt_request_id: bool,
 }
 
 impl StreamChecker {
@@ -193,7 +195,23 @@ impl StreamChecker {
             accepted: 0,
             last_line: 0,
             line_limit: crate::MAX_LINE_BYTES,
+            adopt_request_id: false,
         }
+    }
+
+    /// A checker for a stream whose active request is not known in advance: the `request_id`
+    /// of the first frame that names one becomes the active request (what `validate` does
+    /// without `--request-id`, reading its input once). Until then the context's id is a
+    /// placeholder (it only appears in a `MissingResult` message).
+    pub fn adopting_first_request_id(context: RunContext) -> Self {
+        let mut checker = Self::new(context);
+        checker.adopt_request_id = true;
+        checker
+    }
+
+    /// Whether the run has failed for good (later lines are skipped).
+    pub fn has_failed(&self) -> bool {
+        self.failed()
     }
 
     /// The line limit the framer feeding this checker enforces (only used in messages; the
@@ -341,6 +359,12 @@ impl StreamChecker {
 
     fn check_frame(&mut self, line: usize, frame: RuntimeFrame) -> Step {
         use ViolationCode as Code;
+        if self.adopt_request_id {
+            if let Some(id) = frame.request_id() {
+                self.context.request_id = id.to_string();
+                self.adopt_request_id = false;
+            }
+        }
         if !self.ready_seen {
             return match frame {
                 RuntimeFrame::Ready(_) => self.check_ready(line, frame),
