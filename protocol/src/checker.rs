@@ -10,6 +10,11 @@ use crate::lines::LineEvent;
 use std::collections::HashSet;
 use std::fmt;
 
+/// The most distinct tool-call ids one run may announce (each is kept to match its result).
+pub const MAX_TOOL_CALL_IDS: usize = 100_000;
+/// The most bytes of distinct tool-call ids one run may announce.
+pub const MAX_TOOL_CALL_ID_BYTES: usize = 8 * 1024 * 1024;
+
 /// What the host asked for in this run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunContext {
@@ -172,6 +177,8 @@ pub struct StreamChecker {
     ready_seen: bool,
     session_id: Option<String>,
     tool_calls: HashSet<String>,
+    /// Bytes of the ids in `tool_calls`.
+    tool_call_bytes: usize,
     cancel_sent: bool,
     terminal: Option<Terminal>,
     foreign: usize,
@@ -189,6 +196,7 @@ impl StreamChecker {
             ready_seen: false,
             session_id: None,
             tool_calls: HashSet::new(),
+            tool_call_bytes: 0,
             cancel_sent: false,
             terminal: None,
             foreign: 0,
@@ -529,18 +537,19 @@ impl StreamChecker {
         }
         match &frame {
             RuntimeFrame::ToolCall(call) => {
-                if let Err(error) = serde_json::from_str::<serde::de::IgnoredAny>(&call.arguments) {
+                if let Err(error) = crate::arguments::check(&call.arguments) {
                     return self.fail(Violation::at(
                         Code::InvalidFrame,
                         line,
                         format!(
-                            "tool_call `{}`: `arguments` is not JSON-encoded ({}); arguments is a JSON string (spec 6)",
+                            "tool_call `{}`: `arguments` is not JSON-encoded ({error}); arguments is a JSON string (spec 6)",
                             call.call_id,
-                            crate::frames::strip_position(&error.to_string())
                         ),
                     ));
                 }
-                self.tool_calls.insert(call.call_id.clone());
+                if let Err(violation) = self.remember_call(line, &call.call_id) {
+                    return self.fail(violation);
+                }
             }
             RuntimeFrame::ToolResult(result) if !self.tool_calls.contains(&result.call_id) => {
                 return self.fail(Violation::at(
@@ -555,6 +564,30 @@ impl StreamChecker {
             _ => {}
         }
         self.accept(frame)
+    }
+
+    /// Records a tool call's id for matching its result. A repeated id is accepted and takes no
+    /// room (interpretation I-17b); the set is bounded by [`MAX_TOOL_CALL_IDS`] ids and
+    /// [`MAX_TOOL_CALL_ID_BYTES`] bytes, past which the run fails rather than growing forever.
+    fn remember_call(&mut self, line: usize, call_id: &str) -> Result<(), Violation> {
+        if self.tool_calls.contains(call_id) {
+            return Ok(());
+        }
+        if self.tool_calls.len() >= MAX_TOOL_CALL_IDS
+            || self.tool_call_bytes + call_id.len() > MAX_TOOL_CALL_ID_BYTES
+        {
+            return Err(Violation::at(
+                ViolationCode::InvalidFrame,
+                line,
+                format!(
+                    "tool_call `{call_id}` exceeds the kit's bound of {MAX_TOOL_CALL_IDS} distinct call ids \
+                     ({MAX_TOOL_CALL_ID_BYTES} bytes) in one run (interpretation I-17b; spec 6 matches results to call ids)"
+                ),
+            ));
+        }
+        self.tool_call_bytes += call_id.len();
+        self.tool_calls.insert(call_id.to_string());
+        Ok(())
     }
 
     fn check_result(&mut self, line: usize, frame: RuntimeFrame) -> Step {

@@ -350,6 +350,7 @@ impl RuntimeFrame {
             ));
         }
         let members = parse_members(text)?;
+        reject_lone_surrogates(text)?;
         build_frame(&members)
     }
 
@@ -841,6 +842,24 @@ fn parse_members(text: &str) -> std::result::Result<RawMembers<'_>, FrameError> 
             error
         };
         FrameError::malformed(format!("not JSON: {}", strip_position(&error.to_string())))
+    })
+}
+
+/// A lone surrogate escape anywhere in the line (known member, unknown member, key, nested) is
+/// `Malformed`: one code whatever member holds it. Only lines with a `\uD800`-`\uDFFF`-looking
+/// escape pay for the second, value-free pass.
+fn reject_lone_surrogates(text: &str) -> std::result::Result<(), FrameError> {
+    let suspicious = text.match_indices("\\u").any(|(at, _)| {
+        let hex = text.as_bytes().get(at + 2..at + 4).unwrap_or_default();
+        matches!(hex, [b'd' | b'D', b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'])
+    });
+    if !suspicious {
+        return Ok(());
+    }
+    crate::arguments::check(text).map_err(|error| {
+        FrameError::malformed(format!(
+            "not JSON: {error} (spec 6: every line is one JSON frame)"
+        ))
     })
 }
 
@@ -1461,6 +1480,26 @@ mod tests {
             error.message,
             "execute command: `model` has a duplicate key `id`"
         );
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_malformed_in_every_member() {
+        for line in [
+            r#"{"v":1,"type":"text","request_id":"r","content":"\ud800"}"#,
+            r#"{"v":1,"type":"text","request_id":"r","content":"a","x":"\uDBFF"}"#,
+            r#"{"v":1,"type":"text","request_id":"r","content":"a","x":{"y":["\udc00x"]}}"#,
+            r#"{"v":1,"type":"text","request_id":"r","content":"a","\ud800":1}"#,
+            r#"{"v":1,"type":"result","request_id":"r","status":"failed","session_id":null,"resume_rejected":false,"error":{"code":"A","message":"\ud800"}}"#,
+        ] {
+            let error = parse(line).unwrap_err();
+            assert_eq!(error.kind, FrameErrorKind::Malformed, "{line}: {error}");
+        }
+        for line in [
+            r#"{"v":1,"type":"text","request_id":"r","content":"\ud83d\ude00"}"#,
+            r#"{"v":1,"type":"text","request_id":"r","content":"\\ud800"}"#,
+        ] {
+            assert!(parse(line).is_ok(), "{line}");
+        }
     }
 
     #[test]
