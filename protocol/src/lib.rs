@@ -5,12 +5,14 @@
 //! - [`frames`]: serde types for runtime frames and host commands, agreeing with `schemas/`.
 //! - [`schema`]: the schemas embedded at build time, and validation against them.
 //! - [`lines`]: a bounded-memory line framer (CRLF, empty lines, the 1 MiB limit).
+//! - [`needles`]: the encoded forms of a secret that redaction and leak scans look for.
 //! - [`checker`]: the strict per-run state machine of spec sections 6 and 7.
 
 pub mod arguments;
 pub mod checker;
 pub mod frames;
 pub mod lines;
+pub mod needles;
 pub mod schema;
 
 pub use checker::{RunContext, Step, StreamChecker, Terminal, Violation, ViolationCode};

@@ -132,7 +132,8 @@ impl Driver {
         let (sender, receiver) = mpsc::channel();
         std::thread::spawn(move || read_stdout(stdout, sender));
         let capture = Arc::new(Mutex::new(StderrCapture::default()));
-        let needles = spec.stderr_needles.clone();
+        let needles = with_encoded_forms(&spec.stderr_needles);
+        let stdout_needles = with_encoded_forms(&stdout_needles);
         let sink = Arc::clone(&capture);
         std::thread::spawn(move || read_stderr(stderr, needles, sink));
         Ok(Driver {
@@ -417,6 +418,28 @@ fn read_stdout(stdout: impl Read, sender: mpsc::Sender<StdoutMessage>) {
     let _ = sender.send(StdoutMessage::Eof);
 }
 
+/// Each labelled needle plus its encoded forms (base64 in any alignment, percent, JSON escapes,
+/// hex: `dsh_protocol::needles`), labelled `LABEL (ENCODING)`, so a driver that logs the canary
+/// or a prompt encoded is caught too. The stderr scan keeps a tail of the longest form between
+/// reads, so a form split across two writes is found.
+fn with_encoded_forms(needles: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
+    let mut expanded = Vec::new();
+    for (label, needle) in needles {
+        let Ok(text) = std::str::from_utf8(needle) else {
+            expanded.push((label.clone(), needle.clone()));
+            continue;
+        };
+        for form in dsh_protocol::needles::encoded_forms(text) {
+            let label = match form.encoding {
+                "raw" => label.clone(),
+                encoding => format!("{label} ({encoding})"),
+            };
+            expanded.push((label, form.bytes));
+        }
+    }
+    expanded
+}
+
 fn read_stderr(
     mut stderr: impl Read,
     needles: Vec<(String, Vec<u8>)>,
@@ -456,4 +479,53 @@ fn read_stderr(
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .finished = true;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that returns one chunk per `read`, like separate writes on a pipe.
+    struct Writes(Vec<Vec<u8>>);
+
+    impl Read for Writes {
+        fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.is_empty() {
+                return Ok(0);
+            }
+            let chunk = self.0.remove(0);
+            buffer[..chunk.len()].copy_from_slice(&chunk);
+            Ok(chunk.len())
+        }
+    }
+
+    fn hits(writes: &[&str]) -> Vec<String> {
+        let needles = with_encoded_forms(&[(
+            "the canary credential".to_string(),
+            b"sk-canary-0123456789abcdef".to_vec(),
+        )]);
+        let capture = Arc::new(Mutex::new(StderrCapture::default()));
+        let writes = writes.iter().map(|w| w.as_bytes().to_vec()).collect();
+        read_stderr(Writes(writes), needles, Arc::clone(&capture));
+        let capture = capture.lock().unwrap();
+        assert!(capture.finished);
+        capture.hits.clone()
+    }
+
+    #[test]
+    fn encoded_and_split_secrets_on_stderr_are_found() {
+        assert_eq!(
+            hits(&["auth: c2stY2FuYXJ5LTAxMjM0NTY3ODlhYmNkZWY=\n"]),
+            ["the canary credential (base64)"]
+        );
+        assert_eq!(
+            hits(&["key=sk%2Dcanary%2D0123456789abcdef\n"]),
+            ["the canary credential (percent-encoded)"]
+        );
+        assert_eq!(
+            hits(&["key=sk-canary-01234", "56789abcdef\n"]),
+            ["the canary credential"]
+        );
+        assert!(hits(&["nothing to see\n"]).is_empty());
+    }
 }
