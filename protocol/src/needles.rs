@@ -4,8 +4,8 @@
 //!
 //! Besides the raw bytes: base64 (standard and URL-safe alphabets, each of the three alignments
 //! the secret can take inside a longer encoded stream, so only the interior characters that do
-//! not depend on neighbouring bytes are matched), percent-encoding of every byte or of all but letters and digits (upper- and
-//! lower-case hex), JSON string escaping (`serde_json`'s and the all-`\uXXXX` form), and hex
+//! not depend on neighbouring bytes are matched), percent-encoding of every byte or of all but
+//! letters and digits (upper- and lower-case hex), JSON string escaping (`serde_json`'s and the all-`\uXXXX` form), and hex
 //! (upper and lower case). Matching across write or frame boundaries is the caller's job (keep
 //! a tail of [`longest`] bytes between chunks).
 
