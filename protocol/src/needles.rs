@@ -70,13 +70,22 @@ pub fn longest(forms: &[Needle]) -> usize {
 const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-/// The base64 characters of `raw` preceded by `offset` unknown bytes that depend on `raw` alone:
-/// the partial first and last sextet groups are cut off.
-fn base64_interior(raw: &[u8], offset: usize, alphabet: &[u8; 64]) -> Vec<u8> {
-    let mut padded = vec![0u8; offset];
-    padded.extend_from_slice(raw);
-    let mut out = Vec::with_capacity(padded.len() * 4 / 3 + 4);
-    for chunk in padded.chunks(3) {
+/// Standard base64 with padding (RFC 4648 section 4).
+pub fn base64(bytes: &[u8]) -> String {
+    let mut out: String = sextets(bytes, STANDARD)
+        .into_iter()
+        .map(char::from)
+        .collect();
+    while !out.len().is_multiple_of(4) {
+        out.push('=');
+    }
+    out
+}
+
+/// The base64 characters of `bytes` in `alphabet`, without padding.
+fn sextets(bytes: &[u8], alphabet: &[u8; 64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
         let triple = chunk.iter().enumerate().fold(0u32, |acc, (index, byte)| {
             acc | u32::from(*byte) << (16 - 8 * index)
         });
@@ -84,6 +93,15 @@ fn base64_interior(raw: &[u8], offset: usize, alphabet: &[u8; 64]) -> Vec<u8> {
             out.push(alphabet[(triple >> (18 - 6 * index) & 0x3f) as usize]);
         }
     }
+    out
+}
+
+/// The base64 characters of `raw` preceded by `offset` unknown bytes that depend on `raw` alone:
+/// the partial first and last sextet groups are cut off.
+fn base64_interior(raw: &[u8], offset: usize, alphabet: &[u8; 64]) -> Vec<u8> {
+    let mut padded = vec![0u8; offset];
+    padded.extend_from_slice(raw);
+    let out = sextets(&padded, alphabet);
     // Characters before the secret's bits start, plus one mixing the prefix with the secret.
     let skip = (offset * 8).div_ceil(6);
     // The last character mixes the secret's final bits with what follows, unless aligned.
@@ -139,21 +157,13 @@ pub fn find_any<'a>(haystack: &[u8], forms: &'a [Needle]) -> Option<&'a Needle> 
 mod tests {
     use super::*;
 
-    fn standard_base64(bytes: &[u8]) -> String {
-        let mut out = String::new();
-        for chunk in bytes.chunks(3) {
-            let triple = chunk.iter().enumerate().fold(0u32, |acc, (index, byte)| {
-                acc | u32::from(*byte) << (16 - 8 * index)
-            });
-            for index in 0..4 {
-                if index <= chunk.len() {
-                    out.push(STANDARD[(triple >> (18 - 6 * index) & 0x3f) as usize] as char);
-                } else {
-                    out.push('=');
-                }
-            }
-        }
-        out
+    #[test]
+    fn base64_matches_the_standard_alphabet() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"\xff\xfe\x00x"), "//4AeA==");
     }
 
     #[test]
@@ -162,7 +172,7 @@ mod tests {
         let forms = encoded_forms(secret);
         for prefix in ["", "a", "ab", "abc", "Authorization: Bearer "] {
             for suffix in ["", "x", "xy"] {
-                let encoded = standard_base64(format!("{prefix}{secret}{suffix}").as_bytes());
+                let encoded = base64(format!("{prefix}{secret}{suffix}").as_bytes());
                 let hit = find_any(encoded.as_bytes(), &forms);
                 assert_eq!(
                     hit.map(|form| form.encoding),
@@ -171,7 +181,7 @@ mod tests {
                 );
             }
         }
-        assert!(find_any(standard_base64(b"unrelated text here").as_bytes(), &forms).is_none());
+        assert!(find_any(base64(b"unrelated text here").as_bytes(), &forms).is_none());
     }
 
     #[test]

@@ -132,24 +132,6 @@ impl Scrubber<'_> {
     }
 }
 
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let triple = chunk.iter().enumerate().fold(0u32, |acc, (index, byte)| {
-            acc | u32::from(*byte) << (16 - 8 * index)
-        });
-        for index in 0..4 {
-            if index <= chunk.len() {
-                out.push(ALPHABET[(triple >> (18 - 6 * index) & 0x3f) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 /// One stdout line as a replay action, plus its frame (when it was a JSON object).
 fn line_action(bytes: &[u8], newline: bool, scrubber: &Scrubber<'_>) -> (Value, Option<Value>) {
     let terminator = if newline { "\n" } else { "" };
@@ -173,7 +155,10 @@ fn line_action(bytes: &[u8], newline: bool, scrubber: &Scrubber<'_>) -> (Value, 
                 [scrubbed.as_bytes(), b"\xff"].concat()
             };
             out.extend_from_slice(terminator.as_bytes());
-            (json!({ "raw_base64": base64(&out) }), None)
+            (
+                json!({ "raw_base64": dsh_protocol::needles::base64(&out) }),
+                None,
+            )
         }
     }
 }
@@ -475,15 +460,6 @@ mod tests {
             .err()
             .expect("a link to /dev/zero is refused");
         assert!(error.contains("not a regular file"), "{error}");
-    }
-
-    #[test]
-    fn base64_matches_the_standard_alphabet() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"\xff\xfe\x00x"), "//4AeA==");
     }
 
     #[test]

@@ -232,7 +232,7 @@ mod tests {
         for text in [
             format!("You said: {}", prompt.to_uppercase()),
             escaped.replace("CANARY", "canary"),
-            format!("b64 {}", base64_of(prompt)),
+            format!("b64 {}", dsh_protocol::needles::base64(prompt.as_bytes())),
         ] {
             let redacted = redactor.redact(&text);
             assert!(
@@ -258,26 +258,14 @@ mod tests {
         let redactor = Redactor::new(vec!["hunter2-very-secret".to_string()]);
         for text in [
             "pw=hunter2%2Dvery%2Dsecret".to_string(),
-            format!("auth {}", base64_of("hunter2-very-secret")),
+            format!(
+                "auth {}",
+                dsh_protocol::needles::base64(b"hunter2-very-secret")
+            ),
             "68756e746572322d766572792d736563726574".to_string(),
         ] {
             assert!(redactor.redact(&text).contains(REDACTED), "{text}");
         }
-    }
-
-    fn base64_of(text: &str) -> String {
-        const ALPHABET: &[u8; 64] =
-            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut out = String::new();
-        for chunk in text.as_bytes().chunks(3) {
-            let triple = chunk.iter().enumerate().fold(0u32, |acc, (index, byte)| {
-                acc | u32::from(*byte) << (16 - 8 * index)
-            });
-            for index in 0..=chunk.len() {
-                out.push(ALPHABET[(triple >> (18 - 6 * index) & 0x3f) as usize] as char);
-            }
-        }
-        out
     }
 
     #[test]
