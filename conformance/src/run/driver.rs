@@ -206,8 +206,11 @@ impl Driver {
             StdoutMessage::Line(bytes) => {
                 self.line_number += 1;
                 let number = self.line_number;
+                let line = String::from_utf8_lossy(&bytes);
                 for (label, needle) in &self.stdout_needles {
-                    if contains(&bytes, needle) && !self.stdout_hits.contains(label) {
+                    if !self.stdout_hits.contains(label)
+                        && line.contains(String::from_utf8_lossy(needle).as_ref())
+                    {
                         self.stdout_hits.push(label.clone());
                     }
                 }
@@ -450,6 +453,19 @@ fn read_stderr(
         .map(|(_, needle)| needle.len())
         .max()
         .unwrap_or(0);
+    // Searched as text with std's substring search, fast enough to keep up with a flood of
+    // many needle forms (a lossy conversion keeps every valid run, so no match is lost).
+    // A needle is searched for only when every byte it is made of occurs in the tail, so a
+    // flood of few distinct bytes costs one pass per read, whatever the number of forms.
+    let needles: Vec<(String, String, Vec<u8>)> = needles
+        .into_iter()
+        .map(|(label, needle)| {
+            let mut bytes = needle.clone();
+            bytes.sort_unstable();
+            bytes.dedup();
+            (label, String::from_utf8_lossy(&needle).into_owned(), bytes)
+        })
+        .collect();
     let mut tail: Vec<u8> = Vec::new();
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
@@ -465,8 +481,15 @@ fn read_stderr(
         capture.total += read;
         let room = KEPT_DRIVER_STDERR.saturating_sub(capture.kept.len());
         capture.kept.extend_from_slice(&chunk[..room.min(read)]);
-        for (label, needle) in &needles {
-            if !capture.hits.contains(label) && contains(&tail, needle) {
+        let mut present = [false; 256];
+        tail.iter()
+            .for_each(|byte| present[usize::from(*byte)] = true);
+        let text = String::from_utf8_lossy(&tail);
+        for (label, needle, bytes) in &needles {
+            if bytes.iter().all(|byte| present[usize::from(*byte)])
+                && !capture.hits.contains(label)
+                && text.contains(needle.as_str())
+            {
                 capture.hits.push(label.clone());
             }
         }
