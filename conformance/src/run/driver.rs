@@ -206,7 +206,7 @@ impl Driver {
             StdoutMessage::Line(bytes) => {
                 self.line_number += 1;
                 let number = self.line_number;
-                let line = String::from_utf8_lossy(&bytes);
+                let line = leak_scanned_text(&bytes);
                 for (label, needle) in &self.stdout_needles {
                     if !self.stdout_hits.contains(label)
                         && line.contains(String::from_utf8_lossy(needle).as_ref())
@@ -421,6 +421,29 @@ fn read_stdout(stdout: impl Read, sender: mpsc::Sender<StdoutMessage>) {
     let _ = sender.send(StdoutMessage::Eof);
 }
 
+/// The part of a driver stdout line the leak scan reads: all of it, except the `delta` of a
+/// `text_delta` or `thinking_delta` event, which relays the runtime's model output (spec 9) and
+/// is not the host logging a credential (spec 14 is about logs, stderr and argv): a runtime text
+/// frame that contains the key must be relayed, not blamed on the host.
+fn leak_scanned_text(bytes: &[u8]) -> String {
+    let relayed = |value: &Value| {
+        value.get("type").and_then(Value::as_str) == Some("event")
+            && matches!(
+                value.pointer("/event/type").and_then(Value::as_str),
+                Some("text_delta" | "thinking_delta")
+            )
+    };
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(mut value) if relayed(&value) => {
+            if let Some(event) = value.get_mut("event").and_then(Value::as_object_mut) {
+                event.remove("delta");
+            }
+            value.to_string()
+        }
+        _ => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
 /// Each labelled needle plus its encoded forms (base64 in any alignment, percent, JSON escapes,
 /// hex: `dsh_protocol::needles`), labelled `LABEL (ENCODING)`, so a driver that logs the canary
 /// or a prompt encoded is caught too. The stderr scan keeps a tail of the longest form between
@@ -533,6 +556,22 @@ mod tests {
         let capture = capture.lock().unwrap();
         assert!(capture.finished);
         capture.hits.clone()
+    }
+
+    #[test]
+    fn relayed_model_text_is_not_scanned_but_everything_else_is() {
+        let key = "sk-canary-0123456789abcdef";
+        let relayed = format!(
+            r#"{{"v":1,"type":"event","id":"r1","event":{{"type":"text_delta","delta":"the key is {key}"}}}}"#
+        );
+        assert!(!leak_scanned_text(relayed.as_bytes()).contains(key));
+        let logged = format!(
+            r#"{{"v":1,"type":"event","id":"r1","event":{{"type":"status","label":"{key}"}}}}"#
+        );
+        assert!(leak_scanned_text(logged.as_bytes()).contains(key));
+        let outcome = format!(r#"{{"v":1,"type":"outcome","id":"r1","stderr":"{key}"}}"#);
+        assert!(leak_scanned_text(outcome.as_bytes()).contains(key));
+        assert!(leak_scanned_text(format!("not json {key}").as_bytes()).contains(key));
     }
 
     #[test]
