@@ -23,6 +23,7 @@ pub mod expectations;
 mod journal;
 mod leftovers;
 pub mod procfs;
+pub mod project_files;
 pub mod selection;
 pub mod suite;
 mod transcript;

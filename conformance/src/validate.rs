@@ -1,22 +1,28 @@
 //! `dsh-conformance validate`: check one captured stdout stream against the strict rules.
 //!
-//! The transcript is streamed through the line framer twice: once to find the active request id
-//! (unless `--request-id` names it), once through the strict checker. Each violation is printed
-//! as `LINE:CODE: message` (`EOF` when it belongs to no line); a clean stream prints a summary.
-//! Exit status: 0 clean, 1 violations, 2 unusable input.
+//! The transcript (a file, or `-` for stdin) is read once, streamed through the line framer into
+//! the strict checker; without `--request-id` the first frame that names a request makes it the
+//! active one. Reading stops at the first fatal violation, so an endless input (`/dev/zero`) ends
+//! at its first oversized line. The text output prints the violation as `LINE:CODE: message`
+//! (`EOF` when it belongs to no line) or a summary for a clean stream, with every
+//! runtime-controlled character escaped for the terminal; `--format json` prints one JSON object.
+//! Exit status: 0 clean, 1 violation, 2 unusable input.
 
+use crate::output::escape;
 use dsh_protocol::frames::Status;
-use dsh_protocol::{
-    LineEvent, LineFramer, RunContext, RuntimeFrame, Step, StreamChecker, Terminal,
-};
+use dsh_protocol::{LineFramer, RunContext, Step, StreamChecker, Terminal, Violation};
+use serde_json::json;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// The request id shown while no frame has named one.
+const NO_REQUEST: &str = "(no run-scoped frame)";
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Captured runtime stdout (one frame per line).
+    /// Captured runtime stdout (one frame per line); `-` reads standard input.
     pub transcript: PathBuf,
     /// The active run's request id; default: the request_id of the first run-scoped frame.
     #[arg(long, value_name = "ID")]
@@ -27,158 +33,176 @@ pub struct Args {
     /// The host sent `cancel` for the run, so `result: cancelled` is legitimate.
     #[arg(long)]
     pub cancel_sent: bool,
+    /// Output format: `text` (one line per finding) or `json` (one object).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// Line limit in bytes (default: the protocol's 1 MiB).
     #[arg(long, value_name = "BYTES", default_value_t = dsh_protocol::MAX_LINE_BYTES, hide = true)]
     pub max_line_bytes: usize,
 }
 
+/// How `validate` prints its finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
 /// What validating one transcript found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
-    /// `LINE:CODE: message` lines, in stream order.
-    pub violations: Vec<String>,
-    pub summary: Option<String>,
+    /// The active request (given, adopted from the stream, or none).
+    pub request_id: String,
+    /// The first fatal violation, if any (reading stopped there).
+    pub violation: Option<Violation>,
+    /// For a clean stream: the outcome, e.g. `result completed`.
+    pub outcome: Option<String>,
+    pub frames: usize,
+    pub foreign: usize,
+}
+
+impl Report {
+    /// The text output: one escaped line.
+    pub fn text(&self) -> String {
+        let line = match (&self.violation, &self.outcome) {
+            (Some(violation), _) => format_violation(violation),
+            (None, outcome) => format!(
+                "ok: {} frames, {} foreign, {}",
+                self.frames,
+                self.foreign,
+                outcome.as_deref().unwrap_or_default()
+            ),
+        };
+        escape::terminal(&line)
+    }
+
+    /// The `--format json` output (strings are JSON-escaped, so nothing needs escaping).
+    pub fn json(&self) -> serde_json::Value {
+        let violation = self.violation.as_ref().map(|violation| {
+            json!({
+                "line": violation.line,
+                "code": violation.code.as_str(),
+                "message": violation.message,
+            })
+        });
+        json!({
+            "ok": self.violation.is_none(),
+            "request_id": self.request_id,
+            "violation": violation,
+            "outcome": self.outcome,
+            "frames": self.frames,
+            "foreign": self.foreign,
+        })
+    }
 }
 
 pub fn main(args: Args) -> ExitCode {
-    match validate_file(&args) {
+    match validate(&args) {
         Ok(report) => {
-            let mut stdout = io::stdout().lock();
-            for line in report.violations.iter().chain(&report.summary) {
-                // A closed stdout (e.g. `| head`) is not worth a panic.
-                if writeln!(stdout, "{line}").is_err() {
-                    break;
-                }
-            }
-            if report.violations.is_empty() {
+            let printed = match args.format {
+                Format::Text => report.text(),
+                Format::Json => report.json().to_string(),
+            };
+            // A closed stdout (e.g. `| head`) is not worth a panic.
+            let _ = writeln!(io::stdout().lock(), "{printed}");
+            if report.violation.is_none() {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
             }
         }
         Err(message) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", escape::terminal(&message));
             ExitCode::from(2)
         }
     }
 }
 
-/// Validate the transcript named by `args`; `Err` means the input was unusable.
-pub fn validate_file(args: &Args) -> Result<Report, String> {
-    let path = &args.transcript;
-    let request_id = match &args.request_id {
-        Some(id) => id.clone(),
-        None => first_request_id(path, args.max_line_bytes)?
-            .unwrap_or_else(|| "(no run-scoped frame)".to_string()),
-    };
+/// Validate the transcript named by `args` (`-`: stdin); `Err` means the input was unusable.
+pub fn validate(args: &Args) -> Result<Report, String> {
     let context = RunContext {
-        request_id,
+        request_id: args.request_id.clone().unwrap_or_else(|| NO_REQUEST.into()),
         resume_session_id: args.resume.clone(),
     };
-    let mut checker = StreamChecker::new(context);
+    let mut checker = match &args.request_id {
+        Some(_) => StreamChecker::new(context),
+        None => StreamChecker::adopting_first_request_id(context),
+    };
     checker.set_line_limit(args.max_line_bytes);
     if args.cancel_sent {
         checker.note_cancel_sent();
     }
-    let mut violations = Vec::new();
-    let mut printed = None;
-    for_each_event(path, args.max_line_bytes, |event| {
-        if let Step::Violation(violation) = checker.check_event(event) {
-            violations.push(format_violation(&violation));
-            printed = Some(violation);
-        }
-        true
-    })?;
-    let summary = match checker.finish() {
-        Terminal::Violation(violation) => {
-            if printed.as_ref() != Some(&violation) {
-                violations.push(format_violation(&violation));
-            }
-            None
-        }
-        Terminal::Result(result) => {
-            let outcome = match result.status {
-                Status::Completed => "result completed".to_string(),
-                Status::Cancelled => "result cancelled".to_string(),
-                Status::Failed => {
-                    let error = result
-                        .error
-                        .as_ref()
-                        .map(|error| format!("{}: {}", error.code, error.message))
-                        .unwrap_or_default();
-                    if result.resume_rejected {
-                        format!(
-                            "result failed, resume rejected (DSH_PROFILE_RESUME_REJECTED; {error})"
-                        )
-                    } else {
-                        format!("result failed (DSH_PROFILE_RUN_FAILED; {error})")
-                    }
-                }
-            };
-            Some(format!(
-                "ok: {} frames, {} foreign, {outcome}",
-                checker.accepted_frames(),
-                checker.foreign_frames()
-            ))
-        }
+    if args.transcript == Path::new("-") {
+        check_stream(&mut checker, io::stdin().lock(), "standard input", args)?;
+    } else {
+        let path = &args.transcript;
+        let file =
+            File::open(path).map_err(|error| format!("cannot open {}: {error}", path.display()))?;
+        check_stream(&mut checker, file, &path.display().to_string(), args)?;
+    }
+    let (violation, outcome) = match checker.finish() {
+        Terminal::Violation(violation) => (Some(violation), None),
+        Terminal::Result(result) => (None, Some(describe_outcome(&result))),
     };
     Ok(Report {
-        violations,
-        summary,
+        request_id: checker.context().request_id.clone(),
+        violation,
+        outcome,
+        frames: checker.accepted_frames(),
+        foreign: checker.foreign_frames(),
     })
 }
 
-fn format_violation(violation: &dsh_protocol::Violation) -> String {
+fn describe_outcome(result: &dsh_protocol::frames::Result) -> String {
+    match result.status {
+        Status::Completed => "result completed".to_string(),
+        Status::Cancelled => "result cancelled".to_string(),
+        Status::Failed => {
+            let error = result
+                .error
+                .as_ref()
+                .map(|error| format!("{}: {}", error.code, error.message))
+                .unwrap_or_default();
+            if result.resume_rejected {
+                format!("result failed, resume rejected (DSH_PROFILE_RESUME_REJECTED; {error})")
+            } else {
+                format!("result failed (DSH_PROFILE_RUN_FAILED; {error})")
+            }
+        }
+    }
+}
+
+fn format_violation(violation: &Violation) -> String {
     let line = violation
         .line
         .map_or_else(|| "EOF".to_string(), |line| line.to_string());
     format!("{line}:{}: {}", violation.code, violation.message)
 }
 
-/// The request_id of the first run-scoped frame that names one, reading only as far as needed.
-fn first_request_id(path: &Path, max_line_bytes: usize) -> Result<Option<String>, String> {
-    let mut found = None;
-    for_each_event(path, max_line_bytes, |event| {
-        let bytes = match event {
-            LineEvent::Line { bytes, .. } | LineEvent::Truncated { bytes, .. } => bytes,
-            LineEvent::TooLarge { .. } => return true,
-        };
-        if let Ok(frame) = RuntimeFrame::parse_line(bytes) {
-            if let Some(id) = frame.request_id() {
-                found = Some(id.to_string());
-                return false;
-            }
-        }
-        true
-    })?;
-    Ok(found)
-}
-
-/// Streams `path` through a framer, calling `visit` for each event until it returns false.
-fn for_each_event(
-    path: &Path,
-    max_line_bytes: usize,
-    mut visit: impl FnMut(&LineEvent) -> bool,
+/// Streams `input` once through a framer into `checker`, stopping at the first fatal violation.
+fn check_stream(
+    checker: &mut StreamChecker,
+    mut input: impl Read,
+    name: &str,
+    args: &Args,
 ) -> Result<(), String> {
-    let mut file =
-        File::open(path).map_err(|error| format!("cannot open {}: {error}", path.display()))?;
-    let mut framer = LineFramer::with_limit(max_line_bytes);
+    let mut framer = LineFramer::with_limit(args.max_line_bytes);
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
-        let read = match file.read(&mut chunk) {
+        let read = match input.read(&mut chunk) {
             Ok(0) => break,
             Ok(read) => read,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+            Err(error) => return Err(format!("cannot read {name}: {error}")),
         };
         for event in framer.push(&chunk[..read]) {
-            if !visit(&event) {
+            if let Step::Violation(_) = checker.check_event(&event) {
                 return Ok(());
             }
         }
     }
     if let Some(event) = framer.finish() {
-        visit(&event);
+        checker.check_event(&event);
     }
     Ok(())
 }

@@ -298,8 +298,10 @@ fn a_recorded_default_session_is_byte_exact_valid_and_becomes_a_clean_replayable
     if let Err(errors) = dsh_protocol::schema::validate("fixture.schema.json", &case) {
         panic!("{errors:?}");
     }
+    // Whole occurrences of the prompt are redacted; text the design merely shares with it
+    // (the page's title) is kept, so the replay is not mangled.
     assert!(
-        !case_text.contains(PROMPT_CANARY),
+        !case_text.contains(&format!("Create a landing page for {PROMPT_CANARY}")),
         "the prompt survived: {case_text}"
     );
     assert!(!case_text.contains(KEY_CANARY));
@@ -363,7 +365,7 @@ fn violations_go_to_stderr_and_meta_never_to_stdout_and_secrets_are_redacted() {
         &world,
         json!([
             {"ready": {}}, {"read_execute": {}},
-            {"text": format!("You asked about {PROMPT_CANARY}, please; key {KEY_CANARY}; other sk-live0123456789abcdefghij")},
+            {"text": format!("You asked: create a LANDING page for {PROMPT_CANARY}, please; key {KEY_CANARY}; other sk-live0123456789abcdefghij")},
             {"session": {}},
             {"result": {"status": "completed"}}
         ]),

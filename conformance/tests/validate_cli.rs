@@ -159,3 +159,110 @@ fn unusable_input_exits_2() {
         "a directory is unusable input"
     );
 }
+
+fn good_stream() -> Vec<u8> {
+    let path = transcripts("good")
+        .into_iter()
+        .find(|path| stem(path) == "new-session")
+        .expect("good/new-session.jsonl");
+    fs::read(path).expect("readable transcript")
+}
+
+/// Runs `validate` with `args`, feeding `stdin`; returns (exit code, stdout).
+fn validate_stdin(args: &[&str], stdin: Vec<u8>) -> (i32, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
+        .arg("validate")
+        .args(args)
+        .write_stdin(stdin)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("dsh-conformance runs");
+    let code = output.status.code().expect("exited normally");
+    (code, String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[test]
+fn dash_reads_standard_input_once() {
+    let (code, stdout) = validate_stdin(&["-"], good_stream());
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        stdout.starts_with("ok: 8 frames, 0 foreign, result completed"),
+        "{stdout}"
+    );
+    let mut bad = b"NOT JSON\n".to_vec();
+    bad.extend(good_stream());
+    let (code, stdout) = validate_stdin(&["-"], bad);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.starts_with("1:DSH_PROFILE_MALFORMED_FRAME"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_pipe_is_read_once_without_request_id() {
+    // /dev/stdin on a pipe cannot be re-opened from the start: a second pass would see nothing.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("good.jsonl");
+    fs::write(&path, good_stream()).expect("write");
+    let script = format!(
+        "cat '{}' | '{}' validate /dev/stdin",
+        path.display(),
+        env!("CARGO_BIN_EXE_dsh-conformance")
+    );
+    let output = Command::new("sh")
+        .args(["-c", &script])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("sh runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.starts_with("ok: 8 frames"), "{stdout}");
+}
+
+#[test]
+fn an_endless_input_stops_at_the_first_fatal_violation() {
+    let output = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
+        .args(["validate", "/dev/zero", "--request-id", "r1"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with("1:DSH_PROFILE_FRAME_TOO_LARGE"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn json_format_is_one_object() {
+    let (code, stdout) = validate_stdin(&["-", "--format", "json"], good_stream());
+    assert_eq!(code, 0, "{stdout}");
+    let value: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(value["ok"], true);
+    assert_eq!(value["request_id"], "run-1");
+    assert_eq!(value["frames"], 8);
+    assert_eq!(value["outcome"], "result completed");
+    assert!(value["violation"].is_null());
+    let (code, stdout) = validate_stdin(&["-", "--format", "json"], b"[1]\n".to_vec());
+    assert_eq!(code, 1, "{stdout}");
+    let value: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["violation"]["line"], 1);
+    assert_eq!(value["violation"]["code"], "DSH_PROFILE_INVALID_FRAME");
+}
+
+#[test]
+fn runtime_strings_are_escaped_in_text_output() {
+    let ready = r#"{"v":1,"type":"ready","runtime":"open-design","protocol_version":1,"plugin_version":"0.1.0","capabilities":{"session_resume":true,"session_cancel":true,"structured_events":true}}"#;
+    let error = r#"{"v":1,"type":"protocol_error","code":"X","message":"boom\u001b[2J\nok: 9 frames, 0 foreign, result completed"}"#;
+    let (code, stdout) = validate_stdin(&["-"], format!("{ready}\n{error}\n").into_bytes());
+    assert_eq!(code, 1, "{stdout}");
+    assert_eq!(stdout.lines().count(), 1, "a forged second line: {stdout}");
+    assert!(!stdout.contains('\u{1b}'), "raw escape: {stdout:?}");
+    assert!(
+        stdout.contains("boom\\u{1b}[2J\\u{a}ok: 9 frames"),
+        "{stdout}"
+    );
+}

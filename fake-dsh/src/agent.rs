@@ -232,7 +232,11 @@ pub fn run_turn(context: &mut Context) -> TurnEnd {
         call.name,
         &call.arguments,
     ));
-    let outcome = std::fs::write(&html_path, call.new_contents.as_bytes());
+    let outcome = write_inside_project(
+        Path::new(&execute.cwd),
+        &html_path,
+        call.new_contents.as_bytes(),
+    );
     if outcome.is_ok() {
         record.html_file = Some(html_path.to_string_lossy().into_owned());
     }
@@ -315,6 +319,30 @@ struct ToolCallPlan {
     name: &'static str,
     arguments: Value,
     new_contents: String,
+}
+
+/// Writes the design file only where it stays inside the project once symlinks are resolved:
+/// a symlinked `index.html` (or directory) pointing out of `cwd`, or a dangling link, is
+/// refused with `PermissionDenied` (the tool_result reports the error).
+fn write_inside_project(cwd: &Path, path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let outside = || {
+        std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "refusing to write outside the project directory",
+        )
+    };
+    let root = cwd.canonicalize()?;
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+    let resolved = if is_link {
+        path.canonicalize().map_err(|_| outside())?
+    } else {
+        let parent = path.parent().unwrap_or(cwd).canonicalize()?;
+        parent.join(path.file_name().ok_or_else(outside)?)
+    };
+    if !resolved.starts_with(&root) {
+        return Err(outside());
+    }
+    std::fs::write(resolved, contents)
 }
 
 /// `edit_file` replacing the hero block when editing a file that has one, else `write_file`.

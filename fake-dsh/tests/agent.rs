@@ -319,3 +319,26 @@ fn the_agent_writes_the_configured_html_file() {
     assert_eq!(dsh.rest().last().unwrap()["status"], "completed");
     assert!(world.project().join("design.html").is_file());
 }
+
+#[test]
+fn the_default_agent_does_not_write_through_a_symlink_out_of_the_project() {
+    let world = World::new();
+    let outside = world.root.path().join("outside.html");
+    std::fs::write(&outside, "untouched").unwrap();
+    std::os::unix::fs::symlink(&outside, world.project().join("index.html")).unwrap();
+    let mut dsh = world.stdio();
+    assert_eq!(dsh.next_frame()["type"], "ready");
+    dsh.send(&world.execute("r1", "A landing page", None));
+    let frames = dsh.rest();
+    assert_eq!(code(dsh.wait()), 0);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "untouched");
+    let result = frames
+        .iter()
+        .find(|frame| frame["type"] == "tool_result")
+        .expect("a tool_result");
+    assert_eq!(result["is_error"], true, "{result}");
+    assert!(
+        result["output"].as_str().unwrap().contains("cannot write"),
+        "{result}"
+    );
+}

@@ -119,7 +119,7 @@ impl Normalizer {
                 id: call.call_id.clone(),
                 name: call.name.clone(),
                 // The checker guarantees JSON; a lenient caller may pass anything, kept as text.
-                input: serde_json::from_str(&call.arguments)
+                input: dsh_protocol::arguments::parse(&call.arguments)
                     .unwrap_or_else(|_| Value::String(call.arguments.clone())),
             }),
             RuntimeFrame::ToolResult(result) => events.push(Event::ToolResult {

@@ -1,5 +1,6 @@
 //! Redaction of text the host keeps or logs: the turn's prompt and bootstrap, and the value of
-//! every environment variable whose name looks like a credential, become `[redacted]`.
+//! every environment variable whose name looks like a credential, become `[redacted]`, raw or in
+//! any of the common encodings (base64, percent, JSON escapes, hex).
 
 /// What a redacted secret is replaced with.
 pub const REDACTED: &str = "[redacted]";
@@ -82,12 +83,20 @@ impl Redactor {
         }
     }
 
-    /// Add one exact string.
+    /// Add one string, with its encoded forms (base64 in any alignment, percent-encoding, JSON
+    /// escapes, hex: `dsh_protocol::needles`, the forms the conformance kit scans for).
     pub fn add_secret(&mut self, secret: &str) {
-        if secret.is_empty() || self.needles.iter().any(|known| known == secret) {
+        if secret.is_empty() {
             return;
         }
-        self.needles.push(secret.to_string());
+        for form in dsh_protocol::needles::encoded_forms(secret) {
+            let Ok(form) = String::from_utf8(form.bytes) else {
+                continue;
+            };
+            if !self.needles.contains(&form) {
+                self.needles.push(form);
+            }
+        }
         self.needles
             .sort_by_key(|needle| std::cmp::Reverse(needle.len()));
     }
@@ -150,7 +159,22 @@ mod tests {
         );
         assert_eq!(
             redactor.longest_secret(),
-            "Create a landing page for the bakery\nok".len()
+            "Create a landing page for the bakery\nok".len() * 6,
+            "the all-\\u escaped form of the prompt is the longest"
         );
+    }
+
+    #[test]
+    fn encoded_credentials_are_redacted() {
+        let mut redactor = Redactor::default();
+        redactor.add_secret("sk-canary-123456");
+        for text in [
+            "auth=c2stY2FuYXJ5LTEyMzQ1Ng==",
+            "url=sk%2Dcanary%2D123456&x",
+            "hex=736b2d63616e6172792d313233343536",
+        ] {
+            let redacted = redactor.redact(text);
+            assert!(redacted.contains(REDACTED), "{text} -> {redacted}");
+        }
     }
 }

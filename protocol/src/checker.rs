@@ -10,6 +10,11 @@ use crate::lines::LineEvent;
 use std::collections::HashSet;
 use std::fmt;
 
+/// The most distinct tool-call ids one run may announce (each is kept to match its result).
+pub const MAX_TOOL_CALL_IDS: usize = 100_000;
+/// The most bytes of distinct tool-call ids one run may announce.
+pub const MAX_TOOL_CALL_ID_BYTES: usize = 8 * 1024 * 1024;
+
 /// What the host asked for in this run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunContext {
@@ -172,12 +177,16 @@ pub struct StreamChecker {
     ready_seen: bool,
     session_id: Option<String>,
     tool_calls: HashSet<String>,
+    /// Bytes of the ids in `tool_calls`.
+    tool_call_bytes: usize,
     cancel_sent: bool,
     terminal: Option<Terminal>,
     foreign: usize,
     accepted: usize,
     last_line: usize,
     line_limit: usize,
+    /// The active request id is not known yet: the first frame naming one sets it.
+    adopt_request_id: bool,
 }
 
 impl StreamChecker {
@@ -187,13 +196,30 @@ impl StreamChecker {
             ready_seen: false,
             session_id: None,
             tool_calls: HashSet::new(),
+            tool_call_bytes: 0,
             cancel_sent: false,
             terminal: None,
             foreign: 0,
             accepted: 0,
             last_line: 0,
             line_limit: crate::MAX_LINE_BYTES,
+            adopt_request_id: false,
         }
+    }
+
+    /// A checker for a stream whose active request is not known in advance: the `request_id`
+    /// of the first frame that names one becomes the active request (what `validate` does
+    /// without `--request-id`, reading its input once). Until then the context's id is a
+    /// placeholder (it only appears in a `MissingResult` message).
+    pub fn adopting_first_request_id(context: RunContext) -> Self {
+        let mut checker = Self::new(context);
+        checker.adopt_request_id = true;
+        checker
+    }
+
+    /// Whether the run has failed for good (later lines are skipped).
+    pub fn has_failed(&self) -> bool {
+        self.failed()
     }
 
     /// The line limit the framer feeding this checker enforces (only used in messages; the
@@ -341,6 +367,12 @@ impl StreamChecker {
 
     fn check_frame(&mut self, line: usize, frame: RuntimeFrame) -> Step {
         use ViolationCode as Code;
+        if self.adopt_request_id {
+            if let Some(id) = frame.request_id() {
+                self.context.request_id = id.to_string();
+                self.adopt_request_id = false;
+            }
+        }
         if !self.ready_seen {
             return match frame {
                 RuntimeFrame::Ready(_) => self.check_ready(line, frame),
@@ -505,18 +537,19 @@ impl StreamChecker {
         }
         match &frame {
             RuntimeFrame::ToolCall(call) => {
-                if let Err(error) = serde_json::from_str::<serde::de::IgnoredAny>(&call.arguments) {
+                if let Err(error) = crate::arguments::check(&call.arguments) {
                     return self.fail(Violation::at(
                         Code::InvalidFrame,
                         line,
                         format!(
-                            "tool_call `{}`: `arguments` is not JSON-encoded ({}); arguments is a JSON string (spec 6)",
+                            "tool_call `{}`: `arguments` is not JSON-encoded ({error}); arguments is a JSON string (spec 6)",
                             call.call_id,
-                            crate::frames::strip_position(&error.to_string())
                         ),
                     ));
                 }
-                self.tool_calls.insert(call.call_id.clone());
+                if let Err(violation) = self.remember_call(line, &call.call_id) {
+                    return self.fail(violation);
+                }
             }
             RuntimeFrame::ToolResult(result) if !self.tool_calls.contains(&result.call_id) => {
                 return self.fail(Violation::at(
@@ -531,6 +564,30 @@ impl StreamChecker {
             _ => {}
         }
         self.accept(frame)
+    }
+
+    /// Records a tool call's id for matching its result. A repeated id is accepted and takes no
+    /// room (interpretation I-17b); the set is bounded by [`MAX_TOOL_CALL_IDS`] ids and
+    /// [`MAX_TOOL_CALL_ID_BYTES`] bytes, past which the run fails rather than growing forever.
+    fn remember_call(&mut self, line: usize, call_id: &str) -> Result<(), Violation> {
+        if self.tool_calls.contains(call_id) {
+            return Ok(());
+        }
+        if self.tool_calls.len() >= MAX_TOOL_CALL_IDS
+            || self.tool_call_bytes + call_id.len() > MAX_TOOL_CALL_ID_BYTES
+        {
+            return Err(Violation::at(
+                ViolationCode::InvalidFrame,
+                line,
+                format!(
+                    "tool_call `{call_id}` exceeds the kit's bound of {MAX_TOOL_CALL_IDS} distinct call ids \
+                     ({MAX_TOOL_CALL_ID_BYTES} bytes) in one run (interpretation I-17b; spec 6 matches results to call ids)"
+                ),
+            ));
+        }
+        self.tool_call_bytes += call_id.len();
+        self.tool_calls.insert(call_id.to_string());
+        Ok(())
     }
 
     fn check_result(&mut self, line: usize, frame: RuntimeFrame) -> Step {

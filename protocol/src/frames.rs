@@ -350,6 +350,7 @@ impl RuntimeFrame {
             ));
         }
         let members = parse_members(text)?;
+        reject_lone_surrogates(text)?;
         build_frame(&members)
     }
 
@@ -675,8 +676,9 @@ impl<'de> Deserialize<'de> for RawMembers<'de> {
                 mut map: A,
             ) -> std::result::Result<Self::Value, A::Error> {
                 let mut entries: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::with_capacity(8);
+                let mut seen = SeenKeys::default();
                 while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-                    if entries.iter().any(|(seen, _)| *seen == key) {
+                    if !seen.insert(&key) {
                         return Err(de::Error::custom(format!("duplicate key `{key}`")));
                     }
                     let raw: &'de RawValue = map.next_value()?;
@@ -686,6 +688,107 @@ impl<'de> Deserialize<'de> for RawMembers<'de> {
             }
         }
         deserializer.deserialize_map(ObjectVisitor)
+    }
+}
+
+/// The keys of one object seen so far: a short list scanned linearly (frames have a handful of
+/// members), switching to a hash set once it grows, so the duplicate check stays linear for an
+/// object with many thousands of unknown members.
+#[derive(Default)]
+struct SeenKeys {
+    few: Vec<String>,
+    many: Option<std::collections::HashSet<String>>,
+}
+
+impl SeenKeys {
+    const LINEAR_UP_TO: usize = 16;
+
+    /// Records `key`; false when it was already seen.
+    fn insert(&mut self, key: &str) -> bool {
+        if let Some(many) = &mut self.many {
+            return many.insert(key.to_string());
+        }
+        if self.few.iter().any(|seen| seen == key) {
+            return false;
+        }
+        self.few.push(key.to_string());
+        if self.few.len() > Self::LINEAR_UP_TO {
+            self.many = Some(self.few.drain(..).collect());
+        }
+        true
+    }
+}
+
+/// A JSON value parsed with every object's keys checked for duplicates at any depth (plain
+/// `serde_json::Value` keeps the last duplicate silently). Used for the protocol's nested objects
+/// (`capabilities`, `error`, `model`, `models` entries) read from a line.
+struct UniqueValue(Value);
+
+impl<'de> Deserialize<'de> for UniqueValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        deserializer.deserialize_any(UniqueValueVisitor)
+    }
+}
+
+struct UniqueValueVisitor;
+
+impl<'de> Visitor<'de> for UniqueValueVisitor {
+    type Value = UniqueValue;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<UniqueValue, E> {
+        Ok(UniqueValue(Value::Bool(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<UniqueValue, E> {
+        Ok(UniqueValue(Value::from(v)))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<UniqueValue, E> {
+        Ok(UniqueValue(Value::from(v)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<UniqueValue, E> {
+        Ok(UniqueValue(Value::from(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<UniqueValue, E> {
+        Ok(UniqueValue(Value::String(v.to_string())))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> std::result::Result<UniqueValue, E> {
+        Ok(UniqueValue(Value::String(v)))
+    }
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<UniqueValue, E> {
+        Ok(UniqueValue(Value::Null))
+    }
+    fn visit_none<E: de::Error>(self) -> std::result::Result<UniqueValue, E> {
+        Ok(UniqueValue(Value::Null))
+    }
+    fn visit_some<D: Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> std::result::Result<UniqueValue, D::Error> {
+        UniqueValue::deserialize(deserializer)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<UniqueValue, A::Error> {
+        let mut items = Vec::new();
+        while let Some(UniqueValue(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(UniqueValue(Value::Array(items)))
+    }
+    fn visit_map<A: MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<UniqueValue, A::Error> {
+        let mut object = Map::new();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let UniqueValue(value) = map.next_value()?;
+            if object.insert(key.clone().into_owned(), value).is_some() {
+                return Err(de::Error::custom(format!("duplicate key `{key}`")));
+            }
+        }
+        Ok(UniqueValue(Value::Object(object)))
     }
 }
 
@@ -742,6 +845,24 @@ fn parse_members(text: &str) -> std::result::Result<RawMembers<'_>, FrameError> 
     })
 }
 
+/// A lone surrogate escape anywhere in the line (known member, unknown member, key, nested) is
+/// `Malformed`: one code whatever member holds it. Only lines with a `\uD800`-`\uDFFF`-looking
+/// escape pay for the second, value-free pass.
+fn reject_lone_surrogates(text: &str) -> std::result::Result<(), FrameError> {
+    let suspicious = text.match_indices("\\u").any(|(at, _)| {
+        let hex = text.as_bytes().get(at + 2..at + 4).unwrap_or_default();
+        matches!(hex, [b'd' | b'D', b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'])
+    });
+    if !suspicious {
+        return Ok(());
+    }
+    crate::arguments::check(text).map_err(|error| {
+        FrameError::malformed(format!(
+            "not JSON: {error} (spec 6: every line is one JSON frame)"
+        ))
+    })
+}
+
 /// `serde_json` messages end with " at line L column C"; a frame is one line, so drop it.
 pub(crate) fn strip_position(message: &str) -> String {
     match message.rfind(" at line ") {
@@ -789,6 +910,31 @@ impl<'m, M: Members> Reader<'m, M> {
         })
     }
 
+    /// A member parsed as a JSON value whose objects, at any depth, have no duplicate keys.
+    fn optional_unique(
+        &self,
+        name: &str,
+        expected: &str,
+    ) -> std::result::Result<Option<Value>, FrameError> {
+        let raw = match self.members.raw_get(name) {
+            None => return Ok(None),
+            Some(MemberRef::Value(value)) => return Ok(Some(value.clone())),
+            Some(MemberRef::Raw(raw)) => raw,
+        };
+        let parsed = serde_json::from_str::<UniqueValue>(raw.get());
+        parsed.map(|unique| Some(unique.0)).map_err(|error| {
+            let error = strip_position(&error.to_string());
+            if error.starts_with("duplicate key") {
+                FrameError::invalid(format!("{}: `{name}` has a {error}", self.what))
+            } else {
+                FrameError::invalid(format!(
+                    "{}: `{name}` must be {expected} ({error})",
+                    self.what
+                ))
+            }
+        })
+    }
+
     fn required<T: DeserializeOwned>(
         &self,
         name: &str,
@@ -810,7 +956,7 @@ impl<'m, M: Members> Reader<'m, M> {
         expected: &str,
         nullable: bool,
     ) -> std::result::Result<Option<T>, FrameError> {
-        let Some(value) = self.optional::<Value>(name, expected)? else {
+        let Some(value) = self.optional_unique(name, expected)? else {
             return Ok(None);
         };
         if value.is_null() && nullable {
@@ -1088,7 +1234,9 @@ fn build_models<M: Members>(r: &Reader<'_, M>) -> std::result::Result<Models, Fr
     const EXPECTED: &str =
         "an array of objects {provider, provider_name, id, name, reasoning_options?}";
     let runtime: String = r.required("runtime", "a string")?;
-    let models: Value = r.required("models", EXPECTED)?;
+    let models = r
+        .optional_unique("models", EXPECTED)?
+        .ok_or_else(|| r.missing("models"))?;
     let entries_are_objects = |value: &Value| {
         value
             .as_array()
@@ -1303,6 +1451,78 @@ mod tests {
         let frame = parse(r#"{"v":1,"type":"text","request_id":"r","content":"x","call_id":5,"future":{"a":[1]}}"#)
             .expect("unknown members are tolerated");
         assert_eq!(frame, RuntimeFrame::text("r", "x"));
+    }
+
+    #[test]
+    fn duplicates_inside_nested_protocol_objects_are_invalid() {
+        let lines = [
+            (
+                r#"{"v":1,"type":"ready","runtime":"open-design","protocol_version":1,"plugin_version":"1","capabilities":{"session_resume":false,"session_resume":true,"session_cancel":true,"structured_events":true}}"#,
+                "ready frame: `capabilities` has a duplicate key `session_resume`",
+            ),
+            (
+                r#"{"v":1,"type":"result","request_id":"r","status":"failed","session_id":null,"resume_rejected":false,"error":{"code":"A","message":"m","code":"B"}}"#,
+                "result frame: `error` has a duplicate key `code`",
+            ),
+            (
+                r#"{"v":1,"type":"models","runtime":"open-design","models":[{"provider":"p","provider_name":"P","id":"a","id":"b","name":"n"}]}"#,
+                "models frame: `models` has a duplicate key `id`",
+            ),
+        ];
+        for (line, message) in lines {
+            let error = parse(line).unwrap_err();
+            assert_eq!(error.kind, FrameErrorKind::Invalid, "{line}");
+            assert_eq!(error.message, message, "{line}");
+        }
+        let execute = r#"{"v":1,"type":"execute","request_id":"r","cwd":"/p","prompt":"x","model":{"provider":"p","id":"a","id":"b"},"mcp_servers":[]}"#;
+        let error = HostCommand::parse_line(execute.as_bytes()).unwrap_err();
+        assert_eq!(
+            error.message,
+            "execute command: `model` has a duplicate key `id`"
+        );
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_malformed_in_every_member() {
+        for line in [
+            r#"{"v":1,"type":"text","request_id":"r","content":"\ud800"}"#,
+            r#"{"v":1,"type":"text","request_id":"r","content":"a","x":"\uDBFF"}"#,
+            r#"{"v":1,"type":"text","request_id":"r","content":"a","x":{"y":["\udc00x"]}}"#,
+            r#"{"v":1,"type":"text","request_id":"r","content":"a","\ud800":1}"#,
+            r#"{"v":1,"type":"result","request_id":"r","status":"failed","session_id":null,"resume_rejected":false,"error":{"code":"A","message":"\ud800"}}"#,
+        ] {
+            let error = parse(line).unwrap_err();
+            assert_eq!(error.kind, FrameErrorKind::Malformed, "{line}: {error}");
+        }
+        for line in [
+            r#"{"v":1,"type":"text","request_id":"r","content":"\ud83d\ude00"}"#,
+            r#"{"v":1,"type":"text","request_id":"r","content":"\\ud800"}"#,
+        ] {
+            assert!(parse(line).is_ok(), "{line}");
+        }
+    }
+
+    #[test]
+    fn many_unknown_members_are_checked_for_duplicates_past_the_linear_list() {
+        let mut line = String::from(r#"{"v":1,"type":"text","request_id":"r","content":"c""#);
+        for index in 0..5_000 {
+            line.push_str(&format!(",\"u{index}\":0"));
+        }
+        let mut duplicated = line.clone();
+        line.push('}');
+        assert!(parse(&line).is_ok());
+        duplicated.push_str(",\"u4321\":1}");
+        assert_eq!(
+            parse(&duplicated).unwrap_err().message,
+            "duplicate key `u4321`"
+        );
+        let early = line.replacen(",\"u0\":0", ",\"request_id\":\"s\"", 1);
+        assert_eq!(
+            parse(&early).unwrap_err().message,
+            "duplicate key `request_id`"
+        );
+        let late = line.replacen(",\"u4999\":0", ",\"v\":1", 1);
+        assert_eq!(parse(&late).unwrap_err().message, "duplicate key `v`");
     }
 
     #[test]

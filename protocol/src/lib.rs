@@ -1,14 +1,18 @@
 //! Typed frames of the `dsh-profile-jsonl` stream (generation 1), the JSON Schemas that are the
 //! language-neutral contract, and the strict stream checker every host runs stdout through.
 //!
+//! - [`arguments`]: the one definition of `tool_call.arguments` JSON (checker and host agree).
 //! - [`frames`]: serde types for runtime frames and host commands, agreeing with `schemas/`.
 //! - [`schema`]: the schemas embedded at build time, and validation against them.
 //! - [`lines`]: a bounded-memory line framer (CRLF, empty lines, the 1 MiB limit).
+//! - [`needles`]: the encoded forms of a secret that redaction and leak scans look for.
 //! - [`checker`]: the strict per-run state machine of spec sections 6 and 7.
 
+pub mod arguments;
 pub mod checker;
 pub mod frames;
 pub mod lines;
+pub mod needles;
 pub mod schema;
 
 pub use checker::{RunContext, Step, StreamChecker, Terminal, Violation, ViolationCode};

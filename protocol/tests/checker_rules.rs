@@ -402,3 +402,59 @@ fn every_code_has_a_stable_spelling() {
         assert_eq!(ViolationCode::from_code(code.as_str()), Some(code));
     }
 }
+
+fn tool_call(call_id: &str, arguments: &str) -> String {
+    serde_json::json!({"v":1,"type":"tool_call","request_id":"r1","call_id":call_id,"name":"n","arguments":arguments})
+        .to_string()
+}
+
+#[test]
+fn tool_call_arguments_the_host_cannot_parse_are_invalid() {
+    let too_deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    for (arguments, rule) in [
+        ("{\"n\":1e400}", "IEEE double"),
+        ("\"\\ud800\"", "lone surrogate"),
+        (too_deep.as_str(), "nested deeper"),
+    ] {
+        let call = tool_call("c1", arguments);
+        let (_, terminal) = run(new_run(), &[READY, &session("s1", false), &call]);
+        assert_violation(&terminal, ViolationCode::InvalidFrame, Some(3));
+        let Terminal::Violation(violation) = terminal else {
+            unreachable!("asserted above")
+        };
+        assert!(violation.message.contains(rule), "{}", violation.message);
+        assert!(
+            dsh_protocol::arguments::parse(arguments).is_err(),
+            "the host agrees"
+        );
+    }
+}
+
+#[test]
+fn a_repeated_call_id_is_accepted_and_the_set_of_ids_is_bounded() {
+    let session = session("s1", false);
+    let repeated = tool_call("c1", "{}");
+    let (_, terminal) = run(
+        new_run(),
+        &[READY, &session, &repeated, &repeated, &completed("s1")],
+    );
+    assert!(matches!(terminal, Terminal::Result(_)), "{terminal:?}");
+    let mut checker = StreamChecker::new(new_run());
+    let mut number = 0;
+    let mut feed = |checker: &mut StreamChecker, line: &str| {
+        number += 1;
+        checker.check_line(number, line.as_bytes())
+    };
+    feed(&mut checker, READY);
+    feed(&mut checker, &session);
+    for index in 0..dsh_protocol::checker::MAX_TOOL_CALL_IDS {
+        let step = feed(&mut checker, &tool_call(&format!("c{index}"), "{}"));
+        assert!(matches!(step, Step::Accepted(_)), "call {index}: {step:?}");
+    }
+    let step = feed(&mut checker, &tool_call("one-more", "{}"));
+    let Step::Violation(violation) = step else {
+        panic!("the bound is enforced: {step:?}")
+    };
+    assert_eq!(violation.code, ViolationCode::InvalidFrame);
+    assert!(violation.message.contains("I-17b"), "{}", violation.message);
+}

@@ -25,8 +25,10 @@ struct RecordedExecute {
 /// Read the host's commands: the first execute, and every prompt (for redaction).
 fn read_commands(dir: &Path, redactor: &mut Redactor) -> Result<RecordedExecute, String> {
     let path = dir.join(STDIN_FILE);
-    let bytes =
-        std::fs::read(&path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let mut bytes = Vec::new();
+    open_recording_file(&path)?
+        .read_to_end(&mut bytes)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
     let mut execute = None;
     for line in bytes.split(|byte| *byte == b'\n') {
         let Ok(command) = serde_json::from_slice::<Value>(line) else {
@@ -62,11 +64,36 @@ fn read_commands(dir: &Path, redactor: &mut Redactor) -> Result<RecordedExecute,
     })
 }
 
+/// The most bytes `fixture-from-transcript` reads from one recording file.
+pub const MAX_RECORDING_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Opens one file of a recording for a bounded read: a regular file (a FIFO or device would
+/// hang or never end) of at most [`MAX_RECORDING_FILE_BYTES`].
+fn open_recording_file(path: &Path) -> Result<std::io::Take<std::fs::File>, String> {
+    let meta = std::fs::metadata(path)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{}: not a regular file (a recording holds regular files only)",
+            path.display()
+        ));
+    }
+    if meta.len() > MAX_RECORDING_FILE_BYTES {
+        return Err(format!(
+            "{}: {} bytes, more than the {MAX_RECORDING_FILE_BYTES} bytes a recording file may hold",
+            path.display(),
+            meta.len()
+        ));
+    }
+    let file = std::fs::File::open(path)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    Ok(file.take(MAX_RECORDING_FILE_BYTES))
+}
+
 /// Every stdout event of the recording, streamed through the framer.
 fn read_stdout(dir: &Path) -> Result<Vec<LineEvent>, String> {
     let path = dir.join(STDOUT_FILE);
-    let mut file = std::fs::File::open(&path)
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let mut file = open_recording_file(&path)?;
     let mut framer = LineFramer::new();
     let mut events = Vec::new();
     let mut buffer = vec![0u8; 64 * 1024];
@@ -105,24 +132,6 @@ impl Scrubber<'_> {
     }
 }
 
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let triple = chunk.iter().enumerate().fold(0u32, |acc, (index, byte)| {
-            acc | u32::from(*byte) << (16 - 8 * index)
-        });
-        for index in 0..4 {
-            if index <= chunk.len() {
-                out.push(ALPHABET[(triple >> (18 - 6 * index) & 0x3f) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 /// One stdout line as a replay action, plus its frame (when it was a JSON object).
 fn line_action(bytes: &[u8], newline: bool, scrubber: &Scrubber<'_>) -> (Value, Option<Value>) {
     let terminator = if newline { "\n" } else { "" };
@@ -146,7 +155,10 @@ fn line_action(bytes: &[u8], newline: bool, scrubber: &Scrubber<'_>) -> (Value, 
                 [scrubbed.as_bytes(), b"\xff"].concat()
             };
             out.extend_from_slice(terminator.as_bytes());
-            (json!({ "raw_base64": base64(&out) }), None)
+            (
+                json!({ "raw_base64": dsh_protocol::needles::base64(&out) }),
+                None,
+            )
         }
     }
 }
@@ -430,12 +442,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base64_matches_the_standard_alphabet() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"\xff\xfe\x00x"), "//4AeA==");
+    fn recording_files_are_read_bounded_and_only_when_regular() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let error = open_recording_file(&fifo).unwrap_err();
+        assert!(error.contains("not a regular file"), "{error}");
+        let big = dir.path().join("big");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_RECORDING_FILE_BYTES + 1)
+            .unwrap();
+        let error = open_recording_file(&big).unwrap_err();
+        assert!(error.contains("more than"), "{error}");
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join(STDIN_FILE)).unwrap();
+        let error = read_commands(dir.path(), &mut Redactor::default())
+            .err()
+            .expect("a link to /dev/zero is refused");
+        assert!(error.contains("not a regular file"), "{error}");
     }
 
     #[test]

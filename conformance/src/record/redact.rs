@@ -1,14 +1,11 @@
 //! Redaction of secrets and prompt text from strings that leave a recording: credential-named
-//! environment values, well-known token shapes (`sk-...`), and any long run of prompt text.
-
-use std::collections::HashSet;
+//! environment values, well-known token shapes (`sk-...`), and whole occurrences of the prompts
+//! (and their long lines), each also in its common encodings and, for prompts, re-cased.
 
 /// What replaces a credential.
 pub const REDACTED: &str = "[redacted]";
 /// What replaces prompt text.
 pub const PROMPT_PLACEHOLDER: &str = "[recorded prompt]";
-/// Runs of prompt text this long (in characters) or longer are replaced.
-const PROMPT_GRAM_CHARS: usize = 12;
 /// Environment values shorter than this are not treated as secrets (too many false hits).
 const MIN_SECRET_CHARS: usize = 8;
 
@@ -75,35 +72,75 @@ pub fn redact_token_shapes(text: &str) -> String {
     out
 }
 
-/// Redacts one recording: known secret values, token shapes, and the prompts' text.
+/// Redacts one recording: known secret values, token shapes, and the prompts' text, each in its
+/// common encodings too (`dsh_protocol::needles`: base64, percent, JSON escapes, hex).
 #[derive(Debug, Default)]
 pub struct Redactor {
+    /// Every form of every secret, longest first.
     secrets: Vec<String>,
+    /// Every form of every prompt (and of its long lines), longest first; matched ignoring
+    /// ASCII case, since a runtime may echo a prompt re-cased.
     prompts: Vec<String>,
-    grams: HashSet<Vec<char>>,
+}
+
+/// Prompt lines this long (in characters) or longer are replaced on their own as well.
+const MIN_PROMPT_LINE_CHARS: usize = 16;
+
+/// Adds every encoded form of `text` to `forms`, keeping it sorted longest first.
+fn add_forms(forms: &mut Vec<String>, text: &str) {
+    for form in dsh_protocol::needles::encoded_forms(text) {
+        if let Ok(form) = String::from_utf8(form.bytes) {
+            if !forms.contains(&form) {
+                forms.push(form);
+            }
+        }
+    }
+    forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
+}
+
+/// `text` with every occurrence of `needle`, compared ignoring ASCII case, replaced. Matches
+/// start on character boundaries (a UTF-8 lead byte only equals itself).
+fn replace_ignoring_ascii_case(text: &str, needle: &str, with: &str) -> String {
+    let (hay, pattern) = (text.as_bytes(), needle.as_bytes());
+    if pattern.is_empty() || hay.len() < pattern.len() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let (mut copied, mut at) = (0, 0);
+    while at + pattern.len() <= hay.len() {
+        if hay[at..at + pattern.len()].eq_ignore_ascii_case(pattern) {
+            out.push_str(&text[copied..at]);
+            out.push_str(with);
+            at += pattern.len();
+            copied = at;
+        } else {
+            at += 1;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 impl Redactor {
     pub fn new(secrets: Vec<String>) -> Self {
-        Self {
-            secrets,
-            ..Self::default()
+        let mut redactor = Self::default();
+        for secret in secrets {
+            add_forms(&mut redactor.secrets, &secret);
         }
+        redactor
     }
 
-    /// Everything of `prompt` (its whole text and every run of 12+ characters of it with some
-    /// letters or digits) is replaced from now on.
+    /// Every whole occurrence of `prompt` (and of each of its lines of 16+ characters) is
+    /// replaced from now on, raw, re-cased or encoded; text the output merely shares with the
+    /// prompt (a 12-character run) is kept.
     pub fn add_prompt(&mut self, prompt: &str) {
         if prompt.trim().is_empty() {
             return;
         }
-        self.prompts.push(prompt.to_string());
-        self.prompts
-            .sort_by_key(|prompt| std::cmp::Reverse(prompt.len()));
-        let chars: Vec<char> = prompt.chars().collect();
-        for gram in chars.windows(PROMPT_GRAM_CHARS) {
-            if gram.iter().filter(|c| c.is_alphanumeric()).count() >= 4 {
-                self.grams.insert(gram.to_vec());
+        add_forms(&mut self.prompts, prompt);
+        for line in prompt.lines().map(str::trim) {
+            if line.chars().count() >= MIN_PROMPT_LINE_CHARS {
+                add_forms(&mut self.prompts, line);
             }
         }
     }
@@ -116,51 +153,11 @@ impl Redactor {
                 text = text.replace(secret.as_str(), REDACTED);
             }
         }
-        let text = redact_token_shapes(&text);
-        self.redact_prompt_text(&text)
-    }
-
-    fn redact_prompt_text(&self, text: &str) -> String {
-        let mut text = text.to_string();
+        let mut text = redact_token_shapes(&text);
         for prompt in &self.prompts {
-            if text.contains(prompt.as_str()) {
-                text = text.replace(prompt.as_str(), PROMPT_PLACEHOLDER);
-            }
+            text = replace_ignoring_ascii_case(&text, prompt, PROMPT_PLACEHOLDER);
         }
-        if self.grams.is_empty() {
-            return text;
-        }
-        let chars: Vec<char> = text.chars().collect();
-        if chars.len() < PROMPT_GRAM_CHARS {
-            return text;
-        }
-        let mut covered = vec![false; chars.len()];
-        let mut any = false;
-        for (start, gram) in chars.windows(PROMPT_GRAM_CHARS).enumerate() {
-            if self.grams.contains(gram) {
-                covered[start..start + PROMPT_GRAM_CHARS]
-                    .iter_mut()
-                    .for_each(|c| *c = true);
-                any = true;
-            }
-        }
-        if !any {
-            return text;
-        }
-        let mut out = String::with_capacity(text.len());
-        let mut index = 0;
-        while index < chars.len() {
-            if covered[index] {
-                out.push_str(PROMPT_PLACEHOLDER);
-                while index < chars.len() && covered[index] {
-                    index += 1;
-                }
-            } else {
-                out.push(chars[index]);
-                index += 1;
-            }
-        }
-        out
+        text
     }
 
     /// Redact every string (keys included) inside a JSON value.
@@ -226,20 +223,49 @@ mod tests {
     }
 
     #[test]
-    fn prompt_fragments_are_redacted() {
+    fn whole_prompts_are_redacted_raw_recased_and_encoded() {
+        let prompt = "Create a landing page about CANARY-1234-abcd for me";
         let mut redactor = Redactor::default();
-        redactor.add_prompt("Create a landing page about CANARY-1234-abcd for me");
-        assert_eq!(
-            redactor.redact("Create a landing page about CANARY-1234-abcd for me"),
-            PROMPT_PLACEHOLDER
-        );
-        let html = redactor.redact("<h1>landing page about CANARY-1234-abcd</h1>");
-        assert!(!html.contains("CANARY"), "{html}");
-        assert!(html.starts_with("<h1>"), "{html}");
+        redactor.add_prompt(prompt);
+        assert_eq!(redactor.redact(prompt), PROMPT_PLACEHOLDER);
+        let escaped = serde_json::to_string(&format!("say \"{prompt}\"\n")).unwrap();
+        for text in [
+            format!("You said: {}", prompt.to_uppercase()),
+            escaped.replace("CANARY", "canary"),
+            format!("b64 {}", dsh_protocol::needles::base64(prompt.as_bytes())),
+        ] {
+            let redacted = redactor.redact(&text);
+            assert!(
+                redacted.contains(PROMPT_PLACEHOLDER),
+                "{text} -> {redacted}"
+            );
+            assert!(
+                !redacted.to_lowercase().contains("canary-1234"),
+                "{redacted}"
+            );
+        }
+        // Output that only shares a 12-character run with the prompt is not mangled.
+        let html = "<h1>A landing page about our bakery</h1>";
+        assert_eq!(redactor.redact(html), html);
         assert_eq!(
             redactor.redact("unrelated text here"),
             "unrelated text here"
         );
+    }
+
+    #[test]
+    fn encoded_secrets_are_redacted() {
+        let redactor = Redactor::new(vec!["hunter2-very-secret".to_string()]);
+        for text in [
+            "pw=hunter2%2Dvery%2Dsecret".to_string(),
+            format!(
+                "auth {}",
+                dsh_protocol::needles::base64(b"hunter2-very-secret")
+            ),
+            "68756e746572322d766572792d736563726574".to_string(),
+        ] {
+            assert!(redactor.redact(&text).contains(REDACTED), "{text}");
+        }
     }
 
     #[test]

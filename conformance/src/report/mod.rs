@@ -129,11 +129,23 @@ pub fn write_report_files(document: &ReportDocument, dir: &Path) -> Result<Vec<P
             _ => markdown::write_report_markdown(document, &mut bytes),
         };
         rendered.map_err(|error| format!("{}: cannot render: {error}", path.display()))?;
-        std::fs::write(&path, &bytes)
+        replace_file(dir, &path, &bytes)
             .map_err(|error| format!("{}: cannot write: {error}", path.display()))?;
         written.push(path);
     }
     Ok(written)
+}
+
+/// Writes `bytes` to a temp file in `dir` and renames it over `path`, so an existing symlink
+/// at `path` is replaced rather than written through, and a reader never sees half a file.
+fn replace_file(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
+    temp.write_all(bytes)?;
+    temp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    temp.persist(path).map_err(|error| error.error)?;
+    Ok(())
 }
 
 /// The exit code of a written report (see the module doc).
@@ -287,4 +299,27 @@ pub fn diff_main(args: DiffArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     ExitCode::from(if result.is_regression() { 1 } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_files_replace_symlinks_instead_of_writing_through_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "untouched").unwrap();
+        std::os::unix::fs::symlink(&victim, out.join("report.json")).unwrap();
+        let document = ReportDocument::new(Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let written = write_report_files(&document, &out).unwrap();
+        assert_eq!(written.len(), REPORT_FILES.len());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+        let json = std::fs::symlink_metadata(out.join("report.json")).unwrap();
+        assert!(json.file_type().is_file(), "the link was replaced");
+        let leftovers = std::fs::read_dir(&out).unwrap().count();
+        assert_eq!(leftovers, REPORT_FILES.len(), "no temp file is left");
+    }
 }

@@ -132,7 +132,8 @@ impl Driver {
         let (sender, receiver) = mpsc::channel();
         std::thread::spawn(move || read_stdout(stdout, sender));
         let capture = Arc::new(Mutex::new(StderrCapture::default()));
-        let needles = spec.stderr_needles.clone();
+        let needles = with_encoded_forms(&spec.stderr_needles);
+        let stdout_needles = with_encoded_forms(&stdout_needles);
         let sink = Arc::clone(&capture);
         std::thread::spawn(move || read_stderr(stderr, needles, sink));
         Ok(Driver {
@@ -205,8 +206,11 @@ impl Driver {
             StdoutMessage::Line(bytes) => {
                 self.line_number += 1;
                 let number = self.line_number;
+                let line = leak_scanned_text(&bytes);
                 for (label, needle) in &self.stdout_needles {
-                    if contains(&bytes, needle) && !self.stdout_hits.contains(label) {
+                    if !self.stdout_hits.contains(label)
+                        && line.contains(String::from_utf8_lossy(needle).as_ref())
+                    {
                         self.stdout_hits.push(label.clone());
                     }
                 }
@@ -417,6 +421,51 @@ fn read_stdout(stdout: impl Read, sender: mpsc::Sender<StdoutMessage>) {
     let _ = sender.send(StdoutMessage::Eof);
 }
 
+/// The part of a driver stdout line the leak scan reads: all of it, except the `delta` of a
+/// `text_delta` or `thinking_delta` event, which relays the runtime's model output (spec 9) and
+/// is not the host logging a credential (spec 14 is about logs, stderr and argv): a runtime text
+/// frame that contains the key must be relayed, not blamed on the host.
+fn leak_scanned_text(bytes: &[u8]) -> String {
+    let relayed = |value: &Value| {
+        value.get("type").and_then(Value::as_str) == Some("event")
+            && matches!(
+                value.pointer("/event/type").and_then(Value::as_str),
+                Some("text_delta" | "thinking_delta")
+            )
+    };
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(mut value) if relayed(&value) => {
+            if let Some(event) = value.get_mut("event").and_then(Value::as_object_mut) {
+                event.remove("delta");
+            }
+            value.to_string()
+        }
+        _ => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
+/// Each labelled needle plus its encoded forms (base64 in any alignment, percent, JSON escapes,
+/// hex: `dsh_protocol::needles`), labelled `LABEL (ENCODING)`, so a driver that logs the canary
+/// or a prompt encoded is caught too. The stderr scan keeps a tail of the longest form between
+/// reads, so a form split across two writes is found.
+fn with_encoded_forms(needles: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
+    let mut expanded = Vec::new();
+    for (label, needle) in needles {
+        let Ok(text) = std::str::from_utf8(needle) else {
+            expanded.push((label.clone(), needle.clone()));
+            continue;
+        };
+        for form in dsh_protocol::needles::encoded_forms(text) {
+            let label = match form.encoding {
+                "raw" => label.clone(),
+                encoding => format!("{label} ({encoding})"),
+            };
+            expanded.push((label, form.bytes));
+        }
+    }
+    expanded
+}
+
 fn read_stderr(
     mut stderr: impl Read,
     needles: Vec<(String, Vec<u8>)>,
@@ -427,6 +476,19 @@ fn read_stderr(
         .map(|(_, needle)| needle.len())
         .max()
         .unwrap_or(0);
+    // Searched as text with std's substring search, fast enough to keep up with a flood of
+    // many needle forms (a lossy conversion keeps every valid run, so no match is lost).
+    // A needle is searched for only when every byte it is made of occurs in the tail, so a
+    // flood of few distinct bytes costs one pass per read, whatever the number of forms.
+    let needles: Vec<(String, String, Vec<u8>)> = needles
+        .into_iter()
+        .map(|(label, needle)| {
+            let mut bytes = needle.clone();
+            bytes.sort_unstable();
+            bytes.dedup();
+            (label, String::from_utf8_lossy(&needle).into_owned(), bytes)
+        })
+        .collect();
     let mut tail: Vec<u8> = Vec::new();
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
@@ -442,8 +504,15 @@ fn read_stderr(
         capture.total += read;
         let room = KEPT_DRIVER_STDERR.saturating_sub(capture.kept.len());
         capture.kept.extend_from_slice(&chunk[..room.min(read)]);
-        for (label, needle) in &needles {
-            if !capture.hits.contains(label) && contains(&tail, needle) {
+        let mut present = [false; 256];
+        tail.iter()
+            .for_each(|byte| present[usize::from(*byte)] = true);
+        let text = String::from_utf8_lossy(&tail);
+        for (label, needle, bytes) in &needles {
+            if bytes.iter().all(|byte| present[usize::from(*byte)])
+                && !capture.hits.contains(label)
+                && text.contains(needle.as_str())
+            {
                 capture.hits.push(label.clone());
             }
         }
@@ -456,4 +525,69 @@ fn read_stderr(
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .finished = true;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that returns one chunk per `read`, like separate writes on a pipe.
+    struct Writes(Vec<Vec<u8>>);
+
+    impl Read for Writes {
+        fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.is_empty() {
+                return Ok(0);
+            }
+            let chunk = self.0.remove(0);
+            buffer[..chunk.len()].copy_from_slice(&chunk);
+            Ok(chunk.len())
+        }
+    }
+
+    fn hits(writes: &[&str]) -> Vec<String> {
+        let needles = with_encoded_forms(&[(
+            "the canary credential".to_string(),
+            b"sk-canary-0123456789abcdef".to_vec(),
+        )]);
+        let capture = Arc::new(Mutex::new(StderrCapture::default()));
+        let writes = writes.iter().map(|w| w.as_bytes().to_vec()).collect();
+        read_stderr(Writes(writes), needles, Arc::clone(&capture));
+        let capture = capture.lock().unwrap();
+        assert!(capture.finished);
+        capture.hits.clone()
+    }
+
+    #[test]
+    fn relayed_model_text_is_not_scanned_but_everything_else_is() {
+        let key = "sk-canary-0123456789abcdef";
+        let relayed = format!(
+            r#"{{"v":1,"type":"event","id":"r1","event":{{"type":"text_delta","delta":"the key is {key}"}}}}"#
+        );
+        assert!(!leak_scanned_text(relayed.as_bytes()).contains(key));
+        let logged = format!(
+            r#"{{"v":1,"type":"event","id":"r1","event":{{"type":"status","label":"{key}"}}}}"#
+        );
+        assert!(leak_scanned_text(logged.as_bytes()).contains(key));
+        let outcome = format!(r#"{{"v":1,"type":"outcome","id":"r1","stderr":"{key}"}}"#);
+        assert!(leak_scanned_text(outcome.as_bytes()).contains(key));
+        assert!(leak_scanned_text(format!("not json {key}").as_bytes()).contains(key));
+    }
+
+    #[test]
+    fn encoded_and_split_secrets_on_stderr_are_found() {
+        assert_eq!(
+            hits(&["auth: c2stY2FuYXJ5LTAxMjM0NTY3ODlhYmNkZWY=\n"]),
+            ["the canary credential (base64)"]
+        );
+        assert_eq!(
+            hits(&["key=sk%2Dcanary%2D0123456789abcdef\n"]),
+            ["the canary credential (percent-encoded)"]
+        );
+        assert_eq!(
+            hits(&["key=sk-canary-01234", "56789abcdef\n"]),
+            ["the canary credential"]
+        );
+        assert!(hits(&["nothing to see\n"]).is_empty());
+    }
 }
