@@ -204,6 +204,7 @@ pub fn main(args: Args) -> ExitCode {
     let rendered = match args.format {
         Format::Table => to_table(&target, &results),
         Format::Json => format!("{:#}\n", to_json(&target, &results)),
+        Format::Jsonl => format!("{}\n", to_json(&target, &results)),
     };
     let _ = std::io::stdout().write_all(rendered.as_bytes());
     if results.iter().any(|result| result.status == Status::Fail) {
