@@ -112,6 +112,8 @@ pub struct Suite {
     config: SuiteConfig,
     entries: Vec<CaseEntry>,
     env: CaseEnv,
+    /// Over the selection before `--shard`.
+    corpus_hash: String,
 }
 
 impl Suite {
@@ -165,6 +167,9 @@ impl Suite {
             .into_iter()
             .filter(|entry| config.selection.matches(entry))
             .collect();
+        let whole: Vec<&CaseEntry> = entries.iter().collect();
+        // The hash of the whole selection, so every shard of it carries the same one.
+        let hash = corpus_hash(&whole);
         let entries = match config.selection.shard {
             Some(shard) => shard_entries(entries, shard),
             None => entries,
@@ -179,6 +184,7 @@ impl Suite {
             config: config.clone(),
             entries,
             env,
+            corpus_hash: hash,
         })
     }
 
@@ -198,14 +204,13 @@ impl Suite {
     /// The first line of a table run: kit, host, command, variant, corpus hash.
     pub fn header_line(&self) -> String {
         use crate::output::escape::{shell_join, terminal};
-        let selected: Vec<&CaseEntry> = self.entries.iter().collect();
         format!(
             "dsh-conformance {}: host {} ({}), runtime {}, corpus {}, {} cases",
             env!("CARGO_PKG_VERSION"),
             terminal(&self.host_name()),
             terminal(&shell_join(&self.config.host)),
             terminal(&self.config.variant.name),
-            crate::model::short_hash(&corpus_hash(&selected)),
+            crate::model::short_hash(&self.corpus_hash),
             self.entries.len()
         )
     }
@@ -300,10 +305,9 @@ impl Suite {
         for case in &mut cases {
             self.apply_expectations(case);
         }
-        let selected: Vec<&CaseEntry> = self.entries.iter().collect();
         SuiteReport {
             kit_version: env!("CARGO_PKG_VERSION").to_string(),
-            corpus_hash: corpus_hash(&selected),
+            corpus_hash: self.corpus_hash.clone(),
             host: HostInfo {
                 name: self.host_name(),
                 command: self.config.host.clone(),
