@@ -663,3 +663,19 @@ fn rerun_lines_carry_the_flags_and_xpass_counts_as_a_failure() {
         "{stdout}"
     );
 }
+
+#[test]
+fn the_reference_driver_answers_help_and_version() {
+    let driver = fake_dsh::locate::binary("dsh-host-driver");
+    assert_cmd::Command::new(&driver)
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("DSH_HOST_MUTANT"))
+        .stdout(predicates::str::contains("Usage: dsh-host-driver"));
+    assert_cmd::Command::new(&driver)
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicates::str::starts_with("dsh-host-driver 0."));
+}
