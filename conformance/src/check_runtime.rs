@@ -162,9 +162,9 @@ pub fn to_table(target: &Target, results: &[CheckResult]) -> String {
     let mut out = String::new();
     for result in results {
         let status = match result.status {
-            Status::Pass => "PASS",
-            Status::Fail => "FAIL",
-            Status::Inconclusive => "INCONCLUSIVE",
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Inconclusive => "inconclusive",
         };
         out.push_str(&format!(
             "{status:<12}  {:<id_width$}  {:<rule_width$}  {}\n",
