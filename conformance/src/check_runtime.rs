@@ -162,9 +162,9 @@ pub fn to_table(target: &Target, results: &[CheckResult]) -> String {
     let mut out = String::new();
     for result in results {
         let status = match result.status {
-            Status::Pass => "PASS",
-            Status::Fail => "FAIL",
-            Status::Inconclusive => "INCONCLUSIVE",
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Inconclusive => "inconclusive",
         };
         out.push_str(&format!(
             "{status:<12}  {:<id_width$}  {:<rule_width$}  {}\n",
@@ -204,6 +204,7 @@ pub fn main(args: Args) -> ExitCode {
     let rendered = match args.format {
         Format::Table => to_table(&target, &results),
         Format::Json => format!("{:#}\n", to_json(&target, &results)),
+        Format::Jsonl => format!("{}\n", to_json(&target, &results)),
     };
     let _ = std::io::stdout().write_all(rendered.as_bytes());
     if results.iter().any(|result| result.status == Status::Fail) {

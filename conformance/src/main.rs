@@ -27,6 +27,10 @@ enum Command {
     Report(report::Args),
     /// Compare two report.json files; exit 1 on a regression.
     Diff(report::DiffArgs),
+    /// A quick look at a stored report.json: per-cell counts and the failing cases.
+    Summary(report::tools::SummaryArgs),
+    /// Combine the JSON results of `run --shard K/N` jobs (or reports) into one report.json.
+    Merge(report::tools::MergeArgs),
     /// Check a runtime (a real dsh with the open-design profile, or fake-dsh) from the host's side.
     CheckRuntime(check_runtime::Args),
     /// Proxy a runtime's stdio unchanged, validate it live and write a transcript.
@@ -42,6 +46,8 @@ fn main() -> ExitCode {
         Command::Lint(args) => corpus::main(args),
         Command::Report(args) => report::main(args),
         Command::Diff(args) => report::diff_main(args),
+        Command::Summary(args) => report::tools::summary_main(args),
+        Command::Merge(args) => report::tools::merge_main(args),
         Command::CheckRuntime(args) => check_runtime::main(args),
         Command::Record(args) => record::main(args),
         Command::FixtureFromTranscript(args) => record::fixture_main(args),

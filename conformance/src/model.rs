@@ -104,6 +104,10 @@ pub struct SuiteReport {
     pub runtime_variant: String,
     pub cases: Vec<CaseResult>,
     pub duration_ms: u64,
+    /// The flags besides `--host`, `--variant` and `--case` that re-run a case the same way
+    /// (`--fixtures DIR`, `--time-scale F`, `--expectations FILE`, `--variant-env K=V`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rerun_args: Vec<String>,
 }
 
 /// The abbreviated corpus hash reports print: its first 12 characters (all of a shorter one).

@@ -6,11 +6,13 @@
 //! - [`table`]: the terminal table, re-run commands and summary line.
 //! - [`junit`]: JUnit XML, one `testsuite` per host x runtime variant.
 //! - [`markdown`]: a CI step summary.
+//! - [`stream`]: live per-case lines or JSON objects, the progress line, the end summary.
 //! - [`escape`]: making untrusted text safe for a terminal, XML/HTML, Markdown and a shell.
 
 pub mod escape;
 pub mod junit;
 pub mod markdown;
+pub mod stream;
 pub mod table;
 
 use crate::model::SuiteReport;
@@ -26,6 +28,7 @@ pub enum Format {
     // No doc comments here: clap would print them as help for the values.
     Table,
     Json,
+    Jsonl,
 }
 
 /// Writes the report as pretty-printed JSON (the suite part of `schemas/report.schema.json`),

@@ -32,7 +32,12 @@ pub struct Args {
 }
 
 pub fn main(args: Args) -> ExitCode {
-    match proxy::run(&args.out, &args.command) {
+    let ran = proxy::run(&args.out, &args.command);
+    if let Ok((dir, _)) = &ran {
+        // stdout is the runtime's own stream: the directory chosen goes to stderr.
+        eprintln!("recorded to {}", dir.display());
+    }
+    match ran {
         Ok((_, proxy::Ended::SpawnFailed(code))) => ExitCode::from(code as u8),
         Ok((_, proxy::Ended::Exited(status))) => {
             use std::os::unix::process::ExitStatusExt;
@@ -92,6 +97,10 @@ pub fn fixture_main(args: FixtureArgs) -> ExitCode {
     };
     match &args.out {
         Some(path) => {
+            let parent = path.parent().filter(|dir| !dir.as_os_str().is_empty());
+            if let Err(error) = parent.map_or(Ok(()), std::fs::create_dir_all) {
+                return fail(format!("cannot create {}: {error}", path.display()));
+            }
             if let Err(error) = std::fs::write(path, text) {
                 return fail(format!("cannot write {}: {error}", path.display()));
             }

@@ -22,6 +22,7 @@ mod expect;
 pub mod expectations;
 mod journal;
 mod leftovers;
+mod preflight;
 pub mod procfs;
 pub mod project_files;
 pub mod selection;
@@ -37,10 +38,11 @@ pub use suite::{resolve_program, run_suite, HarnessError, Suite, SuiteConfig, Va
 
 pub use crate::output::Format;
 
-use crate::model::{SuiteReport, Verdict};
+use crate::model::{CaseResult, SuiteReport, Verdict};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Exit codes of `run`.
 pub const EXIT_OK: u8 = 0;
@@ -76,9 +78,18 @@ pub struct Flags {
     /// Select cases exercising this spec section (repeatable).
     #[arg(long = "section")]
     pub sections: Vec<String>,
-    /// Print the selected cases and exit.
+    /// Leave out cases whose id matches this glob (repeatable).
+    #[arg(long = "skip", value_name = "PATTERN")]
+    pub skip: Vec<String>,
+    /// Run only shard K of N (`--shard 2/4`): a deterministic split balanced by expected wait.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<selection::Shard>,
+    /// Print the selected cases and exit (`--format json` for a JSON array).
     #[arg(long)]
     pub list: bool,
+    /// Start no new case after the first one that fails the run.
+    #[arg(long)]
+    pub fail_fast: bool,
     /// Cases run in parallel (default: the core count).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -94,9 +105,13 @@ pub struct Flags {
     /// Write an expectations file listing the current failures.
     #[arg(long)]
     pub write_expectations: Option<PathBuf>,
-    /// stdout format.
+    /// stdout format: a live table, one JSON document at the end, or one JSON object per
+    /// finished case (jsonl) and a summary object.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Colour verdicts: auto (a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, value_enum, default_value_t = crate::output::stream::ColorChoice::Auto)]
+    pub color: crate::output::stream::ColorChoice,
     /// Also write JUnit XML here.
     #[arg(long)]
     pub junit: Option<PathBuf>,
@@ -130,23 +145,42 @@ pub fn main(args: Args) -> ExitCode {
     }
 }
 
+/// Set once no new case may start: Ctrl-C or `--fail-fast`.
+static STOP: AtomicBool = AtomicBool::new(false);
+/// Set by the SIGINT handler.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Exit code after Ctrl-C (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+extern "C" fn on_sigint(_: nix::libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// The first Ctrl-C lets the running cases finish and prints the partial summary; the handler
+/// resets itself, so a second Ctrl-C ends the process at once.
+fn catch_ctrl_c() {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    let action = SigAction::new(
+        SigHandler::Handler(on_sigint),
+        SaFlags::SA_RESETHAND | SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    // SAFETY: the handler only stores to two atomics, which is async-signal-safe.
+    let _ = unsafe { sigaction(Signal::SIGINT, &action) };
+}
+
 fn run_cli(args: &Args) -> Result<u8, String> {
     let args: &Flags = &args.flags;
     let config = config_from_args(args)?;
     let suite = Suite::prepare(&config).map_err(|e| e.to_string())?;
-    let mut stdout = std::io::stdout().lock();
     if args.list {
-        for entry in suite.entries() {
-            writeln!(stdout, "{}\t{}", entry.id, entry.summary()).map_err(|e| e.to_string())?;
-        }
-        return Ok(if suite.entries().is_empty() {
-            EXIT_NOTHING_MEASURED
-        } else {
-            EXIT_OK
-        });
+        return list(args, &suite);
     }
     if suite.entries().is_empty() {
-        eprintln!("dsh-conformance run: no case selected (check --case / --section)");
+        eprintln!(
+            "dsh-conformance run: no case selected (check --case / --skip / --section / --shard)"
+        );
         return Ok(EXIT_NOTHING_MEASURED);
     }
     if let Some(expectations) = &config.expectations {
@@ -158,13 +192,155 @@ fn run_cli(args: &Args) -> Result<u8, String> {
             eprintln!("dsh-conformance run: warning: the expectations file lists {id}, which is not selected or does not exist");
         }
     }
-    let report = suite.run();
+    suite.preflight().map_err(|e| e.to_string())?;
+    let mut report = run_live(args, &suite)?;
+    report.rerun_args = rerun_args(args, &config);
     if let Some(path) = &args.write_expectations {
         Expectations::from_failures(&report).write(path)?;
     }
-    write_outputs(args, &report, &mut stdout)
-        .map_err(|e| format!("cannot write the report: {e}"))?;
-    Ok(exit_code(&report))
+    let stopped = stop_reason(args, &suite, &report);
+    if let Some(reason) = &stopped {
+        eprintln!(
+            "dsh-conformance run: stopped early ({reason}): {} of {} cases ran",
+            report.cases.len(),
+            suite.entries().len()
+        );
+    }
+    match write_outputs(args, &report, stopped.as_deref()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(format!("cannot write the report: {e}"))
+        }
+        _ => {}
+    }
+    Ok(if INTERRUPTED.load(Ordering::SeqCst) {
+        EXIT_INTERRUPTED
+    } else {
+        exit_code(&report)
+    })
+}
+
+/// Runs the suite printing each case as it finishes (table lines or jsonl) with a progress line
+/// on a terminal; Ctrl-C and `--fail-fast` stop it between cases.
+fn run_live(args: &Flags, suite: &Suite) -> Result<SuiteReport, String> {
+    use crate::output::stream::{LiveOutput, StreamStyle};
+    use std::io::IsTerminal;
+    let color = args.color.resolve(std::io::stdout().is_terminal());
+    let style = match args.format {
+        Format::Table => StreamStyle::Lines {
+            color,
+            id_width: suite
+                .entries()
+                .iter()
+                .map(|e| e.id.chars().count())
+                .max()
+                .unwrap_or(4),
+        },
+        Format::Jsonl => StreamStyle::Jsonl,
+        Format::Json => StreamStyle::Quiet,
+    };
+    let total = suite.entries().len() * args.verify;
+    let live = LiveOutput::new(style, &suite.host_name(), &suite.variant_name(), total);
+    if args.format == Format::Table {
+        live.write(&format!("{}\n", suite.header_line()));
+    }
+    STOP.store(false, Ordering::SeqCst);
+    catch_ctrl_c();
+    let fail_fast = args.fail_fast;
+    let observer = |case: &CaseResult| {
+        live.case(case);
+        if fail_fast && case.verdict.is_failure() {
+            STOP.store(true, Ordering::SeqCst);
+        }
+    };
+    let report = suite.run_observed(&observer, &STOP);
+    live.finish();
+    Ok(report)
+}
+
+fn stop_reason(args: &Flags, suite: &Suite, report: &SuiteReport) -> Option<String> {
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        Some("interrupted".to_string())
+    } else if args.fail_fast && report.cases.len() < suite.entries().len() {
+        Some("--fail-fast".to_string())
+    } else {
+        None
+    }
+}
+
+/// `--list`: `id<TAB>summary` lines, or with `--format json`/`jsonl` the cases as JSON. A
+/// selection that matches nothing says so on stderr (exit 3); a closed stdout is not an error.
+fn list(args: &Flags, suite: &Suite) -> Result<u8, String> {
+    if suite.entries().is_empty() {
+        eprintln!(
+            "dsh-conformance run --list: no case matches the selection (--case / --skip / --section / --shard) in {}",
+            args.fixtures.as_deref().map_or_else(|| "the fixtures dir".to_string(), |dir| dir.display().to_string())
+        );
+        return Ok(EXIT_NOTHING_MEASURED);
+    }
+    let item = |entry: &CaseEntry| {
+        let (spec, rules) = entry
+            .case
+            .as_ref()
+            .map(|case| (case.spec.clone(), case.rules.clone()))
+            .unwrap_or_default();
+        serde_json::json!({"id": entry.id, "summary": entry.summary(), "spec": spec,
+            "rules": rules, "file": entry.file, "loads": entry.case.is_ok()})
+    };
+    let text = match args.format {
+        Format::Table => suite
+            .entries()
+            .iter()
+            .map(|entry| format!("{}\t{}\n", entry.id, entry.summary()))
+            .collect::<String>(),
+        Format::Json => {
+            let items: Vec<serde_json::Value> = suite.entries().iter().map(item).collect();
+            format!("{:#}\n", serde_json::Value::from(items))
+        }
+        Format::Jsonl => suite
+            .entries()
+            .iter()
+            .map(|entry| format!("{}\n", item(entry)))
+            .collect::<String>(),
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+        _ => Ok(EXIT_OK),
+    }
+}
+
+/// The flags a re-run line needs besides `--host`, `--variant` and `--case`: every one given that
+/// changes a result, with paths made absolute so the line works from any directory.
+fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    let path = |p: &Path| {
+        std::path::absolute(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string()
+    };
+    if args.fixtures.is_some() {
+        out.extend(["--fixtures".to_string(), path(&config.fixtures)]);
+    }
+    if let Some(fake_dsh) = &args.fake_dsh {
+        out.extend(["--fake-dsh".to_string(), path(fake_dsh)]);
+    }
+    if args.time_scale != 1.0 {
+        out.extend(["--time-scale".to_string(), args.time_scale.to_string()]);
+    }
+    if let Some(file) = &args.expectations {
+        out.extend(["--expectations".to_string(), path(file)]);
+    }
+    for pair in &args.variant_env {
+        out.extend(["--variant-env".to_string(), pair.clone()]);
+    }
+    if let Some(name) = &args.host_name {
+        out.extend(["--host-name".to_string(), name.clone()]);
+    }
+    out
 }
 
 /// 1 when the host failed a case; else 2 when the kit failed one; else 3 when nothing was
@@ -189,16 +365,22 @@ pub fn exit_code(report: &SuiteReport) -> u8 {
     }
 }
 
-fn write_outputs(
-    args: &Flags,
-    report: &SuiteReport,
-    stdout: &mut dyn Write,
-) -> std::io::Result<()> {
+/// What remains after the live lines: the sorted summary (table), the report (json) or the
+/// summary object (jsonl), the transcripts for `--verbose`, and the output files.
+fn write_outputs(args: &Flags, report: &SuiteReport, stopped: Option<&str>) -> std::io::Result<()> {
+    use std::io::IsTerminal;
+    let mut stdout = std::io::stdout().lock();
     match args.format {
         Format::Table => {
-            crate::output::write_table(report, &crate::output::TableOptions::default(), stdout)?
+            let color = args.color.resolve(std::io::stdout().is_terminal());
+            crate::output::stream::write_summary(report, color, &mut stdout)?;
         }
-        Format::Json => crate::output::write_json(report, stdout)?,
+        Format::Json => crate::output::write_json(report, &mut stdout)?,
+        Format::Jsonl => writeln!(
+            stdout,
+            "{}",
+            crate::output::stream::summary_event(report, stopped)
+        )?,
     }
     if args.verbose && args.format == Format::Table {
         for case in &report.cases {
@@ -208,6 +390,7 @@ fn write_outputs(
             }
         }
     }
+    stdout.flush()?;
     let write_file = |path: &Path,
                       render: &dyn Fn(&mut dyn Write) -> std::io::Result<()>|
      -> std::io::Result<()> {
@@ -273,6 +456,8 @@ fn config_from_args(args: &Flags) -> Result<SuiteConfig, String> {
         selection: Selection {
             case_globs: args.cases.clone(),
             sections: args.sections.clone(),
+            skip_globs: args.skip.clone(),
+            shard: args.shard,
         },
         jobs,
         time_scale: args.time_scale,
@@ -308,73 +493,12 @@ fn default_fixtures() -> Result<PathBuf, String> {
         })
 }
 
-/// Splits a command line like a POSIX shell would for words: whitespace separates, single quotes
-/// are literal, double quotes allow `\"` `\\` `\$` `` \` ``, a backslash outside quotes escapes
-/// the next character. No expansion of any kind.
+/// Splits a command line like a POSIX shell would for words (the `shlex` crate): whitespace
+/// separates, quotes group, a backslash escapes; no expansion of any kind.
 pub fn split_command(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => {
-                            return Err(format!("unterminated single quote in --host {line:?}"))
-                        }
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => {
-                                return Err(format!("unterminated double quote in --host {line:?}"))
-                            }
-                        },
-                        Some(c) => word.push(c),
-                        None => {
-                            return Err(format!("unterminated double quote in --host {line:?}"))
-                        }
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(c) => word.push(c),
-                    None => return Err(format!("trailing backslash in --host {line:?}")),
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
+    shlex::split(line).ok_or_else(|| {
+        format!("--host {line:?} does not split into words (an unterminated quote or a trailing backslash)")
+    })
 }
 
 #[cfg(test)]

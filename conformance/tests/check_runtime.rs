@@ -264,7 +264,7 @@ fn table_output_ends_with_a_summary() {
         .output()
         .unwrap();
     let text = String::from_utf8(output.stdout).unwrap();
-    assert!(text.lines().next().unwrap().starts_with("PASS"), "{text}");
+    assert!(text.lines().next().unwrap().starts_with("pass"), "{text}");
     assert!(
         text.lines()
             .last()

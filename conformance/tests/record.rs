@@ -215,7 +215,8 @@ fn read_json(path: &Path) -> Value {
 /// `fixture-from-transcript <recording> --id <id> --out <world>/<id>.json`, which must succeed;
 /// returns the case file's path.
 fn fixture_from_transcript(world: &World, recording: &Path, id: &str) -> PathBuf {
-    let case_path = world.path(&format!("{id}.json"));
+    // A parent dir that does not exist yet: `--out` creates it.
+    let case_path = world.path(&format!("new-dir/{id}.json"));
     let convert = kit(&[
         "fixture-from-transcript".as_ref(),
         recording.as_os_str(),
@@ -258,6 +259,12 @@ fn a_recorded_default_session_is_byte_exact_valid_and_becomes_a_clean_replayable
     );
 
     let recording = world.recording();
+    assert!(
+        run.stderr
+            .contains(&format!("recorded to {}", recording.display())),
+        "record names the directory it chose: {}",
+        run.stderr
+    );
     let recorded_stdout = std::fs::read(recording.join("stdout.jsonl")).unwrap();
     assert_eq!(
         recorded_stdout, run.stdout,

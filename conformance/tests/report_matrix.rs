@@ -392,5 +392,38 @@ fn report_cli_runs_the_reference_host_end_to_end() {
         "{suite:#?}"
     );
     assert_eq!(suite.host.handshake["type"], "handshake");
+    assert!(
+        suite
+            .cases
+            .iter()
+            .all(|case| case.transcript.is_empty() && case.duration_ms == 0),
+        "a passing cell keeps no transcript and no duration"
+    );
     assert!(out.join("report.html").is_file() && out.join("report.md").is_file());
+
+    // A second run of the same code gives the same report.json; --junit writes JUnit XML too.
+    let again = dir.path().join("again");
+    let junit = dir.path().join("junit.xml");
+    let output = kit()
+        .args(["report", "--jobs", "2", "--config"])
+        .arg(&config)
+        .arg("--fixtures")
+        .arg(&fixtures)
+        .arg("--out")
+        .arg(&again)
+        .arg("--junit")
+        .arg(&junit)
+        .env_remove("FAKE_DSH_BIN")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(out.join("report.json")).unwrap(),
+        std::fs::read_to_string(again.join("report.json")).unwrap()
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<testsuite name=\"reference/dsh-0.1.7-rc.1\""),
+        "{xml}"
+    );
 }

@@ -407,3 +407,275 @@ fn hostile_drivers_are_host_failures_and_the_rest_still_runs() {
         );
     }
 }
+
+/// `dsh-conformance run` through assert_cmd, against this kit's fixtures and canned driver.
+fn cli(kit: &ShellDriverKit) -> assert_cmd::Command {
+    assert_cmd::Command::from_std(kit.run())
+}
+
+fn stderr_of(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_driver_that_cannot_handshake_is_an_infrastructure_error_with_its_stderr() {
+    let kit = kit();
+    canned_available(&kit);
+    discover_case(&kit, "discovery.second", "", r#"{"available":true}"#);
+    let crashing = kit.path().join("crash.sh");
+    fs::write(
+        &crashing,
+        "#!/bin/sh\necho 'SyntaxError: Unexpected token in driver.mjs' >&2\nexit 5\n",
+    )
+    .expect("write");
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut fs::metadata(&crashing).expect("meta").permissions(),
+        0o755,
+    );
+    let started = std::time::Instant::now();
+    let output = assert_cmd::Command::from_std(
+        kit.command(&kit.fixtures(), &format!("sh {}", crashing.display())),
+    )
+    .output()
+    .expect("runs");
+    let stderr = stderr_of(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("pre-flight handshake"), "{stderr}");
+    assert!(stderr.contains("exit status 5"), "{stderr}");
+    assert!(stderr.contains("SyntaxError: Unexpected token"), "{stderr}");
+    assert!(stderr.contains("command: sh "), "{stderr}");
+    assert!(
+        !stdout_of(&output).contains("discovery.second"),
+        "no case ran"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+
+    let missing = assert_cmd::Command::from_std(kit.command(&kit.fixtures(), "./no/such/driver"))
+        .output()
+        .expect("runs");
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr_of(&missing).contains("./no/such/driver"));
+}
+
+#[test]
+fn verdicts_stream_as_jsonl_and_the_table_ends_with_a_sorted_summary() {
+    let kit = kit();
+    canned_available(&kit);
+    discover_case(
+        &kit,
+        "discovery.expects-unavailable",
+        "",
+        r#"{"available":false}"#,
+    );
+    let output = cli(&kit)
+        .args(["--format", "jsonl"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(1));
+    let events: Vec<Value> = stdout_of(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(events.len(), 3, "two cases and the summary");
+    assert!(events[..2].iter().all(|event| event["type"] == "case"));
+    assert_eq!(events[2]["type"], "summary");
+    assert_eq!(events[2]["failed"], 1);
+
+    let table = cli(&kit)
+        .args(["--color", "always"])
+        .output()
+        .expect("runs");
+    let stdout = stdout_of(&table);
+    assert!(stdout.contains("\x1b[1;31mfail"), "{stdout}");
+    let summary_at = stdout.find("Summary (not passing):").expect("summary");
+    assert!(stdout[summary_at..].contains("re-run: dsh-conformance run"));
+    assert!(
+        stdout.trim_end().ends_with("2 cases: 1 pass, 1 fail"),
+        "{stdout}"
+    );
+
+    let plain = cli(&kit).env("NO_COLOR", "1").output().expect("runs");
+    assert!(
+        !stdout_of(&plain).contains('\x1b'),
+        "not a terminal: no colour"
+    );
+}
+
+#[test]
+fn ctrl_c_prints_a_partial_summary() {
+    let kit = kit();
+    canned_available(&kit);
+    discover_case(&kit, "discovery.canned-second", "", r#"{"available":true}"#);
+    discover_case(
+        &kit,
+        "discovery.hangs",
+        r#","timeout_ms":3000,"runtime":{"version":"hostile-hang"}"#,
+        r#"{"available":true}"#,
+    );
+    let child = kit
+        .run()
+        .args(["--jobs", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("signal");
+    let output = child.wait_with_output().expect("reaped");
+    let (stdout, stderr) = (stdout_of(&output), stderr_of(&output));
+    assert_eq!(output.status.code(), Some(130), "{stdout}{stderr}");
+    assert!(stderr.contains("stopped early (interrupted)"), "{stderr}");
+    assert!(
+        stdout.trim_end().ends_with("1 case: 0 pass, 1 fail"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn selection_skip_list_json_fail_fast_shards_and_closed_pipes() {
+    let kit = kit();
+    canned_available(&kit);
+    for id in ["discovery.fails-a", "discovery.fails-b"] {
+        discover_case(&kit, id, "", r#"{"available":false}"#);
+    }
+    let listed = cli(&kit)
+        .args(["--list", "--format", "json", "--skip", "*-b"])
+        .output()
+        .expect("runs");
+    let items: Value = serde_json::from_slice(&listed.stdout).expect("a JSON array");
+    let ids: Vec<&str> = items
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|item| item["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["discovery.canned-available", "discovery.fails-a"]);
+
+    cli(&kit)
+        .args(["--list", "--case", "nothing.*"])
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains("no case matches the selection"));
+    cli(&kit)
+        .args(["--list", "--skip", "["])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "--skip \"[\" is not a valid glob",
+        ));
+
+    let shard = |k: &str| -> Vec<String> {
+        let output = cli(&kit)
+            .args(["--list", "--shard", k])
+            .output()
+            .expect("runs");
+        stdout_of(&output)
+            .lines()
+            .map(|line| line.split('\t').next().unwrap_or("").to_string())
+            .filter(|id| !id.is_empty())
+            .collect()
+    };
+    let (one, two) = (shard("1/2"), shard("2/2"));
+    assert_eq!(one.len() + two.len(), 3, "{one:?} {two:?}");
+    assert!(one.iter().all(|id| !two.contains(id)));
+    assert_eq!(shard("1/2"), one, "deterministic");
+
+    let fast = cli(&kit)
+        .args(["--fail-fast", "--jobs", "1", "--case", "*.fails-*"])
+        .output()
+        .expect("runs");
+    assert_eq!(fast.status.code(), Some(1));
+    assert!(stderr_of(&fast).contains("stopped early (--fail-fast): 1 of 2 cases ran"));
+
+    let mut piped = kit.run();
+    let program = piped.get_program().to_owned();
+    let args: Vec<String> = piped
+        .get_args()
+        .map(|arg| shell_quote(&arg.to_string_lossy()))
+        .collect();
+    piped = std::process::Command::new("sh");
+    piped.current_dir(kit.path()).arg("-c").arg(format!(
+        "{} {} --list | true",
+        shell_quote(&program.to_string_lossy()),
+        args.join(" ")
+    ));
+    let output = piped.output().expect("runs");
+    assert!(
+        !stderr_of(&output).contains("Broken pipe") && !stderr_of(&output).contains("panicked"),
+        "{}",
+        stderr_of(&output)
+    );
+}
+
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+#[test]
+fn rerun_lines_carry_the_flags_and_xpass_counts_as_a_failure() {
+    let kit = kit();
+    canned_available(&kit);
+    discover_case(
+        &kit,
+        "discovery.expects-unavailable",
+        "",
+        r#"{"available":false}"#,
+    );
+    let expectations = kit.path().join("xfail.json");
+    fs::write(
+        &expectations,
+        r#"{"v":1,"xfail":{"discovery.canned-available":"known"}}"#,
+    )
+    .expect("write");
+    let output = cli(&kit)
+        .args([
+            "--time-scale",
+            "2",
+            "--variant-env",
+            "A=b",
+            "--expectations",
+        ])
+        .arg(&expectations)
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = stdout_of(&output);
+    let rerun = stdout
+        .lines()
+        .find(|line| line.contains("re-run:") && line.contains("expects-unavailable"))
+        .expect("a re-run line");
+    for flag in [
+        "--fixtures /",
+        "--time-scale 2",
+        "--variant-env A=b",
+        "--expectations /",
+    ] {
+        assert!(rerun.contains(flag), "{flag} in {rerun}");
+    }
+    assert!(
+        stdout
+            .trim_end()
+            .ends_with("2 cases: 0 pass, 2 fail (1 xpass)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_reference_driver_answers_help_and_version() {
+    let driver = fake_dsh::locate::binary("dsh-host-driver");
+    assert_cmd::Command::new(&driver)
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("DSH_HOST_MUTANT"))
+        .stdout(predicates::str::contains("Usage: dsh-host-driver"));
+    assert_cmd::Command::new(&driver)
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicates::str::starts_with("dsh-host-driver 0."));
+}

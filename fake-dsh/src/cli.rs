@@ -6,12 +6,22 @@ use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+/// The environment variables fake-dsh reads, for `--help` (docs/fake-dsh.md has the details).
+const ENV_HELP: &str = "Environment:
+  DSH_HOME                 the Harness home (profile, sessions); default $HOME/.dsh
+  FAKE_DSH_SCENARIO        a case file or scenario to replay instead of the default agent
+  FAKE_DSH_JOURNAL         append a journal of what the host did to this file
+  FAKE_DSH_VERSION         the version `--version` reports
+  FAKE_DSH_IDENTITY_PATCH  JSON merged into the probe and ready frames
+  FAKE_DSH_WATCHDOG_SECS   exit after this many seconds whatever happens";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "dsh",
     about = "DeepSeek Harness (fake-dsh: a keyless stand-in for the open-design profile)",
     disable_version_flag = true,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    after_help = ENV_HELP
 )]
 struct Cli {
     /// Print the Harness version.

@@ -223,7 +223,8 @@ fn unknown_profiles_and_flags_are_usage_errors() {
         .cmd(&["--help"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("--stdio"));
+        .stdout(predicate::str::contains("--stdio"))
+        .stdout(predicate::str::contains("FAKE_DSH_SCENARIO"));
     let journal = world.journal();
     let modes: Vec<Value> = entries(&journal, "start")
         .map(|entry| entry["mode"].clone())

@@ -111,9 +111,14 @@ fn exit_outcome(step: &str, status: std::process::ExitStatus) -> Outcome {
     })
 }
 
-fn build_kit_binaries(release: bool) -> Outcome {
+/// Builds the kit's binaries; `progress` leaves cargo's own progress (compiling lines, the
+/// progress bar on a terminal) on stderr, so a cold build does not look like a hang.
+fn build_kit_binaries(release: bool, progress: bool) -> Outcome {
     let mut build = cargo();
-    build.args(["build", "--quiet", "--bins"]);
+    build.args(["build", "--bins"]);
+    if !progress {
+        build.arg("--quiet");
+    }
     build.args([
         "--package",
         "fake-dsh",
@@ -144,7 +149,8 @@ fn kit_binary(name: &str, release: bool) -> PathBuf {
 const SUITE_JOBS: &str = "8";
 
 fn suite(args: &[String]) -> Outcome {
-    build_kit_binaries(false)?;
+    eprintln!("xtask suite: building the kit (fake-dsh, dsh-host-driver, dsh-conformance)");
+    build_kit_binaries(false, true)?;
     let mut conformance = Kit::built(false).conformance_run();
     conformance.current_dir(workspace_root());
     if !args
@@ -267,7 +273,7 @@ fn install_fake_dsh(dir: &Path) -> Outcome {
 }
 
 fn bench() -> Outcome {
-    build_kit_binaries(true)?;
+    build_kit_binaries(true, false)?;
     let mut example = cargo();
     example.args(["build", "--quiet", "--release", "--package", "dsh-protocol"]);
     example.args(["--example", "checker-throughput"]);
@@ -290,7 +296,7 @@ fn bench() -> Outcome {
 }
 
 fn kill_matrix() -> Outcome {
-    build_kit_binaries(false)?;
+    build_kit_binaries(false, false)?;
     mutants::regenerate(&Kit::built(false), &workspace_root()).map_err(|message| Failure {
         message: format!("mutants: {message}"),
         code: 2,

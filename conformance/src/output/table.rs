@@ -27,7 +27,9 @@ pub const VERDICT_ORDER: [Verdict; 9] = [
 ];
 
 /// The one-line summary: `128 cases: 120 pass, 3 informational, 5 skipped, 0 fail`. `pass` and
-/// `fail` are always shown; other verdicts only when some case has them.
+/// `fail` are always shown; other verdicts only when some case has them. `fail` counts every
+/// verdict that fails a run, and names the `xpass` and `untestable` among them:
+/// `48 cases: 43 pass, 5 fail (5 xpass)`.
 pub fn summary_line(report: &SuiteReport) -> String {
     let totals = report.totals();
     let count_of = |verdict: Verdict| {
@@ -36,13 +38,27 @@ pub fn summary_line(report: &SuiteReport) -> String {
             .find(|(counted, _)| *counted == verdict)
             .map_or(0, |(_, count)| *count)
     };
-    let parts: Vec<String> = VERDICT_ORDER
+    let mut parts: Vec<String> = VERDICT_ORDER
         .iter()
-        .filter(|verdict| {
-            matches!(verdict, Verdict::Pass | Verdict::Fail) || count_of(**verdict) > 0
-        })
+        .filter(|verdict| !verdict.is_failure())
+        .filter(|verdict| **verdict == Verdict::Pass || count_of(**verdict) > 0)
         .map(|verdict| format!("{} {}", count_of(*verdict), verdict.as_str()))
         .collect();
+    let failing: usize = VERDICT_ORDER
+        .iter()
+        .filter(|verdict| verdict.is_failure())
+        .map(|verdict| count_of(*verdict))
+        .sum();
+    let named: Vec<String> = [Verdict::Xpass, Verdict::Untestable]
+        .iter()
+        .filter(|verdict| count_of(**verdict) > 0)
+        .map(|verdict| format!("{} {}", count_of(*verdict), verdict.as_str()))
+        .collect();
+    parts.push(if named.is_empty() {
+        format!("{failing} fail")
+    } else {
+        format!("{failing} fail ({})", named.join(", "))
+    });
     let noun = if report.cases.len() == 1 {
         "case"
     } else {
@@ -54,7 +70,9 @@ pub fn summary_line(report: &SuiteReport) -> String {
 /// The command that re-runs one case against this report's host with its full transcript:
 /// `dsh-conformance run --host '<cmd>' [--variant <name>] --case <id> --verbose`. The host
 /// command is the driver's argv joined for a POSIX shell, then quoted as the single `--host`
-/// argument; `--variant` appears for any variant but `default`.
+/// argument; `--variant` appears for any variant but `default`, followed by the run's other
+/// result-changing flags ([`SuiteReport::rerun_args`]: `--fixtures`, `--time-scale`,
+/// `--expectations`, `--variant-env`, ...).
 pub fn rerun_command(report: &SuiteReport, case_id: &str) -> String {
     let host_command = super::escape::shell_join(&report.host.command);
     let variant = if report.runtime_variant == "default" {
@@ -62,21 +80,16 @@ pub fn rerun_command(report: &SuiteReport, case_id: &str) -> String {
     } else {
         format!(" --variant {}", shell_word(&report.runtime_variant))
     };
+    let extra: String = report
+        .rerun_args
+        .iter()
+        .map(|arg| format!(" {}", shell_word(arg)))
+        .collect();
     format!(
-        "dsh-conformance run --host {}{variant} --case {} --verbose",
+        "dsh-conformance run --host {}{variant}{extra} --case {} --verbose",
         shell_quote(&host_command),
         shell_word(case_id)
     )
-}
-
-fn ansi_colour(verdict: Verdict) -> &'static str {
-    match verdict {
-        Verdict::Pass => "32",
-        Verdict::Fail | Verdict::Xpass | Verdict::Untestable => "1;31",
-        Verdict::NonStrict | Verdict::Informational => "33",
-        Verdict::Skipped | Verdict::Xfail => "36",
-        Verdict::Error => "1;35",
-    }
 }
 
 fn why_column(case: &CaseResult) -> String {
@@ -152,7 +165,10 @@ pub fn write_table(
     for (case, (verdict, id, rule, why)) in report.cases.iter().zip(&rows) {
         let label = format!("{:verdict_width$}", verdict.as_str());
         let label = if options.color {
-            format!("\x1b[{}m{label}\x1b[0m", ansi_colour(*verdict))
+            format!(
+                "\x1b[{}m{label}\x1b[0m",
+                super::stream::ansi_colour(*verdict)
+            )
         } else {
             label
         };

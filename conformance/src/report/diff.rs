@@ -67,6 +67,9 @@ pub struct ReportDiff {
     pub cells: Vec<CellChange>,
     /// Differences of kit version or corpus hash, as sentences.
     pub notes: Vec<String>,
+    /// Whether a cell only in BASE (`removed`) is a regression (yes, unless `--allow-removed`).
+    #[serde(skip)]
+    pub removed_cell_regresses: bool,
 }
 
 impl ReportDiff {
@@ -75,7 +78,9 @@ impl ReportDiff {
         self.cases
             .iter()
             .any(|change| change.kind == ChangeKind::NewFailure)
-            || self.cells.iter().any(|cell| cell.kind == "lost")
+            || self.cells.iter().any(|cell| {
+                cell.kind == "lost" || (cell.kind == "removed" && self.removed_cell_regresses)
+            })
     }
 
     fn count(&self, kind: ChangeKind) -> usize {
@@ -172,6 +177,7 @@ pub fn diff(base: &ReportDocument, new: &ReportDocument) -> ReportDiff {
         cases: Vec::new(),
         cells: Vec::new(),
         notes: Vec::new(),
+        removed_cell_regresses: true,
     };
     if base.kit_version != new.kit_version {
         result.notes.push(format!(

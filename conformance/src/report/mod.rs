@@ -7,6 +7,8 @@
 //! - [`coverage`]: the rule catalog and which cases cover each rule.
 //! - [`html`], [`markdown`]: the page and the pull-request comment.
 //! - [`diff`]: comparing two reports.
+//! - [`stable`]: what makes report.json the same file for two runs of the same code.
+//! - [`tools`]: `summary` (a quick look at a stored report) and `merge` (shards into one).
 //!
 //! Exit codes mirror `run`: 0 written and nothing failed, 1 written and some cell has a case that
 //! fails a run, 2 something could not run (bad config, unwritable output, a cell the harness could
@@ -18,6 +20,8 @@ pub mod diff;
 pub mod document;
 pub mod html;
 pub mod markdown;
+pub mod stable;
+pub mod tools;
 
 use crate::model::SuiteReport;
 use crate::run;
@@ -46,6 +50,13 @@ pub struct Args {
     /// Multiply every timeout by this factor (slow CI machines).
     #[arg(long, value_name = "F", default_value_t = 1.0)]
     pub time_scale: f64,
+    /// Keep every case's transcript and duration in report.json (default: transcripts of
+    /// non-passing cells only, no durations, so two runs give the same file).
+    #[arg(long)]
+    pub full_transcripts: bool,
+    /// Also write JUnit XML (one testsuite per host x variant) here.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Runs one host x variant; the error is the harness's, as one line.
@@ -235,7 +246,24 @@ pub fn main(args: Args) -> ExitCode {
     let (suites, errors) = run_matrix(&config, &mut |host, variant| {
         harness_cell(&args, &fake_dsh, host, variant)
     });
-    let document = build_document(&config, suites, errors, &args.fixtures);
+    let mut document = build_document(&config, suites, errors, &args.fixtures);
+    if !args.full_transcripts {
+        stable::make_stable(&mut document);
+    }
+    if let Some(path) = &args.junit {
+        let written = std::fs::File::create(path).and_then(|file| {
+            let mut out = std::io::BufWriter::new(file);
+            crate::output::write_junit_suites(&document.suites, &mut out)?;
+            out.flush()
+        });
+        if let Err(error) = written {
+            eprintln!(
+                "dsh-conformance report: {}: cannot write: {error}",
+                path.display()
+            );
+            return ExitCode::from(2);
+        }
+    }
     match write_report_files(&document, &args.out) {
         Ok(paths) => {
             for path in paths {
@@ -273,6 +301,9 @@ pub struct DiffArgs {
     pub new: PathBuf,
     #[arg(long, value_enum, default_value = "text")]
     pub format: DiffFormat,
+    /// A host x variant cell only in BASE is not a regression (it is by default).
+    #[arg(long)]
+    pub allow_removed: bool,
 }
 
 pub fn diff_main(args: DiffArgs) -> ExitCode {
@@ -285,7 +316,8 @@ pub fn diff_main(args: DiffArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = diff::diff(&base, &new);
+    let mut result = diff::diff(&base, &new);
+    result.removed_cell_regresses = !args.allow_removed;
     let mut stdout = std::io::stdout().lock();
     let written = match args.format {
         DiffFormat::Text => diff::write_text(&result, &mut stdout),

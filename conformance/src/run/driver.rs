@@ -312,7 +312,7 @@ impl Driver {
         }
     }
 
-    fn exit_status_within(&mut self, bound: Duration) -> String {
+    pub fn exit_status_within(&mut self, bound: Duration) -> String {
         match self.wait_exit(Instant::now() + bound) {
             Some(code) => format!("exit status {code}"),
             None => "still running".to_string(),

@@ -41,11 +41,15 @@ impl CaseEntry {
 }
 
 /// Which cases to run: every glob and every section are alternatives; both kinds given must both
-/// match. Empty lists select everything.
+/// match. Empty lists select everything. A case matching any skip glob is left out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selection {
     pub case_globs: Vec<String>,
     pub sections: Vec<String>,
+    /// `--skip PATTERN`: globs over case ids to leave out.
+    pub skip_globs: Vec<String>,
+    /// `--shard K/N`: run only shard K (1-based) of N.
+    pub shard: Option<Shard>,
 }
 
 impl Selection {
@@ -61,32 +65,104 @@ impl Selection {
                     .iter()
                     .any(|section| self.sections.contains(section))
             });
-        id_ok && section_ok
+        let skipped = self
+            .skip_globs
+            .iter()
+            .any(|glob| glob_match(glob, &entry.id));
+        id_ok && section_ok && !skipped
+    }
+
+    /// Checks every glob once, so a malformed pattern is an error naming the flag, not a case
+    /// that silently never matches.
+    pub fn check(&self) -> Result<(), String> {
+        for (flag, globs) in [("--case", &self.case_globs), ("--skip", &self.skip_globs)] {
+            for glob in globs {
+                compile(glob).map_err(|e| format!("{flag} {glob:?} is not a valid glob: {e}"))?;
+            }
+        }
+        Ok(())
     }
 }
 
-/// `*` matches any run of characters, `?` any one; everything else matches itself.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().collect();
-    let text: Vec<char> = text.chars().collect();
-    let (mut p, mut t) = (0, 0);
-    let mut backtrack: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == text[t]) {
-            p += 1;
-            t += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
-            backtrack = Some((p, t));
-            p += 1;
-        } else if let Some((star, matched)) = backtrack {
-            p = star + 1;
-            t = matched + 1;
-            backtrack = Some((star, matched + 1));
-        } else {
-            return false;
+/// One shard of N (`--shard K/N`, K from 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Shard, String> {
+        let parsed = text
+            .split_once('/')
+            .and_then(|(k, n)| Some((k.trim().parse().ok()?, n.trim().parse().ok()?)));
+        match parsed {
+            Some((index, count)) if count >= 1 && (1..=count).contains(&index) => {
+                Ok(Shard { index, count })
+            }
+            _ => Err(format!(
+                "--shard {text:?} is not K/N with 1 <= K <= N (e.g. 2/4)"
+            )),
         }
     }
-    pattern[p..].iter().all(|c| *c == '*')
+}
+
+/// Keeps the entries of one shard. Cases are dealt by expected wait (longest first, ties by a
+/// hash of the id), each to the shard with the least expected wait so far: deterministic, balanced
+/// by the wait, and a case added to the corpus moves only the cases dealt after it.
+pub fn shard_entries(entries: Vec<CaseEntry>, shard: Shard) -> Vec<CaseEntry> {
+    let mut order: Vec<(u64, u64, usize)> = entries
+        .iter()
+        .enumerate()
+        .map(|(index, entry)| (wait_weight(entry), id_hash(&entry.id), index))
+        .collect();
+    order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut loads = vec![0u64; shard.count];
+    let mut mine = vec![false; entries.len()];
+    for (weight, _, index) in order {
+        let (target, _) = loads
+            .iter()
+            .enumerate()
+            .min_by_key(|(slot, load)| (**load, *slot))
+            .unwrap_or((0, &0));
+        loads[target] += weight;
+        mine[index] = target + 1 == shard.index;
+    }
+    entries
+        .into_iter()
+        .zip(mine)
+        .filter_map(|(entry, keep)| keep.then_some(entry))
+        .collect()
+}
+
+/// A case's expected wall time for balancing: its budget (or a default one) plus a premium per
+/// bound it waits out.
+fn wait_weight(entry: &CaseEntry) -> u64 {
+    let (timeout_ms, waits) = entry.expected_wait();
+    let base = if timeout_ms == 0 { 1_000 } else { timeout_ms };
+    base + 2_000 * waits as u64
+}
+
+/// A stable hash of an id (the first 8 bytes of its SHA-256), for tie-breaking.
+fn id_hash(id: &str) -> u64 {
+    let digest = Sha256::digest(id.as_bytes());
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(bytes)
+}
+
+fn compile(pattern: &str) -> Result<globset::GlobMatcher, globset::Error> {
+    globset::GlobBuilder::new(pattern)
+        .literal_separator(false)
+        .build()
+        .map(|glob| glob.compile_matcher())
+}
+
+/// Glob matching over case ids (globset syntax: `*`, `?`, `[a-z]`, `{a,b}`); a pattern that does
+/// not compile matches nothing ([`Selection::check`] reports it first).
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    compile(pattern).is_ok_and(|matcher| matcher.is_match(text))
 }
 
 /// Directories of the fixtures dir that hold no cases.
@@ -177,6 +253,79 @@ mod tests {
         assert!(!glob_match("*x", "xy"));
     }
 
+    fn entry(id: &str, timeout_ms: Option<u64>) -> CaseEntry {
+        let timeout = timeout_ms.map_or(String::new(), |ms| format!(r#","timeout_ms":{ms}"#));
+        let text = format!(
+            r#"{{"v":1,"id":"{id}","summary":"s","spec":["6"],"rules":["r"]{timeout},"steps":[{{"discover":{{}}}}]}}"#
+        );
+        let file = PathBuf::from(format!("{id}.json"));
+        CaseEntry {
+            id: id.to_string(),
+            case: fixture::parse_case(&file, &text),
+            file,
+            bytes: text.into_bytes(),
+        }
+    }
+
+    #[test]
+    fn shards_partition_balance_and_stay_stable() {
+        let ids: Vec<String> = (0..40).map(|n| format!("a.case-{n:02}")).collect();
+        let corpus: Vec<CaseEntry> = ids
+            .iter()
+            .enumerate()
+            .map(|(n, id)| entry(id, (n % 5 == 0).then_some(20_000)))
+            .collect();
+        let shards: Vec<Vec<String>> = (1..=3)
+            .map(|index| {
+                shard_entries(corpus.clone(), Shard { index, count: 3 })
+                    .into_iter()
+                    .map(|entry| entry.id)
+                    .collect()
+            })
+            .collect();
+        let mut all: Vec<String> = shards.concat();
+        all.sort();
+        assert_eq!(all, ids, "every case in exactly one shard");
+        let load = |shard: &[String]| -> u64 {
+            shard
+                .iter()
+                .map(|id| wait_weight(&corpus[ids.iter().position(|x| x == id).unwrap_or(0)]))
+                .sum()
+        };
+        let loads: Vec<u64> = shards.iter().map(|shard| load(shard)).collect();
+        let (min, max) = (loads.iter().min(), loads.iter().max());
+        assert!(
+            max.zip(min).is_some_and(|(max, min)| max - min <= 20_000),
+            "{loads:?}"
+        );
+        // A quick case added to the corpus: the long cases keep their shards.
+        let mut grown = corpus.clone();
+        grown.push(entry("z.new", None));
+        let again: Vec<String> = shard_entries(grown, Shard { index: 1, count: 3 })
+            .into_iter()
+            .map(|entry| entry.id)
+            .filter(|id| {
+                id != "z.new"
+                    && corpus[ids.iter().position(|x| x == id).unwrap_or(0)]
+                        .expected_wait()
+                        .0
+                        > 0
+            })
+            .collect();
+        let before: Vec<&String> = shards[0]
+            .iter()
+            .filter(|id| {
+                corpus[ids.iter().position(|x| x == *id).unwrap_or(0)]
+                    .expected_wait()
+                    .0
+                    > 0
+            })
+            .collect();
+        assert_eq!(again.iter().collect::<Vec<_>>(), before);
+        assert!("0/3".parse::<Shard>().is_err() && "4/3".parse::<Shard>().is_err());
+        assert_eq!("2/3".parse::<Shard>(), Ok(Shard { index: 2, count: 3 }));
+    }
+
     #[test]
     fn finds_sorts_and_flags_duplicates() {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -206,12 +355,24 @@ mod tests {
         let selection = Selection {
             case_globs: vec!["b.*".into()],
             sections: vec!["6".into()],
+            ..Selection::default()
         };
         assert!(selection.matches(&entries[2]) && !selection.matches(&entries[0]));
         let by_section = Selection {
-            case_globs: vec![],
             sections: vec!["7".into()],
+            ..Selection::default()
         };
         assert!(!by_section.matches(&entries[2]));
+        let skipping = Selection {
+            skip_globs: vec!["a.*".into()],
+            ..Selection::default()
+        };
+        assert!(skipping.matches(&entries[2]) && !skipping.matches(&entries[0]));
+        assert!(Selection {
+            skip_globs: vec!["[".into()],
+            ..Selection::default()
+        }
+        .check()
+        .is_err_and(|e| e.contains("--skip")));
     }
 }

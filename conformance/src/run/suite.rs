@@ -4,13 +4,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
 use super::case::{run_case, CaseEnv};
 use super::expectations::Expectations;
-use super::selection::{corpus_hash, find_cases, CaseEntry, Selection};
+use super::selection::{corpus_hash, find_cases, shard_entries, CaseEntry, Selection};
 use super::verdict::{apply_xfail, decide, RULE_KIT};
 use crate::model::{Blame, CaseResult, HostInfo, SuiteReport, Verdict};
 
@@ -78,6 +78,10 @@ pub struct SuiteConfig {
     pub verify: usize,
 }
 
+/// Called with each case's result (expectations applied) as soon as it finishes, from the
+/// worker thread that ran it.
+pub type CaseObserver<'a> = &'a (dyn Fn(&CaseResult) + Sync);
+
 /// Why a suite could not run at all (exit 2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HarnessError {
@@ -108,6 +112,8 @@ pub struct Suite {
     config: SuiteConfig,
     entries: Vec<CaseEntry>,
     env: CaseEnv,
+    /// Over the selection before `--shard`.
+    corpus_hash: String,
 }
 
 impl Suite {
@@ -150,7 +156,8 @@ impl Suite {
                 config.fixtures.display()
             )));
         }
-        let entries = find_cases(&config.fixtures)
+        config.selection.check().map_err(HarnessError::Config)?;
+        let entries: Vec<CaseEntry> = find_cases(&config.fixtures)
             .map_err(|e| {
                 HarnessError::Fixtures(format!(
                     "cannot read the fixtures dir {}: {e}",
@@ -162,6 +169,13 @@ impl Suite {
             .collect();
         let rules = crate::corpus::load_rules(&config.fixtures)
             .map_err(|e| HarnessError::Fixtures(e.to_string()))?;
+        let whole: Vec<&CaseEntry> = entries.iter().collect();
+        // The hash of the whole selection, so every shard of it carries the same one.
+        let hash = corpus_hash(&whole);
+        let entries = match config.selection.shard {
+            Some(shard) => shard_entries(entries, shard),
+            None => entries,
+        };
         let env = CaseEnv {
             interpreted_rules: crate::corpus::interpreted_rules(&rules),
             host,
@@ -173,7 +187,35 @@ impl Suite {
             config: config.clone(),
             entries,
             env,
+            corpus_hash: hash,
         })
+    }
+
+    /// The host's name in reports.
+    pub fn host_name(&self) -> String {
+        self.config
+            .host_name
+            .clone()
+            .unwrap_or_else(|| default_host_name(&self.config.host))
+    }
+
+    /// The runtime variant's name.
+    pub fn variant_name(&self) -> String {
+        self.config.variant.name.clone()
+    }
+
+    /// The first line of a table run: kit, host, command, variant, corpus hash.
+    pub fn header_line(&self) -> String {
+        use crate::output::escape::{shell_join, terminal};
+        format!(
+            "dsh-conformance {}: host {} ({}), runtime {}, corpus {}, {} cases",
+            env!("CARGO_PKG_VERSION"),
+            terminal(&self.host_name()),
+            terminal(&shell_join(&self.config.host)),
+            terminal(&self.config.variant.name),
+            crate::model::short_hash(&self.corpus_hash),
+            self.entries.len()
+        )
     }
 
     /// The selected cases, in id order.
@@ -232,46 +274,69 @@ impl Suite {
 
     /// Runs every selected case (`verify` times), applies the expectations, builds the report.
     pub fn run(&self) -> SuiteReport {
+        self.run_observed(&|_| {}, &AtomicBool::new(false))
+    }
+
+    /// Checks the driver once before the corpus: it must start and answer a handshake. The
+    /// error is an infrastructure error (exit 2) naming the command, its status and stderr tail.
+    pub fn preflight(&self) -> Result<serde_json::Value, HarnessError> {
+        super::preflight::handshake(&self.env.host, self.config.time_scale)
+            .map_err(HarnessError::Host)
+    }
+
+    /// [`Suite::run`], calling `observer` as each case finishes; once `stop` is set no further
+    /// case starts, and the report holds the cases that ran (in id order).
+    pub fn run_observed(&self, observer: CaseObserver, stop: &AtomicBool) -> SuiteReport {
         let started = Instant::now();
         let mut handshake = None;
         let mut rounds: Vec<Vec<CaseResult>> = Vec::new();
         for _ in 0..self.config.verify {
-            let (results, first_handshake) = self.run_round();
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let (results, first_handshake) = self.run_round(observer, stop);
             if handshake.is_none() {
                 handshake = first_handshake;
             }
             rounds.push(results);
         }
         let mut cases = merge_rounds(rounds);
-        if let Some(expectations) = &self.config.expectations {
-            for case in &mut cases {
-                if let Some(reason) = expectations.xfail.get(&case.id) {
-                    case.verdict = apply_xfail(case.verdict, reason, &mut case.why);
-                }
-            }
+        for case in &mut cases {
+            self.apply_expectations(case);
         }
-        let selected: Vec<&CaseEntry> = self.entries.iter().collect();
         SuiteReport {
             kit_version: env!("CARGO_PKG_VERSION").to_string(),
-            corpus_hash: corpus_hash(&selected),
+            corpus_hash: self.corpus_hash.clone(),
             host: HostInfo {
-                name: self
-                    .config
-                    .host_name
-                    .clone()
-                    .unwrap_or_else(|| default_host_name(&self.config.host)),
+                name: self.host_name(),
                 command: self.config.host.clone(),
                 handshake: handshake.unwrap_or(serde_json::Value::Null),
             },
             runtime_variant: self.config.variant.name.clone(),
             cases,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            rerun_args: Vec::new(),
+        }
+    }
+
+    fn apply_expectations(&self, case: &mut CaseResult) {
+        if let Some(reason) = self
+            .config
+            .expectations
+            .as_ref()
+            .and_then(|expectations| expectations.xfail.get(&case.id))
+        {
+            case.verdict = apply_xfail(case.verdict, reason, &mut case.why);
         }
     }
 
     /// One pass over the selection on `jobs` threads, the longest expected waits first; results
-    /// in id order.
-    fn run_round(&self) -> (Vec<CaseResult>, Option<serde_json::Value>) {
+    /// in id order (cases not started before `stop` was set are left out).
+    fn run_round(
+        &self,
+        observer: CaseObserver,
+        stop: &AtomicBool,
+    ) -> (Vec<CaseResult>, Option<serde_json::Value>) {
         let mut schedule: Vec<usize> = (0..self.entries.len()).collect();
         schedule.sort_by_key(|&index| std::cmp::Reverse(self.entries[index].expected_wait()));
         let next = AtomicUsize::new(0);
@@ -281,7 +346,13 @@ impl Suite {
             for _ in 0..workers {
                 scope.spawn(|| {
                     while let Some(&index) = schedule.get(next.fetch_add(1, Ordering::SeqCst)) {
+                        if stop.load(Ordering::SeqCst) {
+                            break;
+                        }
                         let result = self.run_entry(&self.entries[index]);
+                        let mut shown = result.0.clone();
+                        self.apply_expectations(&mut shown);
+                        observer(&shown);
                         slots
                             .lock()
                             .unwrap_or_else(|poisoned| poisoned.into_inner())[index] = Some(result);
@@ -316,8 +387,11 @@ fn merge_rounds(rounds: Vec<Vec<CaseResult>>) -> Vec<CaseResult> {
         return Vec::new();
     };
     let later: Vec<Vec<CaseResult>> = rounds.collect();
-    for (index, case) in merged.iter_mut().enumerate() {
-        let repeats: Vec<&CaseResult> = later.iter().filter_map(|round| round.get(index)).collect();
+    for case in merged.iter_mut() {
+        let repeats: Vec<&CaseResult> = later
+            .iter()
+            .filter_map(|round| round.iter().find(|repeat| repeat.id == case.id))
+            .collect();
         let verdicts: Vec<Verdict> = std::iter::once(case.verdict)
             .chain(repeats.iter().map(|repeat| repeat.verdict))
             .collect();

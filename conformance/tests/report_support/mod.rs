@@ -166,6 +166,7 @@ pub fn sample_suite() -> SuiteReport {
             cancel,
         ],
         duration_ms: 12_345,
+        rerun_args: Vec::new(),
     }
 }
 
