@@ -2,7 +2,9 @@
 //! archive matches its checksum file, and the npm tarballs install offline into an empty npm
 //! project whose PATH has no cargo, where `npx fake-dsh`, `npx dsh-conformance run` (the embedded
 //! corpus against the reference host) and the same against the Node.js example host work.
-//! Skipped, saying so, when npm is not installed (`.ci/run` installs it).
+//! The same archive then goes through action.yml's shell steps: `scripts/install-kit.sh` (from a
+//! file:// URL, checksum checked) and `scripts/gate.sh` (JUnit, step summary, expectations file,
+//! HTML report). Skipped, saying so, when npm is not installed (`.ci/run` installs it).
 
 use sha2::{Digest, Sha256};
 use std::ffi::OsString;
