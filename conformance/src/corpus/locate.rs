@@ -89,7 +89,10 @@ pub fn locate_from(
                 _temp: None,
             })
         } else {
-            Err(format!("{what} {} is not a directory", path.display()))
+            Err(format!(
+                "fixtures dir not found: {} (named by {what})",
+                path.display()
+            ))
         }
     };
     if let Some(dir) = explicit {
