@@ -6,6 +6,15 @@
 //! `docs/interpretations.md`; and every rule has a case unless it
 //! carries an `untestable_reason`. It can also render the rule -> sentence -> cases table
 //! (`docs/rules.md`).
+//!
+//! - [`embedded`]: the corpus built into the binary, its hashes, `corpus export`.
+//! - [`locate`]: where `run`, `report` and `lint` take the corpus from (flag, env, nearest
+//!   `fixtures/`, embedded).
+
+pub mod embedded;
+pub mod locate;
+
+pub use locate::{locate, CorpusDir};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -27,7 +36,7 @@ const MAX_SCHEMA_ERRORS_PER_FILE: usize = 5;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The fixtures directory (default: $DSH_CONFORMANCE_FIXTURES, else the nearest `fixtures/`
-    /// holding rules.json, searched from the current directory upwards).
+    /// holding rules.json from the current directory upwards, else the embedded corpus).
     #[arg(long, value_name = "DIR")]
     pub fixtures: Option<PathBuf>,
     /// Where docs/interpretations.md lives (default: `docs/` next to the fixtures directory).
@@ -501,30 +510,17 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The fixtures dir `lint` uses when none is given.
-fn find_fixtures_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("DSH_CONFORMANCE_FIXTURES") {
-        return Some(PathBuf::from(dir));
-    }
-    let cwd = std::env::current_dir().ok()?;
-    cwd.ancestors()
-        .map(|dir| dir.join("fixtures"))
-        .find(|dir| dir.join(RULES_FILE).is_file())
-}
-
 /// `dsh-conformance lint`: prints each problem; exit 0 clean, 1 problems, 2 no fixtures dir.
 pub fn main(args: Args) -> ExitCode {
-    let Some(fixtures_dir) = args.fixtures.clone().or_else(find_fixtures_dir) else {
-        eprintln!("dsh-conformance lint: no fixtures directory found (pass --fixtures DIR)");
-        return ExitCode::from(2);
+    let corpus = match locate(args.fixtures.as_deref()) {
+        Ok(corpus) => corpus,
+        Err(message) => {
+            eprintln!("dsh-conformance lint: {message}");
+            return ExitCode::from(2);
+        }
     };
-    if !fixtures_dir.is_dir() {
-        eprintln!(
-            "dsh-conformance lint: {} is not a directory",
-            fixtures_dir.display()
-        );
-        return ExitCode::from(2);
-    }
+    corpus.announce("lint");
+    let fixtures_dir = corpus.path().to_path_buf();
     let docs_dir = args
         .docs
         .clone()
@@ -564,6 +560,54 @@ pub fn main(args: Args) -> ExitCode {
     } else {
         println!("{} problem(s) in {}", errors.len(), fixtures_dir.display());
         ExitCode::from(1)
+    }
+}
+
+/// `dsh-conformance corpus`: the corpus built into this binary.
+#[derive(Debug, clap::Args)]
+pub struct CorpusArgs {
+    #[command(subcommand)]
+    pub command: CorpusCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum CorpusCommand {
+    /// Write the embedded corpus to DIR/fixtures (plus DIR/docs/interpretations.md, which `lint`
+    /// reads), to pin, read or extend it; `run` in DIR then finds it.
+    Export {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Print the embedded corpus's case count and hashes.
+    Info,
+}
+
+/// `dsh-conformance corpus export|info`: exit 0 done, 2 could not write.
+pub fn corpus_main(args: CorpusArgs) -> ExitCode {
+    match args.command {
+        CorpusCommand::Export { dir } => match embedded::export(&dir) {
+            Ok(fixtures) => {
+                println!(
+                    "wrote {} files ({} cases) to {}; corpus sha256 {}",
+                    embedded::files().len(),
+                    embedded::case_count(),
+                    fixtures.display(),
+                    embedded::case_hash()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(message) => {
+                eprintln!("dsh-conformance corpus export: {message}");
+                ExitCode::from(2)
+            }
+        },
+        CorpusCommand::Info => {
+            println!("cases: {}", embedded::case_count());
+            println!("files: {}", embedded::files().len());
+            println!("corpus sha256: {}", embedded::case_hash());
+            println!("tree sha256: {}", embedded::embedded_tree_hash());
+            ExitCode::SUCCESS
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! The `dsh-conformance` CLI: each subcommand lives in its own module of the library.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use dsh_conformance::{check_runtime, corpus, record, report, run, validate};
 use std::process::ExitCode;
 
@@ -37,10 +37,27 @@ enum Command {
     Record(record::Args),
     /// Turn a recorded transcript into a redacted fixture scenario.
     FixtureFromTranscript(record::FixtureArgs),
+    /// The fixture corpus built into this binary: `export DIR`, `info`.
+    Corpus(corpus::CorpusArgs),
+}
+
+/// `--version`: the crate version and the embedded corpus it carries (the `corpus_hash` a full run
+/// of it reports).
+fn version() -> String {
+    format!(
+        "{} (corpus sha256 {}, {} cases)",
+        env!("CARGO_PKG_VERSION"),
+        corpus::embedded::case_hash(),
+        corpus::embedded::case_count()
+    )
 }
 
 fn main() -> ExitCode {
-    match Cli::parse().command {
+    // clap keeps a version as `&'static str`; this one string lives as long as the process anyway.
+    let version: &'static str = Box::leak(version().into_boxed_str());
+    let matches = Cli::command().version(version).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    match cli.command {
         Command::Validate(args) => validate::main(args),
         Command::Run(args) => run::main(args),
         Command::Lint(args) => corpus::main(args),
@@ -51,5 +68,6 @@ fn main() -> ExitCode {
         Command::CheckRuntime(args) => check_runtime::main(args),
         Command::Record(args) => record::main(args),
         Command::FixtureFromTranscript(args) => record::fixture_main(args),
+        Command::Corpus(args) => corpus::corpus_main(args),
     }
 }

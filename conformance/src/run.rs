@@ -69,7 +69,8 @@ pub struct Flags {
     /// The host's name in reports.
     #[arg(long)]
     pub host_name: Option<String>,
-    /// The fixtures dir (default: $DSH_CONFORMANCE_FIXTURES, else fixtures/ in the cwd or above).
+    /// The fixtures dir (default: $DSH_CONFORMANCE_FIXTURES, else the nearest fixtures/ holding
+    /// rules.json from the cwd up, else the corpus embedded in this binary).
     #[arg(long)]
     pub fixtures: Option<PathBuf>,
     /// Select cases whose id matches this glob (`*`, `?`; repeatable).
@@ -172,7 +173,9 @@ fn catch_ctrl_c() {
 
 fn run_cli(args: &Args) -> Result<u8, String> {
     let args: &Flags = &args.flags;
-    let config = config_from_args(args)?;
+    let corpus = crate::corpus::locate(args.fixtures.as_deref())?;
+    corpus.announce("run");
+    let config = config_from_args(args, corpus.path().to_path_buf())?;
     let suite = Suite::prepare(&config).map_err(|e| e.to_string())?;
     if args.list {
         return list(args, &suite);
@@ -410,7 +413,7 @@ fn write_outputs(args: &Flags, report: &SuiteReport, stopped: Option<&str>) -> s
     Ok(())
 }
 
-fn config_from_args(args: &Flags) -> Result<SuiteConfig, String> {
+fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, String> {
     let mut host = match &args.host {
         Some(command) => split_command(command)?,
         None if !args.host_args.is_empty() => Vec::new(),
@@ -420,10 +423,6 @@ fn config_from_args(args: &Flags) -> Result<SuiteConfig, String> {
     if host.is_empty() {
         return Err("--host is empty".to_string());
     }
-    let fixtures = match &args.fixtures {
-        Some(dir) => dir.clone(),
-        None => default_fixtures()?,
-    };
     let fake_dsh = match (&args.fake_dsh, std::env::var_os("FAKE_DSH_BIN")) {
         (Some(path), _) => path.clone(),
         (None, Some(path)) if !path.is_empty() => PathBuf::from(path),
@@ -474,23 +473,6 @@ fn sibling_of_exe(name: &str) -> Result<PathBuf, String> {
         .parent()
         .ok_or_else(|| "cannot locate this executable's directory".to_string())?;
     Ok(dir.join(name))
-}
-
-/// `$DSH_CONFORMANCE_FIXTURES`, else the nearest `fixtures/` dir from the cwd up.
-fn default_fixtures() -> Result<PathBuf, String> {
-    if let Some(dir) = std::env::var_os("DSH_CONFORMANCE_FIXTURES").filter(|dir| !dir.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    let cwd = std::env::current_dir().map_err(|e| format!("cannot read the cwd: {e}"))?;
-    cwd.ancestors()
-        .map(|dir| dir.join("fixtures"))
-        .find(|candidate| candidate.is_dir())
-        .ok_or_else(|| {
-            format!(
-                "no fixtures/ dir in {} or above; pass --fixtures DIR",
-                cwd.display()
-            )
-        })
 }
 
 /// Splits a command line like a POSIX shell would for words (the `shlex` crate): whitespace

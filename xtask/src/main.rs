@@ -6,8 +6,10 @@
 //! - `install-fake-dsh --dir DIR`: put fake-dsh on a PATH directory as `dsh`.
 //! - `bench`: the performance figures of docs/performance.md.
 //! - `mutants`: the kill matrix: which cases catch each deliberately buggy reference host.
+//! - `dist`: release archives with checksums and the npm packages (see [`dist`]).
 
 mod bench;
+mod dist;
 mod kit;
 mod mutants;
 
@@ -44,6 +46,8 @@ enum Task {
     /// Run the corpus against every reference-host mutant; rewrite docs/kill-matrix.json and the
     /// README's kill matrix.
     Mutants,
+    /// Release archives with checksums and npm tarballs in target/dist/ for this platform.
+    Dist(dist::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
         Task::InstallFakeDsh { dir } => install_fake_dsh(&dir),
         Task::Bench => bench(),
         Task::Mutants => kill_matrix(),
+        Task::Dist(args) => dist::main(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -133,11 +138,15 @@ fn build_kit_binaries(release: bool, progress: bool) -> Outcome {
     run("build the kit's binaries", build)
 }
 
-fn target_dir(release: bool) -> PathBuf {
-    let root = std::env::var_os("CARGO_TARGET_DIR")
+/// `$CARGO_TARGET_DIR`, else the workspace's `target/`.
+fn target_root() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
-    root.join(if release { "release" } else { "debug" })
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+fn target_dir(release: bool) -> PathBuf {
+    target_root().join(if release { "release" } else { "debug" })
 }
 
 fn kit_binary(name: &str, release: bool) -> PathBuf {

@@ -41,9 +41,10 @@ pub struct Args {
     /// Directory to write report.json, report.html and report.md into (created if missing).
     #[arg(long, value_name = "DIR", default_value = "conformance-report")]
     pub out: PathBuf,
-    /// The fixture corpus (holding rules.json).
-    #[arg(long, value_name = "DIR", default_value = "fixtures")]
-    pub fixtures: PathBuf,
+    /// The fixture corpus (holding rules.json; default: as `run` finds it, the embedded corpus
+    /// last).
+    #[arg(long, value_name = "DIR")]
+    pub fixtures: Option<PathBuf>,
     /// Cases run in parallel within one host x variant (default: the core count).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -188,6 +189,7 @@ fn fake_dsh_binary() -> Result<PathBuf, String> {
 /// Runs one cell through the harness library: the whole corpus, the host's expectations file.
 fn harness_cell(
     args: &Args,
+    fixtures: &Path,
     fake_dsh: &Path,
     host: &HostSpec,
     variant: &VariantSpec,
@@ -200,7 +202,7 @@ fn harness_cell(
     let config = run::SuiteConfig {
         host: host.command.clone(),
         host_name: Some(host.name.clone()),
-        fixtures: args.fixtures.clone(),
+        fixtures: fixtures.to_path_buf(),
         selection: run::Selection::default(),
         jobs: args
             .jobs
@@ -243,10 +245,18 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let corpus = match crate::corpus::locate(args.fixtures.as_deref()) {
+        Ok(corpus) => corpus,
+        Err(message) => {
+            eprintln!("dsh-conformance report: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    corpus.announce("report");
     let (suites, errors) = run_matrix(&config, &mut |host, variant| {
-        harness_cell(&args, &fake_dsh, host, variant)
+        harness_cell(&args, corpus.path(), &fake_dsh, host, variant)
     });
-    let mut document = build_document(&config, suites, errors, &args.fixtures);
+    let mut document = build_document(&config, suites, errors, corpus.path());
     if !args.full_transcripts {
         stable::make_stable(&mut document);
     }
