@@ -6,10 +6,12 @@
 //! - `install-fake-dsh --dir DIR`: put fake-dsh on a PATH directory as `dsh`.
 //! - `bench`: the performance figures of docs/performance.md.
 //! - `mutants`: the kill matrix: which cases catch each deliberately buggy reference host.
+//! - `real-dsh`: install the real `@deepseek-ai/dsh` under `target/real-dsh/` (print its wrapper).
 
 mod bench;
 mod kit;
 mod mutants;
+mod real_dsh;
 
 use clap::{Parser, Subcommand};
 use kit::Kit;
@@ -44,6 +46,9 @@ enum Task {
     /// Run the corpus against every reference-host mutant; rewrite docs/kill-matrix.json and the
     /// README's kill matrix.
     Mutants,
+    /// Install the real @deepseek-ai/dsh (pinned) under target/real-dsh/ from the npm registry and
+    /// print the path of its `dsh` wrapper; a second call reuses the install.
+    RealDsh,
 }
 
 fn main() -> ExitCode {
@@ -54,6 +59,7 @@ fn main() -> ExitCode {
         Task::InstallFakeDsh { dir } => install_fake_dsh(&dir),
         Task::Bench => bench(),
         Task::Mutants => kill_matrix(),
+        Task::RealDsh => real_dsh::install(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -176,6 +182,8 @@ fn check_corpus() -> Outcome {
 }
 
 fn ci() -> Outcome {
+    // The differential and end-to-end tests need the real runtime; no registry fails CI loudly.
+    real_dsh::install()?;
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--", "--check"]);
     run("cargo fmt --check", fmt)?;
