@@ -29,14 +29,15 @@ const PNPM: (&str, &str, &str) = (
     "f627a8e971343afe49dfd0f63d028234201dfa831d5cb588733e1e5f8db26bf1\
      6989a32161ab5c1b4db3b1fdbc373160606b5b89e002df6dd19a85adf91fc5a8",
 );
-/// pnpm overrides: later cordis releases that `^` ranges would pull break rc.8.
+/// pnpm overrides: later cordis releases that the runtime's `^` ranges would pull break rc.8 (all
+/// scoped `@deepseek-ai/`: unscoped names would match nothing).
 const OVERRIDES: [(&str, &str); 6] = [
     ("@deepseek-ai/cordis", "4.0.1"),
-    ("cordis-plugin-loader", "1.0.2"),
-    ("cordis-plugin-include", "1.0.6"),
-    ("cordis-plugin-timer", "1.1.3"),
-    ("cordis-plugin-hmr", "1.0.16"),
-    ("cordis-plugin-group", "1.0.1"),
+    ("@deepseek-ai/cordis-plugin-loader", "1.0.2"),
+    ("@deepseek-ai/cordis-plugin-include", "1.0.6"),
+    ("@deepseek-ai/cordis-plugin-timer", "1.1.3"),
+    ("@deepseek-ai/cordis-plugin-hmr", "1.0.16"),
+    ("@deepseek-ai/cordis-plugin-group", "1.0.1"),
 ];
 /// Bounds on each download, so an unreachable registry fails in well under a minute.
 const CURL_BOUNDS: [&str; 6] = [
