@@ -1,7 +1,7 @@
 //! The `dsh-conformance` CLI: each subcommand lives in its own module of the library.
 
 use clap::{Parser, Subcommand};
-use dsh_conformance::{check_runtime, corpus, record, report, run, validate};
+use dsh_conformance::{check_runtime, corpus, model_server, record, report, run, validate};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -33,6 +33,8 @@ enum Command {
     Record(record::Args),
     /// Turn a recorded transcript into a redacted fixture scenario.
     FixtureFromTranscript(record::FixtureArgs),
+    /// Serve a scripted OpenAI-compatible chat-completions endpoint on 127.0.0.1 (keyless runs).
+    ModelServer(model_server::Args),
 }
 
 fn main() -> ExitCode {
@@ -45,5 +47,6 @@ fn main() -> ExitCode {
         Command::CheckRuntime(args) => check_runtime::main(args),
         Command::Record(args) => record::main(args),
         Command::FixtureFromTranscript(args) => record::fixture_main(args),
+        Command::ModelServer(args) => model_server::main(args),
     }
 }
