@@ -121,24 +121,22 @@ fn models_prints_one_models_frame_and_list_models_is_unknown() {
         .code(1)
         .stdout("")
         .stderr(predicate::str::contains("--list-models"));
-    for flag in ["--models"] {
-        let output = world
-            .cmd(&["--profile", "open-design", flag])
-            .output()
-            .unwrap();
-        assert!(output.status.success());
-        let models = stdout_json(&output);
-        support::assert_valid_frame(&models);
-        assert_eq!(models["type"], "models");
-        assert_eq!(models["runtime"], "open-design");
-        let listed = models["models"].as_array().unwrap();
-        assert_eq!(listed.len(), 2);
-        assert_eq!(listed[0]["provider"], "deepseek-official");
-        assert_eq!(listed[0]["id"], "deepseek-chat");
-        assert!(listed.iter().all(|model| model["reasoning_options"]
-            .as_array()
-            .is_some_and(|o| !o.is_empty())));
-    }
+    let output = world
+        .cmd(&["--profile", "open-design", "--models"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let models = stdout_json(&output);
+    support::assert_valid_frame(&models);
+    assert_eq!(models["type"], "models");
+    assert_eq!(models["runtime"], "open-design");
+    let listed = models["models"].as_array().unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0]["provider"], "deepseek-official");
+    assert_eq!(listed[0]["id"], "deepseek-chat");
+    assert!(listed.iter().all(|model| model["reasoning_options"]
+        .as_array()
+        .is_some_and(|o| !o.is_empty())));
     let big = "x".repeat(70 * 1024);
     world.scenario(json!({"models": {"stdout": format!("{{\"pad\":\"{big}\"}}\n")}}));
     let output = world
