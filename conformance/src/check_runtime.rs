@@ -1,6 +1,8 @@
 //! `dsh-conformance check-runtime`: drives a runtime (a real dsh with the open-design profile, or
-//! fake-dsh) through the runtime-side checks a kit can make without a model, one fresh process
-//! and world per check, and reports each check's verdict with its rule id.
+//! fake-dsh) through the runtime-side checks a kit can make without a real model, one fresh
+//! process and world per check, and reports each check's verdict with its rule id. It starts its
+//! own loopback model server (`crate::model_server`, the default write-then-finish script) and
+//! points every runtime process's `DEEPSEEK_BASE_URL` at it, so no turn reaches the network.
 //!
 //! - [`process`]: one runtime process in its own process group, killed with its group on drop.
 //! - [`world`]: the temp cwd, Harness home, canaries and commands one check uses.
@@ -24,9 +26,9 @@ use world::{Target, World};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The runtime executable to check (a real `dsh`, or fake-dsh).
-    #[arg(long, value_name = "PATH")]
-    pub dsh: PathBuf,
+    /// The runtime executable to check (a real `dsh`, or fake-dsh); needed unless `--list`.
+    #[arg(long, value_name = "PATH", required_unless_present = "list")]
+    pub dsh: Option<PathBuf>,
     /// Use this Harness home instead of a temp one per check (a real dsh finds its installed
     /// open-design profile there). The checks never write into it themselves.
     #[arg(long, value_name = "DIR")]
@@ -66,6 +68,9 @@ pub fn run_checks(target: &Target, only: &[String]) -> Result<Vec<CheckResult>, 
     }
     let mut target = target.clone();
     target.dsh = resolve_program(&target.dsh)?;
+    let server = crate::model_server::ModelServer::start(crate::model_server::default_script())
+        .map_err(|error| CannotRun(format!("cannot start the model server: {error}")))?;
+    target.model_url = Some(server.url().to_string());
     let target = &target;
     if !(target.time_scale.is_finite() && target.time_scale > 0.0) {
         return Err(CannotRun(format!(
@@ -189,10 +194,15 @@ pub fn main(args: Args) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    let Some(dsh) = args.dsh else {
+        eprintln!("dsh-conformance check-runtime: could not run: --dsh PATH is required");
+        return ExitCode::from(2);
+    };
     let target = Target {
-        dsh: args.dsh,
+        dsh,
         dsh_home: args.dsh_home,
         time_scale: args.time_scale,
+        model_url: None,
     };
     let results = match run_checks(&target, &args.checks) {
         Ok(results) => results,
