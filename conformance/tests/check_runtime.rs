@@ -116,6 +116,17 @@ fn adversaries() -> Vec<Adversary> {
             passes: &["rt.ready-first"],
         },
         Adversary {
+            name: "claims a write but leaves no file",
+            scenario: turn(vec![
+                json!({"session": {}}),
+                json!({"tool_call": {"arguments": {"path": "index.html"}}}),
+                json!({"tool_result": {}}),
+                json!({"result": {"status": "completed"}}),
+            ]),
+            fails: "rt.product-writes-html",
+            passes: &["rt.stream-strict", "rt.session-before-content"],
+        },
+        Adversary {
             name: "text before session",
             scenario: turn(vec![
                 json!({"text": "early"}),

@@ -4,6 +4,7 @@
 
 use dsh_conformance::model_server::script::Script;
 use dsh_conformance::model_server::{default_script, ModelServer, DEFAULT_HTML};
+// GREEN_HTML is escaped inside the streamed arguments; the test looks for its marker.
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -141,7 +142,15 @@ fn default_script_writes_then_finishes_and_titles_without_tools() {
     assert_eq!(log.len(), 3);
     assert_eq!(log[0]["authorization"], true);
     assert_eq!(log[1]["path"], "/v1/chat/completions");
-    assert_eq!(log[2]["reply"], 2);
+    assert_eq!(log[2]["reply"], 3);
+    // This turn's input asks for green: the edit reply, placed first, wins.
+    let mut green = chat("user", "Make the page green", true);
+    green["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"role": "user", "content": "ctx"}));
+    let edit = post(server.url(), "/chat/completions", &green);
+    assert!(edit.events.iter().any(|e| e.contains("background:green")));
     assert!(!serde_json::to_string(&log).unwrap().contains("canary-key"));
 }
 

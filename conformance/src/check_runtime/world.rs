@@ -160,12 +160,22 @@ impl World {
 
     /// The execute command of this world's run, as one line.
     pub fn execute_line(&self, request_id: &str, resume_session_id: Option<&str>) -> Vec<u8> {
+        self.execute_line_with(request_id, resume_session_id, None)
+    }
+
+    /// The same with another prompt (`None`: this world's).
+    pub fn execute_line_with(
+        &self,
+        request_id: &str,
+        resume_session_id: Option<&str>,
+        prompt: Option<&str>,
+    ) -> Vec<u8> {
         let mut execute = serde_json::json!({
             "v": 1,
             "type": "execute",
             "request_id": request_id,
             "cwd": self.project.to_string_lossy(),
-            "prompt": self.prompt(),
+            "prompt": prompt.map(String::from).unwrap_or_else(|| self.prompt()),
             "model": {"provider": "deepseek-official", "id": "deepseek-chat"},
             "mcp_servers": [],
         });

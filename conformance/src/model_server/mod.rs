@@ -29,9 +29,8 @@ use tokio::net::TcpStream;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The script of replies (JSON, see docs/runtime-checks.md); without it every request that
-    /// ends with the user's message gets a `write` of index.html and every one that ends with a
-    /// tool result gets a short final text.
+    /// The script of replies (JSON, see docs/runtime-checks.md); without it, the default script
+    /// (`default_script`): a `write` of index.html, then a short final text.
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
     /// The port on 127.0.0.1 (0: any free one).
@@ -49,9 +48,19 @@ pub struct Args {
 pub const DEFAULT_HTML: &str = "<!doctype html>\n<html><head><title>Model server page</title>\
 </head><body><h1>Written through the model server</h1></body></html>\n";
 
-/// The default script: write index.html, then say so.
+/// The page after an edit asked for with "green" (check-runtime's cold-resume turn).
+pub const GREEN_HTML: &str = "<!doctype html>\n<html><head><title>Model server page</title>\
+</head><body style=\"background:green\"><h1>Written through the model server</h1></body></html>\n";
+
+/// The default script: write index.html (a green one when the turn asks for "green"), then say
+/// so; a request without tools (a session title) gets a short title.
 pub fn default_script() -> Script {
-    Script::write_then_finish("index.html", DEFAULT_HTML, "I wrote index.html.")
+    Script::write_edit_finish(
+        "index.html",
+        DEFAULT_HTML,
+        Some(("green", GREEN_HTML)),
+        "I wrote index.html.",
+    )
 }
 
 /// The CLI: serve until SIGINT or SIGTERM; exit 2 when the script or a file is unusable.

@@ -52,7 +52,8 @@ pub struct Reply {
 pub struct When {
     /// The role of the request's last message (`user`, `tool`, ...).
     pub last_role: Option<String>,
-    /// A substring of the request's last `user` message.
+    /// A substring of this turn's user input: the `user` messages after the last `assistant`
+    /// message (the real dsh follows the prompt with a runtime-context message).
     pub user_contains: Option<String>,
     /// Whether the request offers tools (the real dsh's session-title request offers none).
     pub tools: Option<bool>,
@@ -92,6 +93,17 @@ impl Script {
     /// `file_path`, `content`) of `file` with `html`; one that ends with a tool result gets
     /// `done_text`; one that offers no tools (the real dsh's session-title request) gets a title.
     pub fn write_then_finish(file: &str, html: &str, done_text: &str) -> Script {
+        Script::write_edit_finish(file, html, None, done_text)
+    }
+
+    /// [`Script::write_then_finish`], plus: a request whose turn input holds `edit.0` gets a
+    /// `write` of `file` with `edit.1` instead (placed first, so it wins).
+    pub fn write_edit_finish(
+        file: &str,
+        html: &str,
+        edit: Option<(&str, &str)>,
+        done_text: &str,
+    ) -> Script {
         let when = |last_role: &str, tools: bool| When {
             last_role: Some(last_role.into()),
             user_contains: None,
@@ -121,9 +133,15 @@ impl Script {
             text: Some("Landing page".into()),
             ..Reply::default()
         };
-        Script {
-            replies: vec![write, finish, title],
+        let mut replies = vec![write, finish, title];
+        if let Some((trigger, edited)) = edit {
+            let mut rewrite = replies[0].clone();
+            rewrite.when.user_contains = Some(trigger.into());
+            rewrite.tool_calls[0].arguments =
+                serde_json::json!({ "file_path": file, "content": edited });
+            replies.insert(0, rewrite);
         }
+        Script { replies }
     }
 }
 
@@ -142,12 +160,19 @@ impl When {
                 .and_then(Value::as_str)
                 == Some(wanted)
         });
+        let role = |message: &Value| {
+            message
+                .get("role")
+                .and_then(Value::as_str)
+                .map(String::from)
+        };
         let user_ok = self.user_contains.as_deref().is_none_or(|wanted| {
             messages
                 .iter()
                 .rev()
-                .find(|message| message.get("role").and_then(Value::as_str) == Some("user"))
-                .is_some_and(|message| message_text(message).contains(wanted))
+                .take_while(|message| role(message).as_deref() != Some("assistant"))
+                .filter(|message| role(message).as_deref() == Some("user"))
+                .any(|message| message_text(message).contains(wanted))
         });
         let offers_tools = body
             .get("tools")
