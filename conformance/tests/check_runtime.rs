@@ -379,3 +379,57 @@ fn every_runtime_process_gets_the_kits_own_loopback_model_server() {
         "{seen}"
     );
 }
+
+#[test]
+fn a_bundle_is_installed_into_a_fresh_home_that_the_checks_then_use() {
+    let dir = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let tarball = dir.path().join("open-design-runtime.tgz");
+    std::fs::write(&tarball, b"packed bundle").unwrap();
+    // fake-dsh behind a wrapper that notes each invocation's DSH_HOME.
+    let runtime = dir.path().join("dsh");
+    std::fs::write(
+        &runtime,
+        format!(
+            "#!/bin/sh\necho \"$DSH_HOME\" >> \"$MARKER\"\nexec '{}' \"$@\"\n",
+            fake_dsh().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let marker = dir.path().join("homes");
+    let output = kit()
+        .arg("check-runtime")
+        .arg("--dsh")
+        .arg(&runtime)
+        .arg("--bundle")
+        .arg(&tarball)
+        .args(["--check", "rt.probe-shape", "--format", "json"])
+        .env("MARKER", &marker)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(status_of(&report, "rt.probe-shape"), "pass");
+    let homes = std::fs::read_to_string(&marker).unwrap();
+    let homes: Vec<&str> = homes.lines().collect();
+    assert_eq!(homes.len(), 2, "plugin add, then the probe: {homes:?}");
+    assert_eq!(homes[0], homes[1]);
+    assert!(homes[0].contains("dsh-check-runtime-home-"), "{homes:?}");
+    assert!(
+        !std::path::Path::new(homes[0]).exists(),
+        "the fresh home is removed"
+    );
+
+    let missing = dir.path().join("missing.tgz");
+    let output = kit()
+        .arg("check-runtime")
+        .arg("--dsh")
+        .arg(fake_dsh())
+        .arg("--bundle")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("missing.tgz"));
+}
