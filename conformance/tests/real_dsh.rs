@@ -11,23 +11,6 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The wrapper `cargo xtask real-dsh` writes, if it is there.
-fn real_dsh() -> Option<PathBuf> {
-    let target = fake_dsh::locate::target_profile_dir()?
-        .parent()?
-        .to_path_buf();
-    let wrapper = target.join("real-dsh/dsh");
-    if wrapper.is_file() {
-        Some(wrapper)
-    } else {
-        eprintln!(
-            "skipped: the real dsh is not installed at {} (run `cargo xtask real-dsh`)",
-            wrapper.display()
-        );
-        None
-    }
-}
-
 /// Runs the real dsh's headless profile on `task` in a fresh home and project against `server`,
 /// in its own process group, killed with its group after 90 s at most.
 fn headless(dsh: &PathBuf, server: &ModelServer, task: &str) -> (Output, tempfile::TempDir) {
@@ -60,7 +43,9 @@ fn headless(dsh: &PathBuf, server: &ModelServer, task: &str) -> (Output, tempfil
 
 #[test]
 fn headless_profile_writes_a_file_with_a_tool_call_then_prints_the_final_text() {
-    let Some(dsh) = real_dsh() else { return };
+    let Some(dsh) = fake_dsh::locate::real_dsh() else {
+        return;
+    };
     let server = ModelServer::start(default_script()).unwrap();
     let (output, world) = headless(&dsh, &server, "Make a landing page");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -91,7 +76,9 @@ fn headless_profile_writes_a_file_with_a_tool_call_then_prints_the_final_text() 
 
 #[test]
 fn headless_turn_fails_when_the_endpoint_answers_401() {
-    let Some(dsh) = real_dsh() else { return };
+    let Some(dsh) = fake_dsh::locate::real_dsh() else {
+        return;
+    };
     let script = Script::parse(r#"{"replies": [{"status": 401, "reuse": true}]}"#).unwrap();
     let server = ModelServer::start(script).unwrap();
     let (output, world) = headless(&dsh, &server, "Make a landing page");
