@@ -1,14 +1,19 @@
 //! `dsh-conformance check-runtime`: drives a runtime (a real dsh with the open-design profile, or
-//! fake-dsh) through the runtime-side checks a kit can make without a model, one fresh process
-//! and world per check, and reports each check's verdict with its rule id.
+//! fake-dsh) through the runtime-side checks a kit can make without a real model, one fresh
+//! process and world per check, and reports each check's verdict with its rule id. It starts its
+//! own loopback model server (`crate::model_server`, the default write-then-finish script) and
+//! points every runtime process's `DEEPSEEK_BASE_URL` at it, so no turn reaches the network.
 //!
 //! - [`process`]: one runtime process in its own process group, killed with its group on drop.
 //! - [`world`]: the temp cwd, Harness home, canaries and commands one check uses.
 //! - [`turn`]: a careful host's single turn, recorded for the checks.
 //! - [`checks`]: the catalogue of checks and their procedures.
+//! - [`product`]: the product proof of spec 8 (an HTML file written, then edited after a cold
+//!   resume), judged when the runtime's model calls tools.
 
 pub mod checks;
 pub mod process;
+pub mod product;
 pub mod turn;
 pub mod world;
 
@@ -24,13 +29,17 @@ use world::{Target, World};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The runtime executable to check (a real `dsh`, or fake-dsh).
-    #[arg(long, value_name = "PATH")]
-    pub dsh: PathBuf,
+    /// The runtime executable to check (a real `dsh`, or fake-dsh); needed unless `--list`.
+    #[arg(long, value_name = "PATH", required_unless_present = "list")]
+    pub dsh: Option<PathBuf>,
     /// Use this Harness home instead of a temp one per check (a real dsh finds its installed
     /// open-design profile there). The checks never write into it themselves.
     #[arg(long, value_name = "DIR")]
     pub dsh_home: Option<PathBuf>,
+    /// Install this open-design bundle tarball into a fresh Harness home first (`dsh plugin
+    /// --profile open-design add TARBALL`) and check the runtime with that home.
+    #[arg(long, value_name = "TARBALL", conflicts_with = "dsh_home")]
+    pub bundle: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     /// Multiply every bound (ready, turn, cancel grace, exit) by this factor.
@@ -66,6 +75,9 @@ pub fn run_checks(target: &Target, only: &[String]) -> Result<Vec<CheckResult>, 
     }
     let mut target = target.clone();
     target.dsh = resolve_program(&target.dsh)?;
+    let server = crate::model_server::ModelServer::start(crate::model_server::default_script())
+        .map_err(|error| CannotRun(format!("cannot start the model server: {error}")))?;
+    target.model_url = Some(server.url().to_string());
     let target = &target;
     if !(target.time_scale.is_finite() && target.time_scale > 0.0) {
         return Err(CannotRun(format!(
@@ -115,6 +127,63 @@ pub fn resolve_program(program: &std::path::Path) -> Result<PathBuf, CannotRun> 
             candidate.display()
         ))
     })
+}
+
+/// The longest `plugin add` may take (pnpm installs the bundle's dependencies).
+const INSTALL_SECS: u64 = 600;
+
+/// `dsh plugin --profile open-design add TARBALL` into a fresh temp Harness home (removed when
+/// the returned dir drops). The runtime's own output is shown when it fails.
+pub fn install_bundle(
+    dsh: &std::path::Path,
+    tarball: &std::path::Path,
+) -> Result<tempfile::TempDir, CannotRun> {
+    let dsh = resolve_program(dsh)?;
+    let tarball = std::path::absolute(tarball)
+        .ok()
+        .filter(|path| path.is_file())
+        .ok_or_else(|| CannotRun(format!("--bundle {}: no such file", tarball.display())))?;
+    let home = tempfile::Builder::new()
+        .prefix("dsh-check-runtime-home-")
+        .tempdir()
+        .map_err(|error| CannotRun(format!("cannot create a temp home: {error}")))?;
+    let child = std::process::Command::new(&dsh)
+        .args(["plugin", "--profile", world::PROFILE, "add"])
+        .arg(&tarball)
+        .current_dir(home.path())
+        .env("DSH_HOME", home.path())
+        .env("DEEPSEEK_BASE_URL", world::UNREACHABLE_MODEL)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|error| CannotRun(format!("cannot start {}: {error}", dsh.display())))?;
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    // Both pipes drain while it runs (pnpm is chatty); a stuck install is killed at the bound.
+    let waiter = std::thread::spawn(move || child.wait_with_output());
+    let deadline = Instant::now() + std::time::Duration::from_secs(INSTALL_SECS);
+    while !waiter.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    if !waiter.is_finished() {
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).ok();
+    }
+    let output = waiter
+        .join()
+        .map_err(|_| CannotRun("plugin add: the waiting thread panicked".into()))?
+        .map_err(|error| CannotRun(format!("plugin add: {error}")))?;
+    if output.status.success() {
+        return Ok(home);
+    }
+    Err(CannotRun(format!(
+        "`{} plugin --profile {} add {}` failed ({}): {}{}",
+        dsh.display(),
+        world::PROFILE,
+        tarball.display(),
+        process::describe_exit(&output.status),
+        String::from_utf8_lossy(&output.stdout).trim(),
+        String::from_utf8_lossy(&output.stderr).trim()
+    )))
 }
 
 /// How many checks got this status.
@@ -189,10 +258,29 @@ pub fn main(args: Args) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    let Some(dsh) = args.dsh else {
+        eprintln!("dsh-conformance check-runtime: could not run: --dsh PATH is required");
+        return ExitCode::from(2);
+    };
+    // Lives until the checks are done: the fresh home a --bundle was installed into.
+    let bundle_home = match &args.bundle {
+        None => None,
+        Some(tarball) => match install_bundle(&dsh, tarball) {
+            Ok(home) => Some(home),
+            Err(CannotRun(why)) => {
+                eprintln!("dsh-conformance check-runtime: could not run: {why}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let target = Target {
-        dsh: args.dsh,
-        dsh_home: args.dsh_home,
+        dsh,
+        dsh_home: bundle_home
+            .as_ref()
+            .map(|home| home.path().to_path_buf())
+            .or(args.dsh_home),
         time_scale: args.time_scale,
+        model_url: None,
     };
     let results = match run_checks(&target, &args.checks) {
         Ok(results) => results,

@@ -1,7 +1,7 @@
 //! The `dsh-conformance` CLI: each subcommand lives in its own module of the library.
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use dsh_conformance::{check_runtime, corpus, record, report, run, validate};
+use dsh_conformance::{check_runtime, corpus, model_server, record, report, run, validate};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -39,6 +39,8 @@ enum Command {
     FixtureFromTranscript(record::FixtureArgs),
     /// The fixture corpus built into this binary: `export DIR`, `info`.
     Corpus(corpus::CorpusArgs),
+    /// Serve a scripted OpenAI-compatible chat-completions endpoint on 127.0.0.1 (keyless runs).
+    ModelServer(model_server::Args),
 }
 
 /// `--version`: the crate version and the embedded corpus it carries (the `corpus_hash` a full run
@@ -69,5 +71,6 @@ fn main() -> ExitCode {
         Command::Record(args) => record::main(args),
         Command::FixtureFromTranscript(args) => record::fixture_main(args),
         Command::Corpus(args) => corpus::corpus_main(args),
+        Command::ModelServer(args) => model_server::main(args),
     }
 }

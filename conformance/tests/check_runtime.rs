@@ -116,6 +116,17 @@ fn adversaries() -> Vec<Adversary> {
             passes: &["rt.ready-first"],
         },
         Adversary {
+            name: "claims a write but leaves no file",
+            scenario: turn(vec![
+                json!({"session": {}}),
+                json!({"tool_call": {"arguments": {"path": "index.html"}}}),
+                json!({"tool_result": {}}),
+                json!({"result": {"status": "completed"}}),
+            ]),
+            fails: "rt.product-writes-html",
+            passes: &["rt.stream-strict", "rt.session-before-content"],
+        },
+        Adversary {
             name: "text before session",
             scenario: turn(vec![
                 json!({"text": "early"}),
@@ -300,11 +311,12 @@ fn cannot_run_exits_2() {
 }
 
 #[test]
-fn list_names_every_check() {
-    let output = kit()
-        .args(["check-runtime", "--dsh", "unused", "--list"])
-        .output()
-        .unwrap();
+fn list_names_every_check_without_a_runtime_and_checks_need_one() {
+    let missing = kit().arg("check-runtime").output().unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("--dsh"));
+    let output = kit().args(["check-runtime", "--list"]).output().unwrap();
+    assert!(output.status.success());
     let text = String::from_utf8(output.stdout).unwrap();
     for check in dsh_conformance::check_runtime::checks::CHECKS {
         assert!(text.contains(check.id), "{} missing from --list", check.id);
@@ -324,4 +336,100 @@ fn every_check_names_a_rule_of_the_catalog() {
             check.rule
         );
     }
+}
+
+/// A stand-in runtime that, asked `--version`, records its `DEEPSEEK_BASE_URL` and the status
+/// line that URL's `/models` answers with (bash's /dev/tcp: no HTTP client needed).
+const URL_RECORDER: &str = r#"#!/bin/bash
+url="$DEEPSEEK_BASE_URL"
+echo "$url" > "$MARKER"
+hostport="${url#http://}"
+if exec 3<>"/dev/tcp/${hostport%:*}/${hostport#*:}"; then
+  printf 'GET /models HTTP/1.1\r\nHost: %s\r\n\r\n' "$hostport" >&3
+  head -n 1 <&3 >> "$MARKER"
+fi
+echo "0.1.0-rc.8"
+"#;
+
+#[test]
+fn every_runtime_process_gets_the_kits_own_loopback_model_server() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("dsh");
+    std::fs::write(&runtime, URL_RECORDER).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let marker = dir.path().join("seen");
+    let output = kit()
+        .arg("check-runtime")
+        .arg("--dsh")
+        .arg(&runtime)
+        .args(["--check", "rt.version-shape", "--format", "json"])
+        .env("MARKER", &marker)
+        .env("DEEPSEEK_BASE_URL", "https://api.deepseek.com")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let seen = std::fs::read_to_string(&marker).unwrap();
+    let mut lines = seen.lines();
+    let url = lines.next().unwrap();
+    assert!(url.starts_with("http://127.0.0.1:"), "{seen}");
+    assert_eq!(
+        lines.next().map(str::trim_end),
+        Some("HTTP/1.1 200 OK"),
+        "{seen}"
+    );
+}
+
+#[test]
+fn a_bundle_is_installed_into_a_fresh_home_that_the_checks_then_use() {
+    let dir = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let tarball = dir.path().join("open-design-runtime.tgz");
+    std::fs::write(&tarball, b"packed bundle").unwrap();
+    // fake-dsh behind a wrapper that notes each invocation's DSH_HOME.
+    let runtime = dir.path().join("dsh");
+    std::fs::write(
+        &runtime,
+        format!(
+            "#!/bin/sh\necho \"$DSH_HOME\" >> \"$MARKER\"\nexec '{}' \"$@\"\n",
+            fake_dsh().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let marker = dir.path().join("homes");
+    let output = kit()
+        .arg("check-runtime")
+        .arg("--dsh")
+        .arg(&runtime)
+        .arg("--bundle")
+        .arg(&tarball)
+        .args(["--check", "rt.probe-shape", "--format", "json"])
+        .env("MARKER", &marker)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(status_of(&report, "rt.probe-shape"), "pass");
+    let homes = std::fs::read_to_string(&marker).unwrap();
+    let homes: Vec<&str> = homes.lines().collect();
+    assert_eq!(homes.len(), 2, "plugin add, then the probe: {homes:?}");
+    assert_eq!(homes[0], homes[1]);
+    assert!(homes[0].contains("dsh-check-runtime-home-"), "{homes:?}");
+    assert!(
+        !std::path::Path::new(homes[0]).exists(),
+        "the fresh home is removed"
+    );
+
+    let missing = dir.path().join("missing.tgz");
+    let output = kit()
+        .arg("check-runtime")
+        .arg("--dsh")
+        .arg(fake_dsh())
+        .arg("--bundle")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("missing.tgz"));
 }

@@ -1,4 +1,9 @@
 //! The command line, parsed like a real CLI (clap): what this invocation was asked to do.
+//!
+//! It follows the real `@deepseek-ai/dsh` 0.1.0-rc.8 where that one is observable (see
+//! docs/fake-dsh.md, "Fidelity"): every usage error exits 1 on stderr, `--version` wins over
+//! anything else on the line, a missing `--profile` says `--profile <name> is required`,
+//! `--list-models` is an unknown option, and `plugin --help` is an error.
 
 use crate::home::PROFILE_NAME;
 use crate::journal::Mode;
@@ -37,12 +42,7 @@ struct Cli {
     #[arg(long, requires = "profile", group = "surface")]
     stdio: bool,
     /// Print the profile's models frame.
-    #[arg(
-        long,
-        visible_alias = "list-models",
-        requires = "profile",
-        group = "surface"
-    )]
+    #[arg(long, requires = "profile", group = "surface")]
     models: bool,
     #[command(subcommand)]
     command: Option<Sub>,
@@ -59,7 +59,9 @@ enum Sub {
     },
 }
 
+/// Like the real dsh, `plugin` has no help of its own: `plugin --help` is a usage error.
 #[derive(Debug, Args)]
+#[command(disable_help_flag = true, disable_help_subcommand = true)]
 struct PluginArgs {
     /// The profile to change.
     #[arg(long, value_name = "NAME")]
@@ -89,8 +91,19 @@ pub enum Invocation {
     },
     /// Print this text to stdout and exit 0 (`--help`).
     Help(String),
-    /// Print this text to stderr and exit 2.
+    /// Print this text to stderr and exit 1 (the real dsh's status for every usage error).
     Usage(String),
+    /// The profile asked for does not exist (fake-dsh can hold only `open-design`): stderr, exit 1.
+    NoSuchProfile(String),
+}
+
+/// The real dsh's message for a profile that does not exist in the Harness home.
+pub fn no_such_profile(name: &str) -> String {
+    format!(
+        "Error: dsh: profile {} does not exist; create it with 'dsh plugin --profile {name} add \
+         <package>'",
+        serde_json::Value::from(name)
+    )
 }
 
 impl Invocation {
@@ -103,19 +116,19 @@ impl Invocation {
             Invocation::Stdio => Mode::Stdio,
             Invocation::PluginAdd { .. } => Mode::Plugin,
             Invocation::Child { .. } => Mode::Child,
-            Invocation::Help(_) | Invocation::Usage(_) => Mode::Error,
+            Invocation::Help(_) | Invocation::Usage(_) | Invocation::NoSuchProfile(_) => {
+                Mode::Error
+            }
         }
     }
 }
 
-fn check_profile(name: &str) -> Result<(), String> {
-    if name == PROFILE_NAME {
-        Ok(())
-    } else {
-        Err(format!(
-            "error: unknown profile \"{name}\" (available profiles: {PROFILE_NAME})"
-        ))
-    }
+/// `--version`/`-V` before any subcommand: the real dsh answers it whatever else is on the line.
+fn asks_version(args: &[OsString]) -> bool {
+    args.iter()
+        .skip(1)
+        .take_while(|arg| *arg != "plugin" && *arg != "__child" && *arg != "--")
+        .any(|arg| arg == "--version" || arg == "-V")
 }
 
 /// Parses an argument vector (argv[0] included; its value does not matter).
@@ -124,6 +137,10 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if asks_version(&args) {
+        return Invocation::Version;
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(error) => {
@@ -138,11 +155,12 @@ where
     if let Some(command) = cli.command {
         return match command {
             Sub::Child { ignore_sigterm } => Invocation::Child { ignore_sigterm },
-            Sub::Plugin(plugin) => match check_profile(&plugin.profile) {
-                Err(message) => Invocation::Usage(message),
-                Ok(()) => match plugin.action {
-                    PluginAction::Add { tarball } => Invocation::PluginAdd { tarball },
-                },
+            Sub::Plugin(plugin) if plugin.profile != PROFILE_NAME => Invocation::Usage(format!(
+                "error: fake-dsh installs only the {PROFILE_NAME} profile, not {:?}",
+                plugin.profile
+            )),
+            Sub::Plugin(plugin) => match plugin.action {
+                PluginAction::Add { tarball } => Invocation::PluginAdd { tarball },
             },
         };
     }
@@ -150,12 +168,10 @@ where
         return Invocation::Version;
     }
     let Some(profile) = cli.profile else {
-        return Invocation::Usage(
-            "error: nothing to do\n\nUsage: dsh --version | dsh --profile NAME (--probe | --stdio | --models) | dsh plugin --profile NAME add <tarball>\n\nFor more information, try '--help'.".to_string(),
-        );
+        return Invocation::Usage("error: --profile <name> is required".to_string());
     };
-    if let Err(message) = check_profile(&profile) {
-        return Invocation::Usage(message);
+    if profile != PROFILE_NAME {
+        return Invocation::NoSuchProfile(profile);
     }
     if cli.probe {
         Invocation::Probe
@@ -164,9 +180,9 @@ where
     } else if cli.models {
         Invocation::Models
     } else {
-        Invocation::Usage(format!(
-            "error: --profile {profile} needs one of --probe, --stdio, --models\n\nFor more information, try '--help'."
-        ))
+        Invocation::Usage(
+            "error: a profile mode needs exactly one of --models, --probe, --stdio".to_string(),
+        )
     }
 }
 
@@ -198,10 +214,7 @@ mod tests {
             parsed(&["--profile", "open-design", "--models"]),
             Invocation::Models
         );
-        assert_eq!(
-            parsed(&["--profile", "open-design", "--list-models"]),
-            Invocation::Models
-        );
+        assert_eq!(parsed(&["--version", "--bogus"]), Invocation::Version);
         assert_eq!(
             parsed(&["plugin", "--profile", "open-design", "add", "/x.tgz"]),
             Invocation::PluginAdd {
@@ -220,8 +233,11 @@ mod tests {
     #[test]
     fn bad_usage_is_an_error() {
         for args in [
-            &["--profile", "multica", "--probe"][..],
-            &["--profile", "open-design", "--probe", "--stdio"],
+            &["--profile", "open-design", "--probe", "--stdio"][..],
+            &["--profile", "open-design", "--list-models"],
+            &["plugin"],
+            &["plugin", "--help"],
+            &["plugin", "--profile", "open-design"],
             &["--probe"],
             &["--profile", "open-design"],
             &["--frobnicate"],
@@ -235,9 +251,14 @@ mod tests {
                 parsed(args)
             );
         }
-        let Invocation::Usage(message) = parsed(&["--profile", "multica", "--stdio"]) else {
-            unreachable!()
-        };
-        assert!(message.contains("unknown profile \"multica\""), "{message}");
+        assert_eq!(
+            parsed(&["--profile", "multica", "--stdio"]),
+            Invocation::NoSuchProfile("multica".into())
+        );
+        assert_eq!(
+            no_such_profile("multica"),
+            "Error: dsh: profile \"multica\" does not exist; create it with 'dsh plugin \
+             --profile multica add <package>'"
+        );
     }
 }

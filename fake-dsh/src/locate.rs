@@ -63,3 +63,18 @@ pub fn binary(name: &str) -> PathBuf {
     );
     path
 }
+
+/// The wrapper `cargo xtask real-dsh` writes (`<target>/real-dsh/dsh`), for the tests that run
+/// the real `@deepseek-ai/dsh`; `None`, after printing why the caller skips, when it is absent.
+pub fn real_dsh() -> Option<PathBuf> {
+    let target = target_profile_dir()?.parent()?.to_path_buf();
+    let wrapper = target.join("real-dsh").join("dsh");
+    if wrapper.is_file() {
+        return Some(wrapper);
+    }
+    eprintln!(
+        "skipped: the real dsh is not installed at {} (run `cargo xtask real-dsh`)",
+        wrapper.display()
+    );
+    None
+}

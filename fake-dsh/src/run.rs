@@ -41,7 +41,8 @@ pub fn main() -> ! {
             Stdout::new().write_bytes(text.as_bytes());
             finish(0, ExitReason::ScriptEnd);
         }
-        Invocation::Usage(message) => fail(message),
+        Invocation::Usage(message) => usage_error(message),
+        Invocation::NoSuchProfile(name) => usage_error(&cli::no_such_profile(name)),
         _ => {}
     }
     let scenario = scenario::load_from_env().unwrap_or_else(|message| fail(&message));
@@ -71,10 +72,7 @@ pub fn main() -> ! {
                     Stdout::new().write_bytes(line.as_bytes());
                     finish(0, ExitReason::ScriptEnd)
                 }
-                Err(message) => {
-                    output::stderr_bytes(format!("{message}\n").as_bytes());
-                    finish(1, ExitReason::Error)
-                }
+                Err(message) => plugin_add_failed(&dsh_home, &message),
             }
         }
         Invocation::Stdio => {
@@ -90,26 +88,50 @@ pub fn main() -> ! {
                 None => stdio::run_default_agent(context),
             }
         }
-        Invocation::Child { .. } | Invocation::Help(_) | Invocation::Usage(_) => {
-            unreachable!("handled above")
-        }
+        Invocation::Child { .. }
+        | Invocation::Help(_)
+        | Invocation::Usage(_)
+        | Invocation::NoSuchProfile(_) => unreachable!("handled above"),
     }
 }
 
-/// Prints an error to stderr and exits 2.
+/// The real dsh's exit status when pnpm cannot add the package (`plugin add /missing.tgz`).
+pub const PLUGIN_ADD_FAILED: i32 = 254;
+
+/// Prints a usage error to stderr and exits 1, as the real dsh does for every usage error.
+fn usage_error(message: &str) -> ! {
+    output::stderr_bytes(format!("{message}\n").as_bytes());
+    finish(1, ExitReason::Error)
+}
+
+/// A failed `plugin add`, shaped like the real one: pnpm's complaint on stdout, dsh's own line on
+/// stderr, pnpm's exit status. Unlike the real dsh it leaves no half-made profile behind.
+fn plugin_add_failed(dsh_home: &std::path::Path, message: &str) -> ! {
+    let profile_dir = dsh_home.join("profiles").join(home::PROFILE_NAME);
+    Stdout::new().write_bytes(format!(" ERR_PNPM_ADD  {message}\n").as_bytes());
+    output::stderr_bytes(
+        format!(
+            "dsh: pnpm failed in profile directory {}\n",
+            profile_dir.display()
+        )
+        .as_bytes(),
+    );
+    finish(PLUGIN_ADD_FAILED, ExitReason::Error)
+}
+
+/// Prints an error about fake-dsh's own setup (scenario, identity patch, home) to stderr and exits
+/// 2: fake-dsh could not run. The real dsh has no such inputs.
 fn fail(message: &str) -> ! {
     output::stderr_bytes(format!("{message}\n").as_bytes());
     finish(2, ExitReason::Error)
 }
 
-/// The Harness home, or exit 2 when the open-design profile is not installed there.
+/// The Harness home, or the real dsh's "does not exist" error (exit 1) when the open-design
+/// profile is not installed there (one line: the real dsh prints it under a stack trace).
 fn require_profile() -> std::path::PathBuf {
     let dsh_home = home::dsh_home().unwrap_or_else(|message| fail(&message));
     if !home::profile_installed(&dsh_home) {
-        fail(&format!(
-            "error: profile \"{}\" is not installed",
-            home::PROFILE_NAME
-        ));
+        usage_error(&cli::no_such_profile(home::PROFILE_NAME));
     }
     dsh_home
 }

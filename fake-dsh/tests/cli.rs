@@ -1,5 +1,5 @@
-//! The one-shot CLI surfaces: --version, --probe, --models/--list-models, plugin add, bad usage,
-//! and scenario loading errors.
+//! The one-shot CLI surfaces: --version, --probe, --models, plugin add, bad usage (exit 1, like
+//! the real dsh), and scenario loading errors (exit 2: fake-dsh could not run).
 
 mod support;
 
@@ -103,37 +103,44 @@ fn a_missing_profile_fails_probe_stdio_and_models() {
         world
             .cmd(&["--profile", "open-design", surface])
             .assert()
-            .code(2)
+            .code(1)
             .stdout("")
-            .stderr("error: profile \"open-design\" is not installed\n");
+            .stderr(
+                "Error: dsh: profile \"open-design\" does not exist; create it with 'dsh plugin \
+                 --profile open-design add <package>'\n",
+            );
     }
 }
 
 #[test]
-fn models_and_its_list_models_alias_print_one_models_frame() {
+fn models_prints_one_models_frame_and_list_models_is_unknown() {
     let world = World::new();
-    for flag in ["--models", "--list-models"] {
-        let output = world
-            .cmd(&["--profile", "open-design", flag])
-            .output()
-            .unwrap();
-        assert!(output.status.success());
-        let models = stdout_json(&output);
-        support::assert_valid_frame(&models);
-        assert_eq!(models["type"], "models");
-        assert_eq!(models["runtime"], "open-design");
-        let listed = models["models"].as_array().unwrap();
-        assert_eq!(listed.len(), 2);
-        assert_eq!(listed[0]["provider"], "deepseek-official");
-        assert_eq!(listed[0]["id"], "deepseek-chat");
-        assert!(listed.iter().all(|model| model["reasoning_options"]
-            .as_array()
-            .is_some_and(|o| !o.is_empty())));
-    }
+    world
+        .cmd(&["--profile", "open-design", "--list-models"])
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr(predicate::str::contains("--list-models"));
+    let output = world
+        .cmd(&["--profile", "open-design", "--models"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let models = stdout_json(&output);
+    support::assert_valid_frame(&models);
+    assert_eq!(models["type"], "models");
+    assert_eq!(models["runtime"], "open-design");
+    let listed = models["models"].as_array().unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0]["provider"], "deepseek-official");
+    assert_eq!(listed[0]["id"], "deepseek-chat");
+    assert!(listed.iter().all(|model| model["reasoning_options"]
+        .as_array()
+        .is_some_and(|o| !o.is_empty())));
     let big = "x".repeat(70 * 1024);
     world.scenario(json!({"models": {"stdout": format!("{{\"pad\":\"{big}\"}}\n")}}));
     let output = world
-        .cmd(&["--profile", "open-design", "--list-models"])
+        .cmd(&["--profile", "open-design", "--models"])
         .output()
         .unwrap();
     assert!(output.stdout.len() > 64 * 1024);
@@ -145,7 +152,7 @@ fn plugin_add_installs_the_profile_so_a_later_probe_succeeds() {
     world
         .cmd(&["--profile", "open-design", "--probe"])
         .assert()
-        .code(2);
+        .code(1);
     let tarball = world.root.path().join("open-design-runtime.tgz");
     std::fs::write(&tarball, b"packed bundle").unwrap();
     world
@@ -190,8 +197,11 @@ fn plugin_add_refuses_a_file_that_does_not_exist() {
             missing.to_str().unwrap(),
         ])
         .assert()
-        .code(1)
-        .stderr(predicate::str::contains("does not exist"));
+        .code(254)
+        .stdout(predicate::str::contains("does not exist"))
+        .stderr(predicate::str::contains(
+            "dsh: pnpm failed in profile directory",
+        ));
     assert!(!world
         .home()
         .join("profiles/open-design/package.json")
@@ -204,21 +214,40 @@ fn unknown_profiles_and_flags_are_usage_errors() {
     world
         .cmd(&["--profile", "multica", "--probe"])
         .assert()
-        .code(2)
+        .code(1)
         .stdout("")
-        .stderr(predicate::str::contains("unknown profile \"multica\""));
+        .stderr(predicate::str::contains(
+            "profile \"multica\" does not exist; create it with",
+        ));
     world
         .cmd(&["plugin", "--profile", "multica", "add", "/nope.tgz"])
         .assert()
-        .code(2)
-        .stderr(predicate::str::contains("unknown profile"));
+        .code(1)
+        .stderr(predicate::str::contains("only the open-design profile"));
     world
         .cmd(&["--profile", "open-design", "--frobnicate"])
         .assert()
-        .code(2)
+        .code(1)
         .stdout("")
         .stderr(predicate::str::contains("--frobnicate"));
-    world.cmd(&[]).assert().code(2).stdout("");
+    world
+        .cmd(&["--profile", "open-design"])
+        .assert()
+        .code(1)
+        .stderr("error: a profile mode needs exactly one of --models, --probe, --stdio\n");
+    world
+        .cmd(&[])
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr("error: --profile <name> is required\n");
+    for args in [
+        &["plugin"][..],
+        &["plugin", "--help"],
+        &["plugin", "--profile", "open-design"],
+    ] {
+        world.cmd(args).assert().code(1).stdout("");
+    }
     world
         .cmd(&["--help"])
         .assert()
@@ -230,6 +259,12 @@ fn unknown_profiles_and_flags_are_usage_errors() {
         .map(|entry| entry["mode"].clone())
         .collect();
     assert!(modes.iter().all(|mode| mode == "error"), "{modes:?}");
+    // Like the real dsh, --version answers whatever else is on the line.
+    world
+        .cmd(&["--version", "--frobnicate"])
+        .assert()
+        .success()
+        .stdout("0.1.7-rc.1\n");
 }
 
 #[test]

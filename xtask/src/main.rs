@@ -7,11 +7,13 @@
 //! - `bench`: the performance figures of docs/performance.md.
 //! - `mutants`: the kill matrix: which cases catch each deliberately buggy reference host.
 //! - `dist`: release archives with checksums and the npm packages (see [`dist`]).
+//! - `real-dsh`: install the real `@deepseek-ai/dsh` under `target/real-dsh/` (print its wrapper).
 
 mod bench;
 mod dist;
 mod kit;
 mod mutants;
+mod real_dsh;
 
 use clap::{Parser, Subcommand};
 use kit::Kit;
@@ -48,6 +50,9 @@ enum Task {
     Mutants,
     /// Release archives with checksums and npm tarballs in target/dist/ for this platform.
     Dist(dist::Args),
+    /// Install the real @deepseek-ai/dsh (pinned) under target/real-dsh/ from the npm registry and
+    /// print the path of its `dsh` wrapper; a second call reuses the install.
+    RealDsh,
 }
 
 fn main() -> ExitCode {
@@ -59,6 +64,7 @@ fn main() -> ExitCode {
         Task::Bench => bench(),
         Task::Mutants => kill_matrix(),
         Task::Dist(args) => dist::main(&args),
+        Task::RealDsh => real_dsh::install(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -191,6 +197,8 @@ fn check_corpus() -> Outcome {
 }
 
 fn ci() -> Outcome {
+    // The differential and end-to-end tests need the real runtime; no registry fails CI loudly.
+    real_dsh::install()?;
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--", "--check"]);
     run("cargo fmt --check", fmt)?;

@@ -41,21 +41,21 @@ pub struct Outcome {
     pub detail: String,
 }
 
-fn pass(detail: impl Into<String>) -> Outcome {
+pub(super) fn pass(detail: impl Into<String>) -> Outcome {
     Outcome {
         status: Status::Pass,
         detail: detail.into(),
     }
 }
 
-fn fail(detail: impl Into<String>) -> Outcome {
+pub(super) fn fail(detail: impl Into<String>) -> Outcome {
     Outcome {
         status: Status::Fail,
         detail: detail.into(),
     }
 }
 
-fn inconclusive(detail: impl Into<String>) -> Outcome {
+pub(super) fn inconclusive(detail: impl Into<String>) -> Outcome {
     Outcome {
         status: Status::Inconclusive,
         detail: detail.into(),
@@ -181,6 +181,18 @@ pub const CHECKS: &[Check] = &[
         rule: "s6.no-secret-logging",
         summary: "the DEEPSEEK_API_KEY value never appears on stderr or stdout",
         procedure: stderr_no_secret,
+    },
+    Check {
+        id: "rt.product-writes-html",
+        rule: "s8.harness-writes-project-files",
+        summary: "a completed turn whose model calls tools leaves an HTML file in the project",
+        procedure: super::product::writes_html,
+    },
+    Check {
+        id: "rt.product-cold-resume-edits",
+        rule: "s8.artifact-cold-resume-edit",
+        summary: "a second process cold-resumes the session and edits the same HTML file",
+        procedure: super::product::cold_resume_edits,
     },
 ];
 
@@ -476,7 +488,7 @@ fn ready_first(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
 // the stream of one turn
 
 /// The turn ended without its terminal result: say how.
-fn no_result(record: &turn::TurnRecord) -> String {
+pub(super) fn no_result(record: &turn::TurnRecord) -> String {
     match record.ending {
         Ending::Timeout => format!(
             "no terminal result within {} of the execute",

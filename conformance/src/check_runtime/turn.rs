@@ -70,6 +70,10 @@ pub struct Plan {
     pub keep_stdin_open: bool,
     /// Bound on the terminal result after the execute (default [`TURN_MS`]).
     pub result_bound_ms: Option<u64>,
+    /// This turn's request id instead of the world's (a second turn in the same world).
+    pub request_id: Option<String>,
+    /// This turn's prompt instead of the world's (it should still hold the prompt canary).
+    pub prompt: Option<String>,
 }
 
 /// How reading the turn ended.
@@ -217,7 +221,10 @@ pub fn is_ready(line: &SeenLine) -> bool {
 /// Run one turn by `plan` in `world`.
 pub fn run(target: &Target, world: &World, plan: &Plan) -> Result<TurnRecord, SpawnError> {
     let mut process = world.spawn_stdio(target)?;
-    let request_id = world.request_id.clone();
+    let request_id = plan
+        .request_id
+        .clone()
+        .unwrap_or_else(|| world.request_id.clone());
     let context = RunContext {
         request_id: request_id.clone(),
         resume_session_id: plan.resume.clone(),
@@ -228,7 +235,8 @@ pub fn run(target: &Target, world: &World, plan: &Plan) -> Result<TurnRecord, Sp
     let ready_stop = reader.read_until(target.deadline(READY_MS), is_ready);
     let ready_before_write = ready_stop == Stop::Matched;
 
-    let mut commands = world.execute_line(&request_id, plan.resume.as_deref());
+    let mut commands =
+        world.execute_line_with(&request_id, plan.resume.as_deref(), plan.prompt.as_deref());
     commands.extend_from_slice(&plan.after_execute);
     if plan.cancels {
         reader.checker.note_cancel_sent();

@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 /// The profile the checks drive.
 pub const PROFILE: &str = "open-design";
 
+/// The endpoint a runtime gets when no model server runs: a closed loopback port, never the
+/// network.
+pub const UNREACHABLE_MODEL: &str = "http://127.0.0.1:9";
+
 /// What every check shares: the runtime under test, where its home is, and the time scale.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -18,6 +22,9 @@ pub struct Target {
     /// A user-supplied Harness home (a real installation); `None` makes a temp one per check.
     pub dsh_home: Option<PathBuf>,
     pub time_scale: f64,
+    /// The loopback model endpoint every runtime process gets as `DEEPSEEK_BASE_URL`, so no turn
+    /// ever reaches a real model (set by `run_checks`, which starts the server).
+    pub model_url: Option<String>,
 }
 
 impl Target {
@@ -134,6 +141,10 @@ impl World {
                     "DEEPSEEK_API_KEY".to_string(),
                     OsString::from(&self.key_canary),
                 ),
+                (
+                    "DEEPSEEK_BASE_URL".to_string(),
+                    OsString::from(target.model_url.as_deref().unwrap_or(UNREACHABLE_MODEL)),
+                ),
             ],
             stderr_needles: vec![
                 self.prompt_canary.as_bytes().to_vec(),
@@ -149,12 +160,22 @@ impl World {
 
     /// The execute command of this world's run, as one line.
     pub fn execute_line(&self, request_id: &str, resume_session_id: Option<&str>) -> Vec<u8> {
+        self.execute_line_with(request_id, resume_session_id, None)
+    }
+
+    /// The same with another prompt (`None`: this world's).
+    pub fn execute_line_with(
+        &self,
+        request_id: &str,
+        resume_session_id: Option<&str>,
+        prompt: Option<&str>,
+    ) -> Vec<u8> {
         let mut execute = serde_json::json!({
             "v": 1,
             "type": "execute",
             "request_id": request_id,
             "cwd": self.project.to_string_lossy(),
-            "prompt": self.prompt(),
+            "prompt": prompt.map(String::from).unwrap_or_else(|| self.prompt()),
             "model": {"provider": "deepseek-official", "id": "deepseek-chat"},
             "mcp_servers": [],
         });
@@ -197,6 +218,7 @@ mod tests {
             dsh: PathBuf::new(),
             dsh_home: None,
             time_scale: 0.5,
+            model_url: None,
         };
         assert_eq!(target.bound(2000), Duration::from_millis(1000));
     }
