@@ -148,7 +148,7 @@ fn store(context: &Context, record: &SessionRecord) {
 fn cancel(context: &mut Context, request_id: &str, record: &mut SessionRecord) -> TurnEnd {
     record.finish_turn("cancelled");
     store(context, record);
-    let frame = frames::result_cancelled(request_id, Some(&record.session_id));
+    let frame = frames::result_cancelled(request_id, &record.session_id);
     context.out.write_frame(&frame);
     TurnEnd::Cancelled
 }
@@ -163,16 +163,16 @@ pub fn run_turn(context: &mut Context) -> TurnEnd {
         let session = context
             .session_sent
             .clone()
-            .or_else(|| execute.resume_session_id.clone());
-        let frame = frames::result_cancelled(&request_id, session.as_deref());
+            .unwrap_or_else(|| context.session_id());
+        let frame = frames::result_cancelled(&request_id, &session);
         context.out.write_frame(&frame);
         return TurnEnd::Cancelled;
     }
     let mut served = match resolve_session(context, &execute) {
         Ok(served) => served,
         Err((code, message)) => {
-            let requested = execute.resume_session_id.as_deref();
-            let frame = frames::result_failed(&request_id, requested, true, &code, &message);
+            let requested = context.session_id();
+            let frame = frames::result_failed(&request_id, &requested, true, &code, &message);
             context.out.write_frame(&frame);
             return TurnEnd::Failed;
         }
@@ -259,7 +259,7 @@ pub fn run_turn(context: &mut Context) -> TurnEnd {
     context.out.write_frame(&frames::tool_result(
         &request_id,
         &call_id,
-        call.name,
+        frames::TOOL_RESULT_NAME,
         &output,
         is_error,
     ));
@@ -284,13 +284,7 @@ pub fn run_turn(context: &mut Context) -> TurnEnd {
     if is_error {
         record.finish_turn("failed");
         store(context, record);
-        let frame = frames::result_failed(
-            &request_id,
-            Some(&session_id),
-            false,
-            "TOOL_FAILED",
-            &output,
-        );
+        let frame = frames::result_failed(&request_id, &session_id, false, "TOOL_FAILED", &output);
         context.out.write_frame(&frame);
         return TurnEnd::Failed;
     }

@@ -144,6 +144,9 @@ pub fn tool_call(request_id: &str, call_id: &str, name: &str, arguments: &Value)
     })
 }
 
+/// The `name` the open-design bundle writes on the default agent's `tool_result` frames.
+pub const TOOL_RESULT_NAME: &str = "tool";
+
 /// The `tool_result` matching a `tool_call`.
 pub fn tool_result(
     request_id: &str,
@@ -193,12 +196,13 @@ pub fn result_completed(request_id: &str, session_id: &str, output: &str) -> Val
         "session_id": session_id,
         "resume_rejected": false,
         "output": output,
-        "stop_reason": "end_turn"
+        "stop_reason": "completed"
     })
 }
 
-/// A `result: cancelled` frame. `session_id` is null when no session was established.
-pub fn result_cancelled(request_id: &str, session_id: Option<&str>) -> Value {
+/// A `result: cancelled` frame. `session_id` is the session the process serves, even when no
+/// session frame was written yet (the runtime assigns it before it writes anything).
+pub fn result_cancelled(request_id: &str, session_id: &str) -> Value {
     json!({
         "v": 1,
         "type": "result",
@@ -210,10 +214,11 @@ pub fn result_cancelled(request_id: &str, session_id: Option<&str>) -> Value {
     })
 }
 
-/// A `result: failed` frame with its structured error.
+/// A `result: failed` frame with its structured error; `session_id` as for a cancelled result
+/// (a rejected resume names the requested id).
 pub fn result_failed(
     request_id: &str,
-    session_id: Option<&str>,
+    session_id: &str,
     resume_rejected: bool,
     code: &str,
     message: &str,

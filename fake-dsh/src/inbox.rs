@@ -2,9 +2,15 @@
 //! hands them to the main thread, which waits on them with timeouts.
 
 use crate::journal::{self, Event};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use serde_json::Value;
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
+use std::mem::ManuallyDrop;
+use std::os::fd::{AsFd, FromRawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// The longest command line kept; the rest of a longer line is discarded.
@@ -100,6 +106,62 @@ fn pump(input: impl Read, sender: mpsc::Sender<Inbound>) {
     let _ = sender.send(Inbound::Closed);
 }
 
+/// Held by the reader thread while it takes bytes from fd 0, and by the writer of `ready` while
+/// it checks for pending input and writes: so the check sees bytes either still in the pipe or
+/// already consumed, never in between.
+static STDIN_GATE: Mutex<()> = Mutex::new(());
+/// Whether the reader thread has taken any byte from fd 0.
+static STDIN_CONSUMED: AtomicBool = AtomicBool::new(false);
+
+/// Fd 0, read without std's buffer: waits until readable (or EOF) before taking the gate, so the
+/// gate is only held while bytes are actually being taken.
+struct GatedStdin {
+    fd: ManuallyDrop<File>,
+}
+
+impl GatedStdin {
+    fn new() -> GatedStdin {
+        // SAFETY: fd 0 stays open for the whole process; ManuallyDrop never closes it.
+        GatedStdin {
+            fd: ManuallyDrop::new(unsafe { File::from_raw_fd(0) }),
+        }
+    }
+}
+
+impl Read for GatedStdin {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
+        while let Err(nix::errno::Errno::EINTR) = poll(&mut fds, PollTimeout::NONE) {}
+        let _gate = lock_gate();
+        let read = self.fd.read(buffer)?;
+        if read > 0 {
+            STDIN_CONSUMED.store(true, Ordering::SeqCst);
+        }
+        Ok(read)
+    }
+}
+
+fn lock_gate() -> MutexGuard<'static, ()> {
+    STDIN_GATE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Whether the host has written bytes to stdin by now: bytes wait in fd 0 (`poll` with zero
+/// timeout) or the reader thread already took some. Returns the gate guard: no byte is taken
+/// from fd 0 until it is dropped, so what the caller writes next follows this answer.
+pub fn stdin_pending() -> (bool, MutexGuard<'static, ()>) {
+    let gate = lock_gate();
+    // SAFETY: fd 0 stays open for the whole process.
+    let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
+    let mut fds = [PollFd::new(stdin, PollFlags::POLLIN)];
+    let waiting = matches!(poll(&mut fds, PollTimeout::ZERO), Ok(ready) if ready > 0)
+        && fds[0]
+            .revents()
+            .is_some_and(|events| events.contains(PollFlags::POLLIN));
+    (waiting || STDIN_CONSUMED.load(Ordering::SeqCst), gate)
+}
+
 impl Inbox {
     /// An inbox for this process's stdin that has not started reading yet.
     pub fn for_stdin() -> Inbox {
@@ -113,7 +175,7 @@ impl Inbox {
     pub fn start(&mut self) -> &Receiver<Inbound> {
         self.receiver.get_or_insert_with(|| {
             let (sender, receiver) = mpsc::channel();
-            std::thread::spawn(move || pump(std::io::stdin().lock(), sender));
+            std::thread::spawn(move || pump(GatedStdin::new(), sender));
             receiver
         })
     }

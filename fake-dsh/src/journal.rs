@@ -62,6 +62,15 @@ pub enum Event {
     },
     Frame {
         frame_type: String,
+        /// On `ready`: whether the host had written to stdin before it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stdin_pending: Option<bool>,
+        /// On a `result` with an `error`, and on `protocol_error`: the frame's error code.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+        /// On `thinking` and `text` whose `content` is the empty string: true.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        empty: Option<bool>,
     },
     StdinClosed,
     Signal {
@@ -76,6 +85,18 @@ pub enum Event {
         code: i32,
         reason: ExitReason,
     },
+}
+
+impl Event {
+    /// A `frame` entry with no extra member (raw bytes, or a frame that needs none).
+    pub fn frame(frame_type: impl Into<String>) -> Event {
+        Event::Frame {
+            frame_type: frame_type.into(),
+            stdin_pending: None,
+            code: None,
+            empty: None,
+        }
+    }
 }
 
 /// One whole journal line.
@@ -271,6 +292,21 @@ mod tests {
             },
             Event::Frame {
                 frame_type: "ready".into(),
+                stdin_pending: Some(true),
+                code: None,
+                empty: None,
+            },
+            Event::Frame {
+                frame_type: "protocol_error".into(),
+                stdin_pending: None,
+                code: Some("INVALID_COMMAND".into()),
+                empty: None,
+            },
+            Event::Frame {
+                frame_type: "text".into(),
+                stdin_pending: None,
+                code: None,
+                empty: Some(true),
             },
             Event::StdinClosed,
             Event::Signal {

@@ -8,6 +8,7 @@ use std::fs::File;
 use std::io::Write;
 use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
+use std::sync::MutexGuard;
 use std::time::Duration;
 
 /// The exit code after stdout broke (as if SIGPIPE had ended the process).
@@ -43,13 +44,11 @@ impl Stdout {
         }
     }
 
-    /// Writes one frame as a JSON line in one `write`, journaling its type.
+    /// Writes one frame as a JSON line in one `write`, journaling it (see [`FrameEntries`]).
     pub fn write_frame(&mut self, frame: &Value) {
-        let line = frame_line(frame);
-        self.write_bytes(&line);
-        journal::record(Event::Frame {
-            frame_type: crate::frames::frame_type(frame),
-        });
+        let entries = FrameEntries::before_writing(&[Some(frame.clone())]);
+        self.write_bytes(&frame_line(frame));
+        entries.record();
     }
 
     /// Writes bytes `chunk` at a time with a pause between writes.
@@ -81,6 +80,76 @@ impl Stdout {
         if newline {
             self.write_bytes(b"\n");
         }
+    }
+}
+
+/// The journal `frame` entries of bytes about to be written, one per frame (`None`: raw bytes).
+/// When one is a `ready`, whether stdin already had input is checked now, and the stdin reader
+/// is held off until the entries are recorded (after the write).
+pub struct FrameEntries {
+    events: Vec<Event>,
+    _stdin_gate: Option<MutexGuard<'static, ()>>,
+}
+
+impl FrameEntries {
+    pub fn before_writing(frames: &[Option<Value>]) -> FrameEntries {
+        let mut stdin_gate = None;
+        let events = frames
+            .iter()
+            .map(|frame| match frame {
+                None => Event::frame("raw"),
+                Some(frame) => {
+                    let mut event = frame_event(frame);
+                    if let Event::Frame {
+                        frame_type,
+                        stdin_pending,
+                        ..
+                    } = &mut event
+                    {
+                        if frame_type == "ready" && stdin_gate.is_none() {
+                            let (pending, gate) = crate::inbox::stdin_pending();
+                            *stdin_pending = Some(pending);
+                            stdin_gate = Some(gate);
+                        }
+                    }
+                    event
+                }
+            })
+            .collect();
+        FrameEntries {
+            events,
+            _stdin_gate: stdin_gate,
+        }
+    }
+
+    /// Records the entries (the bytes were written), then lets the stdin reader go on.
+    pub fn record(self) {
+        for event in self.events {
+            journal::record(event);
+        }
+    }
+}
+
+/// The journal entry of one frame: its type, plus its error `code` (a `result` with an `error`,
+/// a `protocol_error`) and `empty: true` (a `thinking`/`text` with empty `content`). Never the
+/// frame's text.
+pub fn frame_event(frame: &Value) -> Event {
+    let frame_type = crate::frames::frame_type(frame);
+    let code = match frame_type.as_str() {
+        "result" => frame.pointer("/error/code"),
+        "protocol_error" => frame.get("code"),
+        _ => None,
+    }
+    .and_then(Value::as_str)
+    .map(str::to_string);
+    let empty = (matches!(frame_type.as_str(), "thinking" | "text")
+        && frame.get("content").and_then(Value::as_str) == Some(""))
+    .then_some(true);
+    Event::Frame {
+        frame_type,
+        stdin_pending: None,
+        code,
+        empty,
     }
 }
 

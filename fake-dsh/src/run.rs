@@ -139,9 +139,7 @@ fn require_profile() -> std::path::PathBuf {
 fn raw_answer(raw: &RawAnswer) -> ! {
     if let Some(stdout) = &raw.stdout {
         Stdout::new().write_bytes(stdout.as_bytes());
-        journal::record(journal::Event::Frame {
-            frame_type: "raw".to_string(),
-        });
+        journal::record(journal::Event::frame("raw"));
     }
     if let Some(stderr) = &raw.stderr {
         output::stderr_bytes(stderr.as_bytes());

@@ -215,6 +215,9 @@ pub enum Action {
     Coalesce(Vec<Action>),
     SleepMs(u64),
     WaitCancel(Timeout),
+    /// Waits for a cancel of the active request; if one came, writes `result: cancelled` and
+    /// ends the script, else the script goes on.
+    ResultOnCancel(Timeout),
     WaitStdinClose(Timeout),
     Hang(NoOptions),
     IgnoreSigterm(bool),
@@ -363,7 +366,8 @@ mod tests {
                 {"repeat": {"text": "x", "bytes": 67108864, "newline": false}},
                 {"drip": {"action": {"text": "d"}, "chunk": 1, "delay_ms": 1}},
                 {"coalesce": [{"text": "a"}, {"raw": "b\n"}]}, {"sleep_ms": 100},
-                {"wait_cancel": {"timeout_ms": 10000}}, {"wait_stdin_close": {}}, {"hang": {}},
+                {"wait_cancel": {"timeout_ms": 10000}}, {"result_on_cancel": {"timeout_ms": 5}},
+                {"wait_stdin_close": {}}, {"hang": {}},
                 {"ignore_sigterm": true}, {"spawn_child": {"ignore_sigterm": true}},
                 {"stderr": "s"}, {"stderr_flood": {"bytes": 8388608}}, {"stderr_prompt": {}},
                 {"stderr_env": "DEEPSEEK_API_KEY"}, {"exit": 0}
@@ -371,7 +375,7 @@ mod tests {
             "agent": { "html_file": "index.html" }
         }"#;
         let scenario = parse(example, "example").unwrap();
-        assert_eq!(scenario.stdio[0].len(), 28);
+        assert_eq!(scenario.stdio[0].len(), 29);
         assert!(parse("{}", "empty").unwrap().stdio.is_empty());
     }
 

@@ -5,7 +5,7 @@ use crate::agent;
 use crate::frames;
 use crate::inbox::{remaining, Inbound, Inbox, Wait};
 use crate::journal::ExitReason;
-use crate::output::{self, Stdout};
+use crate::output::{self, FrameEntries, Stdout};
 use crate::process::{self, finish};
 use crate::scenario::{Action, AgentKnobs};
 use crate::sessions::{self, SessionRecord};
@@ -257,9 +257,10 @@ pub fn run_script(mut context: Context, script: &[Action]) -> ! {
 
 fn play(context: &mut Context, action: &Action) {
     if action.is_frame_writing() {
-        let (bytes, frame_types) = render(context, action);
+        let (bytes, frames) = render(context, action);
+        let entries = FrameEntries::before_writing(&frames);
         context.out.write_bytes(&bytes);
-        journal_frames(frame_types);
+        entries.record();
         return;
     }
     match action {
@@ -274,29 +275,32 @@ fn play(context: &mut Context, action: &Action) {
             context
                 .out
                 .repeat(&repeat.text, repeat.bytes, repeat.newline);
-            journal_frames(vec!["raw".to_string()]);
+            FrameEntries::before_writing(&[None]).record();
         }
         Action::Drip(drip) => {
-            let (bytes, frame_types) = render(context, &drip.action);
+            let (bytes, frames) = render(context, &drip.action);
+            let entries = FrameEntries::before_writing(&frames);
             let delay = Duration::from_millis(drip.delay_ms.unwrap_or(1));
             context.out.drip(&bytes, drip.chunk.unwrap_or(1), delay);
-            journal_frames(frame_types);
+            entries.record();
         }
         Action::Coalesce(actions) => {
             let mut bytes = Vec::new();
-            let mut frame_types = Vec::new();
+            let mut frames = Vec::new();
             for inner in actions {
-                let (more, types) = render(context, inner);
+                let (more, rendered) = render(context, inner);
                 bytes.extend_from_slice(&more);
-                frame_types.extend(types);
+                frames.extend(rendered);
             }
+            let entries = FrameEntries::before_writing(&frames);
             context.out.write_bytes(&bytes);
-            journal_frames(frame_types);
+            entries.record();
         }
         Action::SleepMs(millis) => std::thread::sleep(Duration::from_millis(*millis)),
         Action::WaitCancel(timeout) => wait_until(context, timeout.duration(), |context| {
             context.active_cancelled()
         }),
+        Action::ResultOnCancel(timeout) => result_on_cancel(context, timeout.duration()),
         Action::WaitStdinClose(timeout) => wait_until(context, timeout.duration(), |_| false),
         Action::Hang(_) => process::hang(),
         Action::IgnoreSigterm(ignore) => process::set_ignore_sigterm(*ignore),
@@ -324,10 +328,24 @@ fn play(context: &mut Context, action: &Action) {
     }
 }
 
-fn journal_frames(frame_types: Vec<String>) {
-    for frame_type in frame_types {
-        crate::journal::record(crate::journal::Event::Frame { frame_type });
+/// How long a script that wrote its cancelled result waits for the host to close stdin.
+const CLOSE_AFTER_RESULT: Duration = Duration::from_secs(10);
+
+/// `result_on_cancel`: when a cancel of the active request comes within `timeout`, answers it
+/// with `result: cancelled` and ends the process (exit 0, once stdin closes); else returns.
+fn result_on_cancel(context: &mut Context, timeout: Duration) {
+    wait_until(context, timeout, Context::active_cancelled);
+    if !context.active_cancelled() {
+        return;
     }
+    let session_id = context
+        .session_sent
+        .clone()
+        .unwrap_or_else(|| context.session_id());
+    let frame = frames::result_cancelled(&context.request_id(), &session_id);
+    context.out.write_frame(&frame);
+    wait_until(context, CLOSE_AFTER_RESULT, |_| false);
+    finish(0, ExitReason::ResultSent)
 }
 
 fn read_execute(context: &mut Context, timeout: Duration) {
@@ -363,21 +381,20 @@ fn wait_until(context: &mut Context, timeout: Duration, done: impl Fn(&Context) 
     }
 }
 
-/// The bytes of a frame-writing action and the journal `frame_type`s they stand for.
-fn render(context: &mut Context, action: &Action) -> (Vec<u8>, Vec<String>) {
+/// The bytes of a frame-writing action and the frames they stand for (`None`: raw bytes).
+fn render(context: &mut Context, action: &Action) -> (Vec<u8>, Vec<Option<Value>>) {
     let frame = match action {
-        Action::Raw(text) => return (context.fill(text).into_bytes(), vec!["raw".to_string()]),
+        Action::Raw(text) => return (context.fill(text).into_bytes(), vec![None]),
         Action::RawBase64(encoded) => {
             let bytes = decode_base64(encoded).unwrap_or_else(|| {
                 eprintln!("fake-dsh: raw_base64 is not valid base64; writing nothing");
                 Vec::new()
             });
-            return (bytes, vec!["raw".to_string()]);
+            return (bytes, vec![None]);
         }
         other => frame_of(context, other),
     };
-    let frame_type = frames::frame_type(&frame);
-    (output::frame_line(&frame), vec![frame_type])
+    (output::frame_line(&frame), vec![Some(frame)])
 }
 
 fn frame_of(context: &mut Context, action: &Action) -> Value {

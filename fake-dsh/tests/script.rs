@@ -520,3 +520,49 @@ fn exit_is_each_process_last_whole_entry_even_when_stdin_closes_as_it_exits() {
         );
     }
 }
+
+#[test]
+fn result_on_cancel_answers_a_cancel_and_ends_the_script() {
+    let world = World::new();
+    script(
+        &world,
+        json!([
+            {"ready": {}}, {"read_execute": {}}, {"session": {}},
+            {"result_on_cancel": {"timeout_ms": 60000}},
+            {"text": "never written"}
+        ]),
+    );
+    let mut dsh = world.stdio();
+    dsh.next_frame();
+    dsh.send(&world.execute("r1", "p", None));
+    let session = dsh.next_frame();
+    dsh.send(&json!({"v": 1, "type": "cancel", "request_id": "other"}));
+    dsh.send(&json!({"v": 1, "type": "cancel", "request_id": "r1"}));
+    let result = dsh.next_frame();
+    assert_eq!(result["status"], "cancelled");
+    assert_eq!(result["request_id"], "r1");
+    assert_eq!(result["session_id"], session["session_id"]);
+    dsh.close_stdin();
+    assert!(dsh.rest().is_empty());
+    assert_eq!(code(dsh.wait()), 0);
+    let journal = world.journal_of(dsh.pid());
+    assert_eq!(first_entry(&journal, "exit")["reason"], "result_sent");
+}
+
+#[test]
+fn result_on_cancel_without_a_cancel_goes_on_with_the_script() {
+    let world = World::new();
+    script(
+        &world,
+        json!([
+            {"ready": {}}, {"read_execute": {}}, {"session": {}},
+            {"result_on_cancel": {"timeout_ms": 50}},
+            {"result": {"status": "completed"}}
+        ]),
+    );
+    let (output, journal) = run_to_end(&world, &[world.execute("r1", "p", None)]);
+    assert_eq!(code(output.status), 0);
+    let lines = stdout_frames(&output.stdout);
+    assert_eq!(lines.last().unwrap()["status"], "completed");
+    assert_eq!(first_entry(&journal, "exit")["reason"], "script_end");
+}

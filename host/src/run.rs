@@ -574,7 +574,7 @@ impl Host {
                     cwd: prepared.cwd_text.clone(),
                     prompt,
                     resume_session_id: resume.clone(),
-                    model: request.model.clone(),
+                    model: Some(request.model.clone()),
                     reasoning_effort: request.reasoning_effort.clone(),
                     mcp_servers: Vec::new(),
                 });

@@ -612,28 +612,23 @@ impl StreamChecker {
                 ));
             }
         }
-        match (&self.session_id, &result.session_id) {
-            (Some(session), reported) if reported.as_deref() != Some(session.as_str()) => {
+        let reported = result.session_id.as_str();
+        match (&self.session_id, resuming) {
+            (Some(session), _) if reported != session => {
                 return self.fail(Violation::at(
                     Code::SessionMismatch,
                     line,
                     format!(
-                        "result names session {} but the session frame said `{session}` (spec 6)",
-                        describe(reported.as_deref())
+                        "result names session `{reported}` but the session frame said `{session}` (spec 6)"
                     ),
                 ));
             }
-            (None, Some(reported)) if Some(reported.as_str()) != resuming => {
-                let rule = if result.status == Status::Completed {
-                    "a completed result needs a prior session frame (spec 6, 7)"
-                } else {
-                    "without a session frame the result's session_id must be null or the requested resume id (spec 6)"
-                };
+            (None, Some(requested)) if reported != requested => {
                 return self.fail(Violation::at(
                     Code::SessionMismatch,
                     line,
                     format!(
-                        "result names session `{reported}` but no session frame arrived; {rule}"
+                        "result names session `{reported}` but no session frame arrived and the execute asked to resume `{requested}`; the runtime serves the requested id (spec 6)"
                     ),
                 ));
             }
@@ -666,12 +661,5 @@ impl StreamChecker {
                 error.code, error.message
             ),
         ))
-    }
-}
-
-fn describe(session: Option<&str>) -> String {
-    match session {
-        Some(id) => format!("`{id}`"),
-        None => "null".to_string(),
     }
 }

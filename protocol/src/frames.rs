@@ -212,8 +212,9 @@ pub struct RunError {
 pub struct Result {
     pub request_id: String,
     pub status: Status,
-    /// `None` only when the run failed or was cancelled before any session existed.
-    pub session_id: Option<String>,
+    /// The session this run served: the runtime assigns it (a fresh id, or the requested resume
+    /// id) before it writes anything, so every result names one.
+    pub session_id: String,
     pub resume_rejected: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
@@ -230,7 +231,7 @@ impl Result {
         Result {
             request_id: request_id.into(),
             status: Status::Completed,
-            session_id: Some(session_id.into()),
+            session_id: session_id.into(),
             resume_rejected: false,
             output: None,
             stop_reason: None,
@@ -241,14 +242,14 @@ impl Result {
     /// A `failed` result with its structured error.
     pub fn failed(
         request_id: impl Into<String>,
-        session_id: Option<String>,
+        session_id: impl Into<String>,
         code: impl Into<String>,
         message: impl Into<String>,
     ) -> Self {
         Result {
             request_id: request_id.into(),
             status: Status::Failed,
-            session_id,
+            session_id: session_id.into(),
             resume_rejected: false,
             output: None,
             stop_reason: None,
@@ -260,11 +261,11 @@ impl Result {
     }
 
     /// A `cancelled` result.
-    pub fn cancelled(request_id: impl Into<String>, session_id: Option<String>) -> Self {
+    pub fn cancelled(request_id: impl Into<String>, session_id: impl Into<String>) -> Self {
         Result {
             request_id: request_id.into(),
             status: Status::Cancelled,
-            session_id,
+            session_id: session_id.into(),
             resume_rejected: false,
             output: None,
             stop_reason: None,
@@ -532,7 +533,9 @@ pub struct Execute {
     pub prompt: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resume_session_id: Option<String>,
-    pub model: ModelRoute,
+    /// The model route; optional (OpenDesign's host and bundle omit it to use the default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRoute>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<String>,
     /// MCP server entries (phase one sends none); always present.
@@ -545,7 +548,7 @@ pub struct Cancel {
 }
 
 impl HostCommand {
-    /// An execute without MCP servers or reasoning effort.
+    /// An execute with a model route, without MCP servers or reasoning effort.
     pub fn execute(
         request_id: impl Into<String>,
         cwd: impl Into<String>,
@@ -558,7 +561,7 @@ impl HostCommand {
             cwd: cwd.into(),
             prompt: prompt.into(),
             resume_session_id,
-            model,
+            model: Some(model),
             reasoning_effort: None,
             mcp_servers: Vec::new(),
         })
@@ -948,20 +951,16 @@ impl<'m, M: Members> Reader<'m, M> {
         FrameError::invalid(format!("{}: missing required `{name}`", self.what))
     }
 
-    /// A member that must be a JSON object (serde would also build a struct from an array),
-    /// or `null` when `nullable`.
+    /// An optional member that, when present, must be a JSON object (serde would also build a
+    /// struct from an array; `null` is refused).
     fn object<T: DeserializeOwned>(
         &self,
         name: &str,
         expected: &str,
-        nullable: bool,
     ) -> std::result::Result<Option<T>, FrameError> {
         let Some(value) = self.optional_unique(name, expected)? else {
             return Ok(None);
         };
-        if value.is_null() && nullable {
-            return Ok(None);
-        }
         if !value.is_object() {
             return Err(FrameError::invalid(format!(
                 "{}: `{name}` must be {expected}, not {}",
@@ -999,6 +998,14 @@ impl<'m, M: Members> Reader<'m, M> {
         match self.optional::<Option<String>>(name, "a non-empty string or null")? {
             Some(Some(value)) => self.non_empty(name, value).map(Some),
             _ => Ok(None),
+        }
+    }
+
+    /// An optional member that, when present, must be a non-empty string (never `null`).
+    fn present_non_empty(&self, name: &str) -> std::result::Result<Option<String>, FrameError> {
+        match self.optional::<String>(name, "a non-empty string (omitted, never null)")? {
+            Some(value) => self.non_empty(name, value).map(Some),
+            None => Ok(None),
         }
     }
 
@@ -1100,7 +1107,7 @@ fn build_frame<M: Members>(members: &M) -> std::result::Result<RuntimeFrame, Fra
                 plugin_version: r.id("plugin_version")?,
                 compatibility_generation,
                 capabilities: r
-                    .object("capabilities", "an object of booleans", false)?
+                    .object("capabilities", "an object of booleans")?
                     .ok_or_else(|| r.missing("capabilities"))?,
             };
             if type_name == "probe" {
@@ -1179,23 +1186,7 @@ const FRAME_WHAT: [(&str, &str); 11] = [
 fn build_result<M: Members>(r: &Reader<'_, M>) -> std::result::Result<Result, FrameError> {
     let request_id = r.id("request_id")?;
     let status: Status = r.required("status", "one of completed, cancelled, failed")?;
-    let session_id =
-        match r.optional::<Option<String>>("session_id", "a non-empty string or null")? {
-            None => {
-                return Err(FrameError::invalid(format!(
-                    "{}: missing required `session_id` (null when no session exists)",
-                    r.what
-                )))
-            }
-            Some(Some(id)) => Some(r.non_empty("session_id", id)?),
-            Some(None) => None,
-        };
-    if status == Status::Completed && session_id.is_none() {
-        return Err(FrameError::invalid(format!(
-            "{}: a completed result must name its session (`session_id` is null)",
-            r.what
-        )));
-    }
+    let session_id = r.id("session_id")?;
     let resume_rejected: bool = r.required("resume_rejected", "a boolean")?;
     if resume_rejected && status != Status::Failed {
         return Err(FrameError::invalid(format!(
@@ -1203,7 +1194,7 @@ fn build_result<M: Members>(r: &Reader<'_, M>) -> std::result::Result<Result, Fr
             r.what
         )));
     }
-    let error = r.object::<RunError>("error", "an object {code, message} or null", true)?;
+    let error = r.object::<RunError>("error", "an object {code, message} (omitted, never null)")?;
     let error = match error {
         Some(error) if error.code.is_empty() => {
             return Err(FrameError::invalid(format!(
@@ -1224,8 +1215,8 @@ fn build_result<M: Members>(r: &Reader<'_, M>) -> std::result::Result<Result, Fr
         status,
         session_id,
         resume_rejected,
-        output: r.optional_non_empty("output")?,
-        stop_reason: r.optional_non_empty("stop_reason")?,
+        output: r.present_non_empty("output")?,
+        stop_reason: r.present_non_empty("stop_reason")?,
         error,
     })
 }
@@ -1278,10 +1269,12 @@ fn build_command<M: Members>(members: &M) -> std::result::Result<HostCommand, Fr
                     "execute command: `cwd` must be an absolute path, not `{cwd}`"
                 )));
             }
-            let model: ModelRoute = r
-                .object("model", "an object {provider, id}", false)?
-                .ok_or_else(|| r.missing("model"))?;
-            if model.provider.is_empty() || model.id.is_empty() {
+            let model: Option<ModelRoute> =
+                r.object("model", "an object {provider, id} (or omitted)")?;
+            if model
+                .as_ref()
+                .is_some_and(|model| model.provider.is_empty() || model.id.is_empty())
+            {
                 return Err(FrameError::invalid(
                     "execute command: `model.provider` and `model.id` must be non-empty strings",
                 ));
@@ -1356,7 +1349,7 @@ mod tests {
         r#"{"v":1,"type":"tool_result","request_id":"r1","call_id":"c1","name":"write_file","output":"ok","is_error":false}"#,
         r#"{"v":1,"type":"usage","request_id":"r1","provider":"deepseek-official","model":"deepseek-chat","input_tokens":10,"output_tokens":2.0,"cache_read_tokens":0}"#,
         r#"{"v":1,"type":"result","request_id":"r1","status":"completed","session_id":"s1","resume_rejected":false,"stop_reason":"end_turn"}"#,
-        r#"{"v":1,"type":"result","request_id":"r1","status":"failed","session_id":null,"resume_rejected":true,"error":{"code":"SESSION_NOT_FOUND","message":"no such session"}}"#,
+        r#"{"v":1,"type":"result","request_id":"r1","status":"failed","session_id":"s1","resume_rejected":true,"error":{"code":"SESSION_NOT_FOUND","message":"no such session"}}"#,
         r#"{"v":1,"type":"protocol_error","code":"BAD_COMMAND","message":"unknown command"}"#,
     ];
 
@@ -1430,8 +1423,13 @@ mod tests {
             r#"{"v":1,"type":"text","request_id":"r","content":5}"#,
             r#"{"v":1,"type":"usage","request_id":"r","provider":"p","model":"m","input_tokens":-1,"output_tokens":0}"#,
             r#"{"v":1,"type":"usage","request_id":"r","provider":"p","model":"m","input_tokens":1.5,"output_tokens":0}"#,
-            r#"{"v":1,"type":"result","request_id":"r","status":"failed","session_id":null,"resume_rejected":false}"#,
+            r#"{"v":1,"type":"result","request_id":"r","status":"failed","session_id":"s","resume_rejected":false}"#,
             r#"{"v":1,"type":"result","request_id":"r","status":"completed","session_id":null,"resume_rejected":false}"#,
+            r#"{"v":1,"type":"result","request_id":"r","status":"failed","session_id":null,"resume_rejected":false,"error":{"code":"E","message":"m"}}"#,
+            r#"{"v":1,"type":"result","request_id":"r","status":"cancelled","session_id":"","resume_rejected":false}"#,
+            r#"{"v":1,"type":"result","request_id":"r","status":"completed","session_id":"s","resume_rejected":false,"output":null}"#,
+            r#"{"v":1,"type":"result","request_id":"r","status":"completed","session_id":"s","resume_rejected":false,"stop_reason":null}"#,
+            r#"{"v":1,"type":"result","request_id":"r","status":"completed","session_id":"s","resume_rejected":false,"error":null}"#,
             r#"{"v":1,"type":"result","request_id":"r","status":"completed","session_id":"s","resume_rejected":true}"#,
             r#"{"v":1,"type":"result","request_id":"r","status":"completed","resume_rejected":false}"#,
             r#"{"v":1,"type":"result","request_id":"r","status":"completed","session_id":"s","resume_rejected":false,"output":""}"#,

@@ -204,7 +204,7 @@ fn ready_must_be_compatible() {
 
 #[test]
 fn foreign_frames_are_counted_and_ignored() {
-    let foreign_result = r#"{"v":1,"type":"result","request_id":"r0","status":"failed","session_id":null,"resume_rejected":false,"error":{"code":"X","message":"y"}}"#;
+    let foreign_result = r#"{"v":1,"type":"result","request_id":"r0","status":"failed","session_id":"s1","resume_rejected":false,"error":{"code":"X","message":"y"}}"#;
     let foreign_error =
         r#"{"v":1,"type":"protocol_error","request_id":"r0","code":"X","message":"y"}"#;
     let (checker, terminal) = run(
@@ -276,7 +276,7 @@ fn completed_needs_a_session_frame() {
 
 #[test]
 fn resume_rejected_is_a_legitimate_terminal_before_session() {
-    let rejected = r#"{"v":1,"type":"result","request_id":"r1","status":"failed","session_id":null,"resume_rejected":true,"error":{"code":"SESSION_NOT_FOUND","message":"gone"}}"#;
+    let rejected = r#"{"v":1,"type":"result","request_id":"r1","status":"failed","session_id":"s1","resume_rejected":true,"error":{"code":"SESSION_NOT_FOUND","message":"gone"}}"#;
     let (_, terminal) = run(RunContext::resuming("r1", "s1"), &[READY, rejected]);
     match terminal {
         Terminal::Result(result) => {
@@ -290,8 +290,15 @@ fn resume_rejected_is_a_legitimate_terminal_before_session() {
 }
 
 #[test]
+fn a_result_before_session_names_the_requested_resume_id() {
+    let other = r#"{"v":1,"type":"result","request_id":"r1","status":"failed","session_id":"od-fresh","resume_rejected":true,"error":{"code":"SESSION_NOT_FOUND","message":"gone"}}"#;
+    let (_, terminal) = run(RunContext::resuming("r1", "s1"), &[READY, other]);
+    assert_violation(&terminal, ViolationCode::SessionMismatch, Some(2));
+}
+
+#[test]
 fn failed_before_session_is_a_legitimate_terminal() {
-    let failed = r#"{"v":1,"type":"result","request_id":"r1","status":"failed","session_id":null,"resume_rejected":false,"error":{"code":"PROVIDER_DOWN","message":"503"}}"#;
+    let failed = r#"{"v":1,"type":"result","request_id":"r1","status":"failed","session_id":"s1","resume_rejected":false,"error":{"code":"PROVIDER_DOWN","message":"503"}}"#;
     let (_, terminal) = run(new_run(), &[READY, failed]);
     assert!(matches!(terminal, Terminal::Result(result) if result.status == Status::Failed));
 }

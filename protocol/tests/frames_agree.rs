@@ -3,8 +3,8 @@
 //! and for mutated documents the schema and the hand-written parser accept exactly the same set.
 
 use dsh_protocol::frames::{
-    Capabilities, Delta, ModelInfo, ModelRoute, Models, ProtocolError, ReasoningOption, Result,
-    RunError, RuntimeIdentity, Session, Status, TokenCounts, ToolCall, ToolResult, Usage,
+    Capabilities, Delta, Execute, ModelInfo, ModelRoute, Models, ProtocolError, ReasoningOption,
+    Result, RunError, RuntimeIdentity, Session, Status, TokenCounts, ToolCall, ToolResult, Usage,
     MAX_COUNT,
 };
 use dsh_protocol::{schema, HostCommand, RuntimeFrame};
@@ -81,7 +81,7 @@ fn result() -> impl Strategy<Value = Result> {
             Just(Status::Cancelled),
             Just(Status::Failed)
         ],
-        proptest::option::of(id()),
+        id(),
         any::<bool>(),
         proptest::option::of(id()),
         proptest::option::of(id()),
@@ -89,10 +89,6 @@ fn result() -> impl Strategy<Value = Result> {
     )
         .prop_map(
             |(request_id, status, session_id, rejected, output, stop_reason, error)| {
-                let session_id = match status {
-                    Status::Completed => Some(session_id.unwrap_or_else(|| "s".to_string())),
-                    _ => session_id,
-                };
                 let error = match status {
                     Status::Failed => Some(error.unwrap_or(("E".to_string(), String::new()))),
                     _ => error,
@@ -196,27 +192,20 @@ fn command() -> impl Strategy<Value = HostCommand> {
             ],
             text(),
             proptest::option::of(id()),
-            (id(), id()),
+            proptest::option::of((id(), id())),
             proptest::option::of(id()),
         )
-            .prop_map(
-                |(request_id, cwd, prompt, resume, (provider, model), effort)| {
-                    let mut command = HostCommand::execute(
-                        request_id,
-                        cwd,
-                        prompt,
-                        resume,
-                        ModelRoute {
-                            provider,
-                            id: model,
-                        },
-                    );
-                    if let HostCommand::Execute(execute) = &mut command {
-                        execute.reasoning_effort = effort;
-                    }
-                    command
-                }
-            ),
+            .prop_map(|(request_id, cwd, prompt, resume, route, effort)| {
+                HostCommand::Execute(Execute {
+                    request_id,
+                    cwd,
+                    prompt,
+                    resume_session_id: resume,
+                    model: route.map(|(provider, id)| ModelRoute { provider, id }),
+                    reasoning_effort: effort,
+                    mcp_servers: Vec::new(),
+                })
+            }),
         id().prop_map(HostCommand::cancel),
     ]
 }
@@ -374,4 +363,55 @@ proptest! {
         let parsed = HostCommand::from_value(&document);
         prop_assert_eq!(schema_ok, parsed.is_ok(), "{} -> {:?}", document, parsed);
     }
+}
+
+/// A result frame built from members, the rest of it valid.
+fn result_document(members: Value) -> Value {
+    let mut document = json!({"v": 1, "type": "result", "request_id": "r1", "status": "failed",
+        "session_id": "od-1", "resume_rejected": false, "error": {"code": "E", "message": "m"}});
+    for (name, value) in members.as_object().expect("an object of members") {
+        document[name] = value.clone();
+    }
+    document
+}
+
+#[test]
+fn schema_and_parser_both_refuse_null_session_ids_and_null_members() {
+    let refused = [
+        json!({"session_id": null}),
+        json!({"session_id": ""}),
+        json!({"status": "cancelled", "session_id": null, "error": null}),
+        json!({"status": "completed", "output": null}),
+        json!({"status": "completed", "stop_reason": null}),
+        json!({"status": "completed", "error": null}),
+        json!({"error": null}),
+        json!({"status": "completed", "output": ""}),
+    ];
+    for members in refused {
+        let document = result_document(members);
+        assert!(
+            !schema::is_valid("frame.schema.json", &document),
+            "schema accepts {document}"
+        );
+        let parsed = parse_document(&document);
+        assert!(parsed.is_err(), "parser accepts {document}: {parsed:?}");
+    }
+    let accepted =
+        result_document(json!({"status": "cancelled", "error": {"code": "C", "message": ""}}));
+    assert!(schema::is_valid("frame.schema.json", &accepted));
+    assert!(parse_document(&accepted).is_ok());
+}
+
+#[test]
+fn an_execute_without_model_is_valid_and_a_null_model_is_not() {
+    let mut document = json!({"v": 1, "type": "execute", "request_id": "r1", "cwd": "/p",
+        "prompt": "x", "mcp_servers": []});
+    assert!(schema::is_valid("command.schema.json", &document));
+    match HostCommand::from_value(&document) {
+        Ok(HostCommand::Execute(execute)) => assert_eq!(execute.model, None),
+        other => panic!("{other:?}"),
+    }
+    document["model"] = Value::Null;
+    assert!(!schema::is_valid("command.schema.json", &document));
+    assert!(HostCommand::from_value(&document).is_err());
 }

@@ -257,3 +257,23 @@ impl LiveValidator {
         std::mem::take(&mut self.unreported)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_execute_without_model_is_a_valid_command_and_a_null_model_is_not() {
+        let mut validator = LiveValidator::new(Instant::now());
+        validator.host_bytes(
+            b"{\"v\":1,\"type\":\"execute\",\"request_id\":\"r1\",\"cwd\":\"/p\",\"prompt\":\"x\",\"mcp_servers\":[]}\n",
+        );
+        assert_eq!(validator.host().executes, 1);
+        assert_eq!(validator.host().invalid_commands, 0);
+        validator.host_bytes(
+            b"{\"v\":1,\"type\":\"execute\",\"request_id\":\"r2\",\"cwd\":\"/p\",\"prompt\":\"x\",\"model\":null,\"mcp_servers\":[]}\n",
+        );
+        assert_eq!(validator.host().executes, 2);
+        assert_eq!(validator.host().invalid_commands, 1);
+    }
+}

@@ -171,8 +171,8 @@ export class StreamChecker {
     if (this.sessionId !== null && result.session_id !== this.sessionId) {
       return this.#fail("DSH_PROFILE_SESSION_MISMATCH", number, "names another session than the session frame did (spec 6)");
     }
-    if (this.sessionId === null && result.session_id !== null && result.session_id !== resuming) {
-      return this.#fail("DSH_PROFILE_SESSION_MISMATCH", number, "names a session although no session frame arrived (spec 6)");
+    if (this.sessionId === null && resuming !== null && result.session_id !== resuming) {
+      return this.#fail("DSH_PROFILE_SESSION_MISMATCH", number, "names another session than the requested resume id, and no session frame arrived (spec 6)");
     }
     if (result.status === "completed" && this.sessionId === null) {
       return this.#fail("DSH_PROFILE_SESSION_MISMATCH", number, "is result: completed without a prior session frame (spec 6, 7)");

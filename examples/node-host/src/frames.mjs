@@ -146,12 +146,12 @@ export function checkFrame(frame) {
 function checkResult(frame, field) {
   field.nonEmptyString("request_id");
   if (!RESULT_STATUSES.has(frame.status)) throw invalid("result `status` is not completed, cancelled or failed");
-  if (frame.session_id !== null || frame.status === "completed") field.nonEmptyString("session_id");
+  field.nonEmptyString("session_id");
   field.boolean("resume_rejected");
   if (frame.resume_rejected && frame.status !== "failed") throw invalid("a result with resume_rejected: true must have status failed");
-  field.optionalNonEmptyString("output");
-  field.optionalNonEmptyString("stop_reason");
-  const hasError = frame.error !== undefined && frame.error !== null;
+  field.omittedOrNonEmptyString("output");
+  field.omittedOrNonEmptyString("stop_reason");
+  const hasError = Object.hasOwn(frame, "error");
   if (frame.status === "failed" && !hasError) throw invalid("a failed result has no `error`");
   if (hasError) {
     if (!isPlainObject(frame.error)) throw invalid("result `error` is not an object");
@@ -174,6 +174,10 @@ function fieldChecker(frame) {
     },
     optionalNonEmptyString(name) {
       if (present(name) && frame[name] !== null) checker.nonEmptyString(name);
+    },
+    /** Optional members of a result are omitted when absent, never null. */
+    omittedOrNonEmptyString(name) {
+      if (Object.hasOwn(frame, name)) checker.nonEmptyString(name);
     },
     optionalPattern(name, pattern) {
       if (present(name) && (typeof frame[name] !== "string" || !pattern.test(frame[name]))) {

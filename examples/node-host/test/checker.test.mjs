@@ -61,9 +61,19 @@ test("resume: the session must be the requested one, resumed", () => {
   assert.equal(codeOf(feed([ready, session({ session_id: "s-1", resumed: true }), result()], { resume: "s-1" })), "result:completed");
   assert.equal(codeOf(feed([ready, session({ session_id: "s-2", resumed: true })], { resume: "s-1" })), "DSH_PROFILE_RESUME_MISMATCH");
   assert.equal(codeOf(feed([ready, session({ session_id: "s-1", resumed: false })], { resume: "s-1" })), "DSH_PROFILE_RESUME_MISMATCH");
-  const rejected = result({ status: "failed", session_id: null, resume_rejected: true, error: { code: "SESSION_NOT_FOUND", message: "gone" } });
+  const rejected = result({ status: "failed", session_id: "s-1", resume_rejected: true, error: { code: "SESSION_NOT_FOUND", message: "gone" } });
   assert.equal(codeOf(feed([ready, rejected], { resume: "s-1" })), "result:failed");
   assert.equal(codeOf(feed([ready, rejected])), "DSH_PROFILE_SESSION_MISMATCH");
+  assert.equal(codeOf(feed([ready, rejected], { resume: "s-2" })), "DSH_PROFILE_SESSION_MISMATCH");
+});
+
+test("a result names its session and omits optional members, never null", () => {
+  const failed = { status: "failed", error: { code: "PROVIDER_DOWN", message: "503" } };
+  assert.equal(codeOf(feed([ready, result({ ...failed, session_id: "od-fresh" })])), "result:failed");
+  const nulls = [{ ...failed, session_id: null }, { session_id: "" }, { output: null }, { stop_reason: null }, { error: null }, { output: "" }];
+  for (const extra of nulls) {
+    assert.equal(codeOf(feed([ready, session(), result(extra)])), "DSH_PROFILE_INVALID_FRAME", JSON.stringify(extra));
+  }
 });
 
 test("foreign frames are counted and ignored", () => {

@@ -54,7 +54,7 @@ test("a changed model route starts a new session with bootstrap", async (t) => {
 });
 
 test("a rejected resume fails and the next run starts a new session", async (t) => {
-  const rejected = [{ ready: {} }, { read_execute: {} }, { frame: { v: 1, type: "result", request_id: "{{request_id}}", status: "failed", session_id: null, resume_rejected: true, error: { code: "SESSION_NOT_FOUND", message: "no such session" } } }];
+  const rejected = [{ ready: {} }, { read_execute: {} }, { frame: { v: 1, type: "result", request_id: "{{request_id}}", status: "failed", session_id: "{{session_id}}", resume_rejected: true, error: { code: "SESSION_NOT_FOUND", message: "no such session" } } }];
   const world = makeWorld({ stdio: [fullTurn(), rejected, fullTurn()] });
   t.after(world.cleanup);
   await runTurn(world);
