@@ -384,11 +384,8 @@ fn files(expect: &RunExpect, seen: &RunSeen) -> Vec<Miss> {
     };
     let mut misses = Vec::new();
     for (name, want) in files {
-        match std::fs::read(seen.cwd.join(name)) {
-            Err(_) => misses.push(miss(
-                "files",
-                format!("expected the file {name} in the run's cwd, it does not exist"),
-            )),
+        match super::project_files::read_project_file(seen.cwd, name) {
+            Err(error) => misses.push(miss("files", error.to_string())),
             Ok(bytes) => {
                 if let Some(needle) = &want.contains {
                     if !contains(&bytes, needle.as_bytes()) {

@@ -1,6 +1,7 @@
 //! Spec 7: a run spawns dsh, "validate ready", then "execute". The host writes nothing to the
 //! runtime's stdin before the runtime has written `ready`: fake-dsh journals, on its `ready` frame
-//! entry, whether bytes were already waiting on its stdin at that moment (`stdin_pending`). (The
+//! entry, whether bytes were already waiting on its stdin at that moment (`stdin_pending`); only
+//! the process's first `ready` counts (a second one comes after the execute on purpose). (The
 //! order of journal lines cannot tell: the reader thread may journal a command before the writer
 //! journals the `ready` the host already read.)
 
@@ -12,8 +13,8 @@ pub fn check(evidence: &RunEvidence) -> Vec<Violation> {
     evidence
         .process
         .iter()
-        .filter(|entry| entry.token() == "frame:ready")
-        .any(|ready| ready.value.get("stdin_pending") == Some(&Value::Bool(true)))
+        .find(|entry| entry.token() == "frame:ready")
+        .is_some_and(|first| first.value.get("stdin_pending") == Some(&Value::Bool(true)))
         .then(|| {
             Violation::new(
                 RULE_VALIDATE_READY,
