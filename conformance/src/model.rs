@@ -158,6 +158,7 @@ impl SuiteReport {
                 None => areas.push((area, 1 - skipped, skipped)),
             }
         }
+        areas.sort_by_key(|(area, _, _)| *area);
         let judged: Vec<String> = areas
             .iter()
             .map(|(area, judged, skipped)| match skipped {

@@ -260,7 +260,7 @@ fn an_unknown_interpretation_is_caught() {
     let copy = Copy::new();
     let id = "framing.bom-mid-stream";
     let mut case = copy.read(id);
-    case["interpretation"] = Value::from("I-ZZ99");
+    case["steps"][0]["expect"]["interpretations"] = serde_json::json!({"code": "I-ZZ99"});
     copy.write(&copy.case_path(id), &case);
     assert_one_problem(
         &copy.lint(),

@@ -37,7 +37,7 @@ while IFS= read -r line; do
           sibling=$!
           echo "$sibling" >> "$pids" ;;
       esac
-      printf '%s\n' '{"v":1,"type":"handshake","driver":"sh-hostile","version":"0.0.1","capabilities":[]}' ;;
+      printf '%s\n' '{"v":1,"type":"handshake","driver":"sh-hostile","version":"0.0.1","capabilities":["discover"]}' ;;
     *'"type":"discover"'*)
       available=true
       case "$mode" in

@@ -19,7 +19,7 @@ while IFS= read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
   case "$line" in
     *'"type":"handshake"'*)
-      printf '%s\n' '{"v":1,"type":"handshake","driver":"sh-canned","version":"0.0.1","capabilities":[]}' ;;
+      printf '%s\n' '{"v":1,"type":"handshake","driver":"sh-canned","version":"0.0.1","capabilities":["discover"]}' ;;
     *'"type":"discover"'*)
       case "$mode" in
         hostile-hang)

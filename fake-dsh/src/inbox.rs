@@ -147,19 +147,33 @@ fn lock_gate() -> MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Whether the host has written bytes to stdin by now: bytes wait in fd 0 (`poll` with zero
-/// timeout) or the reader thread already took some. Returns the gate guard: no byte is taken
-/// from fd 0 until it is dropped, so what the caller writes next follows this answer.
+/// Whether the host has written bytes to stdin by now: bytes wait in fd 0 or the reader thread
+/// already took some. A closed stdin (EOF, `/dev/null`) is not pending. Returns the gate guard:
+/// no byte is taken from fd 0 until it is dropped, so what the caller writes next follows this
+/// answer.
 pub fn stdin_pending() -> (bool, MutexGuard<'static, ()>) {
     let gate = lock_gate();
+    (
+        bytes_waiting_on_stdin() || STDIN_CONSUMED.load(Ordering::SeqCst),
+        gate,
+    )
+}
+
+/// Bytes waiting in fd 0: `FIONREAD` where the descriptor answers it (pipes, sockets, ttys), else
+/// a zero-timeout `poll` for `POLLIN` (a hang-up alone is EOF, not bytes).
+fn bytes_waiting_on_stdin() -> bool {
+    let mut count: nix::libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int to the pointer given; fd 0 stays open for the whole process.
+    if unsafe { nix::libc::ioctl(0, nix::libc::FIONREAD, &mut count) } == 0 {
+        return count > 0;
+    }
     // SAFETY: fd 0 stays open for the whole process.
     let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
     let mut fds = [PollFd::new(stdin, PollFlags::POLLIN)];
-    let waiting = matches!(poll(&mut fds, PollTimeout::ZERO), Ok(ready) if ready > 0)
-        && fds[0]
-            .revents()
-            .is_some_and(|events| events.contains(PollFlags::POLLIN));
-    (waiting || STDIN_CONSUMED.load(Ordering::SeqCst), gate)
+    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(ready) if ready > 0)
+        && fds[0].revents().is_some_and(|events| {
+            events.contains(PollFlags::POLLIN) && !events.contains(PollFlags::POLLHUP)
+        })
 }
 
 impl Inbox {

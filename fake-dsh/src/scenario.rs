@@ -171,6 +171,15 @@ pub struct RepeatSpec {
     pub newline: bool,
 }
 
+/// A text frame padded to an exact line length (its line end not counted).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextLineSpec {
+    pub bytes: usize,
+    #[serde(default)]
+    pub crlf: bool,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DripSpec {
@@ -210,6 +219,7 @@ pub enum Action {
     Frame(serde_json::Map<String, Value>),
     Raw(String),
     RawBase64(String),
+    TextLine(TextLineSpec),
     Repeat(RepeatSpec),
     Drip(DripSpec),
     Coalesce(Vec<Action>),
@@ -246,6 +256,7 @@ impl Action {
                 | Action::Frame(_)
                 | Action::Raw(_)
                 | Action::RawBase64(_)
+                | Action::TextLine(_)
         )
     }
 }

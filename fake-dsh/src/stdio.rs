@@ -7,7 +7,7 @@ use crate::inbox::{remaining, Inbound, Inbox, Wait};
 use crate::journal::ExitReason;
 use crate::output::{self, FrameEntries, Stdout};
 use crate::process::{self, finish};
-use crate::scenario::{Action, AgentKnobs};
+use crate::scenario::{Action, AgentKnobs, TextLineSpec};
 use crate::sessions::{self, SessionRecord};
 use dsh_protocol::frames::TokenCounts;
 use serde_json::{json, Value};
@@ -392,9 +392,24 @@ fn render(context: &mut Context, action: &Action) -> (Vec<u8>, Vec<Option<Value>
             });
             return (bytes, vec![None]);
         }
+        Action::TextLine(spec) => return text_line(context, spec),
         other => frame_of(context, other),
     };
     (output::frame_line(&frame), vec![Some(frame)])
+}
+
+/// A text frame whose line is exactly `spec.bytes` long before its line end (never shorter than
+/// the frame with empty content).
+fn text_line(context: &Context, spec: &TextLineSpec) -> (Vec<u8>, Vec<Option<Value>>) {
+    let empty = frames::text(&context.request_id(), "");
+    let overhead = serde_json::to_vec(&empty).map_or(0, |line| line.len());
+    let frame = frames::text(
+        &context.request_id(),
+        &"a".repeat(spec.bytes.saturating_sub(overhead)),
+    );
+    let mut line = serde_json::to_vec(&frame).unwrap_or_default();
+    line.extend_from_slice(if spec.crlf { b"\r\n" } else { b"\n" });
+    (line, vec![Some(frame)])
 }
 
 fn frame_of(context: &mut Context, action: &Action) -> Value {

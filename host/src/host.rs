@@ -53,13 +53,21 @@ impl HostConfig {
                 *slot = Duration::from_millis(millis);
             }
         }
+        let mutants = Mutants::from_env()?;
+        // The `mapping-in-dsh-home` mutant keeps the mapping in the user's Harness home.
+        let store = match std::env::var_os("DSH_HOME") {
+            Some(home) if mutants.on(Mutant::MappingInDshHome) => {
+                Some(SessionStore::new(std::path::Path::new(&home)))
+            }
+            _ => SessionStore::from_env(),
+        };
         Ok(Self {
             env: DiscoveryEnv::from_process(),
-            store: SessionStore::from_env(),
+            store,
             discovery_bounds: DiscoveryBounds::default(),
             setup_bounds: SetupBounds::default(),
             run_bounds,
-            mutants: Mutants::from_env()?,
+            mutants,
             credentials: Redactor::from_process_env(),
             log: Arc::new(|line| eprintln!("dsh-host: {line}")),
         })

@@ -21,10 +21,14 @@ pub enum Mutant {
     AcceptSessionAfterText,
     IgnoreResumeMismatch,
     NoBootstrapOnNewSession,
+    ExecuteBeforeReady,
+    MappingInDshHome,
+    NoCwdCanonicalize,
+    CancelWrongRequest,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 15] = [
+    pub const ALL: [Mutant; 19] = [
         Mutant::EofIsSuccess,
         Mutant::AcceptSecondResult,
         Mutant::ForeignFrameLeaks,
@@ -40,6 +44,10 @@ impl Mutant {
         Mutant::AcceptSessionAfterText,
         Mutant::IgnoreResumeMismatch,
         Mutant::NoBootstrapOnNewSession,
+        Mutant::ExecuteBeforeReady,
+        Mutant::MappingInDshHome,
+        Mutant::NoCwdCanonicalize,
+        Mutant::CancelWrongRequest,
     ];
 
     pub fn name(self) -> &'static str {
@@ -59,6 +67,10 @@ impl Mutant {
             Mutant::AcceptSessionAfterText => "accept-session-after-text",
             Mutant::IgnoreResumeMismatch => "ignore-resume-mismatch",
             Mutant::NoBootstrapOnNewSession => "no-bootstrap-on-new-session",
+            Mutant::ExecuteBeforeReady => "execute-before-ready",
+            Mutant::MappingInDshHome => "mapping-in-dsh-home",
+            Mutant::NoCwdCanonicalize => "no-cwd-canonicalize",
+            Mutant::CancelWrongRequest => "cancel-wrong-request",
         }
     }
 
@@ -95,6 +107,18 @@ impl Mutant {
             }
             Mutant::NoBootstrapOnNewSession => {
                 "A new session is started without the bootstrap context."
+            }
+            Mutant::ExecuteBeforeReady => {
+                "`execute` is written right after spawning, before the runtime's `ready` (always a new session)."
+            }
+            Mutant::MappingInDshHome => {
+                "The session mapping is kept under `DSH_HOME` instead of `RUNTIME_DATA_DIR`."
+            }
+            Mutant::NoCwdCanonicalize => {
+                "The project cwd is used as given, not canonicalized, in the key and `execute.cwd`."
+            }
+            Mutant::CancelWrongRequest => {
+                "The protocol `cancel` names another request than the active one."
             }
         }
     }

@@ -326,18 +326,20 @@ impl Host {
         for note in &resolved.notes {
             self.log(note);
         }
-        let cwd = std::fs::canonicalize(&request.cwd)
-            .ok()
-            .filter(|cwd| cwd.is_dir())
-            .ok_or_else(|| {
-                Diagnostic::new(
-                    codes::SPAWN_FAILED,
-                    format!(
-                        "the project cwd {} is not an existing directory",
-                        request.cwd.display()
-                    ),
-                )
-            })?;
+        let canonical = if self.mutant(Mutant::NoCwdCanonicalize) {
+            Ok(request.cwd.clone())
+        } else {
+            std::fs::canonicalize(&request.cwd)
+        };
+        let cwd = canonical.ok().filter(|cwd| cwd.is_dir()).ok_or_else(|| {
+            Diagnostic::new(
+                codes::SPAWN_FAILED,
+                format!(
+                    "the project cwd {} is not an existing directory",
+                    request.cwd.display()
+                ),
+            )
+        })?;
         let version_family = self
             .version_of(&resolved.path)
             .await
@@ -477,6 +479,9 @@ impl Host {
         let tree = OwnedTree::of_leader(leader);
         let mut guard = TreeGuard { tree, armed: true };
         let mut stdin = StdinWriter::new(child.stdin.take());
+        if self.mutant(Mutant::ExecuteBeforeReady) {
+            stdin.send(early_execute(request, &request_id, &prepared.cwd_text).to_line());
+        }
         let mut reader = FrameReader::new(child.stdout.take());
         let stderr = child.stderr.take();
         let (capture, undrained_stderr) = if self.mutant(Mutant::NoStderrDrain) {
@@ -542,7 +547,9 @@ impl Host {
                 if let Some(warning) = lookup.as_ref().and_then(|lookup| lookup.warning.as_ref()) {
                     self.log(warning);
                 }
+                let early = self.mutant(Mutant::ExecuteBeforeReady);
                 let (resume, stale) = match lookup.and_then(|lookup| lookup.mapping) {
+                    Some(_) if early => (None, true),
                     Some(mapping) if !force_new_session && self.keys_match(&mapping.key, &key) => {
                         (Some(mapping.session_id), false)
                     }
@@ -586,7 +593,9 @@ impl Host {
                 };
                 checker = checker_after_ready(context, &ready_lines);
                 decided = Some((key, resume, stale));
-                stdin.send(execute.to_line());
+                if !early {
+                    stdin.send(execute.to_line());
+                }
 
                 let mut normalizer = Normalizer::new();
                 let mut cancel_deadline: Option<Instant> = None;
@@ -598,7 +607,12 @@ impl Host {
                             if self.mutant(Mutant::SigkillWithoutCancel) {
                                 break End::KilledOnCancel;
                             }
-                            stdin.send(HostCommand::cancel(request_id.clone()).to_line());
+                            let named = if self.mutant(Mutant::CancelWrongRequest) {
+                                next_request_id()
+                            } else {
+                                request_id.clone()
+                            };
+                            stdin.send(HostCommand::cancel(named).to_line());
                             checker.note_cancel_sent();
                             cancel_deadline = Some(Instant::now() + bounds.cancel_grace);
                         }
@@ -859,6 +873,25 @@ impl Host {
             resume_rejected: false,
         }
     }
+}
+
+/// The `execute-before-ready` mutant's command: a new session with the bootstrap, written before
+/// `ready` (so without the compatibility key, which needs it).
+fn early_execute(request: &RunRequest, request_id: &str, cwd: &str) -> HostCommand {
+    let prompt = if request.bootstrap.is_empty() {
+        request.prompt.clone()
+    } else {
+        format!("{}\n\n{}", request.bootstrap, request.prompt)
+    };
+    HostCommand::Execute(Execute {
+        request_id: request_id.to_string(),
+        cwd: cwd.to_string(),
+        prompt,
+        resume_session_id: None,
+        model: Some(request.model.clone()),
+        reasoning_effort: request.reasoning_effort.clone(),
+        mcp_servers: Vec::new(),
+    })
 }
 
 /// A checker for `context` that has already seen the lines up to and including `ready`.

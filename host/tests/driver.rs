@@ -165,7 +165,11 @@ fn handshake_discover_two_runs_and_bye() {
     let mut driver = Driver::start(&world, &[]);
     let hello = handshake(&mut driver);
     assert_eq!(hello["driver"], json!("dsh-host-driver"));
-    assert_eq!(hello["capabilities"], json!(["setup", "cancel", "restart"]));
+    assert_eq!(
+        hello["capabilities"],
+        json!(["discover", "setup", "sessions", "cancel", "restart"])
+    );
+    assert_eq!(hello["codes"], json!("kit"));
 
     driver.send(json!({"v": 1, "type": "discover", "id": "d1"}));
     let discovered = driver.reply();

@@ -1459,7 +1459,7 @@ mod tests {
                 "ready frame: `capabilities` has a duplicate key `session_resume`",
             ),
             (
-                r#"{"v":1,"type":"result","request_id":"r","status":"failed","session_id":null,"resume_rejected":false,"error":{"code":"A","message":"m","code":"B"}}"#,
+                r#"{"v":1,"type":"result","request_id":"r","status":"failed","session_id":"s","resume_rejected":false,"error":{"code":"A","message":"m","code":"B"}}"#,
                 "result frame: `error` has a duplicate key `code`",
             ),
             (

@@ -431,7 +431,6 @@ pub fn case_from_recording(dir: &Path, id: &str) -> Result<Value, String> {
         "spec": ["6", "7"],
         "rules": rules,
         "requires": requires,
-        "interpretation": null,
         "runtime": {"stdio": stdio},
         "steps": steps,
     }))
