@@ -27,27 +27,32 @@ fn describe(output: &Output) -> String {
     )
 }
 
+/// The whole corpus against `node driver.mjs<driver_args>`, with `extra` flags for `run`.
+fn run_corpus(driver_args: &str, extra: &[&str]) -> Output {
+    let root = repo_root();
+    let driver = root.join("examples/node-host/driver.mjs");
+    Command::new(fake_dsh::locate::binary("dsh-conformance"))
+        .arg("run")
+        .arg("--host")
+        .arg(format!("node {}{driver_args}", driver.display()))
+        .arg("--fake-dsh")
+        .arg(fake_dsh::locate::binary("fake-dsh"))
+        .arg("--fixtures")
+        .arg(root.join("fixtures"))
+        .args(["--jobs", "2"])
+        .args(extra)
+        .current_dir(&root)
+        .output()
+        .expect("dsh-conformance runs")
+}
+
 #[test]
 fn node_host_passes_the_corpus() {
     if !node_available() {
         println!("skipped: node not installed");
         return;
     }
-    let root = repo_root();
-    let driver = root.join("examples/node-host/driver.mjs");
-    let host = format!("node {}", driver.display());
-    let output = Command::new(fake_dsh::locate::binary("dsh-conformance"))
-        .arg("run")
-        .arg("--host")
-        .arg(&host)
-        .arg("--fake-dsh")
-        .arg(fake_dsh::locate::binary("fake-dsh"))
-        .arg("--fixtures")
-        .arg(root.join("fixtures"))
-        .args(["--jobs", "2"])
-        .current_dir(&root)
-        .output()
-        .expect("dsh-conformance runs");
+    let output = run_corpus("", &[]);
     assert!(
         output.status.success(),
         "the Node.js host failed the corpus\n{}",
@@ -85,21 +90,7 @@ fn opendesign_shapes_fail_no_case() {
         println!("skipped: node not installed");
         return;
     }
-    let root = repo_root();
-    let driver = root.join("examples/node-host/driver.mjs");
-    let host = format!("node {} --dialect opendesign", driver.display());
-    let output = Command::new(fake_dsh::locate::binary("dsh-conformance"))
-        .arg("run")
-        .arg("--host")
-        .arg(&host)
-        .arg("--fake-dsh")
-        .arg(fake_dsh::locate::binary("fake-dsh"))
-        .arg("--fixtures")
-        .arg(root.join("fixtures"))
-        .args(["--jobs", "2", "--format", "json"])
-        .current_dir(&root)
-        .output()
-        .expect("dsh-conformance runs");
+    let output = run_corpus(" --dialect opendesign", &["--format", "json"]);
     assert!(
         output.status.success(),
         "OpenDesign's shapes failed the corpus\n{}",
