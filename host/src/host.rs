@@ -54,13 +54,7 @@ impl HostConfig {
             }
         }
         let mutants = Mutants::from_env()?;
-        // The `mapping-in-dsh-home` mutant keeps the mapping in the user's Harness home.
-        let store = match std::env::var_os("DSH_HOME") {
-            Some(home) if mutants.on(Mutant::MappingInDshHome) => {
-                Some(SessionStore::new(std::path::Path::new(&home)))
-            }
-            _ => SessionStore::from_env(),
-        };
+        let store = SessionStore::chosen(&mutants, std::env::var_os("DSH_HOME").as_deref());
         Ok(Self {
             env: DiscoveryEnv::from_process(),
             store,

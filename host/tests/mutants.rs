@@ -232,6 +232,71 @@ async fn no_bootstrap_on_new_session() {
     assert_eq!(world.commands(0)[0]["prompt"], json!("first"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn execute_before_ready() {
+    let scenario =
+        json!({"stdio": [[{"sleep_ms": 300}, {"ready": {}}, {"read_execute": {}}, {"agent": {}}]]});
+    let pending = |mutant: Option<Mutant>| {
+        let world = World::new(scenario.clone());
+        let host = host_with(&world, mutant);
+        async move {
+            run(&host, &world.request("c1", "Create a page")).await;
+            world
+                .stdio_process(0)
+                .iter()
+                .find(|entry| entry["frame_type"] == "ready")
+                .map(|ready| ready["stdin_pending"].clone())
+        }
+    };
+    assert_eq!(pending(None).await, Some(json!(false)));
+    assert_eq!(
+        pending(Some(Mutant::ExecuteBeforeReady)).await,
+        Some(json!(true))
+    );
+}
+
+#[test]
+fn mapping_in_dsh_home() {
+    let home = std::ffi::OsStr::new("/home/user/.dsh");
+    let mutated = dsh_host::session_store::SessionStore::chosen(
+        &Mutants::default().with(Mutant::MappingInDshHome),
+        Some(home),
+    );
+    assert!(mutated.is_some_and(|store| store.dir().starts_with(home)));
+    let correct = dsh_host::session_store::SessionStore::chosen(&Mutants::default(), Some(home));
+    assert!(correct.is_none_or(|store| !store.dir().starts_with(home)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_cwd_canonicalize() {
+    let world = World::new(json!({}));
+    let mut request = world.request("c1", "Create a page");
+    request.cwd = std::path::PathBuf::from(format!("{}/./", world.project().display()));
+    run(
+        &host_with(&world, Some(Mutant::NoCwdCanonicalize)),
+        &request,
+    )
+    .await;
+    let cwd = world.commands(0)[0]["cwd"].clone();
+    assert!(cwd.as_str().is_some_and(|cwd| cwd.contains("/./")), "{cwd}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_wrong_request() {
+    let world = World::new(
+        json!({"stdio": [[{"ready": {}}, {"read_execute": {}}, {"session": {}}, {"text": "working"},
+        {"wait_cancel": {"timeout_ms": 5000}}, {"result": {"status": "cancelled"}}]]}),
+    );
+    let host = host_with(&world, Some(Mutant::CancelWrongRequest));
+    run_cancelling_on(&host, &world.request("c1", "p"), "text_delta").await;
+    let commands = world.commands(0);
+    let cancel = commands.iter().find(|command| command["type"] == "cancel");
+    assert!(
+        cancel.is_some_and(|cancel| cancel["request_id"] != commands[0]["request_id"]),
+        "{commands:?}"
+    );
+}
+
 #[test]
 fn every_mutant_has_a_test_here() {
     let source = include_str!("mutants.rs");
