@@ -297,16 +297,6 @@ impl ExpectedCode {
     pub fn is_unchecked(&self) -> bool {
         *self == ExpectedCode::Unchecked
     }
-
-    /// When `got` is not the expected code: the expected one as text (`null` for none).
-    pub fn mismatch(&self, got: Option<&str>) -> Option<&str> {
-        match self {
-            ExpectedCode::Is(want) if want.as_deref() != got => {
-                Some(want.as_deref().unwrap_or("null"))
-            }
-            _ => None,
-        }
-    }
 }
 
 impl<'de> Deserialize<'de> for ExpectedCode {
@@ -681,11 +671,6 @@ mod tests {
         assert_eq!(parse("{}"), ExpectedCode::Unchecked);
         assert_eq!(parse(r#"{"code":null}"#), ExpectedCode::Is(None));
         assert_eq!(parse(r#"{"code":"X"}"#), ExpectedCode::Is(Some("X".into())));
-        assert_eq!(ExpectedCode::Unchecked.mismatch(Some("X")), None);
-        assert_eq!(ExpectedCode::Is(None).mismatch(None), None);
-        assert_eq!(ExpectedCode::Is(None).mismatch(Some("X")), Some("null"));
-        assert_eq!(ExpectedCode::Is(Some("X".into())).mismatch(None), Some("X"));
-        assert_eq!(ExpectedCode::Is(Some("X".into())).mismatch(Some("X")), None);
     }
 
     fn parse(text: &str) -> Result<Case, FixtureError> {
