@@ -161,6 +161,17 @@ pub enum Step {
     /// Cut every file under `RUNTIME_DATA_DIR` to half its length: what a host that writes its
     /// mapping in place leaves when it crashes mid-save.
     TruncateHostData,
+    /// Runs of different conversations in flight at once (the driver's `concurrent` capability):
+    /// the first is sent at once, each later one when the run before it reports its `start_on`
+    /// event.
+    Concurrent(Vec<ConcurrentRun>),
+}
+
+/// One run of a `concurrent` step, with its own expectations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConcurrentRun {
+    pub run: RunStep,
+    pub expect: Box<RunExpect>,
 }
 
 impl Step {
@@ -175,6 +186,7 @@ impl Step {
             Step::CorruptSession { .. } => "corrupt_session",
             Step::DeleteSession { .. } => "delete_session",
             Step::TruncateHostData => "truncate_host_data",
+            Step::Concurrent(_) => "concurrent",
         }
     }
 }
@@ -229,6 +241,10 @@ pub struct RunStep {
     /// How the harness writes the project dir in the driver's `run` (default: canonical).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd_form: Option<CwdForm>,
+    /// In a `concurrent` step (every run but the first): send this run when the run before it
+    /// reports the first event of this type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_on: Option<OnEvent>,
 }
 
 /// A non-canonical spelling of the project dir, which the host must canonicalize (spec 7).
@@ -267,14 +283,15 @@ impl Default for ModelRoute {
 #[serde(untagged)]
 pub enum CancelOn {
     /// On the first event of this type the driver reports.
-    Event(CancelOnEvent),
+    Event(OnEvent),
     /// This long after the `run` request (scaled by `--time-scale`).
     AfterMs(CancelAfter),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct CancelOnEvent {
+/// The first event of this type the driver reports for a run.
+pub struct OnEvent {
     pub event: String,
 }
 
@@ -430,6 +447,17 @@ struct RawStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     truncate_host_data: Option<EmptyObject>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    concurrent: Option<Vec<RawConcurrentRun>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expect: Option<Value>,
+}
+
+/// The on-disk shape of one run of a `concurrent` step.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct RawConcurrentRun {
+    run: RunStep,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     expect: Option<Value>,
 }
 
@@ -461,6 +489,7 @@ impl TryFrom<RawStep> for Step {
             corrupt_session,
             delete_session,
             truncate_host_data,
+            concurrent,
             expect,
         } = raw;
         let present = [
@@ -472,6 +501,7 @@ impl TryFrom<RawStep> for Step {
             corrupt_session.is_some(),
             delete_session.is_some(),
             truncate_host_data.is_some(),
+            concurrent.is_some(),
         ]
         .iter()
         .filter(|present| **present)
@@ -507,6 +537,10 @@ impl TryFrom<RawStep> for Step {
         if truncate_host_data.is_some() {
             no_expect("truncate_host_data", expect)?;
             return Ok(Step::TruncateHostData);
+        }
+        if let Some(runs) = concurrent {
+            no_expect("concurrent", expect)?;
+            return concurrent_step(runs);
         }
         if let Some(version) = runtime_version {
             no_expect("runtime_version", expect)?;
@@ -558,6 +592,17 @@ impl From<Step> for RawStep {
                 truncate_host_data: Some(EmptyObject {}),
                 ..Default::default()
             },
+            Step::Concurrent(runs) => RawStep {
+                concurrent: Some(
+                    runs.into_iter()
+                        .map(|one| RawConcurrentRun {
+                            run: one.run,
+                            expect: to_value(serde_json::to_value(*one.expect)),
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            },
             Step::RuntimeVersion(version) => RawStep {
                 runtime_version: Some(version),
                 ..Default::default()
@@ -572,6 +617,44 @@ impl From<Step> for RawStep {
             },
         }
     }
+}
+
+/// A `concurrent` step from its runs: at least two, of different conversations, every run but
+/// the first started by an event of the run before it (so the runtimes start in a known order).
+fn concurrent_step(raw: Vec<RawConcurrentRun>) -> Result<Step, String> {
+    if raw.len() < 2 {
+        return Err(format!(
+            "a concurrent step needs at least two runs, found {}",
+            raw.len()
+        ));
+    }
+    let mut runs = Vec::with_capacity(raw.len());
+    for (index, one) in raw.into_iter().enumerate() {
+        let step = format!("concurrent run {index}");
+        match (index, &one.run.start_on) {
+            (0, Some(_)) => return Err(format!("{step}: the first run takes no start_on")),
+            (1.., None) => {
+                return Err(format!(
+                    "{step}: needs start_on (an event of the run before it)"
+                ))
+            }
+            _ => {}
+        }
+        let expect: RunExpect = parse_expect(&step, one.expect)?;
+        runs.push(ConcurrentRun {
+            run: one.run,
+            expect: Box::new(expect),
+        });
+    }
+    let mut conversations: Vec<&str> = runs
+        .iter()
+        .map(|one| one.run.conversation.as_str())
+        .collect();
+    conversations.sort_unstable();
+    if conversations.windows(2).any(|pair| pair[0] == pair[1]) {
+        return Err("the runs of a concurrent step must be of different conversations".to_string());
+    }
+    Ok(Step::Concurrent(runs))
 }
 
 /// Whether `id` has the stable id shape `^[a-z0-9-]+(\.[a-z0-9-]+)+$`.
@@ -631,9 +714,19 @@ pub fn parse_case(file: &Path, text: &str) -> Result<Case, FixtureError> {
         return Err(error("timeout_ms must be positive".to_string()));
     }
     for (index, step) in case.steps.iter().enumerate() {
-        if let Step::Run { run, .. } = step {
+        let runs: Vec<&RunStep> = match step {
+            Step::Run { run, .. } => vec![run],
+            Step::Concurrent(runs) => runs.iter().map(|one| &one.run).collect(),
+            _ => Vec::new(),
+        };
+        for run in runs {
             check_relative_cwd(&run.cwd)
                 .map_err(|message| error(format!("step {index}: {message}")))?;
+            if run.start_on.is_some() && matches!(step, Step::Run { .. }) {
+                return Err(error(format!(
+                    "step {index}: start_on belongs to the runs of a concurrent step"
+                )));
+            }
         }
     }
     Ok(case)
@@ -714,7 +807,7 @@ mod tests {
         assert_eq!(run.model, ModelRoute::default());
         assert_eq!(
             run.cancel_on,
-            Some(CancelOn::Event(CancelOnEvent {
+            Some(CancelOn::Event(OnEvent {
                 event: "text_delta".into()
             }))
         );
@@ -783,6 +876,81 @@ mod tests {
                     .starts_with("fixtures/strict/strict.example.json: "),
                 "{error}"
             );
+        }
+    }
+
+    #[test]
+    fn a_concurrent_step_needs_two_runs_of_different_conversations_each_started_by_an_event() {
+        let case = |steps: &str| {
+            format!(
+                r#"{{"v": 1, "id": "strict.example", "summary": "s", "spec": ["10"], "rules": ["s10.x"],
+                    "steps": [{steps}]}}"#
+            )
+        };
+        let run = |conversation: &str, start: &str| {
+            format!(
+                r#"{{"run": {{"conversation": "{conversation}", "prompt": "p"{start}}}, "expect": {{"status": "completed"}}}}"#
+            )
+        };
+        let start = r#", "start_on": {"event": "text_delta"}"#;
+        let good = case(&format!(
+            r#"{{"concurrent": [{}, {}]}}"#,
+            run("c1", ""),
+            run("c2", start)
+        ));
+        let loaded = parse(&good).expect("a good concurrent step");
+        let Step::Concurrent(runs) = &loaded.steps[0] else {
+            panic!("not concurrent: {:?}", loaded.steps[0]);
+        };
+        assert_eq!(runs.len(), 2);
+        assert_eq!(
+            runs[1].run.start_on.as_ref().map(|on| on.event.as_str()),
+            Some("text_delta")
+        );
+        assert_eq!(runs[1].expect.status, Some(Status::Completed));
+        let round_trip: Value = serde_json::to_value(&loaded.steps[0]).expect("serializes");
+        assert_eq!(
+            round_trip["concurrent"][1]["run"]["start_on"]["event"],
+            "text_delta"
+        );
+
+        let bad = [
+            (
+                format!(r#"{{"concurrent": [{}]}}"#, run("c1", "")),
+                "at least two runs",
+            ),
+            (
+                format!(
+                    r#"{{"concurrent": [{}, {}]}}"#,
+                    run("c1", ""),
+                    run("c2", "")
+                ),
+                "needs start_on",
+            ),
+            (
+                format!(
+                    r#"{{"concurrent": [{}, {}]}}"#,
+                    run("c1", start),
+                    run("c2", start)
+                ),
+                "first run takes no start_on",
+            ),
+            (
+                format!(
+                    r#"{{"concurrent": [{}, {}]}}"#,
+                    run("c1", ""),
+                    run("c1", start)
+                ),
+                "different conversations",
+            ),
+            (
+                run("c1", start),
+                "start_on belongs to the runs of a concurrent step",
+            ),
+        ];
+        for (steps, needle) in bad {
+            let error = parse(&case(&steps)).expect_err(needle).to_string();
+            assert!(error.contains(needle), "{needle:?} not in {error}");
         }
     }
 

@@ -1,10 +1,13 @@
 //! The driver protocol of docs/host-driver.md: harness requests as NDJSON on an input stream,
-//! replies on an output stream. One run at a time; `cancel` is honoured while a run is active;
-//! invalid requests get an `error` reply and never end the driver.
+//! replies on an output stream. Discovery and setup are done one at a time; each run is its own
+//! task, so runs of different conversations are in flight at once (capability `concurrent`, as
+//! OpenDesign's daemon runs them); `cancel` reaches only the run it names; invalid requests get
+//! an `error` reply and never end the driver.
 
 use crate::discovery::Discovery;
 use crate::events::Event;
 use crate::host::Host;
+use crate::mutants::Mutant;
 use crate::run::{Outcome, RunRequest};
 use dsh_protocol::frames::ModelRoute;
 use dsh_protocol::{LineEvent, LineFramer};
@@ -17,11 +20,18 @@ use tokio::sync::{mpsc, watch};
 /// The driver's name in its handshake.
 pub const DRIVER_NAME: &str = "dsh-host-driver";
 /// The optional capabilities this driver implements.
-pub const CAPABILITIES: [&str; 5] = ["discover", "setup", "sessions", "cancel", "restart"];
+pub const CAPABILITIES: [&str; 6] = [
+    "discover",
+    "setup",
+    "sessions",
+    "cancel",
+    "restart",
+    "concurrent",
+];
 /// The longest request line accepted.
 const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 
-/// Work the driver does one item at a time.
+/// Work the driver takes in order (a run is started in order, then goes on as its own task).
 enum Work {
     Discover {
         id: String,
@@ -65,7 +75,8 @@ where
         active.clone(),
     ));
 
-    if read_requests(input, &replies, &work, &active).await == Flow::InputEnded {
+    let cancel_all = host.config().mutants.on(Mutant::CancelAllRuns);
+    if read_requests(input, &replies, &work, &active, cancel_all).await == Flow::InputEnded {
         // Nobody is listening any more: end the accepted runs promptly (spec 10).
         cancel_active(&active, None);
     }
@@ -111,6 +122,7 @@ async fn read_requests<R: AsyncRead + Unpin>(
     replies: &Replies,
     work: &mpsc::UnboundedSender<Work>,
     active: &Mutex<Active>,
+    cancel_all: bool,
 ) -> Flow {
     let mut framer = LineFramer::with_limit(MAX_REQUEST_BYTES);
     let mut chunk = vec![0u8; 64 * 1024];
@@ -135,7 +147,7 @@ async fn read_requests<R: AsyncRead + Unpin>(
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            if handle_request(&line, replies, work, active) == Flow::Shutdown {
+            if handle_request(&line, replies, work, active, cancel_all) == Flow::Shutdown {
                 return Flow::Shutdown;
             }
         }
@@ -165,6 +177,7 @@ fn handle_request(
     replies: &Replies,
     work: &mpsc::UnboundedSender<Work>,
     active: &Mutex<Active>,
+    cancel_all: bool,
 ) -> Flow {
     let request: Value = match serde_json::from_slice(line) {
         Ok(request) => request,
@@ -236,7 +249,8 @@ fn handle_request(
                 cancelled,
             });
         }
-        "cancel" => cancel_active(active, Some(&id)),
+        // The mutant `cancel-all-runs` ends every run in flight (spec 10 forbids it).
+        "cancel" => cancel_active(active, (!cancel_all).then_some(id.as_str())),
         "shutdown" => return Flow::Shutdown,
         other => {
             let _ = replies.send(error_reply(
@@ -254,6 +268,7 @@ async fn do_work(
     replies: Replies,
     active: Arc<Mutex<Active>>,
 ) {
+    let mut runs = tokio::task::JoinSet::new();
     while let Some(item) = queue.recv().await {
         match item {
             Work::Discover { id } => {
@@ -281,25 +296,42 @@ async fn do_work(
                 request,
                 cancelled,
             } => {
-                let events = replies.clone();
-                let event_id = id.clone();
-                let mut emit = move |event: Event| {
-                    let _ = events
-                        .send(json!({"v": 1, "type": "event", "id": event_id, "event": event}));
-                };
-                let outcome = host.run(&request, cancelled, &mut emit).await;
-                if let Ok(mut active) = active.lock() {
-                    if let Some(at) = active.runs.iter().position(|(run_id, _)| *run_id == id) {
-                        active.runs.remove(at);
-                    }
-                }
-                let _ = replies.send(outcome_reply(&id, &outcome));
+                let run = one_run(host.clone(), id, request, cancelled, replies.clone());
+                runs.spawn(finish_run(run, active.clone()));
             }
             Work::Shutdown => {
+                // Every accepted run is answered (its tree reaped) before `bye`.
+                while runs.join_next().await.is_some() {}
                 let _ = replies.send(json!({"v": 1, "type": "bye"}));
                 return;
             }
         }
+    }
+}
+
+/// One run: its events as they come, then its outcome; returns the run's id.
+async fn one_run(
+    host: Arc<Host>,
+    id: String,
+    request: Box<RunRequest>,
+    cancelled: watch::Receiver<bool>,
+    replies: Replies,
+) -> String {
+    let events = replies.clone();
+    let event_id = id.clone();
+    let mut emit = move |event: Event| {
+        let _ = events.send(json!({"v": 1, "type": "event", "id": event_id, "event": event}));
+    };
+    let outcome = host.run(&request, cancelled, &mut emit).await;
+    let _ = replies.send(outcome_reply(&id, &outcome));
+    id
+}
+
+/// Awaits a run, then forgets it: a later `cancel` naming it is a no-op.
+async fn finish_run(run: impl std::future::Future<Output = String>, active: Arc<Mutex<Active>>) {
+    let id = run.await;
+    if let Ok(mut active) = active.lock() {
+        active.runs.retain(|(run_id, _)| *run_id != id);
     }
 }
 

@@ -25,10 +25,11 @@ pub enum Mutant {
     MappingInDshHome,
     NoCwdCanonicalize,
     CancelWrongRequest,
+    CancelAllRuns,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 19] = [
+    pub const ALL: [Mutant; 20] = [
         Mutant::EofIsSuccess,
         Mutant::AcceptSecondResult,
         Mutant::ForeignFrameLeaks,
@@ -48,6 +49,7 @@ impl Mutant {
         Mutant::MappingInDshHome,
         Mutant::NoCwdCanonicalize,
         Mutant::CancelWrongRequest,
+        Mutant::CancelAllRuns,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +73,7 @@ impl Mutant {
             Mutant::MappingInDshHome => "mapping-in-dsh-home",
             Mutant::NoCwdCanonicalize => "no-cwd-canonicalize",
             Mutant::CancelWrongRequest => "cancel-wrong-request",
+            Mutant::CancelAllRuns => "cancel-all-runs",
         }
     }
 
@@ -119,6 +122,9 @@ impl Mutant {
             }
             Mutant::CancelWrongRequest => {
                 "The protocol `cancel` names another request than the active one."
+            }
+            Mutant::CancelAllRuns => {
+                "A `cancel` ends every run in flight, other conversations' included."
             }
         }
     }

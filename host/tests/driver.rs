@@ -167,7 +167,14 @@ fn handshake_discover_two_runs_and_bye() {
     assert_eq!(hello["driver"], json!("dsh-host-driver"));
     assert_eq!(
         hello["capabilities"],
-        json!(["discover", "setup", "sessions", "cancel", "restart"])
+        json!([
+            "discover",
+            "setup",
+            "sessions",
+            "cancel",
+            "restart",
+            "concurrent"
+        ])
     );
     assert_eq!(hello["codes"], json!("kit"));
 
@@ -262,6 +269,71 @@ fn cancel_while_a_run_is_active() {
         world.live_processes()
     );
     driver.shutdown();
+}
+
+/// Two conversations' runs in flight at once: the first streams (answering a cancel with
+/// `result: cancelled`, should one reach it), the second is cancelled. Returns both outcomes.
+fn cancel_one_of_two_runs(extra_env: &[(&str, &str)]) -> (Value, Value) {
+    let mut streaming = vec![
+        json!({"ready": {}}),
+        json!({"read_execute": {}}),
+        json!({"session": {}}),
+    ];
+    for part in 1..=5 {
+        streaming.push(json!({"text": format!("part {part}")}));
+        streaming.push(json!({"result_on_cancel": {"timeout_ms": 400}}));
+    }
+    streaming.push(json!({"result": {"status": "completed"}}));
+    let world = World::for_driver(json!({"stdio": [streaming, [
+        {"ready": {}}, {"read_execute": {}}, {"session": {}}, {"text": "other"},
+        {"wait_cancel": {"timeout_ms": 5000}}, {"result": {"status": "cancelled"}}]]}));
+    let mut driver = Driver::start(&world, extra_env);
+    handshake(&mut driver);
+    driver.send(run_request(&world, "a", 0, "Create a landing page"));
+    let mut second = run_request(&world, "b", 1, "Create a pricing page");
+    second["conversation_id"] = json!("conv-2");
+    let mut outcomes: Vec<Value> = Vec::new();
+    let (mut b_sent, mut b_cancelled) = (false, false);
+    while outcomes.len() < 2 {
+        let reply = driver.reply();
+        let from = (reply["id"].as_str(), reply["type"].as_str());
+        match from {
+            (_, Some("outcome")) => outcomes.push(reply),
+            (Some("a"), _) if !b_sent && reply["event"]["type"] == "text_delta" => {
+                driver.send(second.clone());
+                b_sent = true;
+            }
+            (Some("b"), _) if !b_cancelled && reply["event"]["type"] == "text_delta" => {
+                driver.send(json!({"v": 1, "type": "cancel", "id": "b"}));
+                b_cancelled = true;
+            }
+            _ => assert_eq!(reply["type"], json!("event"), "{reply}"),
+        }
+    }
+    driver.shutdown();
+    assert!(
+        world.live_processes().is_empty(),
+        "{:?}",
+        world.live_processes()
+    );
+    outcomes.sort_by_key(|outcome| outcome["id"].as_str().map(str::to_string));
+    let second = outcomes.pop().unwrap_or_default();
+    let first = outcomes.pop().unwrap_or_default();
+    (first, second)
+}
+
+#[test]
+fn a_cancel_ends_only_the_run_it_names_while_another_is_in_flight() {
+    let (first, second) = cancel_one_of_two_runs(&[]);
+    assert_eq!(first["status"], json!("completed"), "{first}");
+    assert_eq!(second["status"], json!("cancelled"), "{second}");
+}
+
+#[test]
+fn the_cancel_all_runs_mutant_ends_the_other_conversations_run_too() {
+    let (first, second) = cancel_one_of_two_runs(&[("DSH_HOST_MUTANT", "cancel-all-runs")]);
+    assert_eq!(first["status"], json!("cancelled"), "{first}");
+    assert_eq!(second["status"], json!("cancelled"), "{second}");
 }
 
 #[test]

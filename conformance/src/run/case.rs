@@ -7,13 +7,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::checks::{self, RunEvidence, Violation, RUN_CHECKS};
+use super::checks::{self, Violation};
 use super::codes::Vocabulary;
 use super::driver::{contains, Driver, DriverError, DriverSpec, MAX_DRIVER_STDERR};
-use super::expect::{self, CodeJudge, Miss, RunSeen};
+use super::expect::{self, CodeJudge, Miss};
 use super::fixture::{
-    BundleKind, CancelOn, Capability, Case, DiscoverExpect, Interpretations, RunExpect, RunStep,
-    SetupExpect, Step,
+    BundleKind, Capability, Case, DiscoverExpect, Interpretations, RunExpect, RunStep, SetupExpect,
+    Step,
 };
 use super::journal::{self, Entry, Journal};
 use super::leftovers::{self, CASE_TOKEN_ENV};
@@ -22,6 +22,8 @@ use super::verdict::*;
 use super::world::World;
 
 use checks::MIN_SCANNED_PROMPT;
+
+mod runs;
 /// How long a graceful driver shutdown may take, before `--time-scale`.
 const SHUTDOWN_BOUND_MS: u64 = 5_000;
 /// How long the members of a killed driver group may take to die before the survivors carrying
@@ -86,30 +88,33 @@ pub fn run_case(case: &Case, env: &CaseEnv) -> CaseRun {
 /// "Capabilities").
 pub fn needed_capabilities(case: &Case) -> Vec<Capability> {
     let mut needed = case.requires.clone();
-    let mut runs_per_conversation: HashMap<&str, usize> = HashMap::new();
+    let mut runs_per_conversation: HashMap<String, usize> = HashMap::new();
+    let mut run_needs = |run: &RunStep| {
+        let runs = runs_per_conversation
+            .entry(run.conversation.clone())
+            .or_default();
+        *runs += 1;
+        let cancel = run.cancel_on.is_some().then_some(Capability::Cancel);
+        let sessions = (*runs > 1).then_some(Capability::Sessions);
+        cancel.into_iter().chain(sessions).collect::<Vec<_>>()
+    };
     for step in &case.steps {
-        let implied: &[Capability] = match step {
-            Step::Discover(_) => &[Capability::Discover],
-            Step::Setup { .. } => &[Capability::Setup],
-            Step::Restart(_) => &[Capability::Restart],
+        let implied: Vec<Capability> = match step {
+            Step::Discover(_) => vec![Capability::Discover],
+            Step::Setup { .. } => vec![Capability::Setup],
+            Step::Restart(_) => vec![Capability::Restart],
             Step::CorruptSession { .. } | Step::DeleteSession { .. } | Step::TruncateHostData => {
-                &[Capability::Sessions]
+                vec![Capability::Sessions]
             }
-            Step::Run { run, .. } => {
-                let runs = runs_per_conversation.entry(&run.conversation).or_default();
-                *runs += 1;
-                match (run.cancel_on.is_some(), *runs > 1) {
-                    (true, true) => &[Capability::Cancel, Capability::Sessions],
-                    (true, false) => &[Capability::Cancel],
-                    (false, true) => &[Capability::Sessions],
-                    (false, false) => &[],
-                }
-            }
-            Step::RuntimeVersion(_) => &[],
+            Step::Run { run, .. } => run_needs(run),
+            Step::Concurrent(runs) => std::iter::once(Capability::Concurrent)
+                .chain(runs.iter().flat_map(|one| run_needs(&one.run)))
+                .collect(),
+            Step::RuntimeVersion(_) => Vec::new(),
         };
         for capability in implied {
-            if !needed.contains(capability) {
-                needed.push(*capability);
+            if !needed.contains(&capability) {
+                needed.push(capability);
             }
         }
     }
@@ -137,11 +142,6 @@ struct Runner<'a> {
 
 /// A step could not go on: the case stops (the driver is killed).
 struct Abort;
-
-struct Outcome {
-    reply: Value,
-    events: Vec<Value>,
-}
 
 impl<'a> Runner<'a> {
     fn kit(&mut self, why: impl Into<String>) {
@@ -291,7 +291,12 @@ impl<'a> Runner<'a> {
                     self.setup(active, world, journal, index, *bundle, expect)
                 }
                 Step::Run { run, expect } => {
-                    self.run_step(active, world, journal, index, run, expect)
+                    self.play_runs(active, world, journal, index, &[(run, expect)])
+                }
+                Step::Concurrent(runs) => {
+                    let runs: Vec<(&RunStep, &RunExpect)> =
+                        runs.iter().map(|one| (&one.run, &*one.expect)).collect();
+                    self.play_runs(active, world, journal, index, &runs)
                 }
                 Step::Restart(action) => {
                     self.restart(driver, world, journal, action.fresh_data_dir)
@@ -754,205 +759,6 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn run_step(
-        &mut self,
-        driver: &mut Driver,
-        world: &World,
-        journal: &Journal,
-        index: usize,
-        run: &RunStep,
-        expect: &RunExpect,
-    ) -> Result<(), Abort> {
-        let cwd = world.run_cwd(&run.cwd).map_err(|e| {
-            self.kit(format!("cannot create the run cwd {}: {e}", run.cwd));
-            Abort
-        })?;
-        let spelled = world.spelled_cwd(&cwd, run.cwd_form).map_err(|e| {
-            self.kit(format!("cannot spell the run cwd {}: {e}", run.cwd));
-            Abort
-        })?;
-        let id = format!("r{index}");
-        let conversation_id = format!("conv-{}", run.conversation);
-        let request = json!({
-            "v": 1, "type": "run", "id": id, "turn": self.turn, "conversation_id": conversation_id,
-            "project_id": "proj-1", "cwd": spelled, "prompt": run.prompt,
-            "bootstrap": world.bootstrap(&conversation_id),
-            "model": {"provider": run.model.provider, "id": run.model.id}, "reasoning_effort": null,
-        });
-        self.turn += 1;
-        let previous_session = self.conversations.get(&run.conversation).cloned();
-        let from = self.journal_length(journal);
-        driver.send(&request, &mut self.transcript).map_err(|e| {
-            self.driver_error(e, &format!("run {id}"));
-            Abort
-        })?;
-        let outcome = self.await_outcome(driver, &id, run.cancel_on.as_ref())?;
-        let entries = self.journal_since(journal, from);
-        let run_pid = checks::stdio_starts(&entries).first().copied();
-        let process: Vec<&Entry> = entries
-            .iter()
-            .filter(|entry| run_pid.is_some() && entry.pid() == run_pid)
-            .collect();
-        let execute = process
-            .iter()
-            .find(|entry| entry.token() == "command:execute")
-            .and_then(|entry| entry.value.get("command"));
-        let evidence = RunEvidence {
-            entries: &entries,
-            process: &process,
-            execute,
-            outcome: &outcome.reply,
-            run,
-            cwd: &cwd,
-            world,
-            journal,
-            earlier_runs: &self.run_pids,
-        };
-        let violations: Vec<Violation> = RUN_CHECKS
-            .iter()
-            .flat_map(|check| check(&evidence))
-            .collect();
-        let seen = RunSeen {
-            outcome: &outcome.reply,
-            events: &outcome.events,
-            execute,
-            process: &process,
-            previous_session: previous_session.as_deref(),
-            world,
-            cwd: &cwd,
-        };
-        let misses = expect::run(expect, &seen, self.codes());
-        self.violations(violations, &format!("run {id}"));
-        self.misses(misses, &expect.interpretations);
-        self.run_pids.extend(checks::stdio_starts(&entries));
-        if let Some(session) = outcome.reply.get("session_id").and_then(Value::as_str) {
-            self.conversations
-                .insert(run.conversation.clone(), session.to_string());
-        }
-        Ok(())
-    }
-
-    fn await_outcome(
-        &mut self,
-        driver: &mut Driver,
-        id: &str,
-        cancel_on: Option<&CancelOn>,
-    ) -> Result<Outcome, Abort> {
-        let sent = Instant::now();
-        let cancel_at = match cancel_on {
-            Some(CancelOn::AfterMs(after)) => Some(sent + self.env.scaled(after.after_ms)),
-            _ => None,
-        };
-        let cancel_event = match cancel_on {
-            Some(CancelOn::Event(event)) => Some(event.event.as_str()),
-            _ => None,
-        };
-        let mut cancel_sent = false;
-        let mut events = Vec::new();
-        loop {
-            let wait_until = match cancel_at {
-                Some(at) if !cancel_sent => at.min(self.deadline),
-                _ => self.deadline,
-            };
-            let reply = match driver.recv(
-                wait_until,
-                &format!("the outcome of {id}"),
-                &mut self.transcript,
-            ) {
-                Ok(reply) => reply,
-                Err(DriverError::Timeout(_)) if Instant::now() < self.deadline => {
-                    self.send_cancel(driver, id)?;
-                    cancel_sent = true;
-                    continue;
-                }
-                Err(error) => {
-                    self.driver_error(error, &format!("run {id}"));
-                    return Err(Abort);
-                }
-            };
-            let kind = reply
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let reply_id = reply.get("id").and_then(Value::as_str).map(str::to_string);
-            if reply_id.as_deref() != Some(id) {
-                self.host(
-                    FindingKind::HostFatal,
-                    RULE_DRIVER_REPLY_VALID,
-                    format!(
-                        "during run {id} the driver sent {kind} for {}",
-                        reply_id.as_deref().unwrap_or("no id")
-                    ),
-                );
-                return Err(Abort);
-            }
-            match kind.as_str() {
-                "event" => {
-                    let event = reply.get("event").cloned().unwrap_or(Value::Null);
-                    let event_type = event.get("type").and_then(Value::as_str).unwrap_or("");
-                    if !cancel_sent && cancel_event == Some(event_type) {
-                        self.send_cancel(driver, id)?;
-                        cancel_sent = true;
-                    }
-                    events.push(event);
-                }
-                "outcome" => {
-                    if cancel_on.is_some() && !cancel_sent {
-                        let trigger = match cancel_on {
-                            Some(CancelOn::Event(event)) => {
-                                format!("no {} event came", event.event)
-                            }
-                            _ => "the run ended first".to_string(),
-                        };
-                        let rule = self.case.first_rule().to_string();
-                        self.host(
-                            FindingKind::Untestable,
-                            &rule,
-                            format!(
-                                "run {id}: cancel was never sent: {trigger} before the outcome"
-                            ),
-                        );
-                    }
-                    return Ok(Outcome { reply, events });
-                }
-                "error" if cancel_sent => {
-                    let message = reply
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string();
-                    let rule = self.case.first_rule().to_string();
-                    self.host(
-                        FindingKind::Untestable,
-                        &rule,
-                        format!("the driver rejected cancel of {id}: {message}"),
-                    );
-                }
-                _ => {
-                    self.host(
-                        FindingKind::HostFatal,
-                        RULE_DRIVER_REPLY_VALID,
-                        format!("during run {id} the driver sent {kind}"),
-                    );
-                    return Err(Abort);
-                }
-            }
-        }
-    }
-
-    fn send_cancel(&mut self, driver: &mut Driver, id: &str) -> Result<(), Abort> {
-        driver
-            .send(
-                &json!({"v": 1, "type": "cancel", "id": id}),
-                &mut self.transcript,
-            )
-            .map_err(|e| {
-                self.driver_error(e, &format!("cancel {id}"));
-                Abort
-            })
-    }
-
     /// After the final shutdown: nothing the case started is alive.
     fn check_all_reaped(&mut self, journal: &Journal) {
         let entries = self.journal_since(journal, 0);
@@ -1006,5 +812,43 @@ impl<'a> Runner<'a> {
             }
             journal::kill_leftovers(&journal::pids(&entries), journal.path());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::parse_case;
+    use std::path::Path;
+
+    #[test]
+    fn steps_imply_their_capabilities() {
+        let case = parse_case(
+            Path::new("cancel.example.json"),
+            r#"{"v": 1, "id": "cancel.example", "summary": "s", "spec": ["10"], "rules": ["s10.x"],
+                "steps": [
+                  {"run": {"conversation": "c1", "prompt": "p"}},
+                  {"concurrent": [
+                    {"run": {"conversation": "c2", "prompt": "p"}},
+                    {"run": {"conversation": "c1", "prompt": "p", "start_on": {"event": "status"},
+                             "cancel_on": {"event": "text_delta"}}}]}
+                ]}"#,
+        )
+        .expect("parses");
+        assert_eq!(
+            needed_capabilities(&case),
+            vec![
+                Capability::Sessions,
+                Capability::Cancel,
+                Capability::Concurrent
+            ]
+        );
+        let alone = parse_case(
+            Path::new("cancel.alone.json"),
+            r#"{"v": 1, "id": "cancel.alone", "summary": "s", "spec": ["10"], "rules": ["s10.x"],
+                "steps": [{"run": {"conversation": "c1", "prompt": "p"}}]}"#,
+        )
+        .expect("parses");
+        assert!(needed_capabilities(&alone).is_empty());
     }
 }

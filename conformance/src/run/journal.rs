@@ -3,6 +3,7 @@
 
 use super::procfs;
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// One journal line, parsed; `line` is its 0-based index in the file.
@@ -123,26 +124,55 @@ fn complete_part(bytes: &[u8]) -> &[u8] {
     }
 }
 
+/// The process an entry names and its parent: a `start` entry's own pid and `ppid`, a `child`
+/// entry's `child_pid` and the pid that spawned it.
+fn process_named(entry: &Entry) -> Option<(i32, Option<i32>)> {
+    let number = |member: &str| {
+        entry
+            .value
+            .get(member)
+            .and_then(Value::as_i64)
+            .and_then(|pid| i32::try_from(pid).ok())
+    };
+    let (pid, parent) = match entry.event() {
+        "start" => (entry.pid(), number("ppid")),
+        "child" => (number("child_pid"), entry.pid()),
+        _ => return None,
+    };
+    pid.filter(|pid| *pid > 0).map(|pid| (pid, parent))
+}
+
 /// Every pid the entries name as a process: `start` entries' pids and `child` entries' child pids.
 pub fn pids(entries: &[Entry]) -> Vec<i32> {
     let mut pids: Vec<i32> = Vec::new();
-    for entry in entries {
-        let pid = match entry.event() {
-            "start" => entry.pid(),
-            "child" => entry
-                .value
-                .get("child_pid")
-                .and_then(Value::as_i64)
-                .and_then(|pid| i32::try_from(pid).ok()),
-            _ => None,
-        };
-        if let Some(pid) = pid.filter(|pid| *pid > 0) {
-            if !pids.contains(&pid) {
-                pids.push(pid);
-            }
+    for (pid, _) in entries.iter().filter_map(process_named) {
+        if !pids.contains(&pid) {
+            pids.push(pid);
         }
     }
     pids
+}
+
+/// The process tree rooted at `root` as the entries show it: `root`, every journaled process
+/// whose `ppid` is in the tree, and every `child` a process of the tree reported.
+pub fn tree_of(entries: &[Entry], root: i32) -> BTreeSet<i32> {
+    let links: Vec<(i32, i32)> = entries
+        .iter()
+        .filter_map(process_named)
+        .filter_map(|(pid, parent)| parent.map(|parent| (pid, parent)))
+        .collect();
+    let mut tree = BTreeSet::from([root]);
+    loop {
+        let before = tree.len();
+        for (pid, parent) in &links {
+            if tree.contains(parent) {
+                tree.insert(*pid);
+            }
+        }
+        if tree.len() == before {
+            return tree;
+        }
+    }
 }
 
 /// Whether `pid` is a live (not zombie) process of this case: one whose environment names this
@@ -200,6 +230,28 @@ mod tests {
         std::fs::write(&path, "{\"v\":1}\nnot json\n").expect("write");
         let error = Journal::new(&path).read().expect_err("not JSON");
         assert!(error.contains("line 2"), "{error}");
+    }
+
+    #[test]
+    fn a_tree_follows_ppid_and_child_entries_and_nothing_else() {
+        let entries: Vec<Entry> = [
+            r#"{"event":"start","pid":10,"ppid":1,"mode":"stdio"}"#,
+            r#"{"event":"start","pid":20,"ppid":1,"mode":"stdio"}"#,
+            r#"{"event":"child","pid":10,"child_pid":11}"#,
+            r#"{"event":"start","pid":12,"ppid":11,"mode":"child"}"#,
+            r#"{"event":"start","pid":21,"ppid":20,"mode":"child"}"#,
+            r#"{"event":"exit","pid":30,"code":0}"#,
+        ]
+        .iter()
+        .enumerate()
+        .map(|(line, text)| Entry {
+            line,
+            value: serde_json::from_str(text).expect("JSON"),
+        })
+        .collect();
+        assert_eq!(tree_of(&entries, 10), BTreeSet::from([10, 11, 12]));
+        assert_eq!(tree_of(&entries, 20), BTreeSet::from([20, 21]));
+        assert_eq!(tree_of(&entries, 99), BTreeSet::from([99]));
     }
 
     #[test]

@@ -10,7 +10,7 @@ import { OPENDESIGN_CODES, OpenDesignEvents, openDesignCode } from "./opendesign
 
 export const DRIVER_NAME = "node-host";
 export const DRIVER_VERSION = "0.1.0";
-export const CAPABILITIES = ["discover", "setup", "sessions", "cancel", "restart"];
+export const CAPABILITIES = ["discover", "setup", "sessions", "cancel", "restart", "concurrent"];
 
 /** Checks a request's shape; returns an error message or null. */
 export function requestProblem(request) {
@@ -39,8 +39,9 @@ export function requestProblem(request) {
 }
 
 /**
- * The driver: one run at a time, requests other than `cancel` handled in order, `cancel` handled
- * at once. `write(reply)` sends one reply line.
+ * The driver: handshake, discover, setup and shutdown handled in order; each run starts at once
+ * and goes on alongside the others (OpenDesign's daemon runs several conversations at a time);
+ * `cancel` reaches only the run it names. `write(reply)` sends one reply line.
  */
 export class Driver {
   /** `dialect`: `"kit"` (the kit's event shapes and codes) or `"opendesign"` (OpenDesign's). */
@@ -51,7 +52,8 @@ export class Driver {
     this.log = log;
     this.store = new SessionStore(dataDir(env), { warn: log });
     this.queue = Promise.resolve();
-    this.activeRun = null;
+    /** Runs in flight: request id -> { turn, done }. */
+    this.runs = new Map();
     this.shuttingDown = false;
   }
 
@@ -70,11 +72,12 @@ export class Driver {
       return this.#enqueue(async () => this.write({ v: 1, type: "error", id, message: problem }));
     }
     if (request.type === "cancel") {
-      if (this.activeRun && this.activeRun.id === request.id) this.activeRun.turn.cancel();
+      this.runs.get(request.id)?.turn.cancel();
       return;
     }
+    if (request.type === "run") return this.#startRun(request);
     if (request.type === "shutdown") {
-      this.activeRun?.turn.cancel();
+      this.#cancelAll();
       this.shuttingDown = true;
     }
     return this.#enqueue(() => this.#handle(request), request);
@@ -88,10 +91,20 @@ export class Driver {
     return this.queue;
   }
 
-  /** The input ended or the driver was told to stop: cancel the active run and wait for the queue. */
+  #cancelAll() {
+    for (const { turn } of this.runs.values()) turn.cancel();
+  }
+
+  /** Every run in flight has written its outcome. */
+  async #runsDone() {
+    await Promise.allSettled([...this.runs.values()].map(({ done }) => done));
+  }
+
+  /** The input ended or the driver was told to stop: cancel the runs and wait for them and the queue. */
   async stop() {
     this.shuttingDown = true;
-    this.activeRun?.turn.cancel();
+    this.#cancelAll();
+    await this.#runsDone();
     await this.queue;
   }
 
@@ -110,16 +123,26 @@ export class Driver {
         this.write({ v: 1, type: "setup_done", id: request.id, ok: done.ok, code: done.code, message: done.message });
         break;
       }
-      case "run":
-        await this.#run(request);
-        break;
       case "shutdown":
+        await this.#runsDone();
         this.write({ v: 1, type: "bye" });
         break;
     }
   }
 
-  async #run(request) {
+  /** Start a run beside the others; resolves when its outcome is written. */
+  #startRun(request) {
+    const entry = { turn: null, done: null };
+    entry.done = this.#run(request, entry)
+      .catch((error) => {
+        this.log(`internal error in run ${request.id}: ${error.stack ?? error}`);
+        this.write({ v: 1, type: "error", id: request.id, message: `internal error: ${error.message}` });
+      })
+      .finally(() => this.runs.delete(request.id));
+    return entry.done;
+  }
+
+  async #run(request, entry) {
     const send = (event) => this.write({ v: 1, type: "event", id: request.id, event });
     const dialect = this.dialect === "opendesign" ? new OpenDesignEvents() : null;
     const turn = new Turn({
@@ -130,18 +153,15 @@ export class Driver {
       env: this.env,
       log: this.log,
     });
-    this.activeRun = { id: request.id, turn };
+    entry.turn = turn;
+    this.runs.set(request.id, entry);
     if (this.shuttingDown) turn.cancel();
-    try {
-      const { runtimeCode, ...outcome } = await turn.run();
-      if (dialect) {
-        dialect.finish().forEach(send);
-        outcome.code = openDesignCode({ ...outcome, runtimeCode });
-      }
-      this.write({ v: 1, type: "outcome", id: request.id, ...outcome });
-    } finally {
-      this.activeRun = null;
+    const { runtimeCode, ...outcome } = await turn.run();
+    if (dialect) {
+      dialect.finish().forEach(send);
+      outcome.code = openDesignCode({ ...outcome, runtimeCode });
     }
+    this.write({ v: 1, type: "outcome", id: request.id, ...outcome });
   }
 }
 

@@ -1,0 +1,368 @@
+//! The `run` and `concurrent` steps: send each run to the driver, follow its replies (sending
+//! `cancel` on its trigger and starting the next concurrent run on its `start_on` event) until
+//! every run has its outcome, then judge each run on its own journal entries with the global
+//! checks and the step's expectations.
+
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use super::super::checks::{self, RunEvidence, Violation, RUN_CHECKS};
+use super::super::driver::{Driver, DriverError};
+use super::super::expect::{self, RunSeen};
+use super::super::fixture::{CancelOn, RunExpect, RunStep};
+use super::super::journal::{self, Entry, Journal};
+use super::super::verdict::{FindingKind, RULE_DRIVER_REPLY_VALID};
+use super::super::world::World;
+use super::{Abort, Runner};
+
+/// One run of a step, from its `run` request to its outcome.
+pub(super) struct InFlight<'s> {
+    id: String,
+    run: &'s RunStep,
+    expect: &'s RunExpect,
+    /// The canonical project dir.
+    cwd: PathBuf,
+    /// The session the conversation was mapped to before this run.
+    previous_session: Option<String>,
+    /// The journal's length when the run was sent: its entries come after.
+    from: usize,
+    cancel_at: Option<Instant>,
+    cancel_sent: bool,
+    events: Vec<Value>,
+    outcome: Option<Value>,
+}
+
+impl InFlight<'_> {
+    /// Whether the driver reported an event of this type for the run.
+    fn saw(&self, event_type: Option<&str>) -> bool {
+        self.events
+            .iter()
+            .any(|event| event.get("type").and_then(Value::as_str) == event_type)
+    }
+
+    /// The event type whose first occurrence triggers the run's `cancel`.
+    fn cancel_event(&self) -> Option<&str> {
+        match &self.run.cancel_on {
+            Some(CancelOn::Event(on)) => Some(on.event.as_str()),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Runner<'a> {
+    /// Plays the runs of one step (one, or several of a `concurrent` step) and judges each.
+    pub(super) fn play_runs(
+        &mut self,
+        driver: &mut Driver,
+        world: &World,
+        journal: &Journal,
+        index: usize,
+        runs: &[(&'a RunStep, &'a RunExpect)],
+    ) -> Result<(), Abort> {
+        let id_of = |k: usize| match runs.len() {
+            1 => format!("r{index}"),
+            _ => format!("r{index}.{k}"),
+        };
+        let mut flights = vec![self.send_run(driver, world, journal, id_of(0), runs[0])?];
+        let mut gave_up = false;
+        while flights.iter().any(|flight| flight.outcome.is_none()) {
+            let Some(reply) = self.next_reply(driver, &mut flights)? else {
+                continue;
+            };
+            self.follow(driver, &mut flights, reply)?;
+            let next = flights.len();
+            if gave_up || next == runs.len() {
+                continue;
+            }
+            let trigger = runs[next].0.start_on.as_ref().map(|on| on.event.as_str());
+            let previous = &flights[next - 1];
+            if previous.saw(trigger) {
+                let flight = self.send_run(driver, world, journal, id_of(next), runs[next])?;
+                flights.push(flight);
+            } else if previous.outcome.is_some() {
+                self.never_started(&flights[next - 1], trigger.unwrap_or(""), runs.len() - next);
+                gave_up = true;
+            }
+        }
+        self.judge_runs(world, journal, flights);
+        Ok(())
+    }
+
+    /// Builds and sends the driver's `run` request.
+    fn send_run<'s>(
+        &mut self,
+        driver: &mut Driver,
+        world: &World,
+        journal: &Journal,
+        id: String,
+        (run, expect): (&'s RunStep, &'s RunExpect),
+    ) -> Result<InFlight<'s>, Abort> {
+        let cwd = world.run_cwd(&run.cwd).map_err(|e| {
+            self.kit(format!("cannot create the run cwd {}: {e}", run.cwd));
+            Abort
+        })?;
+        let spelled = world.spelled_cwd(&cwd, run.cwd_form).map_err(|e| {
+            self.kit(format!("cannot spell the run cwd {}: {e}", run.cwd));
+            Abort
+        })?;
+        let conversation_id = format!("conv-{}", run.conversation);
+        let request = json!({
+            "v": 1, "type": "run", "id": id, "turn": self.turn, "conversation_id": conversation_id,
+            "project_id": "proj-1", "cwd": spelled, "prompt": run.prompt,
+            "bootstrap": world.bootstrap(&conversation_id),
+            "model": {"provider": run.model.provider, "id": run.model.id}, "reasoning_effort": null,
+        });
+        self.turn += 1;
+        let from = self.journal_length(journal);
+        driver.send(&request, &mut self.transcript).map_err(|e| {
+            self.driver_error(e, &format!("run {id}"));
+            Abort
+        })?;
+        let cancel_at = match &run.cancel_on {
+            Some(CancelOn::AfterMs(after)) => {
+                Some(Instant::now() + self.env.scaled(after.after_ms))
+            }
+            _ => None,
+        };
+        Ok(InFlight {
+            previous_session: self.conversations.get(&run.conversation).cloned(),
+            id,
+            run,
+            expect,
+            cwd,
+            from,
+            cancel_at,
+            cancel_sent: false,
+            events: Vec::new(),
+            outcome: None,
+        })
+    }
+
+    /// The driver's next reply, or `None` when a timed cancel fell due first (and was sent).
+    fn next_reply(
+        &mut self,
+        driver: &mut Driver,
+        flights: &mut [InFlight],
+    ) -> Result<Option<Value>, Abort> {
+        let due = flights
+            .iter()
+            .enumerate()
+            .filter(|(_, flight)| !flight.cancel_sent && flight.outcome.is_none())
+            .filter_map(|(at, flight)| flight.cancel_at.map(|when| (when, at)))
+            .min();
+        let wait_until = due.map_or(self.deadline, |(when, _)| when.min(self.deadline));
+        let waiting: Vec<&str> = flights
+            .iter()
+            .filter(|flight| flight.outcome.is_none())
+            .map(|flight| flight.id.as_str())
+            .collect();
+        let what = format!("the outcome of {}", waiting.join(" and "));
+        match driver.recv(wait_until, &what, &mut self.transcript) {
+            Ok(reply) => Ok(Some(reply)),
+            Err(DriverError::Timeout(_)) if Instant::now() < self.deadline => {
+                if let Some((_, at)) = due {
+                    self.send_cancel(driver, &mut flights[at])?;
+                }
+                Ok(None)
+            }
+            Err(error) => {
+                self.driver_error(error, &format!("run {}", waiting.join(", ")));
+                Err(Abort)
+            }
+        }
+    }
+
+    /// Files one reply under the run it names (sending that run's `cancel` on its trigger).
+    fn follow(
+        &mut self,
+        driver: &mut Driver,
+        flights: &mut [InFlight],
+        reply: Value,
+    ) -> Result<(), Abort> {
+        let kind = reply
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let reply_id = reply.get("id").and_then(Value::as_str).map(str::to_string);
+        let at = flights.iter().position(|flight| {
+            Some(flight.id.as_str()) == reply_id.as_deref() && flight.outcome.is_none()
+        });
+        let Some(at) = at else {
+            let active: Vec<&str> = flights.iter().map(|flight| flight.id.as_str()).collect();
+            self.host(
+                FindingKind::HostFatal,
+                RULE_DRIVER_REPLY_VALID,
+                format!(
+                    "during run {} the driver sent {kind} for {}",
+                    active.join(", "),
+                    reply_id.as_deref().unwrap_or("no id")
+                ),
+            );
+            return Err(Abort);
+        };
+        let flight = &mut flights[at];
+        match kind.as_str() {
+            "event" => {
+                let event = reply.get("event").cloned().unwrap_or(Value::Null);
+                let event_type = event.get("type").and_then(Value::as_str).unwrap_or("");
+                let triggers = flight.cancel_event() == Some(event_type);
+                flight.events.push(event);
+                if triggers && !flight.cancel_sent {
+                    self.send_cancel(driver, flight)?;
+                }
+                Ok(())
+            }
+            "outcome" => {
+                if flight.run.cancel_on.is_some() && !flight.cancel_sent {
+                    let trigger = match flight.cancel_event() {
+                        Some(event) => format!("no {event} event came"),
+                        None => "the run ended first".to_string(),
+                    };
+                    let rule = self.case.first_rule().to_string();
+                    let why = format!(
+                        "run {}: cancel was never sent: {trigger} before the outcome",
+                        flight.id
+                    );
+                    self.host(FindingKind::Untestable, &rule, why);
+                }
+                flight.outcome = Some(reply);
+                Ok(())
+            }
+            "error" if flight.cancel_sent => {
+                let message = reply.get("message").and_then(Value::as_str).unwrap_or("");
+                let rule = self.case.first_rule().to_string();
+                let why = format!("the driver rejected cancel of {}: {message}", flight.id);
+                self.host(FindingKind::Untestable, &rule, why);
+                Ok(())
+            }
+            _ => {
+                let why = format!("during run {} the driver sent {kind}", flight.id);
+                self.host(FindingKind::HostFatal, RULE_DRIVER_REPLY_VALID, why);
+                Err(Abort)
+            }
+        }
+    }
+
+    fn send_cancel(&mut self, driver: &mut Driver, flight: &mut InFlight) -> Result<(), Abort> {
+        flight.cancel_sent = true;
+        let cancel = json!({"v": 1, "type": "cancel", "id": flight.id});
+        driver.send(&cancel, &mut self.transcript).map_err(|e| {
+            self.driver_error(e, &format!("cancel {}", flight.id));
+            Abort
+        })
+    }
+
+    /// A concurrent run's trigger never came: the case cannot test what it is for.
+    fn never_started(&mut self, previous: &InFlight, trigger: &str, unsent: usize) {
+        let rule = self.case.first_rule().to_string();
+        let why = format!(
+            "run {} ended without a {trigger} event, so the {unsent} run(s) meant to start on it \
+             never ran alongside it",
+            previous.id
+        );
+        self.host(FindingKind::Untestable, &rule, why);
+    }
+
+    /// Judges every run of the step on its own journal entries.
+    fn judge_runs(&mut self, world: &World, journal: &Journal, flights: Vec<InFlight>) {
+        let first = flights.iter().map(|flight| flight.from).min().unwrap_or(0);
+        let entries = self.journal_since(journal, first);
+        let trees = run_trees(&entries, &flights);
+        for (k, flight) in flights.iter().enumerate() {
+            let others: BTreeSet<i32> = trees
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != k)
+                .flat_map(|(_, tree)| tree.iter().copied())
+                .collect();
+            let own: Vec<Entry> = entries
+                .iter()
+                .filter(|entry| entry.line >= flight.from)
+                .filter(|entry| entry.pid().is_none_or(|pid| !others.contains(&pid)))
+                .cloned()
+                .collect();
+            self.judge_run(world, journal, flight, &own);
+        }
+    }
+
+    /// The global checks and the expectations of one run, over `entries` (the run's own).
+    fn judge_run(
+        &mut self,
+        world: &World,
+        journal: &Journal,
+        flight: &InFlight,
+        entries: &[Entry],
+    ) {
+        let Some(outcome) = flight.outcome.as_ref() else {
+            return;
+        };
+        let run_pid = checks::stdio_starts(entries).first().copied();
+        let process: Vec<&Entry> = entries
+            .iter()
+            .filter(|entry| run_pid.is_some() && entry.pid() == run_pid)
+            .collect();
+        let execute = process
+            .iter()
+            .find(|entry| entry.token() == "command:execute")
+            .and_then(|entry| entry.value.get("command"));
+        let evidence = RunEvidence {
+            entries,
+            process: &process,
+            execute,
+            outcome,
+            run: flight.run,
+            cwd: &flight.cwd,
+            world,
+            journal,
+            earlier_runs: &self.run_pids,
+        };
+        let violations: Vec<Violation> = RUN_CHECKS
+            .iter()
+            .flat_map(|check| check(&evidence))
+            .collect();
+        let seen = RunSeen {
+            outcome,
+            events: &flight.events,
+            execute,
+            process: &process,
+            previous_session: flight.previous_session.as_deref(),
+            world,
+            cwd: &flight.cwd,
+        };
+        let misses = expect::run(flight.expect, &seen, self.codes());
+        self.violations(violations, &format!("run {}", flight.id));
+        self.misses(misses, &flight.expect.interpretations);
+        self.run_pids.extend(checks::stdio_starts(entries));
+        if let Some(session) = outcome.get("session_id").and_then(Value::as_str) {
+            self.conversations
+                .insert(flight.run.conversation.clone(), session.to_string());
+        }
+    }
+}
+
+/// Each run's process tree: the first `--stdio` process started after it was sent that no
+/// earlier run owns, with its descendants. One run alone owns everything after it.
+fn run_trees(entries: &[Entry], flights: &[InFlight]) -> Vec<BTreeSet<i32>> {
+    let mut trees: Vec<BTreeSet<i32>> = Vec::new();
+    if flights.len() < 2 {
+        return trees;
+    }
+    for flight in flights {
+        let owned: BTreeSet<i32> = trees.iter().flatten().copied().collect();
+        let mine: Vec<Entry> = entries
+            .iter()
+            .filter(|entry| entry.line >= flight.from)
+            .filter(|entry| entry.pid().is_none_or(|pid| !owned.contains(&pid)))
+            .cloned()
+            .collect();
+        let tree = checks::stdio_starts(&mine)
+            .first()
+            .map(|root| journal::tree_of(entries, *root))
+            .unwrap_or_default();
+        trees.push(tree);
+    }
+    trees
+}
