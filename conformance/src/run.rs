@@ -100,6 +100,9 @@ pub struct Flags {
     /// Run the selection N times; cases whose verdicts differ are reported flaky (fail).
     #[arg(long, default_value_t = 1)]
     pub verify: usize,
+    /// Start the driver afresh for every case, even when it claims `reuse` (one driver per worker)
+    #[arg(long)]
+    pub driver_per_case: bool,
     /// The host's expectations file: {"v":1,"xfail":{"case.id":"reason"}}.
     #[arg(long)]
     pub expectations: Option<PathBuf>,
@@ -464,6 +467,7 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
         variant,
         expectations,
         verify: args.verify,
+        driver_per_case: args.driver_per_case,
     })
 }
 

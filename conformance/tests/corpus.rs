@@ -29,6 +29,7 @@ fn main() {
         variant: Variant::default(),
         expectations: None,
         verify: 1,
+        driver_per_case: false,
     };
     let suite = match Suite::prepare(&config) {
         Ok(suite) => Arc::new(suite),

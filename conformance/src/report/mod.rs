@@ -215,6 +215,7 @@ fn harness_cell(
         },
         expectations,
         verify: 1,
+        driver_per_case: false,
     };
     run::run_suite(&config).map_err(|error| error.to_string())
 }

@@ -23,7 +23,10 @@ use super::world::World;
 
 use checks::MIN_SCANNED_PROMPT;
 
+mod reuse;
 mod runs;
+
+pub use reuse::{claims_reuse, ReusedDriver};
 /// How long a graceful driver shutdown may take, before `--time-scale`.
 const SHUTDOWN_BOUND_MS: u64 = 5_000;
 /// How long the members of a killed driver group may take to die before the survivors carrying
@@ -58,9 +61,14 @@ pub struct CaseRun {
     pub duration: Duration,
 }
 
-/// Runs `case` against the host.
-pub fn run_case(case: &Case, env: &CaseEnv) -> CaseRun {
+/// Runs `case` against the host in a driver of its own; with a `slot`, in the worker's reused
+/// driver (capability `reuse`): taken from the slot (or started) and put back when the case
+/// ended cleanly.
+pub fn run_case(case: &Case, env: &CaseEnv, slot: Option<&mut Option<ReusedDriver>>) -> CaseRun {
     let started = Instant::now();
+    let reuse = slot.is_some();
+    let mut slot = slot;
+    let pooled = slot.as_mut().and_then(|slot| slot.take());
     let mut runner = Runner {
         case,
         env,
@@ -73,8 +81,14 @@ pub fn run_case(case: &Case, env: &CaseEnv) -> CaseRun {
         turn: 0,
         vocabulary: None,
         canary: String::new(),
+        reuse,
+        pooled,
+        reusable: false,
     };
     let skipped = runner.run();
+    if let Some(slot) = slot {
+        *slot = runner.pooled.take();
+    }
     CaseRun {
         findings: runner.findings,
         skipped,
@@ -138,6 +152,12 @@ struct Runner<'a> {
     vocabulary: Option<Vocabulary>,
     /// The world's canary credential, once the world exists.
     canary: String,
+    /// The case runs in a reused driver (the suite's driver claims `reuse`).
+    reuse: bool,
+    /// The reused driver: the worker's before the case starts, and after it when it is kept.
+    pooled: Option<ReusedDriver>,
+    /// The current driver is the reused one and may serve the next case.
+    reusable: bool,
 }
 
 /// A step could not go on: the case stops (the driver is killed).
@@ -235,10 +255,20 @@ impl<'a> Runner<'a> {
         };
         self.canary = world.canary.clone();
         let journal = Journal::new(&world.journal());
-        let mut driver = self.start_driver(&world);
+        let mut driver = match self.reuse {
+            true => self.reused_driver(&world),
+            false => self.start_driver(&world),
+        };
         let skipped = driver.as_ref().and_then(|_| self.missing_capabilities());
         if skipped.is_none() {
             self.play_steps(&mut driver, &mut world, &journal);
+        }
+        let clean = !self
+            .findings
+            .iter()
+            .any(|finding| matches!(finding.kind, FindingKind::HostFatal | FindingKind::Kit));
+        if let Some(active) = driver.take_if(|_| self.reusable && clean) {
+            self.keep_driver(active, &world, &journal, skipped.is_none());
         }
         if let Some(mut active) = driver.take() {
             let shutdown_bound = self.env.scaled(SHUTDOWN_BOUND_MS);
@@ -251,10 +281,10 @@ impl<'a> Runner<'a> {
                 };
                 self.driver_error(error, "shutdown");
             } else if skipped.is_none() {
-                self.check_all_reaped(&journal);
+                self.check_all_reaped(&journal, "after the driver exited");
             }
             self.sweep_leftovers(&world, &journal);
-            self.collect_stderr_hits(&active);
+            self.collect_stderr_hits(&active, true);
         }
         // A driver that never completed its handshake is gone too (dropped, group killed).
         self.sweep_leftovers(&world, &journal);
@@ -317,7 +347,7 @@ impl<'a> Runner<'a> {
                 if let Some(active) = driver.as_mut() {
                     active.kill();
                     self.sweep_leftovers(world, journal);
-                    self.collect_stderr_hits(active);
+                    self.collect_stderr_hits(active, true);
                 }
                 *driver = None;
                 break;
@@ -347,10 +377,12 @@ impl<'a> Runner<'a> {
         let Some(active) = driver.as_mut() else {
             return Err(Abort);
         };
+        // The next driver is the case's own (started with its env), never kept for another case.
+        self.reusable = false;
         let bound = self.env.scaled(SHUTDOWN_BOUND_MS).min(self.remaining());
         let stopped = active.shutdown(bound, &mut self.transcript);
         self.sweep_leftovers(world, journal);
-        self.collect_stderr_hits(active);
+        self.collect_stderr_hits(active, true);
         if let Err(error) = stopped {
             self.driver_error(error, "restart (shutdown of the first driver)");
             return Err(Abort);
@@ -425,22 +457,31 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Starts the driver and completes its handshake (reading its code vocabulary).
+    /// Starts the case's own driver (with the case's env) and completes its handshake.
     fn start_driver(&mut self, world: &World) -> Option<Driver> {
         let spec = self.driver_spec(world);
-        let canary = vec![(
-            "the canary credential".to_string(),
-            world.canary.clone().into_bytes(),
-        )];
+        let canary = self.stdout_needles(world);
         self.transcript
             .push(format!("== start driver: {}", spec.command.join(" ")));
-        let mut driver = match Driver::start(&spec, canary) {
-            Ok(driver) => driver,
+        match Driver::start(&spec, canary) {
+            Ok(driver) => self.handshake(driver),
             Err(error) => {
                 self.driver_error(error, "starting the driver");
-                return None;
+                None
             }
-        };
+        }
+    }
+
+    /// What the driver's stdout must never hold.
+    fn stdout_needles(&self, world: &World) -> Vec<(String, Vec<u8>)> {
+        vec![(
+            "the canary credential".to_string(),
+            world.canary.clone().into_bytes(),
+        )]
+    }
+
+    /// Completes a started driver's handshake (reading its code vocabulary).
+    fn handshake(&mut self, mut driver: Driver) -> Option<Driver> {
         let request = json!({"v": 1, "type": "handshake", "kit": "dsh-conformance", "kit_version": env!("CARGO_PKG_VERSION")});
         let reply = driver
             .send(&request, &mut self.transcript)
@@ -520,8 +561,12 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn collect_stderr_hits(&mut self, driver: &Driver) {
-        driver.wait_stderr_drained(Duration::from_millis(500));
+    /// The driver's stderr (what it kept, its size, needles found) and stdout leaks; `stopped`:
+    /// the driver was stopped, so its stderr is read to its end first.
+    fn collect_stderr_hits(&mut self, driver: &Driver, stopped: bool) {
+        if stopped {
+            driver.wait_stderr_drained(Duration::from_millis(500));
+        }
         let (hits, total) = {
             let capture = driver.stderr();
             if !capture.kept.is_empty() {
@@ -759,15 +804,16 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// After the final shutdown: nothing the case started is alive.
-    fn check_all_reaped(&mut self, journal: &Journal) {
+    /// At the end of the case (`when`: after the driver exited, or after the case's last reply
+    /// from a driver kept for the next case): nothing the case started is alive.
+    fn check_all_reaped(&mut self, journal: &Journal, when: &str) {
         let entries = self.journal_since(journal, 0);
         let alive = checks::alive_after_grace(&journal::pids(&entries), journal.path());
         if !alive.is_empty() {
             self.host(
                 FindingKind::Global,
                 RULE_PROCESS_TREE_REAPED,
-                format!("journaled process(es) {alive:?} still alive after the driver exited"),
+                format!("journaled process(es) {alive:?} still alive {when}"),
             );
         }
     }

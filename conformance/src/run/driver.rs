@@ -70,7 +70,7 @@ enum StdoutMessage {
     Eof,
 }
 
-/// Everything the stderr reader saw.
+/// Everything the stderr reader saw (since the case began, for a reused driver).
 #[derive(Debug, Default)]
 pub struct StderrCapture {
     pub kept: Vec<u8>,
@@ -79,6 +79,22 @@ pub struct StderrCapture {
     pub hits: Vec<String>,
     /// The reader reached EOF (everything the driver's group wrote has been scanned).
     pub finished: bool,
+    /// What the reader looks for: (label, needle as text, the needle's distinct bytes).
+    needles: Arc<Vec<(String, String, Vec<u8>)>>,
+}
+
+/// Needles (with their encoded forms) prepared for the stderr scan.
+fn prepared(needles: &[(String, Vec<u8>)]) -> Arc<Vec<(String, String, Vec<u8>)>> {
+    let prepared = with_encoded_forms(needles)
+        .into_iter()
+        .map(|(label, needle)| {
+            let mut bytes = needle.clone();
+            bytes.sort_unstable();
+            bytes.dedup();
+            (label, String::from_utf8_lossy(&needle).into_owned(), bytes)
+        })
+        .collect();
+    Arc::new(prepared)
 }
 
 /// A running driver. Dropping it kills its process group and reaps it.
@@ -131,11 +147,13 @@ impl Driver {
             .ok_or_else(|| DriverError::Kit("driver stderr not piped".to_string()))?;
         let (sender, receiver) = mpsc::channel();
         std::thread::spawn(move || read_stdout(stdout, sender));
-        let capture = Arc::new(Mutex::new(StderrCapture::default()));
-        let needles = with_encoded_forms(&spec.stderr_needles);
+        let capture = Arc::new(Mutex::new(StderrCapture {
+            needles: prepared(&spec.stderr_needles),
+            ..StderrCapture::default()
+        }));
         let stdout_needles = with_encoded_forms(&stdout_needles);
         let sink = Arc::clone(&capture);
-        std::thread::spawn(move || read_stderr(stderr, needles, sink));
+        std::thread::spawn(move || read_stderr(stderr, sink));
         Ok(Driver {
             stdin: child.stdin.take(),
             child,
@@ -148,6 +166,28 @@ impl Driver {
             stdout_hits: Vec::new(),
             reaped: false,
         })
+    }
+
+    /// The driver's process id.
+    pub fn pid(&self) -> i32 {
+        self.pgid.as_raw()
+    }
+
+    /// A reused driver begins serving another case: from now on its stderr and stdout are
+    /// scanned for that case's needles, and what was kept or found before is dropped.
+    pub fn begin_case(
+        &mut self,
+        stderr_needles: &[(String, Vec<u8>)],
+        stdout_needles: &[(String, Vec<u8>)],
+    ) {
+        let mut capture = self.stderr();
+        capture.kept.clear();
+        capture.total = 0;
+        capture.hits.clear();
+        capture.needles = prepared(stderr_needles);
+        drop(capture);
+        self.stdout_needles = with_encoded_forms(stdout_needles);
+        self.stdout_hits.clear();
     }
 
     /// Sends one request (checked against request.schema.json first).
@@ -466,29 +506,11 @@ fn with_encoded_forms(needles: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
     expanded
 }
 
-fn read_stderr(
-    mut stderr: impl Read,
-    needles: Vec<(String, Vec<u8>)>,
-    capture: Arc<Mutex<StderrCapture>>,
-) {
-    let overlap = needles
-        .iter()
-        .map(|(_, needle)| needle.len())
-        .max()
-        .unwrap_or(0);
+fn read_stderr(mut stderr: impl Read, capture: Arc<Mutex<StderrCapture>>) {
     // Searched as text with std's substring search, fast enough to keep up with a flood of
     // many needle forms (a lossy conversion keeps every valid run, so no match is lost).
     // A needle is searched for only when every byte it is made of occurs in the tail, so a
     // flood of few distinct bytes costs one pass per read, whatever the number of forms.
-    let needles: Vec<(String, String, Vec<u8>)> = needles
-        .into_iter()
-        .map(|(label, needle)| {
-            let mut bytes = needle.clone();
-            bytes.sort_unstable();
-            bytes.dedup();
-            (label, String::from_utf8_lossy(&needle).into_owned(), bytes)
-        })
-        .collect();
     let mut tail: Vec<u8> = Vec::new();
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
@@ -501,6 +523,7 @@ fn read_stderr(
         let mut capture = capture
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let needles = Arc::clone(&capture.needles);
         capture.total += read;
         let room = KEPT_DRIVER_STDERR.saturating_sub(capture.kept.len());
         capture.kept.extend_from_slice(&chunk[..room.min(read)]);
@@ -508,7 +531,7 @@ fn read_stderr(
         tail.iter()
             .for_each(|byte| present[usize::from(*byte)] = true);
         let text = String::from_utf8_lossy(&tail);
-        for (label, needle, bytes) in &needles {
+        for (label, needle, bytes) in needles.iter() {
             if bytes.iter().all(|byte| present[usize::from(*byte)])
                 && !capture.hits.contains(label)
                 && text.contains(needle.as_str())
@@ -517,6 +540,11 @@ fn read_stderr(
             }
         }
         drop(capture);
+        let overlap = needles
+            .iter()
+            .map(|(_, needle, _)| needle.len())
+            .max()
+            .unwrap_or(0);
         if tail.len() > overlap {
             tail.drain(..tail.len() - overlap);
         }
@@ -546,13 +574,15 @@ mod tests {
     }
 
     fn hits(writes: &[&str]) -> Vec<String> {
-        let needles = with_encoded_forms(&[(
-            "the canary credential".to_string(),
-            b"sk-canary-0123456789abcdef".to_vec(),
-        )]);
-        let capture = Arc::new(Mutex::new(StderrCapture::default()));
+        let capture = Arc::new(Mutex::new(StderrCapture {
+            needles: prepared(&[(
+                "the canary credential".to_string(),
+                b"sk-canary-0123456789abcdef".to_vec(),
+            )]),
+            ..StderrCapture::default()
+        }));
         let writes = writes.iter().map(|w| w.as_bytes().to_vec()).collect();
-        read_stderr(Writes(writes), needles, Arc::clone(&capture));
+        read_stderr(Writes(writes), Arc::clone(&capture));
         let capture = capture.lock().unwrap();
         assert!(capture.finished);
         capture.hits.clone()

@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
-use super::case::{run_case, CaseEnv};
+use super::case::{claims_reuse, run_case, CaseEnv, ReusedDriver};
 use super::expectations::Expectations;
 use super::selection::{corpus_hash, find_cases, shard_entries, CaseEntry, Selection};
 use super::verdict::{apply_xfail, decide, RULE_KIT};
@@ -76,6 +76,8 @@ pub struct SuiteConfig {
     pub expectations: Option<Expectations>,
     /// Run the selection this many times (at least 1); differing verdicts make a case flaky.
     pub verify: usize,
+    /// Start a driver for every case even when it claims `reuse`.
+    pub driver_per_case: bool,
 }
 
 /// Called with each case's result (expectations applied) as soon as it finishes, from the
@@ -114,6 +116,8 @@ pub struct Suite {
     env: CaseEnv,
     /// Over the selection before `--shard`.
     corpus_hash: String,
+    /// The pre-flight handshake, made once.
+    preflight: OnceLock<Result<serde_json::Value, HarnessError>>,
 }
 
 impl Suite {
@@ -193,6 +197,7 @@ impl Suite {
             entries,
             env,
             corpus_hash: hash,
+            preflight: OnceLock::new(),
         })
     }
 
@@ -231,6 +236,11 @@ impl Suite {
     /// Runs one case once; the verdict before the expectations file. Also returns the driver's
     /// handshake reply, when it answered one.
     pub fn run_entry(&self, entry: &CaseEntry) -> EntryRun {
+        self.run_entry_in(entry, None)
+    }
+
+    /// [`Suite::run_entry`], in the worker's reused driver when given its slot.
+    fn run_entry_in(&self, entry: &CaseEntry, slot: Option<&mut Option<ReusedDriver>>) -> EntryRun {
         let case = match &entry.case {
             Ok(case) => case,
             Err(error) => {
@@ -251,7 +261,7 @@ impl Suite {
                 return (result, None);
             }
         };
-        let run = run_case(case, &self.env);
+        let run = run_case(case, &self.env, slot);
         let decision = decide(&run.findings, run.skipped.as_deref());
         let mut transcript = run.transcript;
         if run.findings.len() > 1 {
@@ -285,8 +295,18 @@ impl Suite {
     /// Checks the driver once before the corpus: it must start and answer a handshake. The
     /// error is an infrastructure error (exit 2) naming the command, its status and stderr tail.
     pub fn preflight(&self) -> Result<serde_json::Value, HarnessError> {
-        super::preflight::handshake(&self.env.host, self.config.time_scale)
-            .map_err(HarnessError::Host)
+        self.preflight
+            .get_or_init(|| {
+                super::preflight::handshake(&self.env.host, self.config.time_scale)
+                    .map_err(HarnessError::Host)
+            })
+            .clone()
+    }
+
+    /// Whether each worker keeps one driver for its cases: the driver claims `reuse` (in the
+    /// pre-flight handshake) and `--driver-per-case` was not given.
+    pub fn reuses_drivers(&self) -> bool {
+        !self.config.driver_per_case && self.preflight().is_ok_and(|reply| claims_reuse(&reply))
     }
 
     /// [`Suite::run`], calling `observer` as each case finishes; once `stop` is set no further
@@ -347,20 +367,26 @@ impl Suite {
         let next = AtomicUsize::new(0);
         let slots: Mutex<Vec<Option<EntryRun>>> = Mutex::new(vec![None; self.entries.len()]);
         let workers = self.config.jobs.min(self.entries.len()).max(1);
+        let reuse = self.reuses_drivers();
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|| {
+                    let mut slot: Option<ReusedDriver> = None;
                     while let Some(&index) = schedule.get(next.fetch_add(1, Ordering::SeqCst)) {
                         if stop.load(Ordering::SeqCst) {
                             break;
                         }
-                        let result = self.run_entry(&self.entries[index]);
+                        let entry = &self.entries[index];
+                        let result = self.run_entry_in(entry, reuse.then_some(&mut slot));
                         let mut shown = result.0.clone();
                         self.apply_expectations(&mut shown);
                         observer(&shown);
                         slots
                             .lock()
                             .unwrap_or_else(|poisoned| poisoned.into_inner())[index] = Some(result);
+                    }
+                    if let Some(kept) = slot {
+                        kept.finish(Duration::from_secs_f64(5.0 * self.config.time_scale));
                     }
                 });
             }

@@ -204,6 +204,12 @@ impl World {
             path_string(&self.root.join("scenario.json")),
         );
         env.insert("FAKE_DSH_JOURNAL".to_string(), path_string(&self.journal()));
+        // Every dsh of the case carries its token whatever environment the host gives it (a
+        // driver serving many cases started without one), so an escaped runtime is found.
+        env.insert(
+            super::leftovers::CASE_TOKEN_ENV.to_string(),
+            self.case_token.clone(),
+        );
         env.entry("FAKE_DSH_WATCHDOG_SECS".to_string())
             .or_insert_with(|| self.watchdog_secs.to_string());
         let mut script = String::from("#!/bin/sh\n# dsh-conformance: this case's dsh (fake-dsh playing the case's scenario)\n");

@@ -10,7 +10,7 @@ import { OPENDESIGN_CODES, OpenDesignEvents, openDesignCode } from "./opendesign
 
 export const DRIVER_NAME = "node-host";
 export const DRIVER_VERSION = "0.1.0";
-export const CAPABILITIES = ["discover", "setup", "sessions", "cancel", "restart", "concurrent"];
+export const CAPABILITIES = ["discover", "setup", "sessions", "cancel", "restart", "concurrent", "reuse"];
 
 /** Checks a request's shape; returns an error message or null. */
 export function requestProblem(request) {
@@ -24,6 +24,9 @@ export function requestProblem(request) {
     case "discover":
     case "cancel":
       return null;
+    case "case":
+      if (!isPlainObject(request.env) || Object.values(request.env).some((value) => typeof value !== "string")) return "case needs env, an object of strings";
+      return typeof request.cwd === "string" ? null : "case needs a string cwd";
     case "setup":
       return typeof request.tarball === "string" && typeof request.manifest === "string" ? null : "setup needs string tarball and manifest paths";
     case "run": {
@@ -123,6 +126,13 @@ export class Driver {
         this.write({ v: 1, type: "setup_done", id: request.id, ok: done.ok, code: done.code, message: done.message });
         break;
       }
+      case "case":
+        // Serve another case's world (capability `reuse`): its variables replace ours.
+        await this.#runsDone();
+        this.env = { ...process.env, ...request.env };
+        this.store = new SessionStore(dataDir(this.env), { warn: this.log });
+        this.write({ v: 1, type: "case_ready", id: request.id });
+        break;
       case "shutdown":
         await this.#runsDone();
         this.write({ v: 1, type: "bye" });
