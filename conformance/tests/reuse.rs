@@ -113,29 +113,42 @@ fn one_driver_serves_a_workers_cases_unless_a_driver_per_case_is_asked_for() {
     assert_eq!(pids_of(&kit, "driver").len(), 2 + 1 + 3);
 }
 
-#[test]
-fn a_runtime_a_case_leaves_running_in_a_reused_driver_is_found_killed_and_blamed() {
-    let kit = ShellDriverKit::new(REUSING_DRIVER);
-    discover_case(&kit, "hygiene.leaves-a-runtime", "leave-runtime");
-    discover_case(&kit, "hygiene.then-a-good-case", "0.1.7-rc.1");
+/// A bad case then a good one, in one driver: the bad case fails on `rule`, the good one passes.
+fn bad_then_good(kit: &ShellDriverKit, bad: &str, mode: &str, rule: &str) {
+    discover_case(kit, bad, mode);
+    discover_case(kit, "hygiene.then-a-good-case", "0.1.7-rc.1");
     let output = kit
         .run()
         .args(["--format", "json", "--jobs", "1"])
         .output()
         .expect("runs");
     let found = verdicts(&output);
-    let leaving = found
-        .iter()
-        .find(|(id, ..)| id == "hygiene.leaves-a-runtime");
+    let verdict_of = |wanted: &str| {
+        found
+            .iter()
+            .find(|(id, ..)| id == wanted)
+            .map(|(_, verdict, rule)| (verdict.clone(), rule.clone()))
+    };
+    let expected = ("fail".to_string(), rule.to_string());
+    assert_eq!(verdict_of(bad), Some(expected), "{found:?}");
+    let good = verdict_of("hygiene.then-a-good-case").map(|(verdict, _)| verdict);
+    assert_eq!(good.as_deref(), Some("pass"), "{found:?}");
     assert_eq!(
-        leaving.map(|(_, verdict, rule)| (verdict.as_str(), rule.as_str())),
-        Some(("fail", "s10.process-tree-reaped")),
-        "{found:?}"
+        pids_of(kit, "driver").len(),
+        2,
+        "one driver served both cases"
     );
-    let good = found
-        .iter()
-        .find(|(id, ..)| id == "hygiene.then-a-good-case");
-    assert_eq!(good.map(|(_, verdict, _)| verdict.as_str()), Some("pass"));
+}
+
+#[test]
+fn a_runtime_a_case_leaves_running_in_a_reused_driver_is_found_killed_and_blamed() {
+    let kit = ShellDriverKit::new(REUSING_DRIVER);
+    bad_then_good(
+        &kit,
+        "hygiene.leaves-a-runtime",
+        "leave-runtime",
+        "s10.process-tree-reaped",
+    );
     let runtimes = pids_of(&kit, "runtime");
     assert_eq!(runtimes.len(), 1, "{:?}", kit.recorded_pids());
     let alive: Vec<i32> = runtimes
@@ -155,31 +168,10 @@ fn a_runtime_a_case_leaves_running_in_a_reused_driver_is_found_killed_and_blamed
 #[test]
 fn a_reused_driver_is_scanned_for_each_cases_own_secrets() {
     let kit = ShellDriverKit::new(REUSING_DRIVER);
-    discover_case(&kit, "hygiene.logs-the-key", "log-key");
-    discover_case(&kit, "hygiene.then-a-good-case", "0.1.7-rc.1");
-    let output = kit
-        .run()
-        .args(["--format", "json", "--jobs", "1"])
-        .output()
-        .expect("runs");
-    let found = verdicts(&output);
-    let logging = found.iter().find(|(id, ..)| id == "hygiene.logs-the-key");
-    assert_eq!(
-        logging.map(|(_, verdict, rule)| (verdict.as_str(), rule.as_str())),
-        Some(("fail", "s14.no-credential-leak")),
-        "{found:?}"
-    );
-    let good = found
-        .iter()
-        .find(|(id, ..)| id == "hygiene.then-a-good-case");
-    assert_eq!(
-        good.map(|(_, verdict, _)| verdict.as_str()),
-        Some("pass"),
-        "{found:?}"
-    );
-    assert_eq!(
-        pids_of(&kit, "driver").len(),
-        2,
-        "one driver served both cases"
+    bad_then_good(
+        &kit,
+        "hygiene.logs-the-key",
+        "log-key",
+        "s14.no-credential-leak",
     );
 }
