@@ -36,9 +36,10 @@ pub struct Args {
     /// open-design profile there). The checks never write into it themselves.
     #[arg(long, value_name = "DIR")]
     pub dsh_home: Option<PathBuf>,
-    /// Install this open-design bundle tarball into a fresh Harness home first (`dsh plugin
-    /// --profile open-design add TARBALL`) and check the runtime with that home.
-    #[arg(long, value_name = "TARBALL", conflicts_with = "dsh_home")]
+    /// Install this open-design bundle into a fresh Harness home first (`dsh plugin --profile
+    /// open-design add TARBALL`) and check the runtime with that home. A directory (an unpacked
+    /// bundle such as the kit's `examples/real-dsh-profile`) is packed into a tarball first.
+    #[arg(long, value_name = "TARBALL|DIR", conflicts_with = "dsh_home")]
     pub bundle: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
@@ -132,48 +133,58 @@ pub fn resolve_program(program: &std::path::Path) -> Result<PathBuf, CannotRun> 
 /// The longest `plugin add` may take (pnpm installs the bundle's dependencies).
 const INSTALL_SECS: u64 = 600;
 
-/// `dsh plugin --profile open-design add TARBALL` into a fresh temp Harness home (removed when
-/// the returned dir drops). The runtime's own output is shown when it fails.
+/// A fresh Harness home a bundle was installed into, with the `HOME` and `TMPDIR` the install
+/// ran with beside it; all removed on drop.
+pub struct BundleHome {
+    _root: tempfile::TempDir,
+    pub home: PathBuf,
+}
+
+/// `dsh plugin --profile open-design add TARBALL` into a fresh temp Harness home. pnpm runs with
+/// `HOME` and `TMPDIR` inside the temp dir (its store and cache land there, not in the user's
+/// home), in its own process group, killed with it at the bound. The runtime's own output is
+/// shown when it fails.
 pub fn install_bundle(
     dsh: &std::path::Path,
     tarball: &std::path::Path,
-) -> Result<tempfile::TempDir, CannotRun> {
+) -> Result<BundleHome, CannotRun> {
     let dsh = resolve_program(dsh)?;
-    let tarball = std::path::absolute(tarball)
+    let bundle = std::path::absolute(tarball)
         .ok()
-        .filter(|path| path.is_file())
+        .filter(|path| path.exists())
         .ok_or_else(|| CannotRun(format!("--bundle {}: no such file", tarball.display())))?;
-    let home = tempfile::Builder::new()
+    let root = tempfile::Builder::new()
         .prefix("dsh-check-runtime-home-")
         .tempdir()
         .map_err(|error| CannotRun(format!("cannot create a temp home: {error}")))?;
-    let child = std::process::Command::new(&dsh)
+    let tarball = if bundle.is_dir() {
+        pack_directory(&bundle, root.path())?
+    } else {
+        bundle
+    };
+    let (home, user_home, tmp) = (
+        root.path().join("dsh-home"),
+        root.path().join("user-home"),
+        root.path().join("tmp"),
+    );
+    for dir in [&home, &user_home, &tmp] {
+        std::fs::create_dir_all(dir)
+            .map_err(|error| CannotRun(format!("cannot create {}: {error}", dir.display())))?;
+    }
+    let mut command = std::process::Command::new(&dsh);
+    command
         .args(["plugin", "--profile", world::PROFILE, "add"])
         .arg(&tarball)
-        .current_dir(home.path())
-        .env("DSH_HOME", home.path())
-        .env("DEEPSEEK_BASE_URL", world::UNREACHABLE_MODEL)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|error| CannotRun(format!("cannot start {}: {error}", dsh.display())))?;
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    // Both pipes drain while it runs (pnpm is chatty); a stuck install is killed at the bound.
-    let waiter = std::thread::spawn(move || child.wait_with_output());
-    let deadline = Instant::now() + std::time::Duration::from_secs(INSTALL_SECS);
-    while !waiter.is_finished() && Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    if !waiter.is_finished() {
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).ok();
-    }
-    let output = waiter
-        .join()
-        .map_err(|_| CannotRun("plugin add: the waiting thread panicked".into()))?
-        .map_err(|error| CannotRun(format!("plugin add: {error}")))?;
+        .current_dir(&home)
+        .env("DSH_HOME", &home)
+        .env("HOME", &user_home)
+        .env("TMPDIR", &tmp)
+        .env("DEEPSEEK_BASE_URL", world::UNREACHABLE_MODEL);
+    let limit = std::time::Duration::from_secs(INSTALL_SECS);
+    let output = output_within(command, std::process::Stdio::null(), limit)
+        .map_err(|error| CannotRun(format!("plugin add: {}", error.0)))?;
     if output.status.success() {
-        return Ok(home);
+        return Ok(BundleHome { _root: root, home });
     }
     Err(CannotRun(format!(
         "`{} plugin --profile {} add {}` failed ({}): {}{}",
@@ -184,6 +195,95 @@ pub fn install_bundle(
         String::from_utf8_lossy(&output.stdout).trim(),
         String::from_utf8_lossy(&output.stderr).trim()
     )))
+}
+
+/// Packs an unpacked bundle directory as an npm tarball (`package/...`, without `node_modules`
+/// or dot-files) into `scratch`, with the system's `tar`; returns the tarball's path.
+fn pack_directory(dir: &std::path::Path, scratch: &std::path::Path) -> Result<PathBuf, CannotRun> {
+    if !dir.join("package.json").is_file() {
+        return Err(CannotRun(format!(
+            "--bundle {}: a bundle directory needs a package.json",
+            dir.display()
+        )));
+    }
+    let staging = scratch.join("pack");
+    copy_tree(dir, &staging.join("package"))
+        .map_err(|error| CannotRun(format!("cannot stage {}: {error}", dir.display())))?;
+    let tarball = scratch.join("bundle.tgz");
+    let mut tar = std::process::Command::new("tar");
+    tar.arg("-czf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&staging)
+        .arg("package");
+    let output = output_within(
+        tar,
+        std::process::Stdio::null(),
+        std::time::Duration::from_secs(60),
+    )
+    .map_err(|error| {
+        CannotRun(format!(
+            "cannot run tar to pack {}: {}",
+            dir.display(),
+            error.0
+        ))
+    })?;
+    if !output.status.success() {
+        return Err(CannotRun(format!(
+            "tar could not pack {} ({}): {}",
+            dir.display(),
+            process::describe_exit(&output.status),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(tarball)
+}
+
+/// Copies the files under `from` to `to`, skipping `node_modules` and dot-entries.
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == "node_modules" || name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &to.join(&name))?;
+        } else {
+            std::fs::copy(entry.path(), to.join(&name))?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `command` with `stdin` (both output pipes drained) in its own process group; at `limit`
+/// the whole group is killed. Whatever is left of the group when it exits (a grandchild) is
+/// killed too, and the child is reaped. The tests that run the real dsh use it as well.
+pub fn output_within(
+    mut command: std::process::Command,
+    stdin: std::process::Stdio,
+    limit: std::time::Duration,
+) -> Result<std::process::Output, process::SpawnError> {
+    use std::os::unix::process::CommandExt;
+    let child = command
+        .stdin(stdin)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|error| process::SpawnError(format!("cannot start: {error}")))?;
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let waiter = std::thread::spawn(move || child.wait_with_output());
+    let deadline = Instant::now() + limit;
+    while !waiter.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL).ok();
+    waiter
+        .join()
+        .map_err(|_| process::SpawnError("the waiting thread panicked".into()))?
+        .map_err(|error| process::SpawnError(error.to_string()))
 }
 
 /// How many checks got this status.
@@ -277,7 +377,7 @@ pub fn main(args: Args) -> ExitCode {
         dsh,
         dsh_home: bundle_home
             .as_ref()
-            .map(|home| home.path().to_path_buf())
+            .map(|bundle| bundle.home.clone())
             .or(args.dsh_home),
         time_scale: args.time_scale,
         model_url: None,

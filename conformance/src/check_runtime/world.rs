@@ -68,6 +68,10 @@ pub struct World {
     _root: tempfile::TempDir,
     pub home: PathBuf,
     pub project: PathBuf,
+    /// The runtime's `HOME` and `TMPDIR`, inside the world (the real dsh creates
+    /// `$TMPDIR/dsh-spill-*` and pnpm its store under `$HOME`: nothing leaks out of the world).
+    pub user_home: PathBuf,
+    pub tmp: PathBuf,
     pub request_id: String,
     /// Held by the prompt of every execute; must never reach stderr.
     pub prompt_canary: String,
@@ -87,6 +91,9 @@ impl World {
         };
         let project = root.path().join("project");
         make(&project)?;
+        let (user_home, tmp) = (root.path().join("user-home"), root.path().join("tmp"));
+        make(&user_home)?;
+        make(&tmp)?;
         let project = project.canonicalize().map_err(|error| {
             SpawnError(format!(
                 "cannot canonicalize {}: {error}",
@@ -115,6 +122,8 @@ impl World {
             _root: root,
             home,
             project,
+            user_home,
+            tmp,
             request_id: format!("{}-{}", check_id.replace('.', "-"), &tag[..12]),
             prompt_canary: format!("rt-prompt-canary-{tag}"),
             key_canary: format!("sk-rtcanary{:016x}{tag}", random_u64()),
@@ -137,6 +146,8 @@ impl World {
             cwd: &self.project,
             env: vec![
                 ("DSH_HOME".to_string(), OsString::from(&self.home)),
+                ("HOME".to_string(), OsString::from(&self.user_home)),
+                ("TMPDIR".to_string(), OsString::from(&self.tmp)),
                 (
                     "DEEPSEEK_API_KEY".to_string(),
                     OsString::from(&self.key_canary),
