@@ -49,6 +49,10 @@ pub struct Args {
     /// Run only these checks (repeatable).
     #[arg(long = "check", value_name = "ID")]
     pub checks: Vec<String>,
+    /// Run this many checks at once, each in its own world (a real dsh boots for a few seconds per
+    /// check; timing bounds hold per process, so scale them with `--time-scale` on a busy machine).
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub jobs: u16,
     /// List the checks and their rule ids, and exit.
     #[arg(long)]
     pub list: bool,
@@ -69,8 +73,13 @@ pub struct CheckResult {
 #[derive(Debug)]
 pub struct CannotRun(pub String);
 
-/// Run the selected checks (all when `only` is empty) against `target`.
-pub fn run_checks(target: &Target, only: &[String]) -> Result<Vec<CheckResult>, CannotRun> {
+/// Run the selected checks (all when `only` is empty) against `target`, `jobs` at a time;
+/// the results come back in catalogue order.
+pub fn run_checks(
+    target: &Target,
+    only: &[String],
+    jobs: usize,
+) -> Result<Vec<CheckResult>, CannotRun> {
     if let Some(unknown) = only.iter().find(|id| checks::find(id).is_none()) {
         return Err(CannotRun(format!("unknown check {unknown:?} (see --list)")));
     }
@@ -86,24 +95,47 @@ pub fn run_checks(target: &Target, only: &[String]) -> Result<Vec<CheckResult>, 
             target.time_scale
         )));
     }
-    let mut results = Vec::new();
-    for check in CHECKS
+    let selected: Vec<&checks::Check> = CHECKS
         .iter()
         .filter(|check| only.is_empty() || only.iter().any(|id| id == check.id))
-    {
-        let started = Instant::now();
-        let world = World::new(target, check.id).map_err(|error| CannotRun(error.0))?;
-        let outcome = (check.procedure)(target, &world).map_err(|error| CannotRun(error.0))?;
-        results.push(CheckResult {
-            id: check.id,
-            rule: check.rule,
-            summary: check.summary,
-            status: outcome.status,
-            detail: outcome.detail,
-            duration_ms: started.elapsed().as_millis() as u64,
-        });
+        .collect();
+    let queue = std::sync::Mutex::new(selected.iter().enumerate());
+    let take = || queue.lock().ok()?.next();
+    let mut done: Vec<(usize, Result<CheckResult, CannotRun>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs.clamp(1, selected.len().max(1)))
+            .map(|_| {
+                scope.spawn(|| {
+                    std::iter::from_fn(take)
+                        .map(|(index, check)| (index, run_one(target, check)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().unwrap_or_default())
+            .collect()
+    });
+    done.sort_by_key(|(index, _)| *index);
+    if done.len() != selected.len() {
+        return Err(CannotRun("a check panicked".into()));
     }
-    Ok(results)
+    done.into_iter().map(|(_, result)| result).collect()
+}
+
+/// One check in its own fresh world.
+fn run_one(target: &Target, check: &checks::Check) -> Result<CheckResult, CannotRun> {
+    let started = Instant::now();
+    let world = World::new(target, check.id).map_err(|error| CannotRun(error.0))?;
+    let outcome = (check.procedure)(target, &world).map_err(|error| CannotRun(error.0))?;
+    Ok(CheckResult {
+        id: check.id,
+        rule: check.rule,
+        summary: check.summary,
+        status: outcome.status,
+        detail: outcome.detail,
+        duration_ms: started.elapsed().as_millis() as u64,
+    })
 }
 
 /// An absolute path for `program`: a bare name is looked up on PATH, a relative path is taken from
@@ -382,7 +414,7 @@ pub fn main(args: Args) -> ExitCode {
         time_scale: args.time_scale,
         model_url: None,
     };
-    let results = match run_checks(&target, &args.checks) {
+    let results = match run_checks(&target, &args.checks, usize::from(args.jobs)) {
         Ok(results) => results,
         Err(CannotRun(why)) => {
             eprintln!("dsh-conformance check-runtime: could not run: {why}");

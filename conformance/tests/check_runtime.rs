@@ -433,3 +433,51 @@ fn a_bundle_is_installed_into_a_fresh_home_that_the_checks_then_use() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("missing.tgz"));
 }
+
+#[test]
+fn checks_run_in_parallel_with_jobs_and_report_in_catalogue_order() {
+    let output = kit()
+        .arg("check-runtime")
+        .arg("--dsh")
+        .arg(fake_dsh())
+        .args(["--format", "json", "--jobs", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let ids: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|check| check["id"].as_str().unwrap())
+        .collect();
+    let catalogue: Vec<&str> = dsh_conformance::check_runtime::checks::CHECKS
+        .iter()
+        .map(|check| check.id)
+        .collect();
+    assert_eq!(ids, catalogue);
+    assert_eq!(report["totals"]["pass"], catalogue.len(), "{report:#}");
+    for bad in ["0", "x"] {
+        let refused = kit()
+            .args(["check-runtime", "--jobs", bad, "--dsh"])
+            .arg(fake_dsh())
+            .output()
+            .unwrap();
+        assert_eq!(refused.status.code(), Some(2), "--jobs {bad}");
+    }
+}
+
+#[test]
+fn a_bundle_directory_without_a_package_json_cannot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = kit()
+        .args(["check-runtime", "--dsh"])
+        .arg(fake_dsh())
+        .arg("--bundle")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("needs a package.json"), "{stderr}");
+}

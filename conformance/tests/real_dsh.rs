@@ -145,7 +145,15 @@ fn check_runtime_passes_every_check_against_the_real_dsh_with_the_kit_bundle() {
     // check-runtime starts its own model server; the closed port proves it never uses ours.
     let mut command = sandbox.command(&kit, &sandbox.path("dsh-home"), "http://127.0.0.1:9");
     command
-        .args(["check-runtime", "--format", "json", "--time-scale", "3"])
+        .args([
+            "check-runtime",
+            "--format",
+            "json",
+            "--time-scale",
+            "3",
+            "--jobs",
+            "2",
+        ])
         .arg("--dsh")
         .arg(&dsh)
         .arg("--bundle")
