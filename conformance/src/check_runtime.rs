@@ -95,6 +95,15 @@ pub fn run_checks(
             target.time_scale
         )));
     }
+    if target.dsh_home.is_some() && jobs > 1 {
+        // The real dsh rewrites profiles/NAME/cordis.yml on every boot; a concurrent boot of the
+        // same profile can read it empty ("config file must be a top-level array").
+        eprintln!(
+            "dsh-conformance check-runtime: --dsh-home is shared by every check, so the checks \
+             run one at a time (--bundle gives each check a private copy and runs in parallel)"
+        );
+    }
+    let jobs = if target.dsh_home.is_some() { 1 } else { jobs };
     let selected: Vec<&checks::Check> = CHECKS
         .iter()
         .filter(|check| only.is_empty() || only.iter().any(|id| id == check.id))
@@ -239,7 +248,9 @@ fn pack_directory(dir: &std::path::Path, scratch: &std::path::Path) -> Result<Pa
         )));
     }
     let staging = scratch.join("pack");
-    copy_tree(dir, &staging.join("package"))
+    let skip =
+        |name: &std::ffi::OsStr| name == "node_modules" || name.to_string_lossy().starts_with('.');
+    world::copy_tree(dir, &staging.join("package"), &skip)
         .map_err(|error| CannotRun(format!("cannot stage {}: {error}", dir.display())))?;
     let tarball = scratch.join("bundle.tgz");
     let mut tar = std::process::Command::new("tar");
@@ -269,24 +280,6 @@ fn pack_directory(dir: &std::path::Path, scratch: &std::path::Path) -> Result<Pa
         )));
     }
     Ok(tarball)
-}
-
-/// Copies the files under `from` to `to`, skipping `node_modules` and dot-entries.
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        if name == "node_modules" || name.to_string_lossy().starts_with('.') {
-            continue;
-        }
-        if entry.file_type()?.is_dir() {
-            copy_tree(&entry.path(), &to.join(&name))?;
-        } else {
-            std::fs::copy(entry.path(), to.join(&name))?;
-        }
-    }
-    Ok(())
 }
 
 /// Runs `command` with `stdin` (both output pipes drained) in its own process group; at `limit`
@@ -407,10 +400,8 @@ pub fn main(args: Args) -> ExitCode {
     };
     let target = Target {
         dsh,
-        dsh_home: bundle_home
-            .as_ref()
-            .map(|bundle| bundle.home.clone())
-            .or(args.dsh_home),
+        dsh_home: args.dsh_home,
+        home_template: bundle_home.as_ref().map(|bundle| bundle.home.clone()),
         time_scale: args.time_scale,
         model_url: None,
     };

@@ -19,8 +19,12 @@ pub const UNREACHABLE_MODEL: &str = "http://127.0.0.1:9";
 #[derive(Debug, Clone)]
 pub struct Target {
     pub dsh: PathBuf,
-    /// A user-supplied Harness home (a real installation); `None` makes a temp one per check.
+    /// A user-supplied Harness home (a real installation), shared by every check; `None` makes a
+    /// temp one per check.
     pub dsh_home: Option<PathBuf>,
+    /// A Harness home (the one `--bundle` installed into) copied into every check's world, so
+    /// each check's runtime has a private home and checks can run in parallel.
+    pub home_template: Option<PathBuf>,
     pub time_scale: f64,
     /// The loopback model endpoint every runtime process gets as `DEEPSEEK_BASE_URL`, so no turn
     /// ever reaches a real model (set by `run_checks`, which starts the server).
@@ -100,9 +104,16 @@ impl World {
                 project.display()
             ))
         })?;
-        let home = match &target.dsh_home {
-            Some(home) => home.clone(),
-            None => {
+        let home = match (&target.dsh_home, &target.home_template) {
+            (Some(home), _) => home.clone(),
+            (None, Some(template)) => {
+                let home = root.path().join("dsh-home");
+                copy_tree(template, &home, &|_| false).map_err(|error| {
+                    SpawnError(format!("cannot copy {}: {error}", template.display()))
+                })?;
+                home
+            }
+            (None, None) => {
                 let home = root.path().join("dsh-home");
                 let profile_dir = home.join("profiles").join(PROFILE);
                 make(&profile_dir)?;
@@ -201,6 +212,31 @@ impl World {
     }
 }
 
+/// Copies the tree under `from` to `to`, symlinks as symlinks (a pnpm install holds some),
+/// leaving out the entries whose name `skip` says.
+pub fn copy_tree(
+    from: &Path,
+    to: &Path,
+    skip: &dyn Fn(&std::ffi::OsStr) -> bool,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let (name, kind) = (entry.file_name(), entry.file_type()?);
+        let target = to.join(&name);
+        if skip(&name) {
+            continue;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
+        } else if kind.is_dir() {
+            copy_tree(&entry.path(), &target, skip)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
 pub fn json_line(value: &serde_json::Value) -> Vec<u8> {
     let mut line = value.to_string().into_bytes();
     line.push(b'\n');
@@ -228,6 +264,7 @@ mod tests {
         let target = Target {
             dsh: PathBuf::new(),
             dsh_home: None,
+            home_template: None,
             time_scale: 0.5,
             model_url: None,
         };
