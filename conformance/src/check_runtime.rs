@@ -51,11 +51,17 @@ pub struct Args {
     pub checks: Vec<String>,
     /// Run this many checks at once, each in its own world (a real dsh boots for a few seconds per
     /// check; timing bounds hold per process, so scale them with `--time-scale` on a busy machine).
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    /// A shared `--dsh-home` runs them one at a time.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = jobs_parser())]
     pub jobs: u16,
     /// List the checks and their rule ids, and exit.
     #[arg(long)]
     pub list: bool,
+}
+
+/// `--jobs`: 1 to 64.
+fn jobs_parser() -> clap::builder::RangedI64ValueParser<u16> {
+    clap::value_parser!(u16).range(1..=64)
 }
 
 /// One check's verdict.
