@@ -36,9 +36,10 @@ pub struct Args {
     /// open-design profile there). The checks never write into it themselves.
     #[arg(long, value_name = "DIR")]
     pub dsh_home: Option<PathBuf>,
-    /// Install this open-design bundle tarball into a fresh Harness home first (`dsh plugin
-    /// --profile open-design add TARBALL`) and check the runtime with that home.
-    #[arg(long, value_name = "TARBALL", conflicts_with = "dsh_home")]
+    /// Install this open-design bundle into a fresh Harness home first (`dsh plugin --profile
+    /// open-design add TARBALL`) and check the runtime with that home. A directory (an unpacked
+    /// bundle such as the kit's `examples/real-dsh-profile`) is packed into a tarball first.
+    #[arg(long, value_name = "TARBALL|DIR", conflicts_with = "dsh_home")]
     pub bundle: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
@@ -48,9 +49,19 @@ pub struct Args {
     /// Run only these checks (repeatable).
     #[arg(long = "check", value_name = "ID")]
     pub checks: Vec<String>,
+    /// Run this many checks at once, each in its own world (a real dsh boots for a few seconds per
+    /// check; timing bounds hold per process, so scale them with `--time-scale` on a busy machine).
+    /// A shared `--dsh-home` runs them one at a time.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = jobs_parser())]
+    pub jobs: u16,
     /// List the checks and their rule ids, and exit.
     #[arg(long)]
     pub list: bool,
+}
+
+/// `--jobs`: 1 to 64.
+fn jobs_parser() -> clap::builder::RangedI64ValueParser<u16> {
+    clap::value_parser!(u16).range(1..=64)
 }
 
 /// One check's verdict.
@@ -68,8 +79,13 @@ pub struct CheckResult {
 #[derive(Debug)]
 pub struct CannotRun(pub String);
 
-/// Run the selected checks (all when `only` is empty) against `target`.
-pub fn run_checks(target: &Target, only: &[String]) -> Result<Vec<CheckResult>, CannotRun> {
+/// Run the selected checks (all when `only` is empty) against `target`, `jobs` at a time;
+/// the results come back in catalogue order.
+pub fn run_checks(
+    target: &Target,
+    only: &[String],
+    jobs: usize,
+) -> Result<Vec<CheckResult>, CannotRun> {
     if let Some(unknown) = only.iter().find(|id| checks::find(id).is_none()) {
         return Err(CannotRun(format!("unknown check {unknown:?} (see --list)")));
     }
@@ -85,24 +101,56 @@ pub fn run_checks(target: &Target, only: &[String]) -> Result<Vec<CheckResult>, 
             target.time_scale
         )));
     }
-    let mut results = Vec::new();
-    for check in CHECKS
+    if target.dsh_home.is_some() && jobs > 1 {
+        // The real dsh rewrites profiles/NAME/cordis.yml on every boot; a concurrent boot of the
+        // same profile can read it empty ("config file must be a top-level array").
+        eprintln!(
+            "dsh-conformance check-runtime: --dsh-home is shared by every check, so the checks \
+             run one at a time (--bundle gives each check a private copy and runs in parallel)"
+        );
+    }
+    let jobs = if target.dsh_home.is_some() { 1 } else { jobs };
+    let selected: Vec<&checks::Check> = CHECKS
         .iter()
         .filter(|check| only.is_empty() || only.iter().any(|id| id == check.id))
-    {
-        let started = Instant::now();
-        let world = World::new(target, check.id).map_err(|error| CannotRun(error.0))?;
-        let outcome = (check.procedure)(target, &world).map_err(|error| CannotRun(error.0))?;
-        results.push(CheckResult {
-            id: check.id,
-            rule: check.rule,
-            summary: check.summary,
-            status: outcome.status,
-            detail: outcome.detail,
-            duration_ms: started.elapsed().as_millis() as u64,
-        });
+        .collect();
+    let queue = std::sync::Mutex::new(selected.iter().enumerate());
+    let take = || queue.lock().ok()?.next();
+    let mut done: Vec<(usize, Result<CheckResult, CannotRun>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs.clamp(1, selected.len().max(1)))
+            .map(|_| {
+                scope.spawn(|| {
+                    std::iter::from_fn(take)
+                        .map(|(index, check)| (index, run_one(target, check)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().unwrap_or_default())
+            .collect()
+    });
+    done.sort_by_key(|(index, _)| *index);
+    if done.len() != selected.len() {
+        return Err(CannotRun("a check panicked".into()));
     }
-    Ok(results)
+    done.into_iter().map(|(_, result)| result).collect()
+}
+
+/// One check in its own fresh world.
+fn run_one(target: &Target, check: &checks::Check) -> Result<CheckResult, CannotRun> {
+    let started = Instant::now();
+    let world = World::new(target, check.id).map_err(|error| CannotRun(error.0))?;
+    let outcome = (check.procedure)(target, &world).map_err(|error| CannotRun(error.0))?;
+    Ok(CheckResult {
+        id: check.id,
+        rule: check.rule,
+        summary: check.summary,
+        status: outcome.status,
+        detail: outcome.detail,
+        duration_ms: started.elapsed().as_millis() as u64,
+    })
 }
 
 /// An absolute path for `program`: a bare name is looked up on PATH, a relative path is taken from
@@ -132,48 +180,58 @@ pub fn resolve_program(program: &std::path::Path) -> Result<PathBuf, CannotRun> 
 /// The longest `plugin add` may take (pnpm installs the bundle's dependencies).
 const INSTALL_SECS: u64 = 600;
 
-/// `dsh plugin --profile open-design add TARBALL` into a fresh temp Harness home (removed when
-/// the returned dir drops). The runtime's own output is shown when it fails.
+/// A fresh Harness home a bundle was installed into, with the `HOME` and `TMPDIR` the install
+/// ran with beside it; all removed on drop.
+pub struct BundleHome {
+    _root: tempfile::TempDir,
+    pub home: PathBuf,
+}
+
+/// `dsh plugin --profile open-design add TARBALL` into a fresh temp Harness home. pnpm runs with
+/// `HOME` and `TMPDIR` inside the temp dir (its store and cache land there, not in the user's
+/// home), in its own process group, killed with it at the bound. The runtime's own output is
+/// shown when it fails.
 pub fn install_bundle(
     dsh: &std::path::Path,
     tarball: &std::path::Path,
-) -> Result<tempfile::TempDir, CannotRun> {
+) -> Result<BundleHome, CannotRun> {
     let dsh = resolve_program(dsh)?;
-    let tarball = std::path::absolute(tarball)
+    let bundle = std::path::absolute(tarball)
         .ok()
-        .filter(|path| path.is_file())
+        .filter(|path| path.exists())
         .ok_or_else(|| CannotRun(format!("--bundle {}: no such file", tarball.display())))?;
-    let home = tempfile::Builder::new()
+    let root = tempfile::Builder::new()
         .prefix("dsh-check-runtime-home-")
         .tempdir()
         .map_err(|error| CannotRun(format!("cannot create a temp home: {error}")))?;
-    let child = std::process::Command::new(&dsh)
+    let tarball = if bundle.is_dir() {
+        pack_directory(&bundle, root.path())?
+    } else {
+        bundle
+    };
+    let (home, user_home, tmp) = (
+        root.path().join("dsh-home"),
+        root.path().join("user-home"),
+        root.path().join("tmp"),
+    );
+    for dir in [&home, &user_home, &tmp] {
+        std::fs::create_dir_all(dir)
+            .map_err(|error| CannotRun(format!("cannot create {}: {error}", dir.display())))?;
+    }
+    let mut command = std::process::Command::new(&dsh);
+    command
         .args(["plugin", "--profile", world::PROFILE, "add"])
         .arg(&tarball)
-        .current_dir(home.path())
-        .env("DSH_HOME", home.path())
-        .env("DEEPSEEK_BASE_URL", world::UNREACHABLE_MODEL)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|error| CannotRun(format!("cannot start {}: {error}", dsh.display())))?;
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    // Both pipes drain while it runs (pnpm is chatty); a stuck install is killed at the bound.
-    let waiter = std::thread::spawn(move || child.wait_with_output());
-    let deadline = Instant::now() + std::time::Duration::from_secs(INSTALL_SECS);
-    while !waiter.is_finished() && Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    if !waiter.is_finished() {
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).ok();
-    }
-    let output = waiter
-        .join()
-        .map_err(|_| CannotRun("plugin add: the waiting thread panicked".into()))?
-        .map_err(|error| CannotRun(format!("plugin add: {error}")))?;
+        .current_dir(&home)
+        .env("DSH_HOME", &home)
+        .env("HOME", &user_home)
+        .env("TMPDIR", &tmp)
+        .env("DEEPSEEK_BASE_URL", world::UNREACHABLE_MODEL);
+    let limit = std::time::Duration::from_secs(INSTALL_SECS);
+    let output = output_within(command, std::process::Stdio::null(), limit)
+        .map_err(|error| CannotRun(format!("plugin add: {}", error.0)))?;
     if output.status.success() {
-        return Ok(home);
+        return Ok(BundleHome { _root: root, home });
     }
     Err(CannotRun(format!(
         "`{} plugin --profile {} add {}` failed ({}): {}{}",
@@ -184,6 +242,79 @@ pub fn install_bundle(
         String::from_utf8_lossy(&output.stdout).trim(),
         String::from_utf8_lossy(&output.stderr).trim()
     )))
+}
+
+/// Packs an unpacked bundle directory as an npm tarball (`package/...`, without `node_modules`
+/// or dot-files) into `scratch`, with the system's `tar`; returns the tarball's path.
+fn pack_directory(dir: &std::path::Path, scratch: &std::path::Path) -> Result<PathBuf, CannotRun> {
+    if !dir.join("package.json").is_file() {
+        return Err(CannotRun(format!(
+            "--bundle {}: a bundle directory needs a package.json",
+            dir.display()
+        )));
+    }
+    let staging = scratch.join("pack");
+    let skip =
+        |name: &std::ffi::OsStr| name == "node_modules" || name.to_string_lossy().starts_with('.');
+    world::copy_tree(dir, &staging.join("package"), &skip)
+        .map_err(|error| CannotRun(format!("cannot stage {}: {error}", dir.display())))?;
+    let tarball = scratch.join("bundle.tgz");
+    let mut tar = std::process::Command::new("tar");
+    tar.arg("-czf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&staging)
+        .arg("package");
+    let output = output_within(
+        tar,
+        std::process::Stdio::null(),
+        std::time::Duration::from_secs(60),
+    )
+    .map_err(|error| {
+        CannotRun(format!(
+            "cannot run tar to pack {}: {}",
+            dir.display(),
+            error.0
+        ))
+    })?;
+    if !output.status.success() {
+        return Err(CannotRun(format!(
+            "tar could not pack {} ({}): {}",
+            dir.display(),
+            process::describe_exit(&output.status),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(tarball)
+}
+
+/// Runs `command` with `stdin` (both output pipes drained) in its own process group; at `limit`
+/// the whole group is killed. Whatever is left of the group when it exits (a grandchild) is
+/// killed too, and the child is reaped. The tests that run the real dsh use it as well.
+pub fn output_within(
+    mut command: std::process::Command,
+    stdin: std::process::Stdio,
+    limit: std::time::Duration,
+) -> Result<std::process::Output, process::SpawnError> {
+    use std::os::unix::process::CommandExt;
+    let child = command
+        .stdin(stdin)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|error| process::SpawnError(format!("cannot start: {error}")))?;
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let waiter = std::thread::spawn(move || child.wait_with_output());
+    let deadline = Instant::now() + limit;
+    while !waiter.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL).ok();
+    waiter
+        .join()
+        .map_err(|_| process::SpawnError("the waiting thread panicked".into()))?
+        .map_err(|error| process::SpawnError(error.to_string()))
 }
 
 /// How many checks got this status.
@@ -275,14 +406,12 @@ pub fn main(args: Args) -> ExitCode {
     };
     let target = Target {
         dsh,
-        dsh_home: bundle_home
-            .as_ref()
-            .map(|home| home.path().to_path_buf())
-            .or(args.dsh_home),
+        dsh_home: args.dsh_home,
+        home_template: bundle_home.as_ref().map(|bundle| bundle.home.clone()),
         time_scale: args.time_scale,
         model_url: None,
     };
-    let results = match run_checks(&target, &args.checks) {
+    let results = match run_checks(&target, &args.checks, usize::from(args.jobs)) {
         Ok(results) => results,
         Err(CannotRun(why)) => {
             eprintln!("dsh-conformance check-runtime: could not run: {why}");

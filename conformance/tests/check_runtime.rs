@@ -414,12 +414,17 @@ fn a_bundle_is_installed_into_a_fresh_home_that_the_checks_then_use() {
     let homes = std::fs::read_to_string(&marker).unwrap();
     let homes: Vec<&str> = homes.lines().collect();
     assert_eq!(homes.len(), 2, "plugin add, then the probe: {homes:?}");
-    assert_eq!(homes[0], homes[1]);
     assert!(homes[0].contains("dsh-check-runtime-home-"), "{homes:?}");
-    assert!(
-        !std::path::Path::new(homes[0]).exists(),
-        "the fresh home is removed"
-    );
+    // The probe ran in the check's own copy of the installed home (its profile came along, or
+    // the probe could not pass).
+    assert_ne!(homes[0], homes[1]);
+    assert!(homes[1].contains("dsh-check-runtime-"), "{homes:?}");
+    for home in homes {
+        assert!(
+            !std::path::Path::new(home).exists(),
+            "{home}: the homes are removed"
+        );
+    }
 
     let missing = dir.path().join("missing.tgz");
     let output = kit()
@@ -432,4 +437,52 @@ fn a_bundle_is_installed_into_a_fresh_home_that_the_checks_then_use() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("missing.tgz"));
+}
+
+#[test]
+fn checks_run_in_parallel_with_jobs_and_report_in_catalogue_order() {
+    let output = kit()
+        .arg("check-runtime")
+        .arg("--dsh")
+        .arg(fake_dsh())
+        .args(["--format", "json", "--jobs", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let ids: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|check| check["id"].as_str().unwrap())
+        .collect();
+    let catalogue: Vec<&str> = dsh_conformance::check_runtime::checks::CHECKS
+        .iter()
+        .map(|check| check.id)
+        .collect();
+    assert_eq!(ids, catalogue);
+    assert_eq!(report["totals"]["pass"], catalogue.len(), "{report:#}");
+    for bad in ["0", "x"] {
+        let refused = kit()
+            .args(["check-runtime", "--jobs", bad, "--dsh"])
+            .arg(fake_dsh())
+            .output()
+            .unwrap();
+        assert_eq!(refused.status.code(), Some(2), "--jobs {bad}");
+    }
+}
+
+#[test]
+fn a_bundle_directory_without_a_package_json_cannot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = kit()
+        .args(["check-runtime", "--dsh"])
+        .arg(fake_dsh())
+        .arg("--bundle")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("needs a package.json"), "{stderr}");
 }

@@ -142,15 +142,28 @@ fn default_script_writes_then_finishes_and_titles_without_tools() {
     assert_eq!(log.len(), 3);
     assert_eq!(log[0]["authorization"], true);
     assert_eq!(log[1]["path"], "/v1/chat/completions");
-    assert_eq!(log[2]["reply"], 3);
-    // This turn's input asks for green: the edit reply, placed first, wins.
+    assert_eq!(log[2]["reply"], 4);
+    // This turn's input asks for green: the edit reads the file first (the real dsh refuses to
+    // overwrite an unread file), then writes the green page after the read's result.
     let mut green = chat("user", "Make the page green", true);
-    green["messages"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"role": "user", "content": "ctx"}));
+    let messages = green["messages"].as_array_mut().unwrap();
+    messages.push(json!({"role": "user", "content": "ctx"}));
+    let read = post(server.url(), "/chat/completions", &green);
+    assert!(read.events.iter().any(|e| e.contains("\"name\":\"read\"")));
+    assert!(!read.events.iter().any(|e| e.contains("background:green")));
+    let messages = green["messages"].as_array_mut().unwrap();
+    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "r1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]}));
+    messages.push(json!({"role": "tool", "tool_call_id": "r1", "content": "<html>"}));
     let edit = post(server.url(), "/chat/completions", &green);
     assert!(edit.events.iter().any(|e| e.contains("background:green")));
+    // After the edit's own result (a write), the turn finishes.
+    let messages = green["messages"].as_array_mut().unwrap();
+    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "w1", "type": "function", "function": {"name": "write", "arguments": "{}"}}]}));
+    messages.push(json!({"role": "tool", "tool_call_id": "w1", "content": "ok"}));
+    let done = post(server.url(), "/chat/completions", &green);
+    assert_eq!(deltas(&done, "content"), "I wrote index.html.");
     assert!(!serde_json::to_string(&log).unwrap().contains("canary-key"));
 }
 

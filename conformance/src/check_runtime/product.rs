@@ -2,7 +2,8 @@
 //! project, and a second process cold-resumes the same session and edits the same file. They are
 //! judged only when the runtime's model calls tools (a `tool_call` frame in the turn); a turn that
 //! calls none, or does not complete, makes them inconclusive. With a real dsh the calls come from
-//! check-runtime's own model server (`Script::write_then_finish`, which edits on a "green" prompt).
+//! check-runtime's own model server (`default_script`: on a "green" prompt it reads the file,
+//! then rewrites it).
 
 use super::checks::{fail, inconclusive, no_result, pass, Outcome};
 use super::process::SpawnError;

@@ -19,8 +19,12 @@ pub const UNREACHABLE_MODEL: &str = "http://127.0.0.1:9";
 #[derive(Debug, Clone)]
 pub struct Target {
     pub dsh: PathBuf,
-    /// A user-supplied Harness home (a real installation); `None` makes a temp one per check.
+    /// A user-supplied Harness home (a real installation), shared by every check; `None` makes a
+    /// temp one per check.
     pub dsh_home: Option<PathBuf>,
+    /// A Harness home (the one `--bundle` installed into) copied into every check's world, so
+    /// each check's runtime has a private home and checks can run in parallel.
+    pub home_template: Option<PathBuf>,
     pub time_scale: f64,
     /// The loopback model endpoint every runtime process gets as `DEEPSEEK_BASE_URL`, so no turn
     /// ever reaches a real model (set by `run_checks`, which starts the server).
@@ -68,6 +72,10 @@ pub struct World {
     _root: tempfile::TempDir,
     pub home: PathBuf,
     pub project: PathBuf,
+    /// The runtime's `HOME` and `TMPDIR`, inside the world (the real dsh creates
+    /// `$TMPDIR/dsh-spill-*` and pnpm its store under `$HOME`: nothing leaks out of the world).
+    pub user_home: PathBuf,
+    pub tmp: PathBuf,
     pub request_id: String,
     /// Held by the prompt of every execute; must never reach stderr.
     pub prompt_canary: String,
@@ -87,15 +95,25 @@ impl World {
         };
         let project = root.path().join("project");
         make(&project)?;
+        let (user_home, tmp) = (root.path().join("user-home"), root.path().join("tmp"));
+        make(&user_home)?;
+        make(&tmp)?;
         let project = project.canonicalize().map_err(|error| {
             SpawnError(format!(
                 "cannot canonicalize {}: {error}",
                 project.display()
             ))
         })?;
-        let home = match &target.dsh_home {
-            Some(home) => home.clone(),
-            None => {
+        let home = match (&target.dsh_home, &target.home_template) {
+            (Some(home), _) => home.clone(),
+            (None, Some(template)) => {
+                let home = root.path().join("dsh-home");
+                copy_tree(template, &home, &|_| false).map_err(|error| {
+                    SpawnError(format!("cannot copy {}: {error}", template.display()))
+                })?;
+                home
+            }
+            (None, None) => {
                 let home = root.path().join("dsh-home");
                 let profile_dir = home.join("profiles").join(PROFILE);
                 make(&profile_dir)?;
@@ -115,6 +133,8 @@ impl World {
             _root: root,
             home,
             project,
+            user_home,
+            tmp,
             request_id: format!("{}-{}", check_id.replace('.', "-"), &tag[..12]),
             prompt_canary: format!("rt-prompt-canary-{tag}"),
             key_canary: format!("sk-rtcanary{:016x}{tag}", random_u64()),
@@ -137,6 +157,8 @@ impl World {
             cwd: &self.project,
             env: vec![
                 ("DSH_HOME".to_string(), OsString::from(&self.home)),
+                ("HOME".to_string(), OsString::from(&self.user_home)),
+                ("TMPDIR".to_string(), OsString::from(&self.tmp)),
                 (
                     "DEEPSEEK_API_KEY".to_string(),
                     OsString::from(&self.key_canary),
@@ -190,6 +212,31 @@ impl World {
     }
 }
 
+/// Copies the tree under `from` to `to`, symlinks as symlinks (a pnpm install holds some),
+/// leaving out the entries whose name `skip` says.
+pub fn copy_tree(
+    from: &Path,
+    to: &Path,
+    skip: &dyn Fn(&std::ffi::OsStr) -> bool,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let (name, kind) = (entry.file_name(), entry.file_type()?);
+        let target = to.join(&name);
+        if skip(&name) {
+            continue;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
+        } else if kind.is_dir() {
+            copy_tree(&entry.path(), &target, skip)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
 pub fn json_line(value: &serde_json::Value) -> Vec<u8> {
     let mut line = value.to_string().into_bytes();
     line.push(b'\n');
@@ -217,6 +264,7 @@ mod tests {
         let target = Target {
             dsh: PathBuf::new(),
             dsh_home: None,
+            home_template: None,
             time_scale: 0.5,
             model_url: None,
         };

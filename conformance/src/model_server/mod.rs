@@ -52,8 +52,8 @@ pub const DEFAULT_HTML: &str = "<!doctype html>\n<html><head><title>Model server
 pub const GREEN_HTML: &str = "<!doctype html>\n<html><head><title>Model server page</title>\
 </head><body style=\"background:green\"><h1>Written through the model server</h1></body></html>\n";
 
-/// The default script: write index.html (a green one when the turn asks for "green"), then say
-/// so; a request without tools (a session title) gets a short title.
+/// The default script: write index.html (when the turn asks for "green": read it, then write a
+/// green one), then say so; a request without tools (a session title) gets a short title.
 pub fn default_script() -> Script {
     Script::write_edit_finish(
         "index.html",

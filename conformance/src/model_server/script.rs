@@ -57,6 +57,9 @@ pub struct When {
     pub user_contains: Option<String>,
     /// Whether the request offers tools (the real dsh's session-title request offers none).
     pub tools: Option<bool>,
+    /// The request's last message is the result of a call to this tool (matched through the
+    /// `tool_call_id` of that message and the `tool_calls` of the assistant message before it).
+    pub after_tool: Option<String>,
 }
 
 /// One tool call of a reply.
@@ -97,7 +100,9 @@ impl Script {
     }
 
     /// [`Script::write_then_finish`], plus: a request whose turn input holds `edit.0` gets a
-    /// `write` of `file` with `edit.1` instead (placed first, so it wins).
+    /// `read` of `file` instead (placed first, so it wins), and the request that follows that
+    /// `read`'s result gets a `write` of `file` with `edit.1`. The real dsh refuses to overwrite a
+    /// file its session has not read, so an edit reads first.
     pub fn write_edit_finish(
         file: &str,
         html: &str,
@@ -106,8 +111,8 @@ impl Script {
     ) -> Script {
         let when = |last_role: &str, tools: bool| When {
             last_role: Some(last_role.into()),
-            user_contains: None,
             tools: Some(tools),
+            ..When::default()
         };
         let write = Reply {
             when: when("user", true),
@@ -135,11 +140,21 @@ impl Script {
         };
         let mut replies = vec![write, finish, title];
         if let Some((trigger, edited)) = edit {
+            let mut read = replies[0].clone();
+            read.when.user_contains = Some(trigger.into());
+            read.reasoning = Some(format!("An edit: I will read {file} first."));
+            read.tool_calls[0].name = "read".into();
+            read.tool_calls[0].arguments = serde_json::json!({ "file_path": file });
             let mut rewrite = replies[0].clone();
-            rewrite.when.user_contains = Some(trigger.into());
+            rewrite.when = When {
+                last_role: Some("tool".into()),
+                tools: Some(true),
+                after_tool: Some("read".into()),
+                ..When::default()
+            };
             rewrite.tool_calls[0].arguments =
                 serde_json::json!({ "file_path": file, "content": edited });
-            replies.insert(0, rewrite);
+            replies.splice(0..0, [read, rewrite]);
         }
         Script { replies }
     }
@@ -179,8 +194,27 @@ impl When {
             .and_then(Value::as_array)
             .is_some_and(|tools| !tools.is_empty());
         let tools_ok = self.tools.is_none_or(|wanted| wanted == offers_tools);
-        role_ok && user_ok && tools_ok
+        let after_ok = self
+            .after_tool
+            .as_deref()
+            .is_none_or(|wanted| last_tool_name(messages) == Some(wanted));
+        role_ok && user_ok && tools_ok && after_ok
     }
+}
+
+/// The name of the tool whose result is the last message, if it is one.
+fn last_tool_name(messages: &[Value]) -> Option<&str> {
+    let last = messages.last()?;
+    let call_id = last.get("tool_call_id")?.as_str()?;
+    messages
+        .iter()
+        .rev()
+        .filter_map(|message| message.get("tool_calls")?.as_array())
+        .flatten()
+        .find(|call| call.get("id").and_then(Value::as_str) == Some(call_id))?
+        .get("function")?
+        .get("name")?
+        .as_str()
 }
 
 /// A message's text: a string `content`, or the `text` parts of an array one.

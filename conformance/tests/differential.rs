@@ -2,13 +2,13 @@
 //! `target/real-dsh/`) over the same CLI surfaces: exit status, whether stdout and stderr are
 //! empty, and the files each leaves in a fresh `DSH_HOME`. Any difference not listed in
 //! [`DELIBERATE`] (and in docs/fake-dsh.md, "Fidelity") fails. Skips, saying so, when the real
-//! dsh is not installed.
+//! dsh is not installed. (It lives with the kit's tests to share their bounded spawn helper.)
 
+use dsh_conformance::check_runtime::output_within;
 use std::collections::BTreeSet;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One surface: the arguments (`{missing}` stands for a tarball path that does not exist).
 const SURFACES: &[&[&str]] = &[
@@ -65,40 +65,30 @@ struct Seen {
     files: BTreeSet<String>,
 }
 
-/// Runs `program args` in a fresh world (own process group, stdin closed, killed with its group
-/// after 60 s) and records what it showed.
+/// Runs `program args` in a fresh world (`HOME`, `TMPDIR` and `DSH_HOME` inside it; own process
+/// group, stdin closed, killed with its group after 60 s) and records what it showed.
 fn observe(program: &Path, args: &[&str]) -> Seen {
     let world = tempfile::tempdir().unwrap();
-    let home = world.path().join("dsh-home");
+    let (home, tmp) = (world.path().join("dsh-home"), world.path().join("tmp"));
     std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
     let missing = world.path().join("missing.tgz");
     let args: Vec<String> = args
         .iter()
         .map(|arg| arg.replace("{missing}", &missing.to_string_lossy()))
         .collect();
-    let child = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(&args)
         .current_dir(world.path())
         .env("DSH_HOME", &home)
         .env("HOME", world.path())
+        .env("TMPDIR", &tmp)
         .env("DEEPSEEK_BASE_URL", "http://127.0.0.1:9")
         .env("DEEPSEEK_API_KEY", "differential-canary")
         .env_remove("FAKE_DSH_SCENARIO")
-        .env_remove("FAKE_DSH_JOURNAL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    let group = nix::unistd::Pid::from_raw(child.id() as i32);
-    let waiter = std::thread::spawn(move || child.wait_with_output());
-    let started = Instant::now();
-    while !waiter.is_finished() && started.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL).ok();
-    let output = waiter.join().unwrap().unwrap();
+        .env_remove("FAKE_DSH_JOURNAL");
+    let output = output_within(command, Stdio::null(), Duration::from_secs(60)).unwrap();
     Seen {
         exit: output.status.code(),
         stdout: !output.stdout.is_empty(),
