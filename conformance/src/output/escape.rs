@@ -148,6 +148,18 @@ pub fn shell_join(args: &[String]) -> String {
         .join(" ")
 }
 
+/// The last `lines` lines of a process's stderr (a driver's, a runtime's), escaped for a terminal and indented.
+pub fn stderr_tail(bytes: &[u8], lines: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let all: Vec<&str> = text.lines().collect();
+    let start = all.len().saturating_sub(lines);
+    all[start..]
+        .iter()
+        .map(|line| format!("    {}", terminal(line)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
