@@ -523,7 +523,7 @@ fn verdicts_stream_as_jsonl_and_the_table_ends_with_a_sorted_summary() {
         .output()
         .expect("runs");
     let stdout = stdout_of(&table);
-    assert!(stdout.contains("\x1b[1;31mfail"), "{stdout}");
+    assert!(stdout.contains("\x1b[1m\x1b[31mfail"), "{stdout}");
     let summary_at = stdout.find("Summary (not passing):").expect("summary");
     assert!(stdout[summary_at..].contains("re-run: dsh-conformance run"));
     assert!(
@@ -531,10 +531,31 @@ fn verdicts_stream_as_jsonl_and_the_table_ends_with_a_sorted_summary() {
         "{stdout}"
     );
 
-    let plain = cli(&kit).env("NO_COLOR", "1").output().expect("runs");
+    let plain = cli(&kit)
+        .env_remove("CLICOLOR_FORCE")
+        .output()
+        .expect("runs");
     assert!(
         !stdout_of(&plain).contains('\x1b'),
         "not a terminal: no colour"
+    );
+    let forced = cli(&kit)
+        .env("CLICOLOR_FORCE", "1")
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("runs");
+    assert!(
+        stdout_of(&forced).contains("\x1b[32mpass"),
+        "CLICOLOR_FORCE colours a pipe too"
+    );
+    let vetoed = cli(&kit)
+        .env("CLICOLOR_FORCE", "1")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("runs");
+    assert!(
+        !stdout_of(&vetoed).contains('\x1b'),
+        "NO_COLOR wins over CLICOLOR_FORCE"
     );
 }
 
