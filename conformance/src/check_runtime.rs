@@ -101,6 +101,7 @@ pub fn run_checks(
             target.time_scale
         )));
     }
+    preflight(target)?;
     if target.dsh_home.is_some() && jobs > 1 {
         // The real dsh rewrites profiles/NAME/cordis.yml on every boot; a concurrent boot of the
         // same profile can read it empty ("config file must be a top-level array").
@@ -151,6 +152,45 @@ fn run_one(target: &Target, check: &checks::Check) -> Result<CheckResult, Cannot
         detail: outcome.detail,
         duration_ms: started.elapsed().as_millis() as u64,
     })
+}
+
+/// How many lines of the runtime's stderr a pre-flight error shows.
+const STDERR_TAIL_LINES: usize = 20;
+
+/// The pre-flight start: one `--stdio` process in a fresh world must write something on stdout
+/// (or still be running at the ready bound) before it exits. A runtime that exits, or closes its
+/// stdout, having written nothing there cannot start (a missing profile, a crash on start): that
+/// is one infrastructure error naming the command, its exit status and the end of its stderr,
+/// not a column of failed and vacuous checks. Whatever it does write is left to the checks.
+fn preflight(target: &Target) -> Result<(), CannotRun> {
+    use process::{Next, StdoutEvent};
+    let world = World::new(target, "preflight").map_err(|error| CannotRun(error.0))?;
+    let mut runtime = world
+        .spawn_stdio(target)
+        .map_err(|error| CannotRun(error.0))?;
+    match runtime.next_event(target.deadline(turn::READY_MS)) {
+        Next::Event(StdoutEvent::Line(_), _) | Next::Timeout => return Ok(()),
+        Next::Event(StdoutEvent::Eof, _) | Next::Closed => {}
+    }
+    let status = runtime
+        .wait_exit(target.deadline(turn::EXIT_MS))
+        .map_or_else(
+            || "still running with its stdout closed".to_string(),
+            |(status, _)| process::describe_exit(&status),
+        );
+    runtime.kill();
+    let stderr = runtime.stderr(Instant::now() + std::time::Duration::from_secs(1));
+    let tail = crate::output::escape::stderr_tail(&stderr.kept, STDERR_TAIL_LINES);
+    let tail = if tail.is_empty() {
+        "  stderr: (empty)".to_string()
+    } else {
+        format!("  stderr (last {STDERR_TAIL_LINES} lines at most):\n{tail}")
+    };
+    Err(CannotRun(format!(
+        "the runtime exited without writing anything on stdout, so no check was run\n  command: {} --profile {} --stdio\n  status: {status}\n{tail}",
+        crate::output::escape::terminal(&target.dsh.to_string_lossy()),
+        world::PROFILE
+    )))
 }
 
 /// An absolute path for `program`: a bare name is looked up on PATH, a relative path is taken from

@@ -61,12 +61,46 @@ pub fn main(args: Args) -> ExitCode {
 pub struct FixtureArgs {
     /// A recording directory written by `record` (holding stdout.jsonl, stdin.jsonl, meta.json).
     pub recording: PathBuf,
-    /// The case id to give the fixture, e.g. `replay.first-turn`.
+    /// The case id to give the fixture, e.g. `replay.first-turn` [default: `recorded.` and the
+    /// recording directory's name, lowercased, e.g. `recorded.20261203t135000z-4242`].
     #[arg(long)]
-    pub id: String,
-    /// Write the case here instead of stdout.
-    #[arg(long, value_name = "FILE")]
+    pub id: Option<String>,
+    /// Write the case here instead of stdout (missing parent dirs are created). An existing
+    /// directory, or a path ending in `/`, gets the corpus layout: `DIR/<area>/<id>.json`.
+    #[arg(long, value_name = "FILE|DIR")]
     pub out: Option<PathBuf>,
+}
+
+/// The default case id: `recorded.` and the recording directory's name as a case-id segment.
+fn default_id(recording: &std::path::Path) -> String {
+    let name = recording
+        .canonicalize()
+        .ok()
+        .and_then(|path| {
+            path.file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+        })
+        .unwrap_or_default()
+        .to_lowercase();
+    let segment: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let segment = segment.trim_matches('-');
+    format!(
+        "recorded.{}",
+        if segment.is_empty() { "turn" } else { segment }
+    )
+}
+
+/// Where `--out` puts the case: the file named, or `<area>/<id>.json` under a directory.
+fn out_path(out: &std::path::Path, id: &str) -> PathBuf {
+    let is_dir = out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/');
+    if !is_dir {
+        return out.to_path_buf();
+    }
+    let area = id.split('.').next().unwrap_or(id);
+    out.join(area).join(format!("{id}.json"))
 }
 
 pub fn fixture_main(args: FixtureArgs) -> ExitCode {
@@ -74,13 +108,16 @@ pub fn fixture_main(args: FixtureArgs) -> ExitCode {
         eprintln!("dsh-conformance fixture-from-transcript: {why}");
         ExitCode::from(2)
     };
-    if !crate::fixture::is_valid_id(&args.id) {
+    let id = args
+        .id
+        .clone()
+        .unwrap_or_else(|| default_id(&args.recording));
+    if !crate::fixture::is_valid_id(&id) {
         return fail(format!(
-            "--id {:?} is not a case id (^[a-z0-9-]+(\\.[a-z0-9-]+)+$)",
-            args.id
+            "--id {id:?} is not a case id (^[a-z0-9-]+(\\.[a-z0-9-]+)+$)"
         ));
     }
-    let case = match fixture::case_from_recording(&args.recording, &args.id) {
+    let case = match fixture::case_from_recording(&args.recording, &id) {
         Ok(case) => case,
         Err(why) => return fail(why),
     };
@@ -96,7 +133,8 @@ pub fn fixture_main(args: FixtureArgs) -> ExitCode {
         Err(error) => return fail(format!("encoding the case: {error}")),
     };
     match &args.out {
-        Some(path) => {
+        Some(out) => {
+            let path = &out_path(out, &id);
             let parent = path.parent().filter(|dir| !dir.as_os_str().is_empty());
             if let Err(error) = parent.map_or(Ok(()), std::fs::create_dir_all) {
                 return fail(format!("cannot create {}: {error}", path.display()));
@@ -104,6 +142,7 @@ pub fn fixture_main(args: FixtureArgs) -> ExitCode {
             if let Err(error) = std::fs::write(path, text) {
                 return fail(format!("cannot write {}: {error}", path.display()));
             }
+            eprintln!("wrote case {id} to {}", path.display());
         }
         None => {
             let _ = std::io::stdout().write_all(text.as_bytes());

@@ -229,8 +229,7 @@ fn run_cli(args: &Args) -> Result<u8, String> {
 /// on a terminal; Ctrl-C and `--fail-fast` stop it between cases.
 fn run_live(args: &Flags, suite: &Suite) -> Result<SuiteReport, String> {
     use crate::output::stream::{LiveOutput, StreamStyle};
-    use std::io::IsTerminal;
-    let color = args.color.resolve(std::io::stdout().is_terminal());
+    let color = args.color.resolve();
     let style = match args.format {
         Format::Table => StreamStyle::Lines {
             color,
@@ -374,11 +373,10 @@ pub fn exit_code(report: &SuiteReport) -> u8 {
 /// What remains after the live lines: the sorted summary (table), the report (json) or the
 /// summary object (jsonl), the transcripts for `--verbose`, and the output files.
 fn write_outputs(args: &Flags, report: &SuiteReport, stopped: Option<&str>) -> std::io::Result<()> {
-    use std::io::IsTerminal;
     let mut stdout = std::io::stdout().lock();
     match args.format {
         Format::Table => {
-            let color = args.color.resolve(std::io::stdout().is_terminal());
+            let color = args.color.resolve();
             crate::output::stream::write_summary(report, color, &mut stdout)?;
         }
         Format::Json => crate::output::write_json(report, &mut stdout)?,

@@ -413,12 +413,17 @@ fn a_bundle_is_installed_into_a_fresh_home_that_the_checks_then_use() {
     assert_eq!(status_of(&report, "rt.probe-shape"), "pass");
     let homes = std::fs::read_to_string(&marker).unwrap();
     let homes: Vec<&str> = homes.lines().collect();
-    assert_eq!(homes.len(), 2, "plugin add, then the probe: {homes:?}");
+    assert_eq!(
+        homes.len(),
+        3,
+        "plugin add, the pre-flight start, then the probe: {homes:?}"
+    );
+    let probe = homes[2];
     assert!(homes[0].contains("dsh-check-runtime-home-"), "{homes:?}");
     // The probe ran in the check's own copy of the installed home (its profile came along, or
     // the probe could not pass).
-    assert_ne!(homes[0], homes[1]);
-    assert!(homes[1].contains("dsh-check-runtime-"), "{homes:?}");
+    assert_ne!(homes[0], probe);
+    assert!(probe.contains("dsh-check-runtime-"), "{homes:?}");
     for home in homes {
         assert!(
             !std::path::Path::new(home).exists(),
@@ -485,4 +490,40 @@ fn a_bundle_directory_without_a_package_json_cannot_run() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("needs a package.json"), "{stderr}");
+}
+
+#[test]
+fn a_runtime_that_cannot_start_is_an_infrastructure_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let dead = dir.path().join("dead-dsh");
+    std::fs::write(
+        &dead,
+        "#!/bin/sh\necho 'error: profile open-design is not installed' >&2\nexit 4\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dead, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = kit()
+        .arg("check-runtime")
+        .arg("--dsh")
+        .arg(&dead)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("could not run"), "{stderr}");
+    assert!(
+        stderr.contains("exited without writing anything on stdout"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("status: exit 4"), "{stderr}");
+    assert!(
+        stderr.contains("profile open-design is not installed"),
+        "{stderr}"
+    );
+    assert!(
+        output.stdout.is_empty(),
+        "no check verdict is printed: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
 }

@@ -352,3 +352,34 @@ fn the_checked_in_rules_table_is_current() {
         "docs/rules.md is stale: run `dsh-conformance lint --write-rules-md docs/rules.md`"
     );
 }
+
+#[test]
+fn the_cli_finds_interpretations_next_to_the_corpus_from_any_directory() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let copy = Copy::new();
+    Command::cargo_bin("dsh-conformance")
+        .unwrap()
+        .current_dir(elsewhere.path())
+        .args(["lint", "--fixtures"])
+        .arg(&copy.fixtures)
+        .assert()
+        .code(0)
+        .stdout(predicates::str::starts_with("ok: "));
+
+    let interpretations = copy
+        .fixtures
+        .parent()
+        .unwrap()
+        .join("docs/interpretations.md");
+    fs::remove_file(&interpretations).unwrap();
+    Command::cargo_bin("dsh-conformance")
+        .unwrap()
+        .current_dir(elsewhere.path())
+        .args(["lint", "--fixtures"])
+        .arg(&copy.fixtures)
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains(
+            interpretations.display().to_string(),
+        ));
+}

@@ -585,3 +585,53 @@ fn a_cancelled_recording_replays_with_wait_cancel_and_cancel_on() {
     assert_eq!(frame_types(&replay.stdout), frame_types(&run.stdout));
     assert!(String::from_utf8_lossy(&replay.stdout).contains(r#""status":"cancelled""#));
 }
+
+#[test]
+fn fixture_from_transcript_defaults_its_id_and_lays_out_a_corpus_dir() {
+    let world = World::new();
+    let run = drive(world.spawn(None, true), &world, "run-defaults-1");
+    assert!(run.status.success(), "{:?}: {}", run.status, run.stderr);
+    let recording = world.recording();
+    let slug = recording
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_lowercase()
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "-");
+    let id = format!("recorded.{}", slug.trim_matches('-'));
+    // A directory that does not exist yet, named with a trailing slash: the corpus layout.
+    let corpus = world.path("new-corpus");
+    let out = format!("{}/", corpus.display());
+    let convert = kit(&[
+        "fixture-from-transcript".as_ref(),
+        recording.as_os_str(),
+        "--out".as_ref(),
+        out.as_ref(),
+    ]);
+    let stderr = String::from_utf8_lossy(&convert.stderr);
+    assert_eq!(convert.status.code(), Some(0), "{stderr}");
+    let case_path = corpus.join("recorded").join(format!("{id}.json"));
+    assert!(
+        stderr.contains(&format!("wrote case {id} to {}", case_path.display())),
+        "{stderr}"
+    );
+    let case = read_json(&case_path);
+    assert_eq!(case["id"], id.as_str(), "the default id");
+    assert!(dsh_protocol::schema::validate("fixture.schema.json", &case).is_ok());
+    assert_eq!(
+        case["steps"][0]["expect"]["status"], "completed",
+        "the outcome, the request id, prompt and cwd come from the recording"
+    );
+
+    // An existing directory gets the same layout, with an explicit id.
+    let convert = kit(&[
+        "fixture-from-transcript".as_ref(),
+        recording.as_os_str(),
+        "--id".as_ref(),
+        "replay.named".as_ref(),
+        "--out".as_ref(),
+        corpus.as_os_str(),
+    ]);
+    assert_eq!(convert.status.code(), Some(0));
+    assert!(corpus.join("replay").join("replay.named.json").is_file());
+}

@@ -127,6 +127,17 @@ fn text_after(dom: &str, marker: &str) -> String {
     rest[..rest.find('<').unwrap_or(rest.len())].to_string()
 }
 
+/// The case ids of the matrix rows, in the order the DOM holds them.
+fn row_ids(dom: &str) -> Vec<&str> {
+    const ROW: &str = "<tr class=\"case\" id=\"case-";
+    dom.match_indices(ROW)
+        .map(|(at, _)| {
+            let rest = &dom[at + ROW.len()..];
+            &rest[..rest.find('"').expect("the id attribute closes")]
+        })
+        .collect()
+}
+
 #[test]
 fn report_html_renders_its_matrix_in_chromium() {
     let Some(binary) = find_chromium() else {
@@ -159,7 +170,18 @@ fn report_html_renders_its_matrix_in_chromium() {
     assert!(dom.contains("data-visible=\"12\""));
     assert_eq!(
         text_after(&dom, "id=\"shown\""),
-        "Showing 12 of 12 cases (36 results)."
+        "Showing 12 of 12 cases (36 results) for 2 of 2 hosts."
+    );
+    assert_eq!(
+        row_ids(&dom)[..5],
+        [
+            "framing.bom",
+            "strict.session-before-content",
+            "restart.session-survives",
+            "cancel.grandchild-ignores-sigterm",
+            "hygiene.canary-in-stderr"
+        ],
+        "the rows failing in some column come first, in section order"
     );
     assert!(
         dom.contains("<aside id=\"detail\" hidden=\"\""),
@@ -215,4 +237,223 @@ fn report_html_renders_its_matrix_in_chromium() {
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "the screenshot is a PNG");
     std::fs::copy(&page, shots.join("report.html")).unwrap();
     println!("screenshot: {}", screenshot.display());
+}
+
+/// Three hosts over one variant: `broken` fails every case, `reference` is the sample (five
+/// flagged cells), `node` passes everything.
+fn three_host_document(fixtures: &Path) -> ReportDocument {
+    let host = |name: &str| HostSpec {
+        name: name.to_string(),
+        command: vec![name.to_string()],
+        expectations: None,
+    };
+    let config = MatrixConfig {
+        hosts: vec![host("reference"), host("node"), host("broken")],
+        variants: vec![VariantSpec {
+            name: "dsh-0.1.7-rc.1".to_string(),
+            env: Default::default(),
+        }],
+    };
+    let (suites, errors) = run_matrix(&config, &mut |host, _| {
+        Ok(match host.name.as_str() {
+            "reference" => sample_suite(),
+            "node" => passing_suite(),
+            _ => {
+                let mut suite = passing_suite();
+                for case in &mut suite.cases {
+                    case.verdict = dsh_conformance::model::Verdict::Fail;
+                    case.rule = Some("s6.session-before-content".to_string());
+                    case.why = Some("the driver answered nothing".to_string());
+                }
+                suite
+            }
+        })
+    });
+    build_document(&config, suites, errors, fixtures)
+}
+
+/// A probe run after the page's own script: it uses the page as a person would (search, host
+/// chooser, scrolling, a link to a cell) and writes what it saw as JSON into `#probe-result`.
+const PROBE: &str = r##"<script>
+(function () {
+  function q(selector) { return document.querySelector(selector); }
+  function count(id) { var n = document.getElementById("count-" + id); return n ? Number(n.textContent) : null; }
+  function snap() {
+    return {
+      visible: Number(q("#shown").getAttribute("data-visible")),
+      failing: count("failing"), fail: count("fail"), pass: count("pass"),
+      columns: document.querySelectorAll("table.matrix th.variant:not([hidden])").length,
+      rows: Array.prototype.map.call(document.querySelectorAll("tr.case:not([hidden])"),
+        function (row) { return row.getAttribute("data-case"); }),
+      chips: Array.prototype.map.call(document.querySelectorAll("[data-host-chip]"), function (chip) {
+        return chip.getAttribute("data-host-chip") + " " + chip.querySelector(".n").textContent;
+      })
+    };
+  }
+  function search(text) { var box = q("#search"); box.value = text; box.dispatchEvent(new Event("input")); }
+  var out = { initial: snap() };
+  var hide = q('[data-host-chip="broken"] input');
+  hide.checked = false;
+  hide.dispatchEvent(new Event("change"));
+  out.without_broken = snap();
+  q('[data-host-chip="node"] button').click();
+  out.only_node = snap();
+  q("#hosts-all").click();
+  search("CANCEL");
+  out.search_id = snap();
+  search("deterministically");
+  out.search_summary = snap();
+  search("");
+  var scroll = q(".matrix-scroll");
+  scroll.scrollTop = scroll.scrollHeight;
+  scroll.scrollLeft = scroll.scrollWidth;
+  var box = scroll.getBoundingClientRect();
+  var heads = document.querySelectorAll("tr.case:not([hidden]) th.case");
+  var last = heads[heads.length - 1].getBoundingClientRect();
+  out.sticky = {
+    scrolled: scroll.scrollTop > 0 && scroll.scrollLeft > 0,
+    head_offset: Math.round(q("table.matrix th.case-head").getBoundingClientRect().top - box.top - scroll.clientTop),
+    variant_head_below_box_top: q("table.matrix th.variant").getBoundingClientRect().top >= box.top,
+    first_column_offset: Math.round(last.left - box.left - scroll.clientLeft)
+  };
+  q('[data-host-chip="node"] button').click();
+  history.replaceState(null, "", "#" + "LINKED");
+  window.dispatchEvent(new HashChangeEvent("hashchange"));
+  var cell = document.getElementById("LINKED");
+  var at = cell.getBoundingClientRect();
+  box = scroll.getBoundingClientRect();
+  out.deep_link = {
+    panel_open: !q("#detail").hidden, panel_case: q("#detail").getAttribute("data-case"),
+    linked: cell.classList.contains("linked"), cell_shown: !cell.hidden,
+    in_view: at.top >= box.top && at.bottom <= box.bottom && at.left >= box.left && at.right <= box.right,
+    columns: document.querySelectorAll("table.matrix th.variant:not([hidden])").length
+  };
+  var result = document.createElement("pre");
+  result.id = "probe-result";
+  result.textContent = JSON.stringify(out);
+  document.body.appendChild(result);
+})();
+</script>"##;
+
+/// The probe's JSON out of the dumped DOM.
+fn probe_result(dom: &str) -> serde_json::Value {
+    let text = text_after(dom, "id=\"probe-result\"");
+    let json = text
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str(&json).unwrap_or_else(|error| panic!("probe JSON: {error}: {json}"))
+}
+
+#[test]
+fn report_html_for_several_hosts_in_chromium() {
+    let Some(binary) = find_chromium() else {
+        println!("skipped: chromium not installed (apt-get install chromium to run this test)");
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let fixtures = work.path().join("fixtures");
+    std::fs::create_dir_all(&fixtures).unwrap();
+    std::fs::write(fixtures.join("rules.json"), RULES_JSON).unwrap();
+    let document = three_host_document(&fixtures);
+    let out = work.path().join("report");
+    write_report_files(&document, &out).unwrap();
+    let broken = document
+        .suites
+        .iter()
+        .position(|suite| suite.host.name == "broken")
+        .unwrap();
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let probed = page.replace(
+        "</body>",
+        &format!(
+            "{}</body>",
+            PROBE.replace("LINKED", &format!("cell-{broken}-7"))
+        ),
+    );
+    let probe_page = work.path().join("probe.html");
+    std::fs::write(&probe_page, probed).unwrap();
+    let url = format!("file://{}", probe_page.display());
+    let profile = work.path().join("chromium-profile");
+    let extra = [
+        "--dump-dom".to_string(),
+        "--window-size=520,420".to_string(),
+    ];
+    let dom = chromium(&binary, &profile, &extra, &url);
+    let seen = probe_result(&dom);
+    println!("{seen:#}");
+
+    let initial = &seen["initial"];
+    assert_eq!(
+        initial["chips"],
+        serde_json::json!(["broken 12 failing", "reference 5 failing", "node 0 failing"]),
+        "hosts sorted by failures"
+    );
+    assert_eq!(initial["failing"], 12, "every row fails on the broken host");
+    assert_eq!(initial["columns"], 3);
+    assert_eq!(initial["visible"], 12);
+
+    let without = &seen["without_broken"];
+    assert_eq!(without["columns"], 2, "the broken host's column is hidden");
+    assert_eq!(without["failing"], 5, "the failures of the other hosts");
+    assert_eq!(without["fail"], 2, "verdict counts follow the hosts shown");
+    assert_eq!(
+        without["rows"].as_array().unwrap()[..5],
+        [
+            "framing.bom",
+            "strict.session-before-content",
+            "restart.session-survives",
+            "cancel.grandchild-ignores-sigterm",
+            "hygiene.canary-in-stderr"
+        ],
+        "the failing rows of the shown hosts come first"
+    );
+
+    let only = &seen["only_node"];
+    assert_eq!(only["columns"], 1, "only host node");
+    assert_eq!(only["failing"], 0);
+    assert_eq!(
+        only["fail"],
+        serde_json::Value::Null,
+        "no fail filter when none fails"
+    );
+    assert_eq!(only["pass"], 12);
+
+    assert_eq!(
+        seen["search_id"]["rows"],
+        serde_json::json!(["cancel.grandchild-ignores-sigterm"]),
+        "the search matches case ids, case-insensitively"
+    );
+    assert_eq!(seen["search_id"]["failing"], 1, "counts follow the search");
+    assert_eq!(
+        seen["search_summary"]["rows"],
+        serde_json::json!(["strict.session-before-content"]),
+        "the search matches summaries"
+    );
+
+    let sticky = &seen["sticky"];
+    assert_eq!(sticky["scrolled"], true, "the matrix box scrolls both ways");
+    assert_eq!(sticky["head_offset"], 0, "the header row stays at the top");
+    assert_eq!(sticky["variant_head_below_box_top"], true);
+    assert_eq!(
+        sticky["first_column_offset"], 0,
+        "the case column stays at the left"
+    );
+
+    let deep = &seen["deep_link"];
+    assert_eq!(deep["panel_open"], true);
+    assert_eq!(
+        deep["panel_case"],
+        document.suites[broken].cases[7].id.as_str()
+    );
+    assert_eq!(deep["linked"], true, "the linked cell is highlighted");
+    assert_eq!(
+        deep["cell_shown"], true,
+        "a link shows its host's column again"
+    );
+    assert_eq!(deep["columns"], 2, "node and the linked host");
+    assert_eq!(
+        deep["in_view"], true,
+        "the linked cell is scrolled into view"
+    );
 }

@@ -194,7 +194,9 @@ fn report_html_escapes_every_report_string() {
     assert!(!page.contains("<img src=x>"));
     assert!(!page.contains("<b>deterministically"));
     assert!(page.contains("&lt;b&gt;deterministically&lt;/b&gt;"));
-    assert!(page.contains("<th colspan=\"2\" class=\"host\">node &lt;host&gt;</th>"));
+    assert!(page.contains(
+        "<th colspan=\"2\" class=\"host\" data-host=\"node &lt;host&gt;\">node &lt;host&gt;</th>"
+    ));
     let data_start = page
         .find("<script id=\"report-data\" type=\"application/json\">")
         .unwrap();

@@ -36,7 +36,7 @@ fn table_is_ascii_control_free_without_colour_and_coloured_when_asked() {
     let coloured =
         render(|report, out| output::write_table(report, &TableOptions { color: true }, out));
     assert!(coloured.contains("\u{1b}[32mpass"));
-    assert!(coloured.contains("\u{1b}[1;31mfail"));
+    assert!(coloured.contains("\u{1b}[1m\u{1b}[31mfail"));
 }
 
 #[test]
@@ -78,12 +78,39 @@ fn junit_escapes_everything_the_host_controls() {
     assert!(!xml.contains("<script>"));
     assert!(
         xml.contains("&lt;script&gt;alert(&apos;x&apos;)&lt;/script&gt;"),
-        "attribute form"
+        "attribute and text form"
     );
-    assert!(
-        xml.contains("&lt;script&gt;alert('x')&lt;/script&gt;"),
-        "text form"
-    );
+    // Read back, the failure holds the host's text as it was, its escapes visible.
+    let parsed = quick_junit::Report::deserialize_from_str(&xml).expect("well-formed JUnit XML");
+    let case = parsed.test_suites[0]
+        .test_cases
+        .iter()
+        .find(|case| case.name.as_str() == "strict.session-before-content")
+        .expect("the hostile case");
+    match &case.status {
+        quick_junit::TestCaseStatus::NonSuccess {
+            message,
+            description,
+            ..
+        } => {
+            let message = message.as_deref().unwrap_or_default();
+            assert!(
+                message
+                    .contains("got <script>alert('x')</script> | \"completed\" & \\u{1b}[31mred"),
+                "{message}"
+            );
+            let description = description.as_deref().unwrap_or_default();
+            assert!(
+                description.contains("re-run: dsh-conformance run --host"),
+                "{description}"
+            );
+            assert!(
+                description.contains("\"delta\":\"</script><img src=x>\""),
+                "{description}"
+            );
+        }
+        other => panic!("not a failure: {other:?}"),
+    }
     assert!(
         !xml.contains('\u{1b}'),
         "XML 1.0 forbids ESC; it is written as text"
@@ -93,7 +120,11 @@ fn junit_escapes_everything_the_host_controls() {
     let opened = xml.matches("<testcase ").count();
     assert_eq!(opened, 12);
     assert_eq!(xml.matches("</testcase>").count(), opened);
-    assert!(xml.contains("<testsuites name=\"dsh-conformance\" tests=\"12\" failures=\"4\" errors=\"1\" skipped=\"2\""));
+    assert_eq!(
+        (parsed.tests, parsed.failures, parsed.errors, parsed.skipped),
+        (12, 4, 1, 2),
+        "fail/xpass/untestable fail, the kit's error errs, skipped and xfail skip"
+    );
 }
 
 #[test]

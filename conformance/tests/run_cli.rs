@@ -458,6 +458,43 @@ fn a_driver_that_cannot_handshake_is_an_infrastructure_error_with_its_stderr() {
 }
 
 #[test]
+fn a_handshake_that_fails_inside_a_case_shows_the_drivers_stderr() {
+    let kit = kit();
+    canned_available(&kit);
+    let flaky = kit.path().join("flaky.sh");
+    fs::write(
+        &flaky,
+        format!(
+            "#!/bin/sh\nif [ \"$DSH_CONFORMANCE\" != preflight ]; then\n  echo 'loading driver.mjs' >&2\n  \
+             echo 'Error: Cannot find module ./adapter.js' >&2\n  exit 7\nfi\nexec sh {}\n",
+            kit.driver().display()
+        ),
+    )
+    .expect("write");
+    let output = assert_cmd::Command::from_std(
+        kit.command(&kit.fixtures(), &format!("sh {}", flaky.display())),
+    )
+    .args(["--verbose", "--color", "never"])
+    .output()
+    .expect("runs");
+    let stdout = stdout_of(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{stdout}{}",
+        stderr_of(&output)
+    );
+    assert!(
+        stdout.contains("exit status 7; its stderr ends: loading driver.mjs / Error: Cannot find module ./adapter.js"),
+        "the why names the exit status and the stderr's end: {stdout}"
+    );
+    assert!(
+        stdout.contains("driver stderr ("),
+        "the verbose transcript holds the driver's stderr: {stdout}"
+    );
+}
+
+#[test]
 fn verdicts_stream_as_jsonl_and_the_table_ends_with_a_sorted_summary() {
     let kit = kit();
     canned_available(&kit);
@@ -486,7 +523,7 @@ fn verdicts_stream_as_jsonl_and_the_table_ends_with_a_sorted_summary() {
         .output()
         .expect("runs");
     let stdout = stdout_of(&table);
-    assert!(stdout.contains("\x1b[1;31mfail"), "{stdout}");
+    assert!(stdout.contains("\x1b[1m\x1b[31mfail"), "{stdout}");
     let summary_at = stdout.find("Summary (not passing):").expect("summary");
     assert!(stdout[summary_at..].contains("re-run: dsh-conformance run"));
     assert!(
@@ -494,10 +531,31 @@ fn verdicts_stream_as_jsonl_and_the_table_ends_with_a_sorted_summary() {
         "{stdout}"
     );
 
-    let plain = cli(&kit).env("NO_COLOR", "1").output().expect("runs");
+    let plain = cli(&kit)
+        .env_remove("CLICOLOR_FORCE")
+        .output()
+        .expect("runs");
     assert!(
         !stdout_of(&plain).contains('\x1b'),
         "not a terminal: no colour"
+    );
+    let forced = cli(&kit)
+        .env("CLICOLOR_FORCE", "1")
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("runs");
+    assert!(
+        stdout_of(&forced).contains("\x1b[32mpass"),
+        "CLICOLOR_FORCE colours a pipe too"
+    );
+    let vetoed = cli(&kit)
+        .env("CLICOLOR_FORCE", "1")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("runs");
+    assert!(
+        !stdout_of(&vetoed).contains('\x1b'),
+        "NO_COLOR wins over CLICOLOR_FORCE"
     );
 }
 

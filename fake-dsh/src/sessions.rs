@@ -4,7 +4,6 @@
 use crate::home::{hex, write_atomically};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// One turn served in a session. The prompt is kept as a hash and a length, never as text.
@@ -40,28 +39,9 @@ pub enum LoadError {
     Corrupt(String),
 }
 
-/// A fresh session id: `od-` and a random UUID v4 read from `/dev/urandom`.
+/// A fresh session id: `od-` and a random UUID v4 (`uuid`, from the OS's random source).
 pub fn new_session_id() -> String {
-    let mut bytes = [0u8; 16];
-    let filled =
-        std::fs::File::open("/dev/urandom").and_then(|mut random| random.read_exact(&mut bytes));
-    if filled.is_err() {
-        let mut hasher = Sha256::new();
-        hasher.update(crate::journal::now_ms().to_le_bytes());
-        hasher.update(std::process::id().to_le_bytes());
-        bytes.copy_from_slice(&hasher.finalize()[..16]);
-    }
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex = hex(&bytes);
-    format!(
-        "od-{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    format!("od-{}", uuid::Uuid::new_v4())
 }
 
 /// Whether an id can safely name a record file (no path separators, no leading dot).

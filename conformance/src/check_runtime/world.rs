@@ -42,29 +42,14 @@ impl Target {
     }
 }
 
-/// A random 64-bit value (std's per-process random hasher keys; enough for canaries and ids).
+/// A random 64-bit value from the OS (`getrandom`; std's randomly keyed hasher if that fails).
 pub fn random_u64() -> u64 {
-    let mut hasher = RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|elapsed| elapsed.as_nanos())
-            .unwrap_or_default(),
-    );
-    hasher.finish()
+    getrandom::u64().unwrap_or_else(|_| RandomState::new().build_hasher().finish())
 }
 
-/// A uuid-v4-shaped string from random bits.
+/// A random UUID v4.
 pub fn random_uuid() -> String {
-    let (high, low) = (random_u64(), random_u64());
-    format!(
-        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-        high >> 32,
-        (high >> 16) & 0xffff,
-        high & 0x0fff,
-        0x8000 | (low >> 48 & 0x3fff),
-        low & 0xffff_ffff_ffff
-    )
+    uuid::Uuid::new_v4().to_string()
 }
 
 pub struct World {

@@ -33,35 +33,18 @@ fn is_xml_char(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
 }
 
-fn xml_escaped(text: &str, in_attribute: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' if in_attribute => out.push_str("&quot;"),
-            '\'' if in_attribute => out.push_str("&apos;"),
-            // Attribute-value normalization would turn these into spaces.
-            '\n' if in_attribute => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            '\t' if in_attribute => out.push_str("&#9;"),
-            c if !is_xml_char(c) => out.push_str(&visible(c)),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Text content of an XML element. Characters XML 1.0 forbids (NUL, most C0 controls, U+FFFE/F)
-/// are written as the visible text `\u{..}` instead.
-pub fn xml_text(text: &str) -> String {
-    xml_escaped(text, false)
-}
-
-/// An XML attribute value (to go between double quotes); newlines and tabs survive as references.
-pub fn xml_attr(text: &str) -> String {
-    xml_escaped(text, true)
+/// Text for an XML writer that escapes markup itself (`quick-junit`): only the characters XML 1.0
+/// forbids (NUL, most C0 controls, U+FFFE/F) are written as the visible text `\u{..}`.
+pub fn xml_chars(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if is_xml_char(c) {
+                c.to_string()
+            } else {
+                visible(c)
+            }
+        })
+        .collect()
 }
 
 /// HTML text or a double- or single-quoted attribute value. Controls other than tab and newline are
@@ -148,6 +131,18 @@ pub fn shell_join(args: &[String]) -> String {
         .join(" ")
 }
 
+/// The last `lines` lines of a process's stderr (a driver's, a runtime's), escaped for a terminal and indented.
+pub fn stderr_tail(bytes: &[u8], lines: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let all: Vec<&str> = text.lines().collect();
+    let start = all.len().saturating_sub(lines);
+    all[start..]
+        .iter()
+        .map(|line| format!("    {}", terminal(line)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,12 +155,10 @@ mod tests {
     }
 
     #[test]
-    fn xml_escapes_markup_and_replaces_forbidden_characters() {
-        assert_eq!(xml_text("<a & \"b\">\u{0}"), "&lt;a &amp; \"b\"&gt;\\u{0}");
-        assert_eq!(xml_attr("\"b\""), "&quot;b&quot;");
-        assert_eq!(xml_attr("l1\nl2\t'"), "l1&#10;l2&#9;&apos;");
-        assert_eq!(xml_text("l1\nl2"), "l1\nl2");
-        assert_eq!(xml_text("\u{fffe}"), "\\u{fffe}");
+    fn xml_chars_shows_forbidden_characters_and_keeps_the_rest() {
+        assert_eq!(xml_chars("<a & \"b\">\u{0}"), "<a & \"b\">\\u{0}");
+        assert_eq!(xml_chars("l1\nl2\t\r"), "l1\nl2\t\r");
+        assert_eq!(xml_chars("\u{1b}[31m\u{fffe}"), "\\u{1b}[31m\\u{fffe}");
     }
 
     #[test]

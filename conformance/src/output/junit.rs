@@ -1,87 +1,36 @@
 //! JUnit XML for CI test-report renderers: one `testsuite` per host x runtime variant, one
-//! `testcase` per case (classname = the case's area), rule ids as properties.
+//! `testcase` per case (classname = the case's area), rule ids as properties. The XML itself is
+//! written by `quick-junit`; every string first goes through [`xml_chars`] so the characters XML
+//! forbids (a host's escape sequences, NUL) stay visible as `\u{..}` instead of being dropped.
 //!
 //! Verdict mapping: `fail`, `xpass`, `untestable` -> `<failure>`; `error` (the kit's fault) ->
 //! `<error>`; `skipped` and `xfail` -> `<skipped>` (as pytest writes xfail); `pass`, `non-strict`
 //! and `informational` pass, the latter two with a `<system-out>` note.
 
-use super::escape::{xml_attr, xml_text};
+use super::escape::{terminal, xml_chars};
 use super::table::rerun_command;
 use crate::model::{CaseResult, SuiteReport, Verdict};
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::io::{self, Write};
+use std::time::Duration;
 
 /// The case's area: the first dot-separated segment of its id.
 pub fn area_of(case_id: &str) -> &str {
     case_id.split('.').next().unwrap_or(case_id)
 }
 
-fn seconds(duration_ms: u64) -> String {
-    format!("{}.{:03}", duration_ms / 1000, duration_ms % 1000)
-}
-
-#[derive(Default)]
-struct Counts {
-    tests: usize,
-    failures: usize,
-    errors: usize,
-    skipped: usize,
-    duration_ms: u64,
-}
-
-impl Counts {
-    fn of(report: &SuiteReport) -> Counts {
-        let mut counts = Counts {
-            duration_ms: report.duration_ms,
-            ..Counts::default()
-        };
-        for case in &report.cases {
-            counts.tests += 1;
-            match case.verdict {
-                verdict if verdict.is_failure() => counts.failures += 1,
-                Verdict::Error => counts.errors += 1,
-                Verdict::Skipped | Verdict::Xfail => counts.skipped += 1,
-                _ => {}
-            }
-        }
-        counts
-    }
-
-    fn add(&mut self, other: &Counts) {
-        self.tests += other.tests;
-        self.failures += other.failures;
-        self.errors += other.errors;
-        self.skipped += other.skipped;
-        self.duration_ms += other.duration_ms;
-    }
-
-    fn attributes(&self) -> String {
-        format!(
-            "tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{}\"",
-            self.tests,
-            self.failures,
-            self.errors,
-            self.skipped,
-            seconds(self.duration_ms)
-        )
-    }
-}
-
-/// `rule: why`, the one-line message of a failure.
+/// `rule: why`, the one-line message of a failure (line breaks and escapes shown as `\u{..}`).
 fn message(case: &CaseResult) -> String {
     let rule = case.rule.as_deref().unwrap_or("(no rule)");
     match &case.why {
-        Some(why) => format!("{rule}: {why}"),
-        None => rule.to_string(),
+        Some(why) => terminal(&format!("{rule}: {why}")),
+        None => terminal(rule),
     }
 }
 
-fn property(out: &mut dyn Write, indent: &str, name: &str, value: &str) -> io::Result<()> {
-    writeln!(
-        out,
-        "{indent}<property name=\"{}\" value=\"{}\"/>",
-        xml_attr(name),
-        xml_attr(value)
-    )
+/// A property whose value keeps every character visible (quick-junit drops what XML forbids).
+fn property(name: &str, value: &str) -> Property {
+    Property::new(name, xml_chars(value))
 }
 
 /// The body of a failure or error: the message, the re-run command, the transcript excerpt.
@@ -98,117 +47,122 @@ fn failure_body(report: &SuiteReport, case: &CaseResult) -> String {
             body.push('\n');
         }
     }
-    body
+    xml_chars(&body)
 }
 
-fn write_case(report: &SuiteReport, case: &CaseResult, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(
-        out,
-        "    <testcase name=\"{}\" classname=\"{}\" time=\"{}\">",
-        xml_attr(&case.id),
-        xml_attr(area_of(&case.id)),
-        seconds(case.duration_ms)
-    )?;
-    writeln!(out, "      <properties>")?;
-    let indent = "        ";
-    property(out, indent, "verdict", case.verdict.as_str())?;
-    property(out, indent, "blame", super::blame_name(case.blame))?;
+fn case_properties(case: &CaseResult) -> Vec<Property> {
+    let mut properties = vec![
+        property("verdict", case.verdict.as_str()),
+        property("blame", super::blame_name(case.blame)),
+    ];
     if let Some(rule) = &case.rule {
-        property(out, indent, "failed_rule", rule)?;
+        properties.push(property("failed_rule", rule));
     }
-    for rule in &case.rules {
-        property(out, indent, "rule", rule)?;
-    }
-    for section in &case.spec {
-        property(out, indent, "spec_section", section)?;
-    }
+    properties.extend(case.rules.iter().map(|rule| property("rule", rule)));
+    properties.extend(
+        case.spec
+            .iter()
+            .map(|section| property("spec_section", section)),
+    );
     if let Some(entry) = &case.interpretation {
-        property(out, indent, "interpretation", entry)?;
+        properties.push(property("interpretation", entry));
     }
     if !case.flaky.is_empty() {
         let seen: Vec<&str> = case.flaky.iter().map(|verdict| verdict.as_str()).collect();
-        property(out, indent, "flaky", &seen.join(","))?;
+        properties.push(property("flaky", &seen.join(",")));
     }
-    writeln!(out, "      </properties>")?;
-    let message = message(case);
+    properties
+}
+
+/// The verdict as a JUnit status (see the module doc), and a `<system-out>` note if any.
+fn status(report: &SuiteReport, case: &CaseResult) -> (TestCaseStatus, Option<String>) {
+    let non_success = |kind: NonSuccessKind, ty: &str| {
+        let mut status = TestCaseStatus::non_success(kind);
+        status
+            .set_message(message(case))
+            .set_type(ty)
+            .set_description(failure_body(report, case));
+        status
+    };
+    let skipped = |text: String| {
+        let mut status = TestCaseStatus::skipped();
+        status.set_message(text);
+        status
+    };
     match case.verdict {
-        verdict if verdict.is_failure() => writeln!(
-            out,
-            "      <failure message=\"{}\" type=\"{}\">{}</failure>",
-            xml_attr(&message),
-            verdict.as_str(),
-            xml_text(&failure_body(report, case))
-        )?,
-        Verdict::Error => writeln!(
-            out,
-            "      <error message=\"{}\" type=\"error\">{}</error>",
-            xml_attr(&message),
-            xml_text(&failure_body(report, case))
-        )?,
-        Verdict::Skipped => writeln!(
-            out,
-            "      <skipped message=\"{}\"/>",
-            xml_attr(
-                case.why
-                    .as_deref()
-                    .unwrap_or("a required capability was not claimed")
+        verdict if verdict.is_failure() => {
+            (non_success(NonSuccessKind::Failure, verdict.as_str()), None)
+        }
+        Verdict::Error => (non_success(NonSuccessKind::Error, "error"), None),
+        Verdict::Skipped => {
+            let why = case.why.as_deref();
+            (
+                skipped(terminal(
+                    why.unwrap_or("a required capability was not claimed"),
+                )),
+                None,
             )
-        )?,
-        Verdict::Xfail => writeln!(
-            out,
-            "      <skipped message=\"xfail: {}\"/>",
-            xml_attr(&message)
-        )?,
+        }
+        Verdict::Xfail => (skipped(format!("xfail: {}", message(case))), None),
         Verdict::NonStrict | Verdict::Informational => {
-            let mut note = format!("{}: {message}", case.verdict.as_str());
+            let mut note = format!("{}: {}", case.verdict.as_str(), message(case));
             if let Some(entry) = &case.interpretation {
                 note.push_str(&format!(" (interpretation {entry})"));
             }
-            writeln!(out, "      <system-out>{}</system-out>", xml_text(&note))?;
+            (TestCaseStatus::success(), Some(xml_chars(&note)))
         }
-        _ => {}
+        _ => (TestCaseStatus::success(), None),
     }
-    writeln!(out, "    </testcase>")
+}
+
+fn test_case(report: &SuiteReport, case: &CaseResult) -> TestCase {
+    let (status, note) = status(report, case);
+    let mut test_case = TestCase::new(xml_chars(&case.id), status);
+    test_case
+        .set_classname(xml_chars(area_of(&case.id)))
+        .set_time(Duration::from_millis(case.duration_ms))
+        .add_properties(case_properties(case));
+    if let Some(note) = note {
+        test_case.set_system_out(note);
+    }
+    test_case
+}
+
+fn test_suite(report: &SuiteReport) -> TestSuite {
+    let name = format!("{}/{}", report.host.name, report.runtime_variant);
+    let mut suite = TestSuite::new(xml_chars(&name));
+    suite
+        .set_time(Duration::from_millis(report.duration_ms))
+        .add_properties([
+            property("kit_version", &report.kit_version),
+            property("corpus_hash", &report.corpus_hash),
+            property("host", &report.host.name),
+            property(
+                "host_command",
+                &super::escape::shell_join(&report.host.command),
+            ),
+            property("runtime_variant", &report.runtime_variant),
+        ])
+        .add_test_cases(report.cases.iter().map(|case| test_case(report, case)));
+    suite
 }
 
 /// Writes one `testsuites` document with a `testsuite` per report, named `<host>/<variant>`.
 pub fn write_junit_suites(reports: &[SuiteReport], out: &mut dyn Write) -> io::Result<()> {
-    let mut total = Counts::default();
-    for report in reports {
-        total.add(&Counts::of(report));
+    let mut document = Report::new("dsh-conformance");
+    document
+        .set_time(Duration::from_millis(
+            reports.iter().map(|report| report.duration_ms).sum(),
+        ))
+        .add_test_suites(reports.iter().map(test_suite));
+    let xml = document
+        .to_string()
+        .map_err(|error| io::Error::other(format!("writing JUnit XML: {error}")))?;
+    out.write_all(xml.as_bytes())?;
+    if !xml.ends_with('\n') {
+        out.write_all(b"\n")?;
     }
-    writeln!(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>")?;
-    writeln!(
-        out,
-        "<testsuites name=\"dsh-conformance\" {}>",
-        total.attributes()
-    )?;
-    for report in reports {
-        writeln!(
-            out,
-            "  <testsuite name=\"{}\" {}>",
-            xml_attr(&format!("{}/{}", report.host.name, report.runtime_variant)),
-            Counts::of(report).attributes()
-        )?;
-        writeln!(out, "    <properties>")?;
-        let indent = "      ";
-        property(out, indent, "kit_version", &report.kit_version)?;
-        property(out, indent, "corpus_hash", &report.corpus_hash)?;
-        property(out, indent, "host", &report.host.name)?;
-        property(
-            out,
-            indent,
-            "host_command",
-            &super::escape::shell_join(&report.host.command),
-        )?;
-        property(out, indent, "runtime_variant", &report.runtime_variant)?;
-        writeln!(out, "    </properties>")?;
-        for case in &report.cases {
-            write_case(report, case, out)?;
-        }
-        writeln!(out, "  </testsuite>")?;
-    }
-    writeln!(out, "</testsuites>")
+    Ok(())
 }
 
 /// Writes the JUnit XML of one suite.

@@ -17,35 +17,44 @@ pub enum ColorChoice {
 }
 
 impl ColorChoice {
-    /// `always` and `never` are final; `auto` colours a terminal unless `NO_COLOR` is set
-    /// (to anything non-empty, as no-color.org says).
-    pub fn resolve(self, is_terminal: bool) -> bool {
+    /// `always` and `never` are final; `auto` asks `anstream` about stdout, as cargo's own tools
+    /// do: never with `NO_COLOR` set (no-color.org), always with `CLICOLOR_FORCE`, otherwise on a
+    /// terminal that supports colour.
+    pub fn resolve(self) -> bool {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
             ColorChoice::Auto => {
-                is_terminal && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
+                anstream::AutoStream::choice(&io::stdout()) != anstream::ColorChoice::Never
             }
         }
     }
 }
 
-/// The ANSI SGR code of a verdict's colour.
-pub fn ansi_colour(verdict: Verdict) -> &'static str {
+/// A verdict's colour: green passes, bold red failures, yellow softened ones, cyan skips, bold
+/// magenta for the kit's own errors.
+pub fn verdict_style(verdict: Verdict) -> anstyle::Style {
+    use anstyle::AnsiColor;
     match verdict {
-        Verdict::Pass => "32",
-        Verdict::Fail | Verdict::Xpass | Verdict::Untestable => "1;31",
-        Verdict::NonStrict | Verdict::Informational => "33",
-        Verdict::Skipped | Verdict::Xfail => "36",
-        Verdict::Error => "1;35",
+        Verdict::Pass => AnsiColor::Green.on_default(),
+        Verdict::Fail | Verdict::Xpass | Verdict::Untestable => AnsiColor::Red.on_default().bold(),
+        Verdict::NonStrict | Verdict::Informational => AnsiColor::Yellow.on_default(),
+        Verdict::Skipped | Verdict::Xfail => AnsiColor::Cyan.on_default(),
+        Verdict::Error => AnsiColor::Magenta.on_default().bold(),
     }
+}
+
+/// `label` in its verdict's colour.
+pub fn painted(verdict: Verdict, label: &str) -> String {
+    let style = verdict_style(verdict);
+    format!("{style}{label}{style:#}")
 }
 
 /// A verdict padded to the widest one, coloured when asked.
 pub fn verdict_label(verdict: Verdict, color: bool) -> String {
     let label = format!("{:13}", verdict.as_str());
     if color {
-        format!("\x1b[{}m{label}\x1b[0m", ansi_colour(verdict))
+        painted(verdict, &label)
     } else {
         label
     }
@@ -219,10 +228,12 @@ mod tests {
 
     #[test]
     fn colour_choice() {
-        assert!(ColorChoice::Always.resolve(false));
-        assert!(!ColorChoice::Never.resolve(true));
-        assert!(!ColorChoice::Auto.resolve(false));
-        assert!(verdict_label(Verdict::Fail, true).starts_with("\x1b[1;31m"));
+        assert!(ColorChoice::Always.resolve());
+        assert!(!ColorChoice::Never.resolve());
+        assert_eq!(
+            verdict_label(Verdict::Fail, true).trim_end(),
+            "\x1b[1m\x1b[31mfail         \x1b[0m"
+        );
         assert_eq!(verdict_label(Verdict::Pass, false).trim_end(), "pass");
     }
 }

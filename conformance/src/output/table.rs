@@ -165,10 +165,7 @@ pub fn write_table(
     for (case, (verdict, id, rule, why)) in report.cases.iter().zip(&rows) {
         let label = format!("{:verdict_width$}", verdict.as_str());
         let label = if options.color {
-            format!(
-                "\x1b[{}m{label}\x1b[0m",
-                super::stream::ansi_colour(*verdict)
-            )
+            super::stream::painted(*verdict, &label)
         } else {
             label
         };

@@ -14,59 +14,27 @@ pub const STDIN_FILE: &str = "stdin.jsonl";
 pub const META_FILE: &str = "meta.json";
 
 pub fn unix_ms_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_millis() as u64)
-        .unwrap_or_default()
+    jiff::Timestamp::now().as_millisecond().max(0) as u64
 }
 
-/// (year, month, day) of a day count since 1970-01-01 (proleptic Gregorian).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153;
-    let day = (day_of_year - (153 * shifted_month + 2) / 5 + 1) as u32;
-    let month = if shifted_month < 10 {
-        shifted_month + 3
-    } else {
-        shifted_month - 9
-    } as u32;
-    (year_of_era + era * 400 + i64::from(month <= 2), month, day)
+/// A Unix time in milliseconds as a timestamp (the epoch when out of range).
+fn timestamp(unix_ms: u64) -> jiff::Timestamp {
+    i64::try_from(unix_ms)
+        .ok()
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
 }
 
 /// `20260814T101530Z` for a Unix time in milliseconds.
 pub fn compact_utc(unix_ms: u64) -> String {
-    let (date, time) = split_utc(unix_ms);
-    format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
-        date.0, date.1, date.2, time.0, time.1, time.2
-    )
+    timestamp(unix_ms).strftime("%Y%m%dT%H%M%SZ").to_string()
 }
 
 /// `2026-08-14T10:15:30.123Z` for a Unix time in milliseconds.
 pub fn rfc3339_utc(unix_ms: u64) -> String {
-    let (date, time) = split_utc(unix_ms);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        date.0,
-        date.1,
-        date.2,
-        time.0,
-        time.1,
-        time.2,
-        unix_ms % 1000
-    )
-}
-
-fn split_utc(unix_ms: u64) -> ((i64, u32, u32), (u64, u64, u64)) {
-    let seconds = unix_ms / 1000;
-    let date = civil_from_days((seconds / 86_400) as i64);
-    let of_day = seconds % 86_400;
-    (date, (of_day / 3600, of_day / 60 % 60, of_day % 60))
+    timestamp(unix_ms)
+        .strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
 }
 
 /// Create `out/<timestamp>-<pid>/`.

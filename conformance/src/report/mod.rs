@@ -5,7 +5,7 @@
 //! - [`document`]: `report.json`, its schema, loading it back; the JSON file readers whose errors
 //!   name the file.
 //! - [`coverage`]: the rule catalog and which cases cover each rule.
-//! - [`html`], [`markdown`]: the page and the pull-request comment.
+//! - [`html`] (with [`html_matrix`]), [`markdown`]: the page and the pull-request comment.
 //! - [`diff`]: comparing two reports.
 //! - [`stable`]: what makes report.json the same file for two runs of the same code.
 //! - [`tools`]: `summary` (a quick look at a stored report) and `merge` (shards into one).
@@ -19,6 +19,7 @@ pub mod coverage;
 pub mod diff;
 pub mod document;
 pub mod html;
+pub mod html_matrix;
 pub mod markdown;
 pub mod stable;
 pub mod tools;

@@ -1,10 +1,19 @@
-// report.html's behaviour: verdict filters with counts, and the detail panel of a matrix cell.
+// report.html's behaviour: a search over case ids and summaries, a host chooser (show, hide,
+// "only"), verdict filters whose counts follow the hosts shown and the search, the failing rows
+// first, the detail panel of a matrix cell, and deep links to a cell (#cell-<suite>-<index>).
 // Everything from the report is inserted with textContent, never as markup.
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("report-data").textContent);
   var order = ["pass", "non-strict", "informational", "skipped", "xfail", "xpass", "untestable", "error", "fail"];
-  var rows = Array.prototype.slice.call(document.querySelectorAll("table.matrix tr.case"));
+  var flagged = ["fail", "xpass", "untestable", "error"];
+  var table = document.querySelector("table.matrix");
+  var rows = Array.prototype.slice.call(table.querySelectorAll("tr.case"));
+  var groups = {};
+  Array.prototype.forEach.call(table.querySelectorAll("tbody[data-group]"), function (group) {
+    groups[group.getAttribute("data-group")] = group;
+  });
+  var state = { search: "", filter: "all", failuresFirst: true, hidden: {} };
 
   // Control characters (a host's escape sequences, NUL, ...) shown as \u{..}, as in the terminal.
   function visible(text) {
@@ -20,10 +29,24 @@
     return node;
   }
 
-  function verdictsOf(row) {
-    return Array.prototype.map.call(row.querySelectorAll("td.v"), function (cell) {
-      return cell.getAttribute("data-verdict");
+  function each(selector, action) {
+    Array.prototype.forEach.call(document.querySelectorAll(selector), action);
+  }
+
+  // ---- what is shown: hosts, search, verdict filter -------------------------------------------
+
+  function shownCells(row) {
+    return Array.prototype.filter.call(row.querySelectorAll("td.v"), function (cell) {
+      return !state.hidden[cell.getAttribute("data-host")];
     });
+  }
+
+  function verdictsOf(row) {
+    return shownCells(row).map(function (cell) { return cell.getAttribute("data-verdict"); });
+  }
+
+  function flaggedIn(row) {
+    return verdictsOf(row).filter(function (v) { return flagged.indexOf(v) >= 0; }).length;
   }
 
   function differs(row) {
@@ -31,44 +54,75 @@
     return seen.some(function (v) { return v !== seen[0]; });
   }
 
-  // Counts of cells per verdict, from the embedded data (the matrix's source of truth).
-  var counts = {};
-  var cells = 0;
-  data.suites.forEach(function (suite) {
-    suite.cases.forEach(function (result) {
-      counts[result.verdict] = (counts[result.verdict] || 0) + 1;
-      cells += 1;
-    });
-  });
-  var differing = rows.filter(differs).length;
+  function searched(row) {
+    if (!state.search) return true;
+    var text = (row.getAttribute("data-case") + " " + row.querySelector("th.case").textContent).toLowerCase();
+    return state.search.split(/\s+/).every(function (word) { return text.indexOf(word) >= 0; });
+  }
 
-  var filters = document.getElementById("filters");
-  var shown = document.getElementById("shown");
-  var active = "all";
-
-  function matches(row, filter) {
+  function filtered(row, filter) {
     if (filter === "all") return true;
+    if (filter === "failing") return flaggedIn(row) > 0;
     if (filter === "differs") return differs(row);
     return verdictsOf(row).indexOf(filter) >= 0;
   }
 
-  function apply(filter) {
-    active = filter;
-    var visible = 0;
+  // Moves each row into the failing group (most flagged cells first) or back to its section.
+  function regroup() {
+    var failing = [];
+    var home = [];
     rows.forEach(function (row) {
-      var show = matches(row, filter);
-      row.hidden = !show;
-      if (show) visible += 1;
+      var n = state.failuresFirst ? flaggedIn(row) : 0;
+      (n > 0 ? failing : home).push({ row: row, n: n, order: Number(row.getAttribute("data-order")) });
     });
-    Array.prototype.forEach.call(document.querySelectorAll("table.matrix tbody"), function (group) {
-      group.hidden = !group.querySelector("tr.case:not([hidden])");
-    });
-    Array.prototype.forEach.call(filters.querySelectorAll("button"), function (button) {
-      button.setAttribute("aria-pressed", String(button.getAttribute("data-filter") === filter));
-    });
-    shown.textContent = "Showing " + visible + " of " + rows.length + " cases (" + cells + " results).";
-    shown.setAttribute("data-visible", String(visible));
+    failing.sort(function (a, b) { return b.n - a.n || a.order - b.order; });
+    home.sort(function (a, b) { return a.order - b.order; });
+    failing.forEach(function (entry) { groups.failing.appendChild(entry.row); });
+    home.forEach(function (entry) { groups[entry.row.getAttribute("data-section")].appendChild(entry.row); });
   }
+
+  function applyColumns() {
+    each("table.matrix [data-host]", function (node) {
+      node.hidden = Boolean(state.hidden[node.getAttribute("data-host")]);
+    });
+    var width = table.querySelectorAll("th.variant:not([hidden])").length + 1;
+    each("table.matrix tr.section th", function (th) { th.colSpan = width; });
+  }
+
+  function apply() {
+    applyColumns();
+    regroup();
+    var shown = 0;
+    rows.forEach(function (row) {
+      var show = searched(row) && filtered(row, state.filter);
+      row.hidden = !show;
+      if (show) shown += 1;
+    });
+    Object.keys(groups).forEach(function (name) {
+      var group = groups[name];
+      var n = group.querySelectorAll("tr.case:not([hidden])").length;
+      group.hidden = n === 0;
+      group.querySelector("tr.section .count").textContent = "(" + n + (n === 1 ? " case)" : " cases)");
+    });
+    renderFilters();
+    renderHosts();
+    var info = document.getElementById("shown");
+    var hosts = hostNames();
+    var hostsShown = hosts.filter(function (host) { return !state.hidden[host]; }).length;
+    info.textContent = "Showing " + shown + " of " + rows.length + " cases (" + cellCount() + " results) for " +
+      hostsShown + " of " + hosts.length + (hosts.length === 1 ? " host." : " hosts.");
+    info.setAttribute("data-visible", String(shown));
+  }
+
+  function cellCount() {
+    return rows.reduce(function (sum, row) {
+      return sum + shownCells(row).filter(function (cell) { return cell.hasAttribute("data-suite"); }).length;
+    }, 0);
+  }
+
+  // ---- the verdict filters: counts over the hosts shown and the rows the search keeps ----------
+
+  var filters = document.getElementById("filters");
 
   function addFilter(filter, label, count) {
     var button = element("button", "filter");
@@ -76,18 +130,100 @@
     if (order.indexOf(filter) >= 0) button.appendChild(element("span", "swatch v-" + filter));
     button.appendChild(document.createTextNode(label + " "));
     button.setAttribute("data-filter", filter);
+    button.setAttribute("aria-pressed", String(state.filter === filter));
     var number = element("span", "n", count);
     number.id = "count-" + filter;
     button.appendChild(number);
-    button.addEventListener("click", function () { apply(active === filter ? "all" : filter); });
+    button.addEventListener("click", function () {
+      state.filter = state.filter === filter ? "all" : filter;
+      apply();
+    });
     filters.appendChild(button);
   }
 
-  addFilter("all", "all cases", rows.length);
-  order.forEach(function (verdict) {
-    if (counts[verdict]) addFilter(verdict, verdict, counts[verdict]);
+  function renderFilters() {
+    var kept = rows.filter(searched);
+    var counts = {};
+    kept.forEach(function (row) {
+      verdictsOf(row).forEach(function (v) { counts[v] = (counts[v] || 0) + 1; });
+    });
+    filters.textContent = "";
+    addFilter("all", "all cases", kept.length);
+    addFilter("failing", "failing somewhere", kept.filter(function (row) { return flaggedIn(row) > 0; }).length);
+    order.forEach(function (verdict) {
+      if (counts[verdict] || state.filter === verdict) addFilter(verdict, verdict, counts[verdict] || 0);
+    });
+    addFilter("differs", "differs between columns", kept.filter(differs).length);
+  }
+
+  // ---- the host chooser: hosts sorted by flagged cells, each shown/hidden, or "only" ----------
+
+  var hostBar = document.getElementById("hosts");
+  var hostFailures = {};
+  each("table.matrix td.v[data-suite]", function (cell) {
+    var host = cell.getAttribute("data-host");
+    hostFailures[host] = (hostFailures[host] || 0) + (flagged.indexOf(cell.getAttribute("data-verdict")) >= 0 ? 1 : 0);
   });
-  addFilter("differs", "differs between columns", differing);
+
+  function hostNames() {
+    var names = [];
+    each("table.matrix th.host", function (th) { names.push(th.getAttribute("data-host")); });
+    return names.sort(function (a, b) { return (hostFailures[b] || 0) - (hostFailures[a] || 0); });
+  }
+
+  function only(host) {
+    hostNames().forEach(function (name) { state.hidden[name] = name !== host; });
+  }
+
+  function hostChip(host, onlyThis) {
+    var chip = element("span", "host-chip");
+    chip.setAttribute("data-host-chip", host);
+    var label = element("label");
+    var box = element("input");
+    box.type = "checkbox";
+    box.checked = !state.hidden[host];
+    box.addEventListener("change", function () { state.hidden[host] = !box.checked; apply(); });
+    label.appendChild(box);
+    label.appendChild(document.createTextNode(" " + visible(host) + " "));
+    var n = hostFailures[host] || 0;
+    label.appendChild(element("span", n ? "n bad" : "n", n + " failing"));
+    chip.appendChild(label);
+    var button = element("button", null, "only");
+    button.type = "button";
+    button.setAttribute("aria-pressed", String(onlyThis));
+    button.addEventListener("click", function () { only(host); apply(); });
+    chip.appendChild(button);
+    return chip;
+  }
+
+  function renderHosts() {
+    var names = hostNames();
+    var shown = names.filter(function (host) { return !state.hidden[host]; });
+    hostBar.textContent = "";
+    hostBar.appendChild(element("span", "muted", "Hosts (most failing first):"));
+    var all = element("button", null, "all hosts");
+    all.type = "button";
+    all.id = "hosts-all";
+    all.setAttribute("aria-pressed", String(shown.length === names.length));
+    all.addEventListener("click", function () { state.hidden = {}; apply(); });
+    hostBar.appendChild(all);
+    names.forEach(function (host) {
+      hostBar.appendChild(hostChip(host, shown.length === 1 && shown[0] === host && names.length > 1));
+    });
+  }
+
+  var search = document.getElementById("search");
+  search.addEventListener("input", function () {
+    state.search = search.value.trim().toLowerCase();
+    apply();
+  });
+  var failuresFirst = document.getElementById("failures-first");
+  failuresFirst.addEventListener("change", function () {
+    state.failuresFirst = failuresFirst.checked;
+    apply();
+  });
+
+  // ---- the detail panel -----------------------------------------------------------------------
 
   var panel = document.getElementById("detail");
   var body = document.getElementById("detail-body");
@@ -114,8 +250,25 @@
         words.push("--variant-env", shellWord(name + "=" + variant.env[name]));
       });
     }
+    (suite.rerun_args || []).forEach(function (word) { words.push(shellWord(word)); });
     words.push("--case", shellWord(result.id), "--verbose");
     return words.join(" ");
+  }
+
+  function facts(suite, result) {
+    var list = element("dl");
+    field(list, "host", suite.host.name + " (" + suite.host.command.join(" ") + ")");
+    field(list, "runtime variant", suite.runtime_variant);
+    field(list, "summary", result.summary);
+    field(list, "spec sections", result.spec);
+    field(list, "rules", result.rules);
+    field(list, "failing rule", result.rule);
+    field(list, "why", result.why);
+    field(list, "blame", result.blame === "none" ? null : result.blame);
+    field(list, "interpretation", result.interpretation);
+    field(list, "flaky (verdicts seen)", result.flaky);
+    field(list, "duration", result.duration_ms + " ms");
+    return list;
   }
 
   function open(cell) {
@@ -126,23 +279,12 @@
     opened = cell;
     cell.classList.add("open");
     body.textContent = "";
-    var heading = element("h3", null, result.id);
-    body.appendChild(heading);
-    var badge = element("p", "badge v-" + result.verdict, result.verdict);
-    body.appendChild(badge);
-    var facts = element("dl");
-    field(facts, "host", suite.host.name + " (" + suite.host.command.join(" ") + ")");
-    field(facts, "runtime variant", suite.runtime_variant);
-    field(facts, "summary", result.summary);
-    field(facts, "spec sections", result.spec);
-    field(facts, "rules", result.rules);
-    field(facts, "failing rule", result.rule);
-    field(facts, "why", result.why);
-    field(facts, "blame", result.blame === "none" ? null : result.blame);
-    field(facts, "interpretation", result.interpretation);
-    field(facts, "flaky (verdicts seen)", result.flaky);
-    field(facts, "duration", result.duration_ms + " ms");
-    body.appendChild(facts);
+    body.appendChild(element("h3", null, result.id));
+    body.appendChild(element("p", "badge v-" + result.verdict, result.verdict));
+    body.appendChild(facts(suite, result));
+    var link = element("a", "permalink", "Link to this cell");
+    link.href = "#" + cell.id;
+    body.appendChild(link);
     body.appendChild(element("h4", null, "Re-run this case"));
     body.appendChild(element("pre", "rerun", rerun(suite, result)));
     if (result.transcript.length) {
@@ -153,9 +295,7 @@
     }
     panel.hidden = false;
     panel.setAttribute("data-case", result.id);
-    if (window.history && history.replaceState) {
-      history.replaceState(null, "", "#" + cell.id);
-    }
+    if (window.history && history.replaceState) history.replaceState(null, "", "#" + cell.id);
   }
 
   function close() {
@@ -168,11 +308,11 @@
     }
   }
 
-  document.querySelector("table.matrix").addEventListener("click", function (event) {
+  table.addEventListener("click", function (event) {
     var cell = event.target.closest("td.v[data-suite]");
     if (cell) open(cell);
   });
-  document.querySelector("table.matrix").addEventListener("keydown", function (event) {
+  table.addEventListener("keydown", function (event) {
     var cell = event.target.closest("td.v[data-suite]");
     if (cell && (event.key === "Enter" || event.key === " ")) {
       event.preventDefault();
@@ -184,10 +324,25 @@
     if (event.key === "Escape" && !panel.hidden) close();
   });
 
-  apply("all");
-  // A link to one cell (#cell-<suite>-<index>) opens its details; the browser scrolls to it.
-  var linked = /^#cell-\d+-\d+$/.test(location.hash) && document.getElementById(location.hash.slice(1));
-  if (linked) open(linked);
-  document.body.setAttribute("data-cells", String(cells));
+  // ---- deep links: #cell-<suite>-<index> shows the cell whatever the view, opens and marks it --
+
+  function openLinked() {
+    var cell = /^#cell-\d+-\d+$/.test(location.hash) && document.getElementById(location.hash.slice(1));
+    if (!cell) return;
+    var row = cell.closest("tr.case");
+    delete state.hidden[cell.getAttribute("data-host")];
+    if (!searched(row)) { state.search = ""; search.value = ""; }
+    if (!filtered(row, state.filter)) state.filter = "all";
+    apply();
+    each("td.v.linked", function (other) { other.classList.remove("linked"); });
+    cell.classList.add("linked");
+    open(cell);
+    cell.scrollIntoView({ block: "center", inline: "center" });
+  }
+
+  window.addEventListener("hashchange", openLinked);
+  apply();
+  openLinked();
+  document.body.setAttribute("data-cells", String(cellCount()));
   document.body.setAttribute("data-js", "ready");
 })();

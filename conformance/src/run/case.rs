@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::checks::{self, Violation};
 use super::codes::Vocabulary;
-use super::driver::{contains, Driver, DriverError, DriverSpec, MAX_DRIVER_STDERR};
+use super::driver::{clip, contains, Driver, DriverError, DriverSpec, MAX_DRIVER_STDERR};
 use super::expect::{self, CodeJudge, Miss};
 use super::fixture::{
     BundleKind, Capability, Case, DiscoverExpect, Interpretations, RunExpect, RunStep, SetupExpect,
@@ -503,11 +503,33 @@ impl<'a> Runner<'a> {
             }
             Err(error) => {
                 self.driver_error(error, "handshake");
+                self.handshake_stderr(&mut driver);
                 return None;
             }
         };
+        let why = format!("{why}{}", self.handshake_stderr(&mut driver));
         self.host(FindingKind::HostFatal, RULE_DRIVER_REPLY_VALID, why);
         None
+    }
+
+    /// After a failed handshake: the driver's exit status and the end of its stderr (the whole
+    /// kept stderr goes to the transcript, scanned like any driver's), to append to the why.
+    fn handshake_stderr(&mut self, driver: &mut Driver) -> String {
+        let status = driver.exit_status_within(Duration::from_millis(200));
+        driver.kill();
+        self.collect_stderr_hits(driver, true);
+        let kept = String::from_utf8_lossy(&driver.stderr().kept).into_owned();
+        let lines: Vec<&str> = kept
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .collect();
+        match lines.len() {
+            0 => format!(" ({status}; its stderr is empty)"),
+            n => {
+                let tail = lines[n.saturating_sub(3)..].join(" / ");
+                format!(" ({status}; its stderr ends: {})", clip(&tail, 400))
+            }
+        }
     }
 
     fn claimed_capabilities(&self) -> Vec<String> {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::driver::{Driver, DriverError, DriverSpec};
 use super::transcript::Transcript;
-use crate::output::escape::{shell_join, terminal};
+use crate::output::escape::{shell_join, stderr_tail, terminal};
 
 /// How long the driver has to answer the pre-flight handshake (times `--time-scale`).
 const PREFLIGHT_MS: f64 = 15_000.0;
@@ -49,18 +49,6 @@ pub fn handshake(host: &[String], time_scale: f64) -> Result<Value, String> {
     driver.wait_stderr_drained(Duration::from_secs(1));
     let stderr = stderr_tail(&driver.stderr().kept, STDERR_TAIL_LINES);
     Err(explain(host, &failure, &status, &stderr))
-}
-
-/// The last `lines` lines of a driver's stderr, escaped for a terminal and indented.
-pub fn stderr_tail(bytes: &[u8], lines: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let all: Vec<&str> = text.lines().collect();
-    let start = all.len().saturating_sub(lines);
-    all[start..]
-        .iter()
-        .map(|line| format!("    {}", terminal(line)))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn message(error: DriverError) -> String {
