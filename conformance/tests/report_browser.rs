@@ -328,6 +328,11 @@ const PROBE: &str = r##"<script>
     in_view: at.top >= box.top && at.bottom <= box.bottom && at.left >= box.left && at.right <= box.right,
     columns: document.querySelectorAll("table.matrix th.variant:not([hidden])").length
   };
+  search("deterministically");
+  history.replaceState(null, "", "#case-cancel.grandchild-ignores-sigterm");
+  window.dispatchEvent(new HashChangeEvent("hashchange"));
+  out.row_link = { shown: !document.getElementById("case-cancel.grandchild-ignores-sigterm").hidden,
+    search: q("#search").value };
   var result = document.createElement("pre");
   result.id = "probe-result";
   result.textContent = JSON.stringify(out);

@@ -1,6 +1,7 @@
 // report.html's behaviour: a search over case ids and summaries, a host chooser (show, hide,
 // "only"), verdict filters whose counts follow the hosts shown and the search, the failing rows
-// first, the detail panel of a matrix cell, and deep links to a cell (#cell-<suite>-<index>).
+// first, the detail panel of a matrix cell, and deep links to a cell (#cell-<suite>-<index>) or
+// a row (#case-<id>) that show it whatever the view.
 // Everything from the report is inserted with textContent, never as markup.
 (function () {
   "use strict";
@@ -326,7 +327,19 @@
 
   // ---- deep links: #cell-<suite>-<index> shows the cell whatever the view, opens and marks it --
 
+  // A link to a row (#case-<id>, as the coverage table has) shows it even if the view hid it.
+  function showLinkedRow() {
+    var target = /^#case-/.test(location.hash) && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (!target || !target.hidden) return;
+    state.search = "";
+    search.value = "";
+    state.filter = "all";
+    apply();
+    target.scrollIntoView({ block: "center" });
+  }
+
   function openLinked() {
+    showLinkedRow();
     var cell = /^#cell-\d+-\d+$/.test(location.hash) && document.getElementById(location.hash.slice(1));
     if (!cell) return;
     var row = cell.closest("tr.case");
