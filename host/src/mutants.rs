@@ -25,10 +25,14 @@ pub enum Mutant {
     MappingInDshHome,
     NoCwdCanonicalize,
     CancelWrongRequest,
+    AcceptEmptyCatalog,
+    ModelForDefault,
+    IgnoreReasoningEffort,
+    KeepDuplicateModels,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 19] = [
+    pub const ALL: [Mutant; 23] = [
         Mutant::EofIsSuccess,
         Mutant::AcceptSecondResult,
         Mutant::ForeignFrameLeaks,
@@ -48,6 +52,10 @@ impl Mutant {
         Mutant::MappingInDshHome,
         Mutant::NoCwdCanonicalize,
         Mutant::CancelWrongRequest,
+        Mutant::AcceptEmptyCatalog,
+        Mutant::ModelForDefault,
+        Mutant::IgnoreReasoningEffort,
+        Mutant::KeepDuplicateModels,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +79,10 @@ impl Mutant {
             Mutant::MappingInDshHome => "mapping-in-dsh-home",
             Mutant::NoCwdCanonicalize => "no-cwd-canonicalize",
             Mutant::CancelWrongRequest => "cancel-wrong-request",
+            Mutant::AcceptEmptyCatalog => "accept-empty-catalog",
+            Mutant::ModelForDefault => "model-for-default",
+            Mutant::IgnoreReasoningEffort => "ignore-reasoning-effort",
+            Mutant::KeepDuplicateModels => "keep-duplicate-models",
         }
     }
 
@@ -119,6 +131,16 @@ impl Mutant {
             }
             Mutant::CancelWrongRequest => {
                 "The protocol `cancel` names another request than the active one."
+            }
+            Mutant::AcceptEmptyCatalog => {
+                "An empty `--models` list is offered as an empty picker instead of \"no models\"."
+            }
+            Mutant::ModelForDefault => {
+                "The `default` route sends a fixed `model` instead of leaving it to the runtime."
+            }
+            Mutant::IgnoreReasoningEffort => "The picked reasoning effort never reaches `execute`.",
+            Mutant::KeepDuplicateModels => {
+                "A repeated `provider/id` or effort id in `--models` is kept in the catalog."
             }
         }
     }

@@ -22,6 +22,9 @@ use super::verdict::*;
 use super::world::World;
 
 use checks::MIN_SCANNED_PROMPT;
+
+mod models;
+
 /// How long a graceful driver shutdown may take, before `--time-scale`.
 const SHUTDOWN_BOUND_MS: u64 = 5_000;
 /// How long the members of a killed driver group may take to die before the survivors carrying
@@ -90,12 +93,16 @@ pub fn needed_capabilities(case: &Case) -> Vec<Capability> {
     for step in &case.steps {
         let implied: &[Capability] = match step {
             Step::Discover(_) => &[Capability::Discover],
+            Step::Models(_) => &[Capability::Models],
             Step::Setup { .. } => &[Capability::Setup],
             Step::Restart(_) => &[Capability::Restart],
             Step::CorruptSession { .. } | Step::DeleteSession { .. } | Step::TruncateHostData => {
                 &[Capability::Sessions]
             }
             Step::Run { run, .. } => {
+                if run.picks_model() && !needed.contains(&Capability::Models) {
+                    needed.push(Capability::Models);
+                }
                 let runs = runs_per_conversation.entry(&run.conversation).or_default();
                 *runs += 1;
                 match (run.cancel_on.is_some(), *runs > 1) {
@@ -287,6 +294,7 @@ impl<'a> Runner<'a> {
                 .push(format!("== step {index}: {}", step.name()));
             let result = match step {
                 Step::Discover(expect) => self.discover(active, journal, index, expect),
+                Step::Models(expect) => self.models(active, journal, index, expect),
                 Step::Setup { bundle, expect } => {
                     self.setup(active, world, journal, index, *bundle, expect)
                 }
@@ -773,12 +781,13 @@ impl<'a> Runner<'a> {
         })?;
         let id = format!("r{index}");
         let conversation_id = format!("conv-{}", run.conversation);
-        let request = json!({
+        let mut request = json!({
             "v": 1, "type": "run", "id": id, "turn": self.turn, "conversation_id": conversation_id,
             "project_id": "proj-1", "cwd": spelled, "prompt": run.prompt,
             "bootstrap": world.bootstrap(&conversation_id),
             "model": {"provider": run.model.provider, "id": run.model.id}, "reasoning_effort": null,
         });
+        models::pick_route(&mut request, run);
         self.turn += 1;
         let previous_session = self.conversations.get(&run.conversation).cloned();
         let from = self.journal_length(journal);
@@ -807,6 +816,10 @@ impl<'a> Runner<'a> {
             world,
             journal,
             earlier_runs: &self.run_pids,
+            claims_mcp: self
+                .claimed_capabilities()
+                .iter()
+                .any(|claim| claim == "mcp"),
         };
         let violations: Vec<Violation> = RUN_CHECKS
             .iter()
