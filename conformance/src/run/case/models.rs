@@ -3,10 +3,13 @@
 
 use super::{Abort, Runner};
 use crate::fixture::{ModelsExpect, RunStep};
+use crate::run::checks::Violation;
 use crate::run::driver::Driver;
 use crate::run::expect;
 use crate::run::journal::Journal;
+use crate::run::verdict::RULE_MODELS_REPLY_UNIQUE;
 use serde_json::{json, Value};
+use std::collections::HashSet;
 
 impl Runner<'_> {
     /// Driver `models`: the host runs `dsh --profile open-design --models` and replies with its
@@ -23,10 +26,44 @@ impl Runner<'_> {
         let request = json!({"v": 1, "type": "models", "id": id});
         let reply = self.request(driver, &request, "models", Some("models"))?;
         self.check_step_processes(journal, from, "models");
+        let repeated =
+            repeated_entry(&reply).map(|why| Violation::new(RULE_MODELS_REPLY_UNIQUE, why));
+        self.violations(repeated.into_iter().collect(), "models");
         let misses = expect::models(expect, &reply, self.codes());
         self.misses(misses, &expect.interpretations);
         Ok(())
     }
+}
+
+/// The first route, or effort of a model, a `models` reply lists twice (a picker entry a `run`
+/// could not name alone).
+fn repeated_entry(reply: &Value) -> Option<String> {
+    let models = reply.get("models").and_then(Value::as_array)?;
+    let text = |value: &Value, member: &str| {
+        value
+            .get(member)
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string()
+    };
+    let mut routes = HashSet::new();
+    for model in models {
+        let route = format!("{}/{}", text(model, "provider"), text(model, "id"));
+        if !routes.insert(route.clone()) {
+            return Some(format!("the models reply lists the route {route} twice"));
+        }
+        let options = model.get("reasoning_options").and_then(Value::as_array);
+        let mut efforts = HashSet::new();
+        for option in options.into_iter().flatten() {
+            let effort = text(option, "id");
+            if !efforts.insert(effort.clone()) {
+                return Some(format!(
+                    "the models reply lists the effort {effort} of {route} twice"
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// A step with a `route` sends it instead of `model` (`default` included, unparsed: parsing is the
@@ -54,6 +91,26 @@ mod tests {
         step.route = route.map(str::to_string);
         step.reasoning_effort = effort.map(str::to_string);
         step
+    }
+
+    #[test]
+    fn a_reply_listing_a_route_or_effort_twice_is_caught() {
+        let model = |id: &str, efforts: &[&str]| {
+            let options: Vec<Value> = efforts
+                .iter()
+                .map(|e| json!({"id": e, "name": e}))
+                .collect();
+            json!({"provider": "p", "id": id, "name": id, "reasoning_options": options})
+        };
+        let reply = |models: Vec<Value>| json!({"models": models});
+        assert_eq!(
+            repeated_entry(&reply(vec![model("a", &["low"]), model("b", &["low"])])),
+            None
+        );
+        let twice = repeated_entry(&reply(vec![model("a", &[]), model("a", &[])]));
+        assert!(twice.is_some_and(|why| why.contains("route p/a twice")));
+        let effort = repeated_entry(&reply(vec![model("a", &["low", "low"])]));
+        assert!(effort.is_some_and(|why| why.contains("effort low of p/a")));
     }
 
     #[test]

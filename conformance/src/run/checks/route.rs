@@ -1,12 +1,14 @@
 //! Spec 12 (model discovery) with spec 6's `execute`: the route and reasoning effort the host's
 //! user picked reach `execute` exactly. `provider/id` is `execute.model`; `default` means no
-//! `model` at all (the runtime's own default); a chosen effort is `execute.reasoning_effort` and
-//! none chosen sends none. A route that is not `provider/id` is the host's error before anything
+//! `model` at all (the runtime's own default, as the driver contract defines it); a chosen effort
+//! is `execute.reasoning_effort`, and none chosen sends none (I-16e). A route that is not `provider/id` is the host's error before anything
 //! is spawned.
 
 use super::{stdio_starts, RunEvidence, Violation};
 use crate::fixture::RouteChoice;
-use crate::run::verdict::{RULE_ROUTE_INVALID_BEFORE_SPAWN, RULE_ROUTE_REACHES_EXECUTE};
+use crate::run::verdict::{
+    RULE_ROUTE_INVALID_BEFORE_SPAWN, RULE_ROUTE_REACHES_EXECUTE, RULE_UNPICKED_OMITTED,
+};
 use serde_json::Value;
 
 pub fn check(evidence: &RunEvidence) -> Vec<Violation> {
@@ -22,7 +24,6 @@ pub fn check(evidence: &RunEvidence) -> Vec<Violation> {
     ]
     .into_iter()
     .flatten()
-    .map(|why| Violation::new(RULE_ROUTE_REACHES_EXECUTE, why))
     .collect()
 }
 
@@ -45,44 +46,50 @@ fn invalid_route(evidence: &RunEvidence, route: &str) -> Option<Violation> {
 }
 
 /// Only a run that picked a route is judged here (a plain `model` is execute_fields' job).
-fn model_problem(evidence: &RunEvidence, execute: &Value) -> Option<String> {
+fn model_problem(evidence: &RunEvidence, execute: &Value) -> Option<Violation> {
     evidence.run.route.as_ref()?;
     let sent = execute.get("model");
     match evidence.run.route_choice() {
-        RouteChoice::Default if sent.is_some() => Some(format!(
-            "the route is `default`, yet execute carries model {}",
-            sent.unwrap_or(&Value::Null)
+        RouteChoice::Default if sent.is_some() => Some(Violation::new(
+            RULE_ROUTE_REACHES_EXECUTE,
+            format!(
+                "the route is `default`, yet execute carries model {}",
+                sent.unwrap_or(&Value::Null)
+            ),
         )),
         RouteChoice::Model(route) => {
             let provider = execute.pointer("/model/provider").and_then(Value::as_str);
             let id = execute.pointer("/model/id").and_then(Value::as_str);
-            (provider != Some(route.provider.as_str()) || id != Some(route.id.as_str())).then(
-                || {
-                    format!(
-                        "execute.model is {}, not the picked route {}/{}",
-                        sent.unwrap_or(&Value::Null),
-                        route.provider,
-                        route.id
-                    )
-                },
-            )
+            let why = format!(
+                "execute.model is {}, not the picked route {}/{}",
+                sent.unwrap_or(&Value::Null),
+                route.provider,
+                route.id
+            );
+            (provider != Some(route.provider.as_str()) || id != Some(route.id.as_str()))
+                .then(|| Violation::new(RULE_ROUTE_REACHES_EXECUTE, why))
         }
         _ => None,
     }
 }
 
-fn effort_problem(evidence: &RunEvidence, execute: &Value) -> Option<String> {
+fn effort_problem(evidence: &RunEvidence, execute: &Value) -> Option<Violation> {
     let sent = execute
         .get("reasoning_effort")
         .filter(|sent| !sent.is_null());
-    match (&evidence.run.reasoning_effort, sent) {
-        (Some(want), sent) if sent.and_then(Value::as_str) != Some(want.as_str()) => Some(format!(
-            "execute.reasoning_effort is {}, not the picked effort {want:?}",
-            sent.unwrap_or(&Value::Null)
-        )),
-        (None, Some(sent)) => Some(format!(
-            "no reasoning effort was picked, yet execute carries reasoning_effort {sent}"
-        )),
-        _ => None,
-    }
+    let (rule, why) = match (&evidence.run.reasoning_effort, sent) {
+        (Some(want), sent) if sent.and_then(Value::as_str) != Some(want.as_str()) => (
+            RULE_ROUTE_REACHES_EXECUTE,
+            format!(
+                "execute.reasoning_effort is {}, not the picked effort {want:?}",
+                sent.unwrap_or(&Value::Null)
+            ),
+        ),
+        (None, Some(sent)) => (
+            RULE_UNPICKED_OMITTED,
+            format!("no reasoning effort was picked, yet execute carries reasoning_effort {sent}"),
+        ),
+        _ => return None,
+    };
+    Some(Violation::new(rule, why))
 }
