@@ -516,3 +516,43 @@ fn files(expect: &RunExpect, seen: &RunSeen) -> Vec<Miss> {
     }
     misses
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn expect(value: Value) -> ModelsExpect {
+        serde_json::from_value(value).expect("a models expect")
+    }
+
+    fn members(misses: &[Miss]) -> Vec<&'static str> {
+        misses.iter().map(|miss| miss.member).collect()
+    }
+
+    #[test]
+    fn a_models_reply_is_judged_route_by_route_and_effort_by_effort() {
+        let reply = json!({"available": true, "code": null, "models": [
+            {"provider": "p", "id": "a", "name": "A", "reasoning_options": [
+                {"id": "low", "name": "Low"}, {"id": "high", "name": "High", "default": true}]},
+            {"provider": "p", "id": "b", "name": "B"}]});
+        let judge = CodeJudge { vocabulary: None };
+        let exact = expect(json!({"available": true, "models": [
+            {"provider": "p", "id": "a", "name": "A", "reasoning_options": [{"id": "low"}, {"id": "high", "default": true}]},
+            {"provider": "p", "id": "b"}]}));
+        assert!(models(&exact, &reply, judge).is_empty());
+        let order =
+            expect(json!({"models": [{"provider": "p", "id": "b"}, {"provider": "p", "id": "a"}]}));
+        assert_eq!(members(&models(&order, &reply, judge)), vec!["models"]);
+        let default = expect(json!({"models": [
+            {"provider": "p", "id": "a", "reasoning_options": [{"id": "low", "default": true}, {"id": "high"}]},
+            {"provider": "p", "id": "b"}]}));
+        let why = models(&default, &reply, judge);
+        assert!(why[0].why.contains("low*"), "{why:?}");
+        let unavailable = expect(json!({"available": false}));
+        assert_eq!(
+            members(&models(&unavailable, &reply, judge)),
+            vec!["available"]
+        );
+    }
+}
