@@ -8,10 +8,12 @@
 //! - [`world`]: the temp cwd, Harness home, canaries and commands one check uses.
 //! - [`turn`]: a careful host's single turn, recorded for the checks.
 //! - [`checks`]: the catalogue of checks and their procedures.
+//! - [`models`]: the `--models` catalog (spec 12) and a turn with each route and effort it lists.
 //! - [`product`]: the product proof of spec 8 (an HTML file written, then edited after a cold
 //!   resume), judged when the runtime's model calls tools.
 
 pub mod checks;
+pub mod models;
 pub mod process;
 pub mod product;
 pub mod turn;

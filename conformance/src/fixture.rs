@@ -87,16 +87,19 @@ pub enum Capability {
     /// The driver runs two conversations' turns at once (spec 10: no operation may kill another
     /// conversation's runtime).
     Concurrent,
+    /// The driver implements `models` and takes `route`/`reasoning_effort` in `run` (spec 12).
+    Models,
 }
 
 impl Capability {
-    pub const ALL: [Capability; 6] = [
+    pub const ALL: [Capability; 7] = [
         Capability::Discover,
         Capability::Setup,
         Capability::Sessions,
         Capability::Cancel,
         Capability::Restart,
         Capability::Concurrent,
+        Capability::Models,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -107,6 +110,7 @@ impl Capability {
             Capability::Cancel => "cancel",
             Capability::Restart => "restart",
             Capability::Concurrent => "concurrent",
+            Capability::Models => "models",
         }
     }
 }
@@ -142,6 +146,8 @@ fn check_interpretations(
 #[serde(try_from = "RawStep", into = "RawStep")]
 pub enum Step {
     Discover(DiscoverExpect),
+    /// Driver `models`: the host's parsed model catalog (spec 12).
+    Models(ModelsExpect),
     Setup {
         bundle: BundleKind,
         expect: SetupExpect,
@@ -179,6 +185,7 @@ impl Step {
     pub fn name(&self) -> &'static str {
         match self {
             Step::Discover(_) => "discover",
+            Step::Models(_) => "models",
             Step::Setup { .. } => "setup",
             Step::Run { .. } => "run",
             Step::Restart(_) => "restart",
@@ -245,6 +252,54 @@ pub struct RunStep {
     /// reports the first event of this type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_on: Option<OnEvent>,
+    /// The route as the host's user picks it (`provider/id` or `default`); replaces `model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    /// The reasoning effort the host's user picked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+}
+
+/// What a run's route asks of the host's `execute` (spec 12).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteChoice {
+    /// `default`: `execute` carries no `model`.
+    Default,
+    /// `provider/id` (or the step's `model`): `execute.model` is exactly this.
+    Model(ModelRoute),
+    /// Not `provider/id`: the host's error before any spawn.
+    Invalid(String),
+}
+
+impl RunStep {
+    /// The route the host must honour: the step's `route` parsed, else its `model`.
+    pub fn route_choice(&self) -> RouteChoice {
+        match self.route.as_deref() {
+            None => RouteChoice::Model(self.model.clone()),
+            Some(route) => parse_route(route),
+        }
+    }
+
+    /// Whether the step uses the spec-12 members (`route`, `reasoning_effort`).
+    pub fn picks_model(&self) -> bool {
+        self.route.is_some() || self.reasoning_effort.is_some()
+    }
+}
+
+/// A picker route: `default`, or `provider/id` split at the first `/` with both halves non-empty
+/// and free of whitespace (I-16f); anything else is [`RouteChoice::Invalid`].
+pub fn parse_route(route: &str) -> RouteChoice {
+    if route == "default" {
+        return RouteChoice::Default;
+    }
+    let clean = |part: &str| !part.is_empty() && !part.chars().any(char::is_whitespace);
+    match route.split_once('/') {
+        Some((provider, id)) if clean(provider) && clean(id) => RouteChoice::Model(ModelRoute {
+            provider: provider.to_string(),
+            id: id.to_string(),
+        }),
+        _ => RouteChoice::Invalid(route.to_string()),
+    }
 }
 
 /// A non-canonical spelling of the project dir, which the host must canonicalize (spec 7).
@@ -347,6 +402,45 @@ pub struct DiscoverExpect {
     pub warnings: Option<Vec<String>>,
 }
 
+/// Expectations of a `models` step (spec 12).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelsExpect {
+    /// Which of these expectations rest on an interpretation (docs/fixture-format.md).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub interpretations: Interpretations,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available: Option<bool>,
+    #[serde(default, skip_serializing_if = "ExpectedCode::is_unchecked")]
+    pub code: ExpectedCode,
+    /// The catalog, in order, after the host's de-duplication.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models: Option<Vec<CatalogModel>>,
+}
+
+/// One model of an expected catalog.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogModel {
+    pub provider: String,
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning_options: Vec<CatalogEffort>,
+}
+
+/// One reasoning option of an expected catalog model.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogEffort {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub default: bool,
+}
+
 /// Expectations of a `setup` step.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -433,6 +527,8 @@ struct RawStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     discover: Option<EmptyObject>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    models: Option<EmptyObject>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     setup: Option<SetupAction>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     run: Option<RunStep>,
@@ -482,6 +578,7 @@ impl TryFrom<RawStep> for Step {
     fn try_from(raw: RawStep) -> Result<Self, String> {
         let RawStep {
             discover,
+            models,
             setup,
             run,
             restart,
@@ -494,6 +591,7 @@ impl TryFrom<RawStep> for Step {
         } = raw;
         let present = [
             discover.is_some(),
+            models.is_some(),
             setup.is_some(),
             run.is_some(),
             restart.is_some(),
@@ -517,6 +615,9 @@ impl TryFrom<RawStep> for Step {
         };
         if discover.is_some() {
             return Ok(Step::Discover(parse_expect("discover", expect)?));
+        }
+        if models.is_some() {
+            return Ok(Step::Models(parse_expect("models", expect)?));
         }
         if let Some(setup) = setup {
             return Ok(Step::Setup {
@@ -571,6 +672,11 @@ impl From<Step> for RawStep {
         match step {
             Step::Discover(expect) => RawStep {
                 discover: Some(EmptyObject {}),
+                expect: to_value(serde_json::to_value(expect)),
+                ..Default::default()
+            },
+            Step::Models(expect) => RawStep {
+                models: Some(EmptyObject {}),
                 expect: to_value(serde_json::to_value(expect)),
                 ..Default::default()
             },
@@ -776,6 +882,7 @@ mod tests {
       "runtime": {"stdio": [[{"ready": {}}]]},
       "steps": [
         {"discover": {}, "expect": {"available": true, "warnings": []}},
+        {"models": {}, "expect": {"available": true, "models": [{"provider": "p", "id": "m", "reasoning_options": [{"id": "high", "default": true}]}]}},
         {"setup": {"bundle": "tampered"}, "expect": {"ok": false, "code": "DSH_PROFILE_BUNDLE_HASH_MISMATCH"}},
         {"run": {"conversation": "c1", "prompt": "Create", "cancel_on": {"event": "text_delta"}},
          "expect": {"status": "cancelled", "events": ["status"], "events_include": [{"type": "status"}],
@@ -792,15 +899,21 @@ mod tests {
     fn loads_every_step_kind() {
         let case = parse(GOOD).expect("loads");
         assert_eq!(case.requires, vec![Capability::Cancel]);
-        assert_eq!(case.steps.len(), 7);
+        assert_eq!(case.steps.len(), 8);
+        let Step::Models(models) = &case.steps[1] else {
+            panic!("not a models step")
+        };
+        let catalog = models.models.as_deref().unwrap_or_default();
+        assert_eq!(catalog.len(), 1);
+        assert!(catalog[0].reasoning_options[0].default);
         assert!(matches!(
-            case.steps[1],
+            case.steps[2],
             Step::Setup {
                 bundle: BundleKind::Tampered,
                 ..
             }
         ));
-        let Step::Run { run, expect } = &case.steps[2] else {
+        let Step::Run { run, expect } = &case.steps[3] else {
             panic!("not a run step")
         };
         assert_eq!(run.cwd, "project");
@@ -812,7 +925,7 @@ mod tests {
             }))
         );
         assert_eq!(expect.status, Some(Status::Cancelled));
-        let Step::Run { run, .. } = &case.steps[6] else {
+        let Step::Run { run, .. } = &case.steps[7] else {
             panic!("not a run step")
         };
         assert_eq!(
@@ -951,6 +1064,26 @@ mod tests {
         for (steps, needle) in bad {
             let error = parse(&case(&steps)).expect_err(needle).to_string();
             assert!(error.contains(needle), "{needle:?} not in {error}");
+        }
+    }
+
+    #[test]
+    fn routes_parse_as_the_picker_writes_them() {
+        let model = |provider: &str, id: &str| {
+            RouteChoice::Model(ModelRoute {
+                provider: provider.into(),
+                id: id.into(),
+            })
+        };
+        assert_eq!(parse_route("default"), RouteChoice::Default);
+        assert_eq!(parse_route("p/m"), model("p", "m"));
+        assert_eq!(parse_route("p/org/m"), model("p", "org/m"));
+        for bad in ["m", "/m", "p/", "p /m", "", "Default"] {
+            assert_eq!(
+                parse_route(bad),
+                RouteChoice::Invalid(bad.into()),
+                "{bad:?}"
+            );
         }
     }
 

@@ -233,6 +233,30 @@ fn adversaries() -> Vec<Adversary> {
             passes: &["rt.version-shape", "rt.ready-first"],
         },
         Adversary {
+            name: "an empty model list",
+            scenario: json!({"models": {"patch": {"models": []}}}),
+            fails: "rt.models-shape",
+            passes: &["rt.probe-shape"],
+        },
+        Adversary {
+            name: "two default efforts",
+            scenario: json!({"models": {"patch": {"models": [{"provider": "deepseek-official",
+                "provider_name": "DeepSeek", "id": "deepseek-v4-pro", "name": "DeepSeek V4 Pro",
+                "reasoning_options": [{"id": "low", "name": "Low", "default": true},
+                                      {"id": "high", "name": "High", "default": true}]}]}}}),
+            fails: "rt.models-shape",
+            passes: &["rt.probe-shape"],
+        },
+        Adversary {
+            name: "a listed route the runtime refuses",
+            scenario: turn(vec![
+                json!({"session": {}}),
+                json!({"result": {"status": "failed", "error": {"code": "MODEL_UNKNOWN", "message": "no such model"}}}),
+            ]),
+            fails: "rt.models-routes-accepted",
+            passes: &["rt.models-shape"],
+        },
+        Adversary {
             name: "an unparseable version",
             scenario: json!({"version": "unknown build"}),
             fails: "rt.version-shape",

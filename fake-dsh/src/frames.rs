@@ -275,9 +275,40 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
+/// Adds an `x_pad` member of filler so `frame`'s line (newline not counted) is exactly `bytes`
+/// long; leaves a frame that is already that long or longer (or not an object) as it is.
+pub fn pad_to(frame: &mut Value, bytes: usize) {
+    let Some(members) = frame.as_object_mut() else {
+        return;
+    };
+    members.insert("x_pad".to_string(), Value::String(String::new()));
+    let length = serde_json::to_vec(&*members).map_or(0, |line| line.len());
+    match bytes.checked_sub(length) {
+        Some(room) => {
+            members.insert("x_pad".to_string(), Value::String("x".repeat(room)));
+        }
+        None => {
+            members.remove("x_pad");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pad_to_makes_the_line_exactly_that_long() {
+        let mut frame = models();
+        pad_to(&mut frame, 70_000);
+        assert_eq!(
+            serde_json::to_vec(&frame).map(|l| l.len()).ok(),
+            Some(70_000)
+        );
+        let mut short = json!({"v": 1});
+        pad_to(&mut short, 3);
+        assert_eq!(short, json!({"v": 1}));
+    }
 
     #[test]
     fn merge_patch_follows_rfc_7386() {

@@ -162,7 +162,15 @@ fn version(scenario: &Scenario) -> ! {
 fn frame_surface(mut frame: Value, answer: Option<&FrameAnswer>) -> ! {
     match answer {
         Some(FrameAnswer::Raw(raw)) => raw_answer(raw),
-        Some(FrameAnswer::Patch(patch)) => frames::merge_patch(&mut frame, &patch.patch),
+        Some(FrameAnswer::Patch(patch)) => {
+            frames::merge_patch(&mut frame, &patch.patch);
+            if let Some(bytes) = patch.pad_to_bytes {
+                frames::pad_to(&mut frame, bytes);
+            }
+            if let Some(delay) = patch.delay_ms {
+                std::thread::sleep(std::time::Duration::from_millis(delay));
+            }
+        }
         None => {}
     }
     Stdout::new().write_frame(&frame);

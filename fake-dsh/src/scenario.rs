@@ -48,11 +48,15 @@ pub enum FrameAnswer {
     Raw(RawAnswer),
 }
 
-/// A merge patch onto a default frame.
+/// A merge patch onto a default frame, optionally late or padded.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PatchAnswer {
     pub patch: Value,
+    /// Sleep this long before answering (a slow `--models`, past the host's bound).
+    pub delay_ms: Option<u64>,
+    /// Pad the frame with an `x_pad` member so its line is exactly this many bytes.
+    pub pad_to_bytes: Option<usize>,
 }
 
 /// Stdout and stderr written verbatim, then an exit code.

@@ -180,6 +180,8 @@ fn is_executable_file(path: &Path) -> bool {
 pub struct DiscoveryBounds {
     pub version: Duration,
     pub probe: Duration,
+    /// `dsh --profile open-design --models` (spec 12).
+    pub models: Duration,
 }
 
 impl Default for DiscoveryBounds {
@@ -187,6 +189,7 @@ impl Default for DiscoveryBounds {
         Self {
             version: Duration::from_secs(5),
             probe: Duration::from_secs(10),
+            models: Duration::from_secs(5),
         }
     }
 }
@@ -237,11 +240,11 @@ pub async fn read_version(executable: &Path, bound: Duration) -> Result<Version,
     }
 }
 
-fn describe_exit(code: Option<i32>) -> String {
+pub(crate) fn describe_exit(code: Option<i32>) -> String {
     code.map_or_else(|| "by signal".to_string(), |code| code.to_string())
 }
 
-fn truncate(text: &str, max_chars: usize) -> String {
+pub(crate) fn truncate(text: &str, max_chars: usize) -> String {
     text.chars().take(max_chars).collect()
 }
 

@@ -4,6 +4,7 @@
 //! OpenDesign's daemon runs them); `cancel` reaches only the run it names; invalid requests get
 //! an `error` reply and never end the driver.
 
+use crate::codes::Diagnostic;
 use crate::discovery::Discovery;
 use crate::events::Event;
 use crate::host::Host;
@@ -20,13 +21,14 @@ use tokio::sync::{mpsc, watch};
 /// The driver's name in its handshake.
 pub const DRIVER_NAME: &str = "dsh-host-driver";
 /// The optional capabilities this driver implements.
-pub const CAPABILITIES: [&str; 6] = [
+pub const CAPABILITIES: [&str; 7] = [
     "discover",
     "setup",
     "sessions",
     "cancel",
     "restart",
     "concurrent",
+    "models",
 ];
 /// The longest request line accepted.
 const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
@@ -45,6 +47,16 @@ enum Work {
         id: String,
         request: Box<RunRequest>,
         cancelled: watch::Receiver<bool>,
+    },
+    /// Spec 12: the `--models` catalog.
+    Models {
+        id: String,
+    },
+    /// A run whose route is not `provider/id`: failed before any spawn.
+    RejectRoute {
+        id: String,
+        conversation_id: String,
+        diagnostic: Diagnostic,
     },
     Shutdown,
 }
@@ -222,18 +234,29 @@ fn handle_request(
                 manifest: PathBuf::from(text(&request, "manifest")),
             });
         }
+        "models" => {
+            let _ = work.send(Work::Models { id });
+        }
         "run" => {
-            let model = request.get("model");
+            let model = match picked_route(&request) {
+                Ok(model) => model,
+                Err(diagnostic) => {
+                    let conversation_id = text(&request, "conversation_id");
+                    let _ = work.send(Work::RejectRoute {
+                        id,
+                        conversation_id,
+                        diagnostic,
+                    });
+                    return Flow::Continue;
+                }
+            };
             let request = RunRequest {
                 conversation_id: text(&request, "conversation_id"),
                 project_id: text(&request, "project_id"),
                 cwd: PathBuf::from(text(&request, "cwd")),
                 prompt: text(&request, "prompt"),
                 bootstrap: text(&request, "bootstrap"),
-                model: ModelRoute {
-                    provider: model.map(|m| text(m, "provider")).unwrap_or_default(),
-                    id: model.map(|m| text(m, "id")).unwrap_or_default(),
-                },
+                model,
                 reasoning_effort: request
                     .get("reasoning_effort")
                     .and_then(Value::as_str)
@@ -299,6 +322,19 @@ async fn do_work(
                 let run = one_run(host.clone(), id, request, cancelled, replies.clone());
                 runs.spawn(finish_run(run, active.clone()));
             }
+            Work::Models { id } => {
+                let _ = replies.send(models_reply(&id, host.models().await));
+            }
+            Work::RejectRoute {
+                id,
+                conversation_id,
+                diagnostic,
+            } => {
+                let event = Event::failure(diagnostic.code, &diagnostic.message);
+                let _ = replies.send(json!({"v": 1, "type": "event", "id": id, "event": event}));
+                let outcome = host.route_failure(&conversation_id, diagnostic);
+                let _ = replies.send(outcome_reply(&id, &outcome));
+            }
             Work::Shutdown => {
                 // Every accepted run is answered (its tree reaped) before `bye`.
                 while runs.join_next().await.is_some() {}
@@ -349,6 +385,34 @@ pub fn discovered_reply(id: &str, discovery: &Discovery) -> Value {
         "diagnostic": diagnostic,
         "code": code,
     })
+}
+
+/// The run's model: its `route` as the user picked it (`default`: none), else its `model`.
+fn picked_route(request: &Value) -> Result<Option<ModelRoute>, Diagnostic> {
+    if let Some(route) = request.get("route").and_then(Value::as_str) {
+        return crate::models::parse_route(route);
+    }
+    Ok(request.get("model").map(|model| ModelRoute {
+        provider: text(model, "provider"),
+        id: text(model, "id"),
+    }))
+}
+
+/// The `models` reply: the catalog, or unavailable with the code and diagnostic.
+pub fn models_reply(
+    id: &str,
+    catalog: Result<Vec<crate::models::CatalogModel>, Diagnostic>,
+) -> Value {
+    match catalog {
+        Ok(models) => json!({
+            "v": 1, "type": "models", "id": id, "available": true, "models": models,
+            "code": null, "diagnostic": null,
+        }),
+        Err(diagnostic) => json!({
+            "v": 1, "type": "models", "id": id, "available": false, "models": [],
+            "code": diagnostic.code, "diagnostic": diagnostic.message,
+        }),
+    }
 }
 
 /// The `outcome` reply for a run.

@@ -5,6 +5,7 @@
 //! - [`session_store`]: the conversation -> session mapping with its compatibility key (spec 7).
 //! - [`run`]: one turn over the stdio protocol, cancellation and cleanup (spec 6-10).
 //! - [`events`]: frames -> OpenDesign events (spec 9).
+//! - [`models`]: the `--models` catalog and the picked route (spec 12).
 //! - [`process`]: the platform part: owning, signalling and reaping a process tree.
 //! - [`driver`]: the driver protocol of docs/host-driver.md, used by `dsh-host-driver`.
 //! - [`mutants`]: deliberate bugs switched on by `DSH_HOST_MUTANT`, for the kit's mutant gallery.
@@ -14,6 +15,7 @@ pub mod discovery;
 pub mod driver;
 pub mod events;
 pub mod host;
+pub mod models;
 pub mod mutants;
 pub mod process;
 pub mod redact;

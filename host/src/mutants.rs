@@ -26,10 +26,14 @@ pub enum Mutant {
     NoCwdCanonicalize,
     CancelWrongRequest,
     CancelAllRuns,
+    AcceptEmptyCatalog,
+    ModelForDefault,
+    IgnoreReasoningEffort,
+    KeepDuplicateModels,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 20] = [
+    pub const ALL: [Mutant; 24] = [
         Mutant::EofIsSuccess,
         Mutant::AcceptSecondResult,
         Mutant::ForeignFrameLeaks,
@@ -50,6 +54,10 @@ impl Mutant {
         Mutant::NoCwdCanonicalize,
         Mutant::CancelWrongRequest,
         Mutant::CancelAllRuns,
+        Mutant::AcceptEmptyCatalog,
+        Mutant::ModelForDefault,
+        Mutant::IgnoreReasoningEffort,
+        Mutant::KeepDuplicateModels,
     ];
 
     pub fn name(self) -> &'static str {
@@ -74,6 +82,10 @@ impl Mutant {
             Mutant::NoCwdCanonicalize => "no-cwd-canonicalize",
             Mutant::CancelWrongRequest => "cancel-wrong-request",
             Mutant::CancelAllRuns => "cancel-all-runs",
+            Mutant::AcceptEmptyCatalog => "accept-empty-catalog",
+            Mutant::ModelForDefault => "model-for-default",
+            Mutant::IgnoreReasoningEffort => "ignore-reasoning-effort",
+            Mutant::KeepDuplicateModels => "keep-duplicate-models",
         }
     }
 
@@ -125,6 +137,16 @@ impl Mutant {
             }
             Mutant::CancelAllRuns => {
                 "A `cancel` ends every run in flight, other conversations' included."
+            }
+            Mutant::AcceptEmptyCatalog => {
+                "An empty `--models` list is offered as an empty picker instead of \"no models\"."
+            }
+            Mutant::ModelForDefault => {
+                "The `default` route sends a fixed `model` instead of leaving it to the runtime."
+            }
+            Mutant::IgnoreReasoningEffort => "The picked reasoning effort never reaches `execute`.",
+            Mutant::KeepDuplicateModels => {
+                "A repeated `provider/id` or effort id in `--models` is kept in the catalog."
             }
         }
     }

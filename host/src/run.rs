@@ -71,7 +71,8 @@ pub struct RunRequest {
     pub prompt: String,
     /// The OD system/bootstrap context, prepended on a new session only.
     pub bootstrap: String,
-    pub model: ModelRoute,
+    /// The picked route; `None` is `default` (the runtime's own model, no `model` in `execute`).
+    pub model: Option<ModelRoute>,
     pub reasoning_effort: Option<String>,
 }
 
@@ -309,7 +310,7 @@ impl Host {
         outcome
     }
 
-    fn mapped_session(&self, conversation_id: &str) -> Option<String> {
+    pub(crate) fn mapped_session(&self, conversation_id: &str) -> Option<String> {
         let store = self.config.store.as_ref()?;
         store
             .load(conversation_id)
@@ -529,13 +530,14 @@ impl Host {
         let end = match ready {
             Err(end) => end,
             Ok(identity) => {
+                let (provider, model) = crate::models::key_route(request.model.as_ref());
                 let key = CompatibilityKey {
                     conversation_id: request.conversation_id.clone(),
                     project_id: request.project_id.clone(),
                     cwd: prepared.cwd_text.clone(),
                     runtime_id: RUNTIME_ID.to_string(),
-                    provider: request.model.provider.clone(),
-                    model: request.model.id.clone(),
+                    provider,
+                    model,
                     executable: prepared.executable_identity.clone(),
                     version_family: prepared.version_family.clone(),
                     profile: PROFILE.to_string(),
@@ -581,8 +583,8 @@ impl Host {
                     cwd: prepared.cwd_text.clone(),
                     prompt,
                     resume_session_id: resume.clone(),
-                    model: Some(request.model.clone()),
-                    reasoning_effort: request.reasoning_effort.clone(),
+                    model: self.execute_model(request),
+                    reasoning_effort: self.execute_effort(request),
                     mcp_servers: Vec::new(),
                 });
                 let context = match &resume {
@@ -888,7 +890,7 @@ fn early_execute(request: &RunRequest, request_id: &str, cwd: &str) -> HostComma
         cwd: cwd.to_string(),
         prompt,
         resume_session_id: None,
-        model: Some(request.model.clone()),
+        model: request.model.clone(),
         reasoning_effort: request.reasoning_effort.clone(),
         mcp_servers: Vec::new(),
     })

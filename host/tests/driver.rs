@@ -173,7 +173,8 @@ fn handshake_discover_two_runs_and_bye() {
             "sessions",
             "cancel",
             "restart",
-            "concurrent"
+            "concurrent",
+            "models"
         ])
     );
     assert_eq!(hello["codes"], json!("kit"));
@@ -210,6 +211,42 @@ fn handshake_discover_two_runs_and_bye() {
             .as_array()
             .is_some_and(|names| names.contains(&json!("DSH_HOME"))));
     }
+}
+
+#[test]
+fn models_catalog_and_a_route_refused_before_any_spawn() {
+    let world = World::for_driver(json!({}));
+    let mut driver = Driver::start(&world, &[]);
+    handshake(&mut driver);
+    driver.send(json!({"v": 1, "type": "models", "id": "m1"}));
+    let catalog = driver.reply();
+    assert_eq!(catalog["available"], json!(true), "{catalog}");
+    assert_eq!(catalog["models"][1]["id"], json!("deepseek-reasoner"));
+    assert_eq!(
+        catalog["models"][1]["reasoning_options"][1]["default"],
+        json!(true)
+    );
+
+    let mut request = run_request(&world, "r1", 0, "Create a landing page");
+    if let Some(run) = request.as_object_mut() {
+        run.remove("model");
+        run.insert("route".into(), json!("deepseek-reasoner"));
+    }
+    driver.send(request);
+    let (events, outcome) = driver.until_outcome("r1");
+    assert_eq!(
+        outcome["code"],
+        json!("DSH_PROFILE_INVALID_ROUTE"),
+        "{outcome}"
+    );
+    assert_eq!(kinds(&events), vec!["error"]);
+    driver.shutdown();
+    let stdio_starts = world
+        .journal()
+        .iter()
+        .filter(|entry| entry["event"] == "start" && entry["mode"] == "stdio")
+        .count();
+    assert_eq!(stdio_starts, 0);
 }
 
 #[test]

@@ -297,12 +297,77 @@ async fn cancel_wrong_request() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_empty_catalog() {
+    let world = World::new(json!({"models": {"patch": {"models": []}}}));
+    let correct = host_with(&world, None).models().await;
+    assert_eq!(
+        correct.err().map(|d| d.code),
+        Some("DSH_PROFILE_MODELS_EMPTY")
+    );
+    let mutated = host_with(&world, Some(Mutant::AcceptEmptyCatalog))
+        .models()
+        .await;
+    assert_eq!(mutated.ok().map(|models| models.len()), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_duplicate_models() {
+    let model = json!({"provider": "p", "provider_name": "P", "id": "m", "name": "M",
+        "reasoning_options": [{"id": "low", "name": "Low"}, {"id": "low", "name": "Low again"}]});
+    let world = World::new(json!({"models": {"patch": {"models": [model.clone(), model]}}}));
+    let shape = |catalog: Result<Vec<dsh_host::models::CatalogModel>, _>| {
+        catalog.ok().map(|models| {
+            let efforts: Vec<usize> = models.iter().map(|m| m.reasoning_options.len()).collect();
+            efforts
+        })
+    };
+    assert_eq!(shape(host_with(&world, None).models().await), Some(vec![1]));
+    let mutated = host_with(&world, Some(Mutant::KeepDuplicateModels));
+    assert_eq!(shape(mutated.models().await), Some(vec![2, 2]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_for_default() {
+    let executes = |mutant: Option<Mutant>| {
+        let world = World::new(json!({}));
+        let host = host_with(&world, mutant);
+        async move {
+            let mut request = world.request("c1", "Create a page");
+            request.model = None;
+            run(&host, &request).await;
+            world.commands(0)[0].get("model").cloned()
+        }
+    };
+    assert_eq!(executes(None).await, None);
+    assert!(executes(Some(Mutant::ModelForDefault)).await.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ignore_reasoning_effort() {
+    let executes = |mutant: Option<Mutant>| {
+        let world = World::new(json!({}));
+        let host = host_with(&world, mutant);
+        async move {
+            let mut request = world.request("c1", "Create a page");
+            request.reasoning_effort = Some("max".to_string());
+            run(&host, &request).await;
+            world.commands(0)[0].get("reasoning_effort").cloned()
+        }
+    };
+    assert_eq!(executes(None).await, Some(json!("max")));
+    assert_eq!(executes(Some(Mutant::IgnoreReasoningEffort)).await, None);
+}
+
 #[test]
 fn every_mutant_has_a_test_here() {
     let source = include_str!("mutants.rs");
+    // The driver-level mutants are switched on through the driver binary, in tests/driver.rs.
+    let driver_tests = include_str!("driver.rs");
     for mutant in Mutant::ALL {
         let test_name = format!("fn {}()", mutant.name().replace('-', "_"));
-        let covered = source.contains(&test_name) || mutant == Mutant::KeyInArgv;
+        let by_driver = format!("(\"DSH_HOST_MUTANT\", \"{}\")", mutant.name());
+        let covered = source.contains(&test_name) || driver_tests.contains(&by_driver);
         assert!(covered, "no test for mutant {}", mutant.name());
     }
 }

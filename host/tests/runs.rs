@@ -61,7 +61,9 @@ async fn a_changed_model_route_or_cwd_starts_a_new_session_with_bootstrap() {
     assert_eq!(first.status, Status::Completed, "{first:?}");
 
     let mut other_model = world.request("c1", "Again");
-    other_model.model.id = "deepseek-reasoner".to_string();
+    if let Some(model) = other_model.model.as_mut() {
+        model.id = "deepseek-reasoner".to_string();
+    }
     let (second, _) = run(&host, &other_model).await;
     assert_eq!(second.status, Status::Completed, "{second:?}");
     assert!(!second.resumed);

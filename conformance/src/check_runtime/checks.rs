@@ -87,6 +87,18 @@ pub const CHECKS: &[Check] = &[
         procedure: probe_shape,
     },
     Check {
+        id: "rt.models-shape",
+        rule: "s12.models-discovery",
+        summary: "`--models` exits 0 with exactly one schema-valid models frame: at least one model, each effort list with at most one default",
+        procedure: super::models::models_shape,
+    },
+    Check {
+        id: "rt.models-routes-accepted",
+        rule: "s12.route-reaches-execute",
+        summary: "an execute with each listed route, and each of its efforts, is accepted and completes",
+        procedure: super::models::routes_accepted,
+    },
+    Check {
         id: "rt.ready-before-read",
         rule: "s7.validate-ready",
         summary: "`ready` arrives before the host writes anything",
@@ -214,15 +226,15 @@ pub fn find(id: &str) -> Option<&'static Check> {
 // CLI surfaces
 
 /// A short-lived surface that finished: its stdout lines and how it exited.
-struct SurfaceRun {
-    lines: Vec<SeenLine>,
-    exit: String,
-    code: i32,
+pub(super) struct SurfaceRun {
+    pub(super) lines: Vec<SeenLine>,
+    pub(super) exit: String,
+    pub(super) code: i32,
 }
 
 /// Run a short-lived surface (`--version`, `--probe`) to completion; `Ok(Err(why))` when it
 /// did not finish within the bound.
-fn run_surface(
+pub(super) fn run_surface(
     target: &Target,
     world: &World,
     args: &[&str],

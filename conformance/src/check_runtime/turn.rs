@@ -74,6 +74,26 @@ pub struct Plan {
     pub request_id: Option<String>,
     /// This turn's prompt instead of the world's (it should still hold the prompt canary).
     pub prompt: Option<String>,
+    /// A model (and effort) picked from the runtime's `--models` catalog instead of the default.
+    pub picked: Option<Picked>,
+}
+
+/// A route and reasoning effort a host's user picked from `--models` (spec 12).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picked {
+    pub provider: String,
+    pub id: String,
+    pub effort: Option<String>,
+}
+
+impl Picked {
+    /// `provider/id`, with ` (effort)` when one is picked.
+    pub fn describe(&self) -> String {
+        match &self.effort {
+            Some(effort) => format!("{}/{} ({effort})", self.provider, self.id),
+            None => format!("{}/{}", self.provider, self.id),
+        }
+    }
 }
 
 /// How reading the turn ended.
@@ -235,8 +255,12 @@ pub fn run(target: &Target, world: &World, plan: &Plan) -> Result<TurnRecord, Sp
     let ready_stop = reader.read_until(target.deadline(READY_MS), is_ready);
     let ready_before_write = ready_stop == Stop::Matched;
 
-    let mut commands =
-        world.execute_line_with(&request_id, plan.resume.as_deref(), plan.prompt.as_deref());
+    let mut commands = match &plan.picked {
+        None => {
+            world.execute_line_with(&request_id, plan.resume.as_deref(), plan.prompt.as_deref())
+        }
+        Some(picked) => world.execute_line_picking(&request_id, picked),
+    };
     commands.extend_from_slice(&plan.after_execute);
     if plan.cancels {
         reader.checker.note_cancel_sent();

@@ -177,6 +177,15 @@ impl World {
         resume_session_id: Option<&str>,
         prompt: Option<&str>,
     ) -> Vec<u8> {
+        json_line(&self.execute(request_id, resume_session_id, prompt))
+    }
+
+    fn execute(
+        &self,
+        request_id: &str,
+        resume_session_id: Option<&str>,
+        prompt: Option<&str>,
+    ) -> serde_json::Value {
         let mut execute = serde_json::json!({
             "v": 1,
             "type": "execute",
@@ -188,6 +197,16 @@ impl World {
         });
         if let Some(session_id) = resume_session_id {
             execute["resume_session_id"] = serde_json::Value::from(session_id);
+        }
+        execute
+    }
+
+    /// A new session's `execute` with a model and effort picked from `--models` (spec 12).
+    pub fn execute_line_picking(&self, request_id: &str, picked: &super::turn::Picked) -> Vec<u8> {
+        let mut execute = self.execute(request_id, None, None);
+        execute["model"] = serde_json::json!({"provider": picked.provider, "id": picked.id});
+        if let Some(effort) = &picked.effort {
+            execute["reasoning_effort"] = serde_json::Value::from(effort.as_str());
         }
         json_line(&execute)
     }

@@ -27,6 +27,9 @@ mod reuse;
 mod runs;
 
 pub use reuse::{claims_reuse, ReusedDriver};
+
+mod models;
+
 /// How long a graceful driver shutdown may take, before `--time-scale`.
 const SHUTDOWN_BOUND_MS: u64 = 5_000;
 /// How long the members of a killed driver group may take to die before the survivors carrying
@@ -110,11 +113,17 @@ pub fn needed_capabilities(case: &Case) -> Vec<Capability> {
         *runs += 1;
         let cancel = run.cancel_on.is_some().then_some(Capability::Cancel);
         let sessions = (*runs > 1).then_some(Capability::Sessions);
-        cancel.into_iter().chain(sessions).collect::<Vec<_>>()
+        let models = run.picks_model().then_some(Capability::Models);
+        cancel
+            .into_iter()
+            .chain(sessions)
+            .chain(models)
+            .collect::<Vec<_>>()
     };
     for step in &case.steps {
         let implied: Vec<Capability> = match step {
             Step::Discover(_) => vec![Capability::Discover],
+            Step::Models(_) => vec![Capability::Models],
             Step::Setup { .. } => vec![Capability::Setup],
             Step::Restart(_) => vec![Capability::Restart],
             Step::CorruptSession { .. } | Step::DeleteSession { .. } | Step::TruncateHostData => {
@@ -317,6 +326,7 @@ impl<'a> Runner<'a> {
                 .push(format!("== step {index}: {}", step.name()));
             let result = match step {
                 Step::Discover(expect) => self.discover(active, journal, index, expect),
+                Step::Models(expect) => self.models(active, journal, index, expect),
                 Step::Setup { bundle, expect } => {
                     self.setup(active, world, journal, index, *bundle, expect)
                 }

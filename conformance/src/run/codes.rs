@@ -34,6 +34,8 @@ pub enum CodeClass {
     Setup,
     /// A discovery warning (the untested version).
     Warning,
+    /// The model catalog is unavailable, or a chosen route is not `provider/id` (spec 12).
+    Models,
 }
 
 /// Every kit code, with its class.
@@ -83,10 +85,14 @@ const KIT_CODES: &[(&str, CodeClass)] = &[
     ("DSH_PROFILE_BUNDLE_MISSING", CodeClass::Setup),
     ("DSH_PROFILE_INSTALL_FAILED", CodeClass::Setup),
     ("DSH_PROFILE_UNTESTED_VERSION", CodeClass::Warning),
+    ("DSH_PROFILE_MODELS_FAILED", CodeClass::Models),
+    ("DSH_PROFILE_MODELS_INVALID", CodeClass::Models),
+    ("DSH_PROFILE_MODELS_EMPTY", CodeClass::Models),
+    ("DSH_PROFILE_INVALID_ROUTE", CodeClass::Models),
 ];
 
 impl CodeClass {
-    pub const ALL: [CodeClass; 10] = [
+    pub const ALL: [CodeClass; 11] = [
         CodeClass::StreamViolation,
         CodeClass::SessionMismatch,
         CodeClass::ResumeRejected,
@@ -97,6 +103,7 @@ impl CodeClass {
         CodeClass::Discovery,
         CodeClass::Setup,
         CodeClass::Warning,
+        CodeClass::Models,
     ];
 
     /// The class's name in a declaration (`stream-violation`).
@@ -112,6 +119,7 @@ impl CodeClass {
             CodeClass::Discovery => "discovery",
             CodeClass::Setup => "setup",
             CodeClass::Warning => "warning",
+            CodeClass::Models => "models",
         }
     }
 

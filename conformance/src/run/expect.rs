@@ -11,8 +11,8 @@ use super::events;
 use super::journal::Entry;
 use super::world::World;
 use crate::fixture::{
-    DiscoverExpect, ExecuteExpect, ExpectedCode, ResumeExpect, RunExpect, SessionExpect,
-    SetupExpect,
+    CatalogModel, DiscoverExpect, ExecuteExpect, ExpectedCode, ModelsExpect, ResumeExpect,
+    RunExpect, SessionExpect, SetupExpect,
 };
 
 /// An expectation that did not hold.
@@ -130,6 +130,122 @@ pub fn discover(expect: &DiscoverExpect, reply: &Value, codes: CodeJudge) -> Vec
         }
     }
     misses
+}
+
+/// A `models` reply against its expectations (spec 12): availability, code, and the catalog in
+/// order after the host's de-duplication.
+pub fn models(expect: &ModelsExpect, reply: &Value, codes: CodeJudge) -> Vec<Miss> {
+    let mut misses = Vec::new();
+    let available = reply.get("available").and_then(Value::as_bool);
+    let code = reply.get("code").and_then(Value::as_str);
+    match expect.available {
+        Some(want) if available != Some(want) => misses.push(miss(
+            "available",
+            format!(
+                "models: expected available={want}, got available={} (code {})",
+                available.unwrap_or(false),
+                code.unwrap_or("null")
+            ),
+        )),
+        _ => misses.extend(
+            codes
+                .mismatch(&expect.code, code, None)
+                .map(|why| miss("code", format!("models: {why}"))),
+        ),
+    }
+    if let Some(wanted) = &expect.models {
+        let got = reply
+            .get("models")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        misses.extend(
+            catalog_difference(wanted, got).map(|why| miss("models", format!("models: {why}"))),
+        );
+    }
+    misses
+}
+
+/// The first difference between the expected catalog and the host's, in words.
+fn catalog_difference(wanted: &[CatalogModel], got: &[Value]) -> Option<String> {
+    let route = |model: &Value| {
+        let part = |member| model.get(member).and_then(Value::as_str).unwrap_or("?");
+        format!("{}/{}", part("provider"), part("id"))
+    };
+    let got_routes: Vec<String> = got.iter().map(route).collect();
+    let wanted_routes: Vec<String> = wanted
+        .iter()
+        .map(|model| format!("{}/{}", model.provider, model.id))
+        .collect();
+    if got_routes != wanted_routes {
+        return Some(format!(
+            "expected the models {wanted_routes:?}, got {got_routes:?}"
+        ));
+    }
+    wanted
+        .iter()
+        .zip(got)
+        .find_map(|(want, got)| model_difference(want, got))
+}
+
+fn model_difference(want: &CatalogModel, got: &Value) -> Option<String> {
+    let route = format!("{}/{}", want.provider, want.id);
+    let str_of = |value: &Value, member| {
+        value
+            .get(member)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    if let Some(name) = &want.name {
+        if str_of(got, "name").as_ref() != Some(name) {
+            return Some(format!(
+                "{route}: expected name {name:?}, got {:?}",
+                str_of(got, "name")
+            ));
+        }
+    }
+    let options = got
+        .get("reasoning_options")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let shown = |id: Option<String>, default: bool| {
+        format!(
+            "{}{}",
+            id.unwrap_or_default(),
+            if default { "*" } else { "" }
+        )
+    };
+    let got_options: Vec<String> = options
+        .iter()
+        .map(|option| {
+            let default = option.get("default").and_then(Value::as_bool) == Some(true);
+            shown(str_of(option, "id"), default)
+        })
+        .collect();
+    let wanted_options: Vec<String> = want
+        .reasoning_options
+        .iter()
+        .map(|option| shown(Some(option.id.clone()), option.default))
+        .collect();
+    if got_options != wanted_options {
+        return Some(format!(
+            "{route}: expected reasoning options {wanted_options:?} (* = default), got {got_options:?}"
+        ));
+    }
+    want.reasoning_options
+        .iter()
+        .zip(options)
+        .find_map(|(want, got)| {
+            let name = want.name.as_ref()?;
+            (str_of(got, "name").as_ref() != Some(name)).then(|| {
+                format!(
+                    "{route}: expected option {} named {name:?}, got {:?}",
+                    want.id,
+                    str_of(got, "name")
+                )
+            })
+        })
 }
 
 /// A `setup_done` reply, and what it installed, against its expectations.
@@ -399,4 +515,44 @@ fn files(expect: &RunExpect, seen: &RunSeen) -> Vec<Miss> {
         }
     }
     misses
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn expect(value: Value) -> ModelsExpect {
+        serde_json::from_value(value).expect("a models expect")
+    }
+
+    fn members(misses: &[Miss]) -> Vec<&'static str> {
+        misses.iter().map(|miss| miss.member).collect()
+    }
+
+    #[test]
+    fn a_models_reply_is_judged_route_by_route_and_effort_by_effort() {
+        let reply = json!({"available": true, "code": null, "models": [
+            {"provider": "p", "id": "a", "name": "A", "reasoning_options": [
+                {"id": "low", "name": "Low"}, {"id": "high", "name": "High", "default": true}]},
+            {"provider": "p", "id": "b", "name": "B"}]});
+        let judge = CodeJudge { vocabulary: None };
+        let exact = expect(json!({"available": true, "models": [
+            {"provider": "p", "id": "a", "name": "A", "reasoning_options": [{"id": "low"}, {"id": "high", "default": true}]},
+            {"provider": "p", "id": "b"}]}));
+        assert!(models(&exact, &reply, judge).is_empty());
+        let order =
+            expect(json!({"models": [{"provider": "p", "id": "b"}, {"provider": "p", "id": "a"}]}));
+        assert_eq!(members(&models(&order, &reply, judge)), vec!["models"]);
+        let default = expect(json!({"models": [
+            {"provider": "p", "id": "a", "reasoning_options": [{"id": "low", "default": true}, {"id": "high"}]},
+            {"provider": "p", "id": "b"}]}));
+        let why = models(&default, &reply, judge);
+        assert!(why[0].why.contains("low*"), "{why:?}");
+        let unavailable = expect(json!({"available": false}));
+        assert_eq!(
+            members(&models(&unavailable, &reply, judge)),
+            vec!["available"]
+        );
+    }
 }

@@ -16,6 +16,11 @@ pub const RULE_STDERR_BOUNDED: &str = "s14.stderr-bounded";
 pub const RULE_VALIDATE_READY: &str = "s7.validate-ready";
 pub const RULE_CANCEL_COMMAND_SHAPE: &str = "s6.cancel-command-shape";
 pub const RULE_HISTORY_IN_DSH_HOME: &str = "s14.history-in-dsh-home";
+pub const RULE_ROUTE_REACHES_EXECUTE: &str = "s12.route-reaches-execute";
+pub const RULE_MODELS_REPLY_UNIQUE: &str = "s12.models-reply-unique";
+pub const RULE_UNPICKED_OMITTED: &str = "s12.unpicked-omitted";
+pub const RULE_ROUTE_INVALID_BEFORE_SPAWN: &str = "s12.route-invalid-before-spawn";
+pub const RULE_NO_MCP_PHASE_ONE: &str = "s12.no-mcp-phase-one";
 /// Blamed for kit faults (invalid fixture, harness error).
 pub const RULE_KIT: &str = "kit";
 

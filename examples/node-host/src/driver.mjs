@@ -7,10 +7,11 @@ import { Turn, boundsFromEnv } from "./run.mjs";
 import { SessionStore, dataDir } from "./sessions.mjs";
 import { installBundle } from "./setup.mjs";
 import { OPENDESIGN_CODES, OpenDesignEvents, openDesignCode } from "./opendesign-dialect.mjs";
+import { ModelsError, listModels, pickedModel } from "./models.mjs";
 
 export const DRIVER_NAME = "node-host";
 export const DRIVER_VERSION = "0.1.0";
-export const CAPABILITIES = ["discover", "setup", "sessions", "cancel", "restart", "concurrent", "reuse"];
+export const CAPABILITIES = ["discover", "setup", "sessions", "cancel", "restart", "concurrent", "reuse", "models"];
 
 /** Checks a request's shape; returns an error message or null. */
 export function requestProblem(request) {
@@ -23,6 +24,7 @@ export function requestProblem(request) {
     case "shutdown":
     case "discover":
     case "cancel":
+    case "models":
       return null;
     case "case":
       if (!isPlainObject(request.env) || Object.values(request.env).some((value) => typeof value !== "string")) return "case needs env, an object of strings";
@@ -33,7 +35,8 @@ export function requestProblem(request) {
       const strings = ["conversation_id", "project_id", "cwd", "prompt"].filter((name) => typeof request[name] !== "string");
       if (strings.length > 0) return `run needs string ${strings.join(", ")}`;
       if (request.bootstrap !== undefined && request.bootstrap !== null && typeof request.bootstrap !== "string") return "run bootstrap must be a string or null";
-      if (!isPlainObject(request.model) || typeof request.model.provider !== "string" || typeof request.model.id !== "string") return "run needs model {provider, id}";
+      if (typeof request.route === "string" && request.route !== "") return null;
+      if (!isPlainObject(request.model) || typeof request.model.provider !== "string" || typeof request.model.id !== "string") return "run needs model {provider, id} or a route";
       return null;
     }
     default:
@@ -133,6 +136,11 @@ export class Driver {
         this.store = new SessionStore(dataDir(this.env), { warn: this.log });
         this.write({ v: 1, type: "case_ready", id: request.id });
         break;
+      case "models": {
+        const found = await listModels(this.env, { timeoutMs: modelsBound(this.env) });
+        this.write({ v: 1, type: "models", id: request.id, ...found });
+        break;
+      }
       case "shutdown":
         await this.#runsDone();
         this.write({ v: 1, type: "bye" });
@@ -155,8 +163,16 @@ export class Driver {
   async #run(request, entry) {
     const send = (event) => this.write({ v: 1, type: "event", id: request.id, event });
     const dialect = this.dialect === "opendesign" ? new OpenDesignEvents() : null;
+    let model;
+    try {
+      model = pickedModel(request);
+    } catch (error) {
+      if (!(error instanceof ModelsError)) throw error;
+      this.#refuseRoute(request, error, dialect, send);
+      return;
+    }
     const turn = new Turn({
-      request,
+      request: { ...request, model },
       store: this.store,
       emit: (event) => (dialect ? dialect.map(event) : [event]).forEach(send),
       bounds: boundsFromEnv(this.env),
@@ -173,6 +189,20 @@ export class Driver {
     }
     this.write({ v: 1, type: "outcome", id: request.id, ...outcome });
   }
+
+  /** A route that is not provider/id: the run fails before anything is spawned (I-16f). */
+  #refuseRoute(request, error, dialect, send) {
+    const event = { type: "error", message: error.message, error: { code: error.code, message: error.message } };
+    (dialect ? dialect.map(event) : [event]).forEach(send);
+    const sessionId = this.store.get(request.conversation_id)?.sessionId ?? null;
+    this.write({ v: 1, type: "outcome", id: request.id, status: "failed", session_id: sessionId, resumed: false, code: error.code, message: error.message, foreign_frames: 0, stderr: "" });
+  }
+}
+
+/** The `--models` bound in ms: `NODE_HOST_MODELS_MS`, default 5000 (I-16d). */
+function modelsBound(env) {
+  const value = Number.parseInt(env.NODE_HOST_MODELS_MS ?? "", 10);
+  return Number.isFinite(value) && value > 0 ? value : 5000;
 }
 
 /** Run the driver on this process's stdin/stdout until `shutdown` or end of input. */

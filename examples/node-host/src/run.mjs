@@ -206,7 +206,7 @@ export class Turn {
       cwd: this.cwd,
       prompt: resume ? request.prompt : newSessionPrompt(request.bootstrap, request.prompt),
       ...(resume ? { resume_session_id: resume } : {}),
-      model: { provider: request.model.provider, id: request.model.id },
+      ...(request.model ? { model: { provider: request.model.provider, id: request.model.id } } : {}),
       ...(typeof request.reasoning_effort === "string" ? { reasoning_effort: request.reasoning_effort } : {}),
       mcp_servers: [],
     };

@@ -37,7 +37,7 @@ test("handshake, discover, run, shutdown over the driver protocol", async (t) =>
   t.after(world.cleanup);
   const driver = startDriver(world, t);
   driver.send({ v: 1, type: "handshake", kit: "test", kit_version: "0" });
-  assert.deepEqual(await driver.next(), { v: 1, type: "handshake", driver: "node-host", version: "0.1.0", capabilities: ["discover", "setup", "sessions", "cancel", "restart", "concurrent", "reuse"], codes: "kit" });
+  assert.deepEqual(await driver.next(), { v: 1, type: "handshake", driver: "node-host", version: "0.1.0", capabilities: ["discover", "setup", "sessions", "cancel", "restart", "concurrent", "reuse", "models"], codes: "kit" });
   driver.send({ v: 1, type: "discover", id: "d1" });
   const discovered = await driver.next();
   assert.equal(discovered.available, true);

@@ -178,10 +178,10 @@ impl World {
             cwd: self.project(),
             prompt: prompt.to_string(),
             bootstrap: "OD-BOOTSTRAP: you are designing inside OpenDesign".to_string(),
-            model: ModelRoute {
+            model: Some(ModelRoute {
                 provider: "deepseek-official".to_string(),
                 id: "deepseek-chat".to_string(),
-            },
+            }),
             reasoning_effort: None,
         }
     }

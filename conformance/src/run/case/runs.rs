@@ -108,12 +108,13 @@ impl<'a> Runner<'a> {
             Abort
         })?;
         let conversation_id = format!("conv-{}", run.conversation);
-        let request = json!({
+        let mut request = json!({
             "v": 1, "type": "run", "id": id, "turn": self.turn, "conversation_id": conversation_id,
             "project_id": "proj-1", "cwd": spelled, "prompt": run.prompt,
             "bootstrap": world.bootstrap(&conversation_id),
             "model": {"provider": run.model.provider, "id": run.model.id}, "reasoning_effort": null,
         });
+        super::models::pick_route(&mut request, run);
         self.turn += 1;
         let from = self.journal_length(journal);
         driver.send(&request, &mut self.transcript).map_err(|e| {
@@ -318,6 +319,10 @@ impl<'a> Runner<'a> {
             world,
             journal,
             earlier_runs: &self.run_pids,
+            claims_mcp: self
+                .claimed_capabilities()
+                .iter()
+                .any(|claim| claim == "mcp"),
         };
         let violations: Vec<Violation> = RUN_CHECKS
             .iter()

@@ -1,6 +1,7 @@
 //! Spec 8 and 7: "The process cwd is the OD project workspace" and the compatibility key's
 //! "canonical project cwd": the runtime runs in the canonical project dir, and the `execute` names
-//! that dir, the run's model route, and holds the turn's prompt.
+//! that dir, the run's model route, and holds the turn's prompt. (A run with a picker `route`
+//! has its model judged by [`super::route`] instead.)
 
 use super::{RunEvidence, Violation};
 use crate::run::verdict::RULE_EXECUTE_CWD_MODEL_PROMPT;
@@ -29,15 +30,17 @@ fn problem(evidence: &RunEvidence) -> Option<String> {
     }
     let execute = evidence.execute?;
     let route = &evidence.run.model;
+    let picked = evidence.run.route.is_some();
     if execute.get("cwd").and_then(Value::as_str) != Some(cwd.as_str()) {
         return Some(format!(
             "execute.cwd is {}, not the canonical project dir {cwd:?}",
             execute.get("cwd").unwrap_or(&Value::Null)
         ));
     }
-    if execute.pointer("/model/provider").and_then(Value::as_str) != Some(route.provider.as_str())
-        || execute.pointer("/model/id").and_then(Value::as_str) != Some(route.id.as_str())
-    {
+    let model_differs = execute.pointer("/model/provider").and_then(Value::as_str)
+        != Some(route.provider.as_str())
+        || execute.pointer("/model/id").and_then(Value::as_str) != Some(route.id.as_str());
+    if !picked && model_differs {
         return Some(format!(
             "execute.model is {}, not the run's route {}/{}",
             execute.get("model").unwrap_or(&Value::Null),

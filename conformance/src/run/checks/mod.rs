@@ -7,9 +7,11 @@ mod cancel_request;
 mod commands;
 mod execute_after_ready;
 mod execute_fields;
+mod mcp_servers;
 mod new_process;
 mod outcome_hygiene;
 mod reaped;
+mod route;
 
 pub use argv::canary_in_argv;
 pub use outcome_hygiene::MIN_SCANNED_PROMPT;
@@ -38,6 +40,8 @@ pub struct RunEvidence<'a> {
     pub journal: &'a Journal,
     /// Pids of the `--stdio` processes of the case's earlier runs.
     pub earlier_runs: &'a [i32],
+    /// Whether the driver claims the `mcp` capability (it may then send MCP entries).
+    pub claims_mcp: bool,
 }
 
 impl RunEvidence<'_> {
@@ -72,6 +76,8 @@ pub const RUN_CHECKS: &[RunCheck] = &[
     commands::check,
     execute_after_ready::check,
     execute_fields::check,
+    route::check,
+    mcp_servers::check,
     cancel_request::check,
     reaped::check,
     outcome_hygiene::check,

@@ -2,9 +2,14 @@
 //! run, never one an earlier run used.
 
 use super::{stdio_starts, RunEvidence, Violation};
+use crate::fixture::RouteChoice;
 use crate::run::verdict::RULE_NEW_PROCESS_PER_TURN;
 
 pub fn check(evidence: &RunEvidence) -> Vec<Violation> {
+    if matches!(evidence.run.route_choice(), RouteChoice::Invalid(_)) {
+        // No process at all is right here: judged by `route` (s12.route-invalid-before-spawn).
+        return Vec::new();
+    }
     let starts = stdio_starts(evidence.entries);
     let spawn_failed = evidence.outcome_str("code") == Some("DSH_PROFILE_SPAWN_FAILED");
     let why = match starts.as_slice() {
