@@ -6,7 +6,8 @@
 //!   [`codes`]: the kit's error-code classes and a host's declared vocabulary.
 //! - `world`, `driver`, `journal`, `transcript`: the temp world, the driver client, fake-dsh's
 //!   journal and the process table, the bounded transcript.
-//! - `leftovers`: the per-case token sweep that kills processes a driver left behind.
+//! - `leftovers`: the per-case token sweep that kills processes a driver left behind;
+//!   [`supervisor`]: the per-case subreaper every driver runs under on Linux.
 //! - [`verdict`]: findings -> verdict; [`expectations`]: the xfail file; [`selection`]: which cases.
 //!
 //! This module holds the CLI: flags, exit codes, output.
@@ -27,6 +28,7 @@ pub mod procfs;
 pub mod project_files;
 pub mod selection;
 pub mod suite;
+pub mod supervisor;
 mod transcript;
 pub mod verdict;
 mod world;

@@ -9,7 +9,7 @@ use crate::discovery::{self, PROFILE};
 use crate::events::{Event, Normalizer};
 use crate::host::Host;
 use crate::mutants::Mutant;
-use crate::process::{own_tree, OwnedTree, Stop};
+use crate::process::{self, spawn_owned, OwnedTree, Stop};
 use crate::redact::Redactor;
 use crate::session_store::{CompatibilityKey, SessionMapping, RUNTIME_ID};
 use crate::stderr_capture::StderrCapture;
@@ -380,6 +380,22 @@ impl Host {
         }
     }
 
+    /// Spec 10 "terminate the owned process tree", for the part that left the group: on Linux the
+    /// host is a child subreaper, so a daemon that double-forked and called `setsid`/`setpgid` was
+    /// re-parented to it; kill every such orphan (see `process::end_adopted_orphans`).
+    fn end_escaped_daemons(&self) {
+        if self.mutant(Mutant::KillDirectChildOnly) {
+            return;
+        }
+        let killed = process::end_adopted_orphans(self.config.run_bounds.kill_wait);
+        if !killed.is_empty() {
+            self.log(&format!(
+                "killed {} process(es) that escaped the runtime's process group: pids {killed:?}",
+                killed.len()
+            ));
+        }
+    }
+
     /// Wait up to `bound` for the child to exit and (unless the mutant says otherwise) the whole
     /// tree to be gone.
     async fn settle(&self, child: &mut Child, tree: OwnedTree, bound: Duration) -> bool {
@@ -454,18 +470,8 @@ impl Host {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        own_tree(&mut command);
-        let spawned = command.spawn();
-        let (mut child, leader) = match spawned {
-            Ok(child) => match child.id() {
-                Some(pid) => (child, pid),
-                None => {
-                    return self.spawn_failure(
-                        request,
-                        "the runtime exited before it could be tracked".into(),
-                    )
-                }
-            },
+        let (mut child, tree) = match spawn_owned(&mut command) {
+            Ok(spawned) => spawned,
             Err(error) => {
                 return self.spawn_failure(
                     request,
@@ -476,7 +482,6 @@ impl Host {
                 )
             }
         };
-        let tree = OwnedTree::of_leader(leader);
         let mut guard = TreeGuard { tree, armed: true };
         let mut stdin = StdinWriter::new(child.stdin.take());
         if self.mutant(Mutant::ExecuteBeforeReady) {
@@ -715,6 +720,8 @@ impl Host {
         };
         let tree_gone = self.stop_tree(&mut child, tree, first_bound).await;
         guard.armed = !tree_gone && !self.mutant(Mutant::KillDirectChildOnly);
+        self.end_escaped_daemons();
+        tree.release();
         drop(stdin);
         stdout_drain.abort();
         let stderr_bound = Duration::from_millis(500);

@@ -17,6 +17,7 @@ use super::fixture::{
 };
 use super::journal::{self, Entry, Journal};
 use super::leftovers::{self, CASE_TOKEN_ENV};
+use super::supervisor;
 use super::transcript::Transcript;
 use super::verdict::*;
 use super::world::World;
@@ -251,7 +252,7 @@ impl<'a> Runner<'a> {
                 };
                 self.driver_error(error, "shutdown");
             } else if skipped.is_none() {
-                self.check_all_reaped(&journal);
+                self.check_all_reaped(&world, &journal);
             }
             self.sweep_leftovers(&world, &journal);
             self.collect_stderr_hits(&active);
@@ -413,7 +414,7 @@ impl<'a> Runner<'a> {
             }
         }
         DriverSpec {
-            command: self.env.host.clone(),
+            command: supervisor::wrap(&self.env.host, &world.supervisor_report()),
             cwd: world.root.clone(),
             env,
             stderr_needles,
@@ -483,7 +484,12 @@ impl<'a> Runner<'a> {
     /// escaped it; kill them, and blame the host for those that are not journaled fake-dsh
     /// processes (the per-step journal checks already report those).
     fn sweep_leftovers(&mut self, world: &World, journal: &Journal) {
-        let killed = leftovers::sweep(&world.case_token, LEFTOVER_GRACE, Duration::from_secs(2));
+        let killed = leftovers::sweep_case(
+            &world.case_token,
+            &world.supervisor_report(),
+            LEFTOVER_GRACE,
+            Duration::from_secs(2),
+        );
         if killed.is_empty() {
             return;
         }
@@ -954,9 +960,14 @@ impl<'a> Runner<'a> {
     }
 
     /// After the final shutdown: nothing the case started is alive.
-    fn check_all_reaped(&mut self, journal: &Journal) {
+    fn check_all_reaped(&mut self, world: &World, journal: &Journal) {
         let entries = self.journal_since(journal, 0);
-        let alive = checks::alive_after_grace(&journal::pids(&entries), journal.path());
+        let pids = journal::pids(&entries);
+        let mut alive = checks::alive_after_grace(&pids, journal.path());
+        alive.extend(leftovers::journaled_killed_by_supervisor(
+            &world.supervisor_report(),
+            &pids,
+        ));
         if !alive.is_empty() {
             self.host(
                 FindingKind::Global,

@@ -83,6 +83,11 @@ impl World {
         Ok(world)
     }
 
+    /// Where the case's supervisors report the processes they killed (`super::supervisor`).
+    pub fn supervisor_report(&self) -> PathBuf {
+        self.root.join("supervisor-killed.jsonl")
+    }
+
     pub fn dsh_home(&self) -> PathBuf {
         self.root.join("dsh-home")
     }
