@@ -76,6 +76,62 @@ pub fn command_of(pid: i32) -> String {
         .unwrap_or_else(|_| "?".to_string())
 }
 
+/// Make this process a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`): a descendant orphaned
+/// by its parent's exit (a double-forked daemon, whatever its session, group or environment) is
+/// re-parented here instead of to init. False where that is not possible (not Linux).
+pub fn become_subreaper() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        nix::sys::prctl::set_child_subreaper(true).is_ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
+/// The live children of this process that are not in `spared` (its own spawns): on a subreaper,
+/// the orphans it adopted. Dead ones among them are reaped on the way.
+pub fn adopted_children(spared: &[i32]) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut live = Vec::new();
+    for row in table()
+        .into_iter()
+        .filter(|row| row.ppid == me && !spared.contains(&row.pid))
+    {
+        if row.live {
+            live.push(row.pid);
+        } else {
+            let pid = nix::unistd::Pid::from_raw(row.pid);
+            let _ = nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+        }
+    }
+    live
+}
+
+/// SIGKILLs the adopted orphans ([`adopted_children`]) until none is left or `bound` passes (a
+/// killed orphan's own children are adopted next), reaping them; returns the pids killed.
+pub fn kill_adopted(spared: &[i32], bound: std::time::Duration) -> Vec<i32> {
+    let deadline = std::time::Instant::now() + bound;
+    let mut killed: Vec<i32> = Vec::new();
+    loop {
+        let live = adopted_children(spared);
+        if live.is_empty() || std::time::Instant::now() >= deadline {
+            return killed;
+        }
+        for pid in live {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            if !killed.contains(&pid) {
+                killed.push(pid);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
