@@ -41,6 +41,32 @@ fn variant_env_for(case: &Case, variant: &BTreeMap<String, String>) -> BTreeMap<
     env
 }
 
+/// The temp roots of the worlds alive now, so a run stopped by a second signal can still remove
+/// them (their journals hold prompts) before it exits without unwinding.
+static LIVE_ROOTS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn live_roots() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE_ROOTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Removes the temp root of every world still alive; returns how many it removed.
+pub fn remove_live_worlds() -> usize {
+    let roots = std::mem::take(&mut *live_roots());
+    roots
+        .iter()
+        .filter(|root| fs::remove_dir_all(root).is_ok())
+        .count()
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let dir = self._dir.path().to_path_buf();
+        live_roots().retain(|root| *root != dir);
+    }
+}
+
 impl World {
     /// Builds the world for `case`; `fake_dsh_env` is the runtime variant's extra env.
     pub fn create(
@@ -53,6 +79,7 @@ impl World {
             .prefix("dsh-conformance-")
             .tempdir()?;
         let root = dir.path().canonicalize()?;
+        live_roots().push(dir.path().to_path_buf());
         for sub in ["project", "dsh-home", "host-data", "bin"] {
             fs::create_dir_all(root.join(sub))?;
         }
