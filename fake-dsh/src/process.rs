@@ -196,7 +196,12 @@ pub fn spawn_daemon(spec: &SpawnChildSpec, detach: Detach) -> std::io::Result<i3
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()?;
-    let (pid_reader, pid_writer) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    // pipe + FD_CLOEXEC rather than pipe2, which macOS lacks: the daemon's exec closes its end.
+    let (pid_reader, pid_writer) = nix::unistd::pipe()?;
+    for end in [&pid_reader, &pid_writer] {
+        let cloexec = nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC);
+        nix::fcntl::fcntl(end, cloexec)?;
+    }
     let mut command = Command::new(exe);
     command
         .arg(CHILD_SUBCOMMAND)

@@ -195,28 +195,49 @@ mod imp {
         }
     }
 
+    /// One process as `/proc/<pid>/stat` describes it.
+    #[cfg(target_os = "linux")]
+    struct ProcStat {
+        pid: u32,
+        /// Not a zombie (nor dead).
+        live: bool,
+        ppid: Option<u32>,
+        pgrp: Option<u32>,
+    }
+
+    /// Every process `/proc` lists now; `None` without a readable `/proc`.
+    #[cfg(target_os = "linux")]
+    fn proc_stats() -> Option<Vec<ProcStat>> {
+        let entries = std::fs::read_dir("/proc").ok()?;
+        let stats = entries
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                // Fields after the parenthesised command: state ppid pgrp ...
+                let after_comm = &stat[stat.rfind(')')? + 1..];
+                let mut fields = after_comm.split_whitespace();
+                let state = fields.next().unwrap_or("Z");
+                let mut number = || fields.next().and_then(|p| p.parse::<u32>().ok());
+                let (ppid, pgrp) = (number(), number());
+                Some(ProcStat {
+                    pid,
+                    live: state != "Z" && state != "X",
+                    ppid,
+                    pgrp,
+                })
+            })
+            .collect();
+        Some(stats)
+    }
+
     /// The group still has members; on Linux, tell live ones from unreaped zombies.
     #[cfg(target_os = "linux")]
     fn live_members_beyond_zombies(pgid: u32) -> bool {
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return true;
-        };
-        entries.flatten().any(|entry| {
-            let name = entry.file_name();
-            let Some(_) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                return false;
-            };
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                return false;
-            };
-            // Fields after the parenthesised command: state ppid pgrp ...
-            let Some(after_comm) = stat.rfind(')').map(|at| &stat[at + 1..]) else {
-                return false;
-            };
-            let mut fields = after_comm.split_whitespace();
-            let state = fields.next().unwrap_or("Z");
-            let pgrp = fields.nth(1).and_then(|p| p.parse::<u32>().ok());
-            pgrp == Some(pgid) && state != "Z" && state != "X"
+        proc_stats().is_none_or(|stats| {
+            stats
+                .iter()
+                .any(|stat| stat.pgrp == Some(pgid) && stat.live)
         })
     }
 
@@ -229,30 +250,16 @@ mod imp {
     #[cfg(target_os = "linux")]
     pub fn adopted_children(spared: &std::collections::BTreeSet<u32>) -> Vec<u32> {
         let me = std::process::id();
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
         let mut live = Vec::new();
-        for pid in entries
-            .flatten()
-            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| !spared.contains(pid))
+        for stat in proc_stats()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|stat| stat.ppid == Some(me) && !spared.contains(&stat.pid))
         {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            let Some(after_comm) = stat.rfind(')').map(|at| &stat[at + 1..]) else {
-                continue;
-            };
-            let mut fields = after_comm.split_whitespace();
-            let state = fields.next().unwrap_or("Z");
-            if fields.next().and_then(|p| p.parse::<u32>().ok()) != Some(me) {
-                continue;
-            }
-            if state == "Z" || state == "X" {
-                let _ = waitpid(self::pid(pid), Some(WaitPidFlag::WNOHANG));
+            if stat.live {
+                live.push(stat.pid);
             } else {
-                live.push(pid);
+                let _ = waitpid(pid(stat.pid), Some(WaitPidFlag::WNOHANG));
             }
         }
         live

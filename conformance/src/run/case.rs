@@ -504,7 +504,7 @@ impl<'a> Runner<'a> {
             .collect();
         let all: Vec<String> = killed.iter().map(ToString::to_string).collect();
         self.transcript.push(format!(
-            "harness: killed {} leftover process(es) carrying {CASE_TOKEN_ENV}: {}",
+            "harness: killed {} leftover process(es) of the case's tree (its supervisor's orphans, or carrying {CASE_TOKEN_ENV}): {}",
             killed.len(),
             all.join(", ")
         ));

@@ -16,6 +16,9 @@ const BUNDLE_VERSION: &str = "0.1.0";
 /// One case's temp world. Dropping it removes the directory.
 pub struct World {
     _dir: tempfile::TempDir,
+    /// The harness's own files about the case, outside the driver's cwd (the supervisors'
+    /// report: a host must not be able to edit what blames it).
+    private: tempfile::TempDir,
     /// The canonical path of the temp root (every path below is under it).
     pub root: PathBuf,
     pub canary: String,
@@ -62,8 +65,8 @@ pub fn remove_live_worlds() -> usize {
 
 impl Drop for World {
     fn drop(&mut self) {
-        let dir = self._dir.path().to_path_buf();
-        live_roots().retain(|root| *root != dir);
+        let mine = [self._dir.path(), self.private.path()];
+        live_roots().retain(|root| !mine.contains(&root.as_path()));
     }
 }
 
@@ -79,7 +82,10 @@ impl World {
             .prefix("dsh-conformance-")
             .tempdir()?;
         let root = dir.path().canonicalize()?;
-        live_roots().push(dir.path().to_path_buf());
+        let private = tempfile::Builder::new()
+            .prefix("dsh-conformance-kit-")
+            .tempdir()?;
+        live_roots().extend([dir.path().to_path_buf(), private.path().to_path_buf()]);
         for sub in ["project", "dsh-home", "host-data", "bin"] {
             fs::create_dir_all(root.join(sub))?;
         }
@@ -97,6 +103,7 @@ impl World {
         fs::write(root.join("journal.jsonl"), b"")?;
         let world = World {
             _dir: dir,
+            private,
             root,
             canary: format!("dsh-canary-{}", random_hex(16)?),
             case_token: random_hex(16)?,
@@ -112,7 +119,7 @@ impl World {
 
     /// Where the case's supervisors report the processes they killed (`super::supervisor`).
     pub fn supervisor_report(&self) -> PathBuf {
-        self.root.join("supervisor-killed.jsonl")
+        self.private.path().join("supervisor-killed.jsonl")
     }
 
     pub fn dsh_home(&self) -> PathBuf {
