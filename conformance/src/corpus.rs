@@ -260,7 +260,7 @@ pub fn load_cases(fixtures_dir: &Path) -> (Vec<CaseRef>, Vec<LintError>) {
 /// The interpretation entry ids (`### I-xx: title`) in `docs_dir/interpretations.md` (a missing
 /// file has none).
 pub fn interpretation_ids(docs_dir: &Path) -> BTreeSet<String> {
-    fs::read_to_string(docs_dir.join("interpretations.md"))
+    read_corpus_file(&docs_dir.join("interpretations.md"))
         .map(|text| text.lines().filter_map(heading_entry_id).collect())
         .unwrap_or_default()
 }
@@ -490,9 +490,35 @@ fn check_rule_references(fixtures_dir: &Path, rules: &[Rule], cases: &[CaseRef])
     errors
 }
 
+/// The most bytes `lint` reads from one corpus file (case files are a few KiB).
+pub const MAX_CORPUS_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Reads a corpus file bounded: a regular file (a FIFO would hang, a device never end) of at most
+/// [`MAX_CORPUS_FILE_BYTES`], as UTF-8.
+pub fn read_corpus_file(file: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let meta = fs::metadata(file).map_err(|error| format!("cannot read: {error}"))?;
+    if !meta.is_file() {
+        return Err("not a regular file (a corpus holds regular files only)".to_string());
+    }
+    let mut bytes = Vec::new();
+    fs::File::open(file)
+        .and_then(|opened| {
+            opened
+                .take(MAX_CORPUS_FILE_BYTES + 1)
+                .read_to_end(&mut bytes)
+        })
+        .map_err(|error| format!("cannot read: {error}"))?;
+    if bytes.len() as u64 > MAX_CORPUS_FILE_BYTES {
+        return Err(format!(
+            "more than the {MAX_CORPUS_FILE_BYTES} bytes a corpus file may hold"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|error| format!("not UTF-8: {error}"))
+}
+
 fn read_json(file: &Path) -> Result<Value, LintError> {
-    let text = fs::read_to_string(file)
-        .map_err(|error| LintError::new(file, format!("cannot read: {error}")))?;
+    let text = read_corpus_file(file).map_err(|why| LintError::new(file, why))?;
     serde_json::from_str(&text).map_err(|error| LintError::new(file, format!("not JSON: {error}")))
 }
 
@@ -614,6 +640,28 @@ pub fn corpus_main(args: CorpusArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn corpus_files_are_read_bounded_and_only_when_regular() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fifo = dir.path().join("case.fifo.json");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+        let error = read_json(&fifo).expect_err("a FIFO is refused, without blocking");
+        assert!(error.to_string().contains("case.fifo.json"), "{error}");
+        assert!(error.to_string().contains("not a regular file"), "{error}");
+
+        let big = dir.path().join("big.json");
+        fs::File::create(&big)
+            .and_then(|file| file.set_len(MAX_CORPUS_FILE_BYTES + 1))
+            .expect("sparse file");
+        let error = read_json(&big).expect_err("an oversized file is refused");
+        assert!(error.to_string().contains("big.json"), "{error}");
+        assert!(error.to_string().contains("more than"), "{error}");
+
+        let small = dir.path().join("ok.json");
+        fs::write(&small, "{\"v\": 1}").expect("write");
+        assert!(read_json(&small).is_ok_and(|value| value["v"] == 1));
+    }
 
     #[test]
     fn heading_entry_ids_are_recognised() {

@@ -41,6 +41,9 @@ enum Command {
     Corpus(corpus::CorpusArgs),
     /// Serve a scripted OpenAI-compatible chat-completions endpoint on 127.0.0.1 (keyless runs).
     ModelServer(model_server::Args),
+    /// The per-case supervisor `run` starts each driver under (internal).
+    #[command(name = "__supervise", hide = true)]
+    Supervise(run::supervisor::Args),
 }
 
 /// `--version`: the crate version and the embedded corpus it carries (the `corpus_hash` a full run
@@ -72,5 +75,6 @@ fn main() -> ExitCode {
         Command::FixtureFromTranscript(args) => record::fixture_main(args),
         Command::Corpus(args) => corpus::corpus_main(args),
         Command::ModelServer(args) => model_server::main(args),
+        Command::Supervise(args) => run::supervisor::main(args),
     }
 }

@@ -6,7 +6,8 @@
 //!   [`codes`]: the kit's error-code classes and a host's declared vocabulary.
 //! - `world`, `driver`, `journal`, `transcript`: the temp world, the driver client, fake-dsh's
 //!   journal and the process table, the bounded transcript.
-//! - `leftovers`: the per-case token sweep that kills processes a driver left behind.
+//! - `leftovers`: the per-case token sweep that kills processes a driver left behind;
+//!   [`supervisor`]: the per-case subreaper every driver runs under on Linux.
 //! - [`verdict`]: findings -> verdict; [`expectations`]: the xfail file; [`selection`]: which cases.
 //!
 //! This module holds the CLI: flags, exit codes, output.
@@ -27,6 +28,7 @@ pub mod procfs;
 pub mod project_files;
 pub mod selection;
 pub mod suite;
+pub mod supervisor;
 mod transcript;
 pub mod verdict;
 mod world;
@@ -149,29 +151,51 @@ pub fn main(args: Args) -> ExitCode {
     }
 }
 
-/// Set once no new case may start: Ctrl-C or `--fail-fast`.
+/// Set once no new case may start: Ctrl-C, SIGTERM or `--fail-fast`.
 static STOP: AtomicBool = AtomicBool::new(false);
-/// Set by the SIGINT handler.
+/// Set by the SIGINT/SIGTERM handler.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-/// Exit code after Ctrl-C (128 + SIGINT, as shells report it).
+/// How many SIGINT/SIGTERM arrived, and the last one's number.
+static SIGNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static LAST_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+/// Exit code after Ctrl-C (128 + SIGINT, as shells report it); SIGTERM gives 143.
 pub const EXIT_INTERRUPTED: u8 = 130;
 
-extern "C" fn on_sigint(_: nix::libc::c_int) {
+extern "C" fn on_stop_signal(signal: nix::libc::c_int) {
+    LAST_SIGNAL.store(signal, Ordering::SeqCst);
+    SIGNALS.fetch_add(1, Ordering::SeqCst);
     INTERRUPTED.store(true, Ordering::SeqCst);
     STOP.store(true, Ordering::SeqCst);
 }
 
-/// The first Ctrl-C lets the running cases finish and prints the partial summary; the handler
-/// resets itself, so a second Ctrl-C ends the process at once.
-fn catch_ctrl_c() {
+/// 128 + the signal that stopped the run.
+fn interrupted_code() -> u8 {
+    u8::try_from(128 + LAST_SIGNAL.load(Ordering::SeqCst)).unwrap_or(EXIT_INTERRUPTED)
+}
+
+/// The first SIGINT or SIGTERM lets the running cases finish (their temp dirs are removed as
+/// usual) and prints the partial summary. A second one removes every case's temp dir still
+/// alive (journals hold prompts) and ends the process at once; the per-case supervisors kill
+/// the drivers' trees when they see the harness gone.
+fn catch_stop_signals() {
     use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
     let action = SigAction::new(
-        SigHandler::Handler(on_sigint),
-        SaFlags::SA_RESETHAND | SaFlags::SA_RESTART,
+        SigHandler::Handler(on_stop_signal),
+        SaFlags::SA_RESTART,
         SigSet::empty(),
     );
-    // SAFETY: the handler only stores to two atomics, which is async-signal-safe.
-    let _ = unsafe { sigaction(Signal::SIGINT, &action) };
+    for signal in [Signal::SIGINT, Signal::SIGTERM] {
+        // SAFETY: the handler only stores to atomics, which is async-signal-safe.
+        let _ = unsafe { sigaction(signal, &action) };
+    }
+    std::thread::spawn(|| loop {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if SIGNALS.load(Ordering::SeqCst) >= 2 {
+            let removed = world::remove_live_worlds();
+            eprintln!("dsh-conformance run: stopped by a second signal; removed {removed} case temp dir(s)");
+            std::process::exit(i32::from(interrupted_code()));
+        }
+    });
 }
 
 fn run_cli(args: &Args) -> Result<u8, String> {
@@ -219,7 +243,7 @@ fn run_cli(args: &Args) -> Result<u8, String> {
         _ => {}
     }
     Ok(if INTERRUPTED.load(Ordering::SeqCst) {
-        EXIT_INTERRUPTED
+        interrupted_code()
     } else {
         exit_code(&report)
     })
@@ -249,7 +273,7 @@ fn run_live(args: &Flags, suite: &Suite) -> Result<SuiteReport, String> {
         live.write(&format!("{}\n", suite.header_line()));
     }
     STOP.store(false, Ordering::SeqCst);
-    catch_ctrl_c();
+    catch_stop_signals();
     let fail_fast = args.fail_fast;
     let observer = |case: &CaseResult| {
         live.case(case);

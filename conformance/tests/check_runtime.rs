@@ -21,8 +21,13 @@ fn kit() -> Command {
 
 /// Run check-runtime (JSON output) with this fake-dsh scenario; returns (exit code, report).
 fn check(scenario: Option<&Value>, checks: &[&str]) -> (i32, Value) {
+    check_with_env(scenario, checks, &[])
+}
+
+fn check_with_env(scenario: Option<&Value>, checks: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
     let dir = tempfile::tempdir().unwrap();
     let mut command = kit();
+    command.envs(env.iter().copied());
     command
         .arg("check-runtime")
         .arg("--dsh")
@@ -500,6 +505,32 @@ fn checks_run_in_parallel_with_jobs_and_report_in_catalogue_order() {
         assert_eq!(refused.status.code(), Some(2), "--jobs {bad}");
     }
 }
+/// Live processes whose command line holds `marker` (killed and reaped on drop of the guard).
+fn live_with_marker(marker: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| dsh_conformance::run::procfs::is_live(*pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
+        })
+        .collect()
+}
+
+struct KillMarked(&'static str);
+
+impl Drop for KillMarked {
+    fn drop(&mut self) {
+        for pid in live_with_marker(self.0) {
+            let pid = nix::unistd::Pid::from_raw(pid);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
 
 #[test]
 fn a_bundle_directory_without_a_package_json_cannot_run() {
@@ -549,5 +580,32 @@ fn a_runtime_that_cannot_start_is_an_infrastructure_error() {
         output.stdout.is_empty(),
         "no check verdict is printed: {}",
         String::from_utf8_lossy(&output.stdout)
+    );
+}
+
+#[test]
+fn a_daemon_that_escapes_the_group_with_no_environment_fails_exit_after_result_and_is_killed() {
+    // The daemon's argv carries its watchdog (`--daemon-watchdog-ms 97531`): the marker.
+    let _guard = KillMarked("97531");
+    let scenario = scripted(json!([
+        {"ready": {}}, {"read_execute": {}},
+        {"spawn_child": {"detach": "setsid", "clear_env": true, "ignore_sigterm": true}},
+        {"session": {}}, {"text": "done"}, {"result": {"status": "completed"}}
+    ]));
+    let (code, report) = check_with_env(
+        Some(&scenario),
+        &["rt.exit-after-result"],
+        &[("FAKE_DSH_WATCHDOG_SECS", "97.531")],
+    );
+    assert_eq!(
+        status_of(&report, "rt.exit-after-result"),
+        "fail",
+        "{report:#}"
+    );
+    assert_eq!(code, 1);
+    let left = live_with_marker("97531");
+    assert!(
+        left.is_empty(),
+        "check-runtime left its daemons running: {left:?}"
     );
 }

@@ -14,7 +14,7 @@ use shell_driver_support::ShellDriverKit;
 /// Every pid worth checking afterwards goes to `$HOSTILE_PID_DIR/<mode>.pids`.
 const HOSTILE_DRIVER: &str = r#"#!/bin/sh
 mode=good
-for m in hostile-daemon hostile-stderr-flood hostile-stdout-closed hostile-foreign-outcome hostile-silent-handshake slow-sibling; do
+for m in hostile-daemon hostile-daemon-noenv hostile-stderr-flood hostile-stdout-closed hostile-foreign-outcome hostile-silent-handshake slow-sibling; do
   if grep -q "\"$m\"" scenario.json 2>/dev/null; then mode=$m; fi
 done
 pids="$HOSTILE_PID_DIR/$mode.pids"
@@ -32,6 +32,9 @@ while IFS= read -r line; do
           ( setsid sleep 600 </dev/null >/dev/null 2>&1 & echo "$!" >> "$pids" )
           setsid sleep 601 </dev/null >/dev/null &
           echo "$!" >> "$pids" ;;
+        hostile-daemon-noenv)
+          # A daemon with an empty environment: no case token to find it by (issue 17).
+          ( env -i setsid sleep 602 </dev/null >/dev/null 2>&1 & echo "$!" >> "$pids" ) ;;
         slow-sibling)
           sleep 600 &
           sibling=$!
@@ -135,6 +138,12 @@ fn hostile_drivers_fail_their_own_case_only_and_leave_no_process() {
     mode_case(&kit, "hostile.daemon", "hostile-daemon", DISCOVER);
     mode_case(
         &kit,
+        "hostile.daemon-noenv",
+        "hostile-daemon-noenv",
+        DISCOVER,
+    );
+    mode_case(
+        &kit,
         "hostile.stderr-flood",
         "hostile-stderr-flood",
         DISCOVER,
@@ -189,6 +198,11 @@ fn hostile_drivers_fail_their_own_case_only_and_leave_no_process() {
             "left 2 process(es) running outside its process group",
         ),
         (
+            "hostile.daemon-noenv",
+            "s10.process-tree-reaped",
+            "left 1 process(es) running outside its process group",
+        ),
+        (
             "hostile.stderr-flood",
             "s14.stderr-bounded",
             "bytes to its stderr",
@@ -223,6 +237,7 @@ fn hostile_drivers_fail_their_own_case_only_and_leave_no_process() {
         .count();
     assert_eq!(daemons, 3, "the driver and its two daemons: {recorded:?}");
     for mode in [
+        "hostile-daemon-noenv",
         "hostile-stdout-closed",
         "hostile-silent-handshake",
         "slow-sibling",

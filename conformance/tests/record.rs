@@ -635,3 +635,36 @@ fn fixture_from_transcript_defaults_its_id_and_lays_out_a_corpus_dir() {
     assert_eq!(convert.status.code(), Some(0));
     assert!(corpus.join("replay").join("replay.named.json").is_file());
 }
+
+#[test]
+fn a_daemon_that_left_the_runtime_s_group_is_reported_and_killed() {
+    let world = World::new();
+    let scenario = write_scenario(
+        &world,
+        json!([
+            {"ready": {}},
+            {"spawn_child": {"detach": "setsid", "clear_env": true, "ignore_sigterm": true}},
+            {"exit": 0}
+        ]),
+    );
+    let mut process = world.spawn(Some(&scenario), true);
+    drop(process.0.stdin.take());
+    let status = process.wait(Duration::from_secs(30));
+    let journal = std::fs::read_to_string(world.path("journal.jsonl")).unwrap_or_default();
+    let daemon = journal
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|entry| entry["event"] == "child")
+        .and_then(|entry| entry["child_pid"].as_i64())
+        .map(|pid| pid as i32)
+        .unwrap_or_else(|| panic!("no daemon journaled: {journal}"));
+    let alive = dsh_conformance::run::procfs::is_live(daemon);
+    if alive {
+        let pid = nix::unistd::Pid::from_raw(daemon);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    }
+    assert!(!alive, "the daemon {daemon} outlived the recording");
+    assert_eq!(status.code(), Some(0));
+    let meta = read_json(&world.recording().join("meta.json"));
+    assert_eq!(meta["processes_left"], true, "{meta:#}");
+}

@@ -56,6 +56,9 @@ enum Sub {
     Child {
         #[arg(long)]
         ignore_sigterm: bool,
+        /// A detached daemon: this watchdog (its environment may be empty) and no readiness byte.
+        #[arg(long, value_name = "MS")]
+        daemon_watchdog_ms: Option<u64>,
     },
 }
 
@@ -88,6 +91,8 @@ pub enum Invocation {
     },
     Child {
         ignore_sigterm: bool,
+        /// Set for a detached daemon (see `process::spawn_daemon`): its own watchdog limit.
+        daemon_watchdog_ms: Option<u64>,
     },
     /// Print this text to stdout and exit 0 (`--help`).
     Help(String),
@@ -154,7 +159,13 @@ where
     };
     if let Some(command) = cli.command {
         return match command {
-            Sub::Child { ignore_sigterm } => Invocation::Child { ignore_sigterm },
+            Sub::Child {
+                ignore_sigterm,
+                daemon_watchdog_ms,
+            } => Invocation::Child {
+                ignore_sigterm,
+                daemon_watchdog_ms,
+            },
             Sub::Plugin(plugin) if plugin.profile != PROFILE_NAME => Invocation::Usage(format!(
                 "error: fake-dsh installs only the {PROFILE_NAME} profile, not {:?}",
                 plugin.profile
@@ -224,7 +235,15 @@ mod tests {
         assert_eq!(
             parsed(&["__child", "--ignore-sigterm"]),
             Invocation::Child {
-                ignore_sigterm: true
+                ignore_sigterm: true,
+                daemon_watchdog_ms: None
+            }
+        );
+        assert_eq!(
+            parsed(&["__child", "--daemon-watchdog-ms", "2500"]),
+            Invocation::Child {
+                ignore_sigterm: false,
+                daemon_watchdog_ms: Some(2500)
             }
         );
         assert!(matches!(parsed(&["--help"]), Invocation::Help(_)));

@@ -1,8 +1,10 @@
 //! The process lifecycle every fake-dsh process shares: signal handling (journal, then exit
 //! `128 + n` unless SIGTERM is being ignored), the watchdog, the single exit path, and the
-//! grandchildren it spawns (a re-exec of itself in the hidden `__child` mode).
+//! grandchildren it spawns (a re-exec of itself in the hidden `__child` mode), including the
+//! hostile ones: double-forked daemons that leave the runtime's process group or session.
 
 use crate::journal::{self, Event, ExitReason, Mode};
+use crate::scenario::{Detach, SpawnChildSpec};
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::unistd::Pid;
 use std::io::{Read, Write};
@@ -77,6 +79,14 @@ pub fn start_watchdog() {
     std::thread::spawn(move || {
         std::thread::sleep(limit);
         kill_children();
+        finish(WATCHDOG_EXIT_CODE, ExitReason::Watchdog);
+    });
+}
+
+/// Starts the watchdog with an explicit limit (a daemon whose environment may be empty).
+fn start_watchdog_after(limit: Duration) {
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
         finish(WATCHDOG_EXIT_CODE, ExitReason::Watchdog);
     });
 }
@@ -161,16 +171,88 @@ pub fn spawn_child(ignore_sigterm: bool) -> std::io::Result<i32> {
 }
 
 /// The `__child` mode: journal, report readiness on stdout, then sleep until a signal or the
-/// watchdog ends it.
-pub fn run_child(ignore_sigterm: bool) -> ! {
+/// watchdog ends it. A daemon (`daemon_watchdog_ms`) writes nothing: its stdout may be the
+/// host's pipe, and its parent learned its pid through a private pipe.
+pub fn run_child(ignore_sigterm: bool, daemon_watchdog_ms: Option<u64>) -> ! {
     set_ignore_sigterm(ignore_sigterm);
     journal::record(start_event(Mode::Child, None));
-    start_watchdog();
-    let mut stdout = std::io::stdout();
-    let _ = stdout.write_all(b"\n");
-    let _ = stdout.flush();
-    loop {
-        std::thread::sleep(Duration::from_secs(3600));
+    match daemon_watchdog_ms.filter(|millis| *millis > 0) {
+        Some(millis) => start_watchdog_after(Duration::from_millis(millis.min(86_400_000))),
+        None => {
+            start_watchdog();
+            let mut stdout = std::io::stdout();
+            let _ = stdout.write_all(b"\n");
+            let _ = stdout.flush();
+        }
+    }
+    hang()
+}
+
+/// Starts a hostile grandchild: a daemon that double-forks out of this process group (a new
+/// session with `setsid`, or a new group with `setpgid`), optionally with an empty environment
+/// and holding this process's stdout/stderr. The intermediate process exits at once (reaped
+/// here), so the daemon is an orphan from the start. Journals `child` with the daemon's pid.
+pub fn spawn_daemon(spec: &SpawnChildSpec, detach: Detach) -> std::io::Result<i32> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe()?;
+    // pipe + FD_CLOEXEC rather than pipe2, which macOS lacks: the daemon's exec closes its end.
+    let (pid_reader, pid_writer) = nix::unistd::pipe()?;
+    for end in [&pid_reader, &pid_writer] {
+        let cloexec = nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC);
+        nix::fcntl::fcntl(end, cloexec)?;
+    }
+    let mut command = Command::new(exe);
+    command
+        .arg(CHILD_SUBCOMMAND)
+        .arg("--daemon-watchdog-ms")
+        .arg(watchdog_limit().as_millis().to_string())
+        .stdin(Stdio::null());
+    if spec.ignore_sigterm {
+        command.arg("--ignore-sigterm");
+    }
+    if !spec.hold_stdio {
+        command.stdout(Stdio::null()).stderr(Stdio::null());
+    }
+    if spec.clear_env {
+        command.env_clear();
+    }
+    let report_fd = pid_writer.as_raw_fd();
+    // SAFETY: the closure runs between fork and exec and calls only async-signal-safe functions
+    // (setsid/setpgid, fork, getpid, write, _exit).
+    unsafe {
+        command.pre_exec(move || daemonize(detach, report_fd));
+    }
+    let mut intermediate = command.spawn()?;
+    drop(pid_writer);
+    let _ = intermediate.wait();
+    let mut bytes = [0u8; 4];
+    std::fs::File::from(pid_reader).read_exact(&mut bytes)?;
+    let pid = i32::from_ne_bytes(bytes);
+    journal::record(Event::Child {
+        child_pid: pid,
+        ignores_sigterm: spec.ignore_sigterm,
+    });
+    Ok(pid)
+}
+
+/// Between fork and exec: leave the group, fork again; the intermediate exits, the daemon writes
+/// its pid to `report_fd` (closed on exec) and goes on to exec.
+fn daemonize(detach: Detach, report_fd: i32) -> std::io::Result<()> {
+    use nix::unistd::{fork, setpgid, setsid, ForkResult};
+    match detach {
+        Detach::Setsid => setsid().map(|_| ())?,
+        Detach::Setpgid => setpgid(Pid::from_raw(0), Pid::from_raw(0))?,
+    }
+    // SAFETY: the forked process only writes to a pipe and then execs (see the caller).
+    match unsafe { fork() }? {
+        ForkResult::Parent { .. } => unsafe { nix::libc::_exit(0) },
+        ForkResult::Child => {
+            let pid = nix::unistd::getpid().as_raw().to_ne_bytes();
+            // SAFETY: `report_fd` is the open write end of the pid pipe.
+            unsafe { nix::libc::write(report_fd, pid.as_ptr().cast(), pid.len()) };
+            Ok(())
+        }
     }
 }
 

@@ -24,8 +24,12 @@ pub fn main() -> ! {
         .map(std::path::PathBuf::from);
     let journal = journal::install(Journal::open(journal_path));
     let invocation = cli::parse(std::env::args_os());
-    if let Invocation::Child { ignore_sigterm } = invocation {
-        process::run_child(ignore_sigterm);
+    if let Invocation::Child {
+        ignore_sigterm,
+        daemon_watchdog_ms,
+    } = invocation
+    {
+        process::run_child(ignore_sigterm, daemon_watchdog_ms);
     }
     let mode = invocation.mode();
     let journaled_index = if mode == Mode::Stdio {

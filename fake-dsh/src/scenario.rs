@@ -197,6 +197,25 @@ pub struct DripSpec {
 pub struct SpawnChildSpec {
     #[serde(default)]
     pub ignore_sigterm: bool,
+    /// Leave the runtime's process tree: a double-forked daemon in a new session or group.
+    #[serde(default)]
+    pub detach: Option<Detach>,
+    /// The daemon starts with an empty environment (so no inherited marker names it).
+    #[serde(default)]
+    pub clear_env: bool,
+    /// The daemon keeps the runtime's stdout and stderr (the host's pipes) open.
+    #[serde(default)]
+    pub hold_stdio: bool,
+}
+
+/// How a daemon leaves its parent's process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Detach {
+    /// `setsid()`: a new session and group.
+    Setsid,
+    /// `setpgid(0, 0)`: a new group in the same session.
+    Setpgid,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -383,7 +402,7 @@ mod tests {
                 {"coalesce": [{"text": "a"}, {"raw": "b\n"}]}, {"sleep_ms": 100},
                 {"wait_cancel": {"timeout_ms": 10000}}, {"result_on_cancel": {"timeout_ms": 5}},
                 {"wait_stdin_close": {}}, {"hang": {}},
-                {"ignore_sigterm": true}, {"spawn_child": {"ignore_sigterm": true}},
+                {"ignore_sigterm": true}, {"spawn_child": {"ignore_sigterm": true, "detach": "setsid", "clear_env": true, "hold_stdio": true}},
                 {"stderr": "s"}, {"stderr_flood": {"bytes": 8388608}}, {"stderr_prompt": {}},
                 {"stderr_env": "DEEPSEEK_API_KEY"}, {"exit": 0}
             ]],

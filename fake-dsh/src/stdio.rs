@@ -305,7 +305,11 @@ fn play(context: &mut Context, action: &Action) {
         Action::Hang(_) => process::hang(),
         Action::IgnoreSigterm(ignore) => process::set_ignore_sigterm(*ignore),
         Action::SpawnChild(spawn) => {
-            if let Err(error) = process::spawn_child(spawn.ignore_sigterm) {
+            let spawned = match spawn.detach {
+                None => process::spawn_child(spawn.ignore_sigterm),
+                Some(detach) => process::spawn_daemon(spawn, detach),
+            };
+            if let Err(error) = spawned {
                 eprintln!("fake-dsh: cannot spawn a child: {error}");
             }
         }

@@ -1,7 +1,18 @@
 //! Deliberate bugs for the kit's mutant gallery (issue 7): `DSH_HOST_MUTANT=<name>[,<name>...]`
 //! switches each on as a flag inside the one real implementation. Unset, the host is correct.
+//!
+//! This module is also the one seam through which they reach the run loop (`crate::run`): each
+//! deviation point is a named method of [`Mutants`] below whose answer, with no mutant on, is the
+//! correct behaviour, so the run loop reads as the spec's steps without the bugs in the way.
 
+use crate::run::{checker_after_ready, frame_of, RunRequest};
+use crate::session_store::CompatibilityKey;
+use dsh_protocol::frames::{Execute, Result as RunResult};
+use dsh_protocol::{
+    HostCommand, LineEvent, RunContext, RuntimeFrame, StreamChecker, Violation, ViolationCode,
+};
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 /// One deliberate bug; [`Mutant::summary`] says which.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -200,6 +211,172 @@ impl Mutants {
     pub fn with(mut self, mutant: Mutant) -> Self {
         self.0.insert(mutant);
         self
+    }
+}
+
+/// The seam: the run loop's deviation points, in the order a turn meets them.
+impl Mutants {
+    /// Extra runtime arguments (`key-in-argv`: the credential).
+    pub fn extra_runtime_args(&self) -> Vec<String> {
+        match std::env::var("DEEPSEEK_API_KEY") {
+            Ok(key) if self.on(Mutant::KeyInArgv) => vec![format!("--api-key={key}")],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The project cwd as the run uses it: canonical (`no-cwd-canonicalize`: as given).
+    pub fn project_cwd(&self, given: &Path) -> std::io::Result<PathBuf> {
+        if self.on(Mutant::NoCwdCanonicalize) {
+            Ok(given.to_path_buf())
+        } else {
+            std::fs::canonicalize(given)
+        }
+    }
+
+    /// Whether stderr is read only after the runtime exits (`no-stderr-drain`).
+    pub fn drains_stderr_late(&self) -> bool {
+        self.on(Mutant::NoStderrDrain)
+    }
+
+    /// `execute-before-ready`: the line written right after spawning (a new session with the
+    /// bootstrap: the compatibility key needs `ready`); `None` for the correct host.
+    pub fn execute_before_ready(
+        &self,
+        request: &RunRequest,
+        request_id: &str,
+        cwd: &str,
+    ) -> Option<String> {
+        if !self.on(Mutant::ExecuteBeforeReady) {
+            return None;
+        }
+        let prompt = if request.bootstrap.is_empty() {
+            request.prompt.clone()
+        } else {
+            format!("{}\n\n{}", request.bootstrap, request.prompt)
+        };
+        let execute = HostCommand::Execute(Execute {
+            request_id: request_id.to_string(),
+            cwd: cwd.to_string(),
+            prompt,
+            resume_session_id: None,
+            model: request.model.clone(),
+            reasoning_effort: request.reasoning_effort.clone(),
+            mcp_servers: Vec::new(),
+        });
+        Some(execute.to_line())
+    }
+
+    /// Whether `execute` already went out before `ready` (`execute-before-ready`).
+    pub fn executed_early(&self) -> bool {
+        self.on(Mutant::ExecuteBeforeReady)
+    }
+
+    /// Whether a stored key still matches (`resume-under-changed-cwd`: the cwd is ignored).
+    pub fn keys_match(&self, stored: &CompatibilityKey, current: &CompatibilityKey) -> bool {
+        if self.on(Mutant::ResumeUnderChangedCwd) {
+            let mut stored = stored.clone();
+            stored.cwd.clone_from(&current.cwd);
+            return stored == *current;
+        }
+        stored == current
+    }
+
+    /// Whether a new session gets the bootstrap (`no-bootstrap-on-new-session`: it does not).
+    pub fn bootstrap_on_new_session(&self) -> bool {
+        !self.on(Mutant::NoBootstrapOnNewSession)
+    }
+
+    /// Whether the prompt is logged (`log-prompt-to-stderr`).
+    pub fn logs_prompt(&self) -> bool {
+        self.on(Mutant::LogPromptToStderr)
+    }
+
+    /// The checker's context for a resume (`ignore-resume-mismatch`: told nothing).
+    pub fn run_context(&self, request_id: &str, resume: Option<&String>) -> RunContext {
+        match resume {
+            Some(session) if !self.on(Mutant::IgnoreResumeMismatch) => {
+                RunContext::resuming(request_id.to_string(), session.clone())
+            }
+            _ => RunContext::new(request_id.to_string()),
+        }
+    }
+
+    /// Whether a cancel skips the protocol steps and SIGKILLs (`sigkill-without-cancel`).
+    pub fn cancels_by_kill(&self) -> bool {
+        self.on(Mutant::SigkillWithoutCancel)
+    }
+
+    /// The request the protocol `cancel` names (`cancel-wrong-request`: a fresh one).
+    pub fn cancel_target(&self, active: &str, fresh: impl FnOnce() -> String) -> String {
+        if self.on(Mutant::CancelWrongRequest) {
+            fresh()
+        } else {
+            active.to_string()
+        }
+    }
+
+    /// Whether a foreign frame is normalized into this run's events (`foreign-frame-leaks`).
+    pub fn relays_foreign_frames(&self) -> bool {
+        self.on(Mutant::ForeignFrameLeaks)
+    }
+
+    /// The mutants that tolerate a violation: a replacement checker, and the frame to accept
+    /// instead (or `None` to re-check the line with the replacement).
+    pub fn tolerate(
+        &self,
+        violation: &Violation,
+        event: &LineEvent,
+        request_id: &str,
+        ready_lines: &[LineEvent],
+    ) -> Option<(StreamChecker, Option<RuntimeFrame>)> {
+        let rebuild = |context: RunContext| checker_after_ready(context, ready_lines);
+        let frame = frame_of(event)?;
+        match (violation.code, &frame) {
+            (ViolationCode::ContentBeforeSession, _) if self.on(Mutant::AcceptSessionAfterText) => {
+                Some((rebuild(RunContext::new(request_id)), Some(frame)))
+            }
+            (ViolationCode::ResumeMismatch, RuntimeFrame::Session(session))
+                if self.on(Mutant::IgnoreResumeMismatch) =>
+            {
+                let context = if session.resumed {
+                    RunContext::resuming(request_id, session.session_id.clone())
+                } else {
+                    RunContext::new(request_id)
+                };
+                Some((rebuild(context), None))
+            }
+            _ => None,
+        }
+    }
+
+    /// A second `result` that replaces the first (`accept-second-result`); `None`: the
+    /// violation stands.
+    pub fn second_result(&self, violation: &Violation, event: &LineEvent) -> Option<RunResult> {
+        if !self.on(Mutant::AcceptSecondResult) || violation.code != ViolationCode::DuplicateResult
+        {
+            return None;
+        }
+        match frame_of(event) {
+            Some(RuntimeFrame::Result(result)) => Some(result),
+            _ => None,
+        }
+    }
+
+    /// Whether EOF without a result reports `completed` (`eof-is-success`).
+    pub fn eof_is_success(&self) -> bool {
+        self.on(Mutant::EofIsSuccess)
+    }
+
+    /// Whether signals reach the direct child only, and the tree is not waited for nor its
+    /// escaped daemons killed (`kill-direct-child-only`).
+    pub fn signals_leader_only(&self) -> bool {
+        self.on(Mutant::KillDirectChildOnly)
+    }
+
+    /// Whether a rejected resume is retried silently as a new session
+    /// (`missing-resume-new-session`).
+    pub fn retries_rejected_resume(&self) -> bool {
+        self.on(Mutant::MissingResumeNewSession)
     }
 }
 

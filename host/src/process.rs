@@ -1,12 +1,69 @@
 //! The platform part: owning a runtime's whole process tree (spawn it in its own group, signal the
-//! group, tell whether any member is still alive, reap what was left to us).
+//! group, tell whether any member is still alive, reap what was left to us), and ending the
+//! orphans that escaped every group.
 //!
-//! POSIX uses a process group whose id is the direct child's pid. A Windows port replaces this
-//! module with a job object behind the same [`OwnedTree`] surface; nothing else in the crate knows
-//! how a tree is owned.
+//! POSIX uses a process group whose id is the direct child's pid. A daemon that double-forks and
+//! calls `setsid` or `setpgid` leaves that group; on Linux the host is a child subreaper
+//! ([`adopt_orphans`]), so such an orphan is re-parented to the host, and
+//! [`end_adopted_orphans`] kills every child of the host that it did not spawn itself (the
+//! leaders registered by [`spawn_owned`]). On macOS there is no subreaper: an escaped daemon is
+//! re-parented to launchd and this module cannot find it (the group is still killed).
+//! A Windows port replaces this module with a job object behind the same surface; nothing else in
+//! the crate knows how a tree is owned.
 
+use std::collections::BTreeSet;
 use std::io;
+use std::sync::Mutex;
 use std::time::Duration;
+
+/// The direct children this host spawned (tree leaders), never taken for adopted orphans. The
+/// lock is held across a spawn, so a sweep never sees a leader before it is registered.
+static LEADERS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+fn leaders() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
+    LEADERS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Spawn `command` as the leader of a new process tree the host owns ([`own_tree`]), registered
+/// so [`end_adopted_orphans`] spares it; [`OwnedTree::release`] unregisters it once reaped.
+pub fn spawn_owned(
+    command: &mut tokio::process::Command,
+) -> io::Result<(tokio::process::Child, OwnedTree)> {
+    own_tree(command);
+    let mut registered = leaders();
+    let child = command.spawn()?;
+    let pid = child
+        .id()
+        .ok_or_else(|| io::Error::other("the process exited before it could be tracked"))?;
+    registered.insert(pid);
+    Ok((child, OwnedTree::of_leader(pid)))
+}
+
+/// SIGKILL every live child of this host that it did not spawn (orphans re-parented to it as a
+/// subreaper: daemons that left their tree's group), again until none is left or `bound` passes
+/// (a killed orphan's own children are adopted next); reaps them. Returns the pids killed.
+pub fn end_adopted_orphans(bound: Duration) -> Vec<u32> {
+    let deadline = std::time::Instant::now() + bound;
+    let mut killed: Vec<u32> = Vec::new();
+    loop {
+        let live = {
+            let spared = leaders();
+            imp::adopted_children(&spared)
+        };
+        if live.is_empty() || std::time::Instant::now() >= deadline {
+            return killed;
+        }
+        for pid in live {
+            let _ = imp::signal_process(pid, Stop::Kill);
+            if !killed.contains(&pid) {
+                killed.push(pid);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
 
 #[cfg(not(unix))]
 compile_error!("dsh-host owns process trees with POSIX process groups only; a Windows port replaces `process::imp` with a job object");
@@ -52,6 +109,11 @@ impl OwnedTree {
     /// The direct child's pid (also the POSIX process group id).
     pub fn leader_pid(&self) -> u32 {
         self.leader
+    }
+
+    /// Forget the leader once it has been waited for (see [`spawn_owned`]).
+    pub fn release(&self) {
+        leaders().remove(&self.leader);
     }
 
     /// Signal every process of the tree. A tree that is already empty is not an error.
@@ -133,34 +195,80 @@ mod imp {
         }
     }
 
+    /// One process as `/proc/<pid>/stat` describes it.
+    #[cfg(target_os = "linux")]
+    struct ProcStat {
+        pid: u32,
+        /// Not a zombie (nor dead).
+        live: bool,
+        ppid: Option<u32>,
+        pgrp: Option<u32>,
+    }
+
+    /// Every process `/proc` lists now; `None` without a readable `/proc`.
+    #[cfg(target_os = "linux")]
+    fn proc_stats() -> Option<Vec<ProcStat>> {
+        let entries = std::fs::read_dir("/proc").ok()?;
+        let stats = entries
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                // Fields after the parenthesised command: state ppid pgrp ...
+                let after_comm = &stat[stat.rfind(')')? + 1..];
+                let mut fields = after_comm.split_whitespace();
+                let state = fields.next().unwrap_or("Z");
+                let mut number = || fields.next().and_then(|p| p.parse::<u32>().ok());
+                let (ppid, pgrp) = (number(), number());
+                Some(ProcStat {
+                    pid,
+                    live: state != "Z" && state != "X",
+                    ppid,
+                    pgrp,
+                })
+            })
+            .collect();
+        Some(stats)
+    }
+
     /// The group still has members; on Linux, tell live ones from unreaped zombies.
     #[cfg(target_os = "linux")]
     fn live_members_beyond_zombies(pgid: u32) -> bool {
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return true;
-        };
-        entries.flatten().any(|entry| {
-            let name = entry.file_name();
-            let Some(_) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                return false;
-            };
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                return false;
-            };
-            // Fields after the parenthesised command: state ppid pgrp ...
-            let Some(after_comm) = stat.rfind(')').map(|at| &stat[at + 1..]) else {
-                return false;
-            };
-            let mut fields = after_comm.split_whitespace();
-            let state = fields.next().unwrap_or("Z");
-            let pgrp = fields.nth(1).and_then(|p| p.parse::<u32>().ok());
-            pgrp == Some(pgid) && state != "Z" && state != "X"
+        proc_stats().is_none_or(|stats| {
+            stats
+                .iter()
+                .any(|stat| stat.pgrp == Some(pgid) && stat.live)
         })
     }
 
     #[cfg(not(target_os = "linux"))]
     fn live_members_beyond_zombies(_pgid: u32) -> bool {
         true
+    }
+
+    /// The live children of this process outside `spared`; zombies among them are reaped here.
+    #[cfg(target_os = "linux")]
+    pub fn adopted_children(spared: &std::collections::BTreeSet<u32>) -> Vec<u32> {
+        let me = std::process::id();
+        let mut live = Vec::new();
+        for stat in proc_stats()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|stat| stat.ppid == Some(me) && !spared.contains(&stat.pid))
+        {
+            if stat.live {
+                live.push(stat.pid);
+            } else {
+                let _ = waitpid(pid(stat.pid), Some(WaitPidFlag::WNOHANG));
+            }
+        }
+        live
+    }
+
+    /// No subreaper outside Linux: orphans go to init/launchd, never to the host.
+    #[cfg(not(target_os = "linux"))]
+    pub fn adopted_children(_spared: &std::collections::BTreeSet<u32>) -> Vec<u32> {
+        Vec::new()
     }
 
     pub fn reap_group(leader: u32) {

@@ -1,31 +1,44 @@
-//! One turn (spec 6-10): spawn `dsh --profile open-design --stdio` in its own process tree,
-//! validate `ready`, choose new session vs resume from the compatibility key, send `execute`,
-//! run stdout through the strict checker while stderr drains concurrently, normalize frames into
-//! events, cancel in the five steps of spec 10, and report the outcome only after the whole tree
-//! is reaped.
+//! One turn (spec 6-10), written as the spec's steps so that an adapter author can follow it:
+//!
+//! 1. **Spawn** ([`Host::spawn_runtime`]): `dsh --profile open-design --stdio` in its own process
+//!    tree, stderr drained from the start.
+//! 2. **Ready** ([`Host::await_ready`]): the `ready` frame first, within a bound.
+//! 3. **Execute** ([`Host::decide_session`], [`execute_command`], [`Host::send_execute`]): a new
+//!    session or a resume from the compatibility key, then `execute`.
+//! 4. **Stream** ([`Host::stream`]): stdout through the strict checker, accepted frames normalized
+//!    into events; a cancel runs spec 10's steps 1-2 here ([`Host::send_cancel`]).
+//! 5. **Terminal result** ([`Host::after_result`]): stdin closed, stdout read to EOF within the
+//!    exit grace (a second result, or anything after the result, still fails the run).
+//! 6. **Reap** ([`Host::reap`]): spec 10's steps 3-5 ([`Host::stop_tree`]), then the daemons that
+//!    escaped the group, then the redacted stderr.
+//! 7. **Outcome** ([`Host::conclude`]): the session mapping, and the outcome reported only now.
+//!
+//! The plumbing lives in `pipes`. The deliberate bugs of the kit's mutant gallery are not written
+//! here: each step asks the one seam, [`crate::mutants::Mutants`], at a named point, and with no
+//! mutant on every answer is the correct behaviour.
+
+mod pipes;
 
 use crate::codes::{self, Diagnostic};
 use crate::discovery::{self, PROFILE};
 use crate::events::{Event, Normalizer};
 use crate::host::Host;
-use crate::mutants::Mutant;
-use crate::process::{own_tree, OwnedTree, Stop};
+use crate::mutants::Mutants;
+use crate::process::{self, spawn_owned, OwnedTree, Stop};
 use crate::redact::Redactor;
 use crate::session_store::{CompatibilityKey, SessionMapping, RUNTIME_ID};
-use crate::stderr_capture::StderrCapture;
 use dsh_protocol::frames::{Execute, ModelRoute, Result as RunResult, RuntimeIdentity, Status};
 use dsh_protocol::{
-    HostCommand, LineEvent, LineFramer, RunContext, RuntimeFrame, Step, StreamChecker, Terminal,
-    Violation, ViolationCode,
+    HostCommand, LineEvent, RunContext, RuntimeFrame, Step, StreamChecker, Terminal, Violation,
+    ViolationCode,
 };
-use std::collections::VecDeque;
+use pipes::{cancel_requested, sleep_until_some, FrameReader, StderrDrain, StdinWriter, TreeGuard};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, ChildStdout};
-use tokio::sync::{mpsc, watch};
+use tokio::process::Child;
+use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
 /// The time bounds of a run. Defaults: spec 10's cancellation steps with 1000 / 500 / 1000 ms.
@@ -133,134 +146,41 @@ struct AttemptResult {
     resume_rejected: bool,
 }
 
-/// Resolves when the cancel signal is (or already was) set; never when the sender is gone.
-async fn cancel_requested(signal: &mut CancelSignal) {
-    loop {
-        if *signal.borrow_and_update() {
-            return;
-        }
-        if signal.changed().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
+/// The session decision of step 3: the current compatibility key, the session to resume (if
+/// the stored key matches), and whether a stored mapping went stale.
+struct SessionPlan {
+    key: CompatibilityKey,
+    resume: Option<String>,
+    stale: bool,
 }
 
-async fn sleep_until_some(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => sleep_until(deadline).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Reads stdout into framer events; cancel-safe (an interrupted read loses nothing).
-struct FrameReader {
-    stdout: Option<ChildStdout>,
-    framer: LineFramer,
-    pending: VecDeque<LineEvent>,
-    finished: bool,
-    chunk: Vec<u8>,
-}
-
-impl FrameReader {
-    fn new(stdout: Option<ChildStdout>) -> Self {
-        Self {
-            stdout,
-            framer: LineFramer::new(),
-            pending: VecDeque::new(),
-            finished: false,
-            chunk: vec![0u8; 64 * 1024],
-        }
-    }
-
-    /// The next line event; `None` once the stream ended and everything was handed out.
-    async fn next_event(&mut self) -> Option<LineEvent> {
-        loop {
-            if let Some(event) = self.pending.pop_front() {
-                return Some(event);
-            }
-            if self.finished {
-                return None;
-            }
-            let read = match self.stdout.as_mut() {
-                Some(stdout) => stdout.read(&mut self.chunk).await.unwrap_or(0),
-                None => 0,
-            };
-            if read == 0 {
-                self.finished = true;
-                self.pending.extend(self.framer.finish());
-            } else {
-                let events = self.framer.push(&self.chunk[..read]);
-                self.pending.extend(events);
-            }
-        }
-    }
-
-    /// Keep draining stdout in the background (so a writer never blocks) until aborted.
-    fn drain_in_background(mut self) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
-            if let Some(mut stdout) = self.stdout.take() {
-                let _ = tokio::io::copy(&mut stdout, &mut tokio::io::sink()).await;
-            }
-        })
-    }
-}
-
-/// Writes lines to the runtime's stdin without ever blocking the run loop; `close` ends stdin
-/// after the lines already queued.
-struct StdinWriter {
-    queue: Option<mpsc::UnboundedSender<Vec<u8>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl StdinWriter {
-    fn new(stdin: Option<ChildStdin>) -> Self {
-        let (queue, mut lines) = mpsc::unbounded_channel::<Vec<u8>>();
-        let task = tokio::spawn(async move {
-            let Some(mut stdin) = stdin else { return };
-            while let Some(line) = lines.recv().await {
-                if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
-                    return;
-                }
-            }
-        });
-        Self {
-            queue: Some(queue),
-            task,
-        }
-    }
-
-    fn send(&self, line: String) {
-        if let Some(queue) = &self.queue {
-            let _ = queue.send(line.into_bytes());
-        }
-    }
-
-    fn close(&mut self) {
-        self.queue = None;
-    }
-}
-
-impl Drop for StdinWriter {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// Kills the tree if the run is abandoned before it was verified gone.
-struct TreeGuard {
+/// One spawned runtime and everything the steps share about it.
+struct Turn {
+    request_id: String,
+    child: Child,
     tree: OwnedTree,
-    armed: bool,
-}
-
-impl Drop for TreeGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = self.tree.stop(Stop::Kill);
-        }
-    }
+    guard: TreeGuard,
+    stdin: StdinWriter,
+    reader: FrameReader,
+    stderr: StderrDrain,
+    ready_deadline: Instant,
+    run_deadline: Instant,
+    /// Validates the lines up to `ready` (the run's checker needs the session decision).
+    provisional: StreamChecker,
+    ready_lines: Vec<LineEvent>,
+    checker: StreamChecker,
+    cancel_sent: bool,
+    cancel_deadline: Option<Instant>,
+    session_resumed: bool,
+    /// Set after a result: when the runtime's own exit grace ends.
+    exit_deadline: Option<Instant>,
 }
 
 impl Host {
+    fn mutants(&self) -> &Mutants {
+        &self.config.mutants
+    }
+
     /// Run one turn. Events go to `emit` as they happen; the outcome is returned only after the
     /// runtime's process tree is gone.
     pub async fn run(
@@ -273,15 +193,7 @@ impl Host {
         redactor.add_prompt(&request.prompt);
         redactor.add_prompt(&request.bootstrap);
         let outcome = match self.prepare(request).await {
-            Err(diagnostic) => Outcome {
-                status: Status::Failed,
-                session_id: self.mapped_session(&request.conversation_id),
-                resumed: false,
-                code: Some(codes::SPAWN_FAILED.to_string()),
-                message: Some(diagnostic.message),
-                foreign_frames: 0,
-                stderr: String::new(),
-            },
+            Err(diagnostic) => self.spawn_failure(request, diagnostic.message).outcome,
             Ok(prepared) => {
                 let first = self
                     .attempt(
@@ -293,7 +205,7 @@ impl Host {
                         false,
                     )
                     .await;
-                if first.resume_rejected && self.mutant(Mutant::MissingResumeNewSession) {
+                if first.resume_rejected && self.mutants().retries_rejected_resume() {
                     self.attempt(request, &prepared, &redactor, cancel, &mut *emit, true)
                         .await
                         .outcome
@@ -310,14 +222,36 @@ impl Host {
         outcome
     }
 
-    pub(crate) fn mapped_session(&self, conversation_id: &str) -> Option<String> {
-        let store = self.config.store.as_ref()?;
-        store
-            .load(conversation_id)
-            .mapping
-            .map(|mapping| mapping.session_id)
+    /// One attempt, step by step (see the module documentation).
+    async fn attempt(
+        &self,
+        request: &RunRequest,
+        prepared: &Prepared,
+        redactor: &Redactor,
+        mut cancel: CancelSignal,
+        emit: EventSink<'_>,
+        force_new_session: bool,
+    ) -> AttemptResult {
+        let mut turn = match self.spawn_runtime(request, prepared, redactor) {
+            Ok(turn) => turn,
+            Err(message) => return self.spawn_failure(request, message),
+        };
+        let mut plan = None;
+        let end = match self.await_ready(&mut turn, &mut cancel).await {
+            Err(end) => end,
+            Ok(identity) => {
+                let decided = self.decide_session(request, prepared, &identity, force_new_session);
+                self.send_execute(&mut turn, request, prepared, &decided);
+                plan = Some(decided);
+                let end = self.stream(&mut turn, &mut cancel, emit).await;
+                self.after_result(&mut turn, end).await
+            }
+        };
+        let stderr = self.reap(&mut turn, &end, redactor).await;
+        self.conclude(request, &turn, plan, &end, stderr)
     }
 
+    /// Step 0: resolve the executable, canonicalize the cwd, read the version family.
     async fn prepare(&self, request: &RunRequest) -> Result<Prepared, Diagnostic> {
         let env = &self.config.env;
         let resolved = discovery::resolve_executable(env.dsh_bin.as_deref(), env.path.as_deref())
@@ -327,20 +261,20 @@ impl Host {
         for note in &resolved.notes {
             self.log(note);
         }
-        let canonical = if self.mutant(Mutant::NoCwdCanonicalize) {
-            Ok(request.cwd.clone())
-        } else {
-            std::fs::canonicalize(&request.cwd)
-        };
-        let cwd = canonical.ok().filter(|cwd| cwd.is_dir()).ok_or_else(|| {
-            Diagnostic::new(
-                codes::SPAWN_FAILED,
-                format!(
-                    "the project cwd {} is not an existing directory",
-                    request.cwd.display()
-                ),
-            )
-        })?;
+        let cwd = self
+            .mutants()
+            .project_cwd(&request.cwd)
+            .ok()
+            .filter(|cwd| cwd.is_dir())
+            .ok_or_else(|| {
+                Diagnostic::new(
+                    codes::SPAWN_FAILED,
+                    format!(
+                        "the project cwd {} is not an existing directory",
+                        request.cwd.display()
+                    ),
+                )
+            })?;
         let version_family = self
             .version_of(&resolved.path)
             .await
@@ -358,44 +292,324 @@ impl Host {
         })
     }
 
-    fn keys_match(&self, stored: &CompatibilityKey, current: &CompatibilityKey) -> bool {
-        if self.mutant(Mutant::ResumeUnderChangedCwd) {
-            let mut stored = stored.clone();
-            stored.cwd.clone_from(&current.cwd);
-            return stored == *current;
-        }
-        stored == current
-    }
-
-    fn signal_tree(&self, tree: OwnedTree, how: Stop) {
-        let sent = if self.mutant(Mutant::KillDirectChildOnly) {
-            tree.stop_leader_only(how)
-        } else {
-            tree.stop(how)
-        };
-        if let Err(error) = sent {
-            self.log(&format!(
-                "signalling the runtime tree of pid {} failed: {error}",
-                tree.leader_pid()
-            ));
-        }
-    }
-
-    /// Wait up to `bound` for the child to exit and (unless the mutant says otherwise) the whole
-    /// tree to be gone.
-    async fn settle(&self, child: &mut Child, tree: OwnedTree, bound: Duration) -> bool {
-        let deadline = Instant::now() + bound;
-        if tokio::time::timeout_at(deadline, child.wait())
-            .await
-            .is_err()
+    /// Step 1, spawn: the runtime in its own process tree, its stderr drained at once.
+    fn spawn_runtime(
+        &self,
+        request: &RunRequest,
+        prepared: &Prepared,
+        redactor: &Redactor,
+    ) -> Result<Turn, String> {
+        let bounds = self.config.run_bounds;
+        let started = Instant::now();
+        let request_id = next_request_id();
+        let mut command = tokio::process::Command::new(&prepared.executable);
+        command
+            .args(["--profile", PROFILE, "--stdio"])
+            .args(self.mutants().extra_runtime_args())
+            .current_dir(&prepared.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let (mut child, tree) = spawn_owned(&mut command).map_err(|error| {
+            format!(
+                "`{} --profile {PROFILE} --stdio` could not be started: {error}",
+                prepared.executable.display()
+            )
+        })?;
+        let stdin = StdinWriter::new(child.stdin.take());
+        if let Some(line) =
+            self.mutants()
+                .execute_before_ready(request, &request_id, &prepared.cwd_text)
         {
-            return false;
+            stdin.send(line);
         }
-        if self.mutant(Mutant::KillDirectChildOnly) {
-            return true;
+        let reader = FrameReader::new(child.stdout.take());
+        let late = self.mutants().drains_stderr_late();
+        let stderr = StderrDrain::start(child.stderr.take(), redactor, late);
+        let run_deadline = started + bounds.run;
+        Ok(Turn {
+            provisional: StreamChecker::new(RunContext::new(request_id.clone())),
+            checker: StreamChecker::new(RunContext::new(request_id.clone())),
+            request_id,
+            child,
+            tree,
+            guard: TreeGuard { tree, armed: true },
+            stdin,
+            reader,
+            stderr,
+            ready_deadline: (started + bounds.ready).min(run_deadline),
+            run_deadline,
+            ready_lines: Vec::new(),
+            cancel_sent: false,
+            cancel_deadline: None,
+            session_resumed: false,
+            exit_deadline: None,
+        })
+    }
+
+    /// Step 2, ready (spec 6/7): the first frame, within a bound, through a provisional checker
+    /// (the run's own checker, which needs the session decision, replays the same lines).
+    async fn await_ready(
+        &self,
+        turn: &mut Turn,
+        cancel: &mut CancelSignal,
+    ) -> Result<RuntimeIdentity, End> {
+        let timed_out = if turn.ready_deadline < turn.run_deadline {
+            End::ReadyTimeout
+        } else {
+            End::RunTimeout
+        };
+        loop {
+            tokio::select! {
+                biased;
+                () = cancel_requested(cancel) => return Err(End::CancelledBeforeExecute),
+                () = sleep_until(turn.ready_deadline) => return Err(timed_out),
+                event = turn.reader.next_event() => {
+                    let Some(event) = event else {
+                        return Err(end_of(turn.provisional.finish()));
+                    };
+                    let step = turn.provisional.check_event(&event);
+                    turn.ready_lines.push(event);
+                    match step {
+                        Step::Accepted(RuntimeFrame::Ready(identity)) => return Ok(identity),
+                        Step::Violation(violation) => return Err(End::Violation(violation)),
+                        _ => {}
+                    }
+                }
+            }
         }
-        tree.wait_empty(deadline.saturating_duration_since(Instant::now()))
-            .await
+    }
+
+    /// Step 3a: new session or resume, from the compatibility key (spec 7).
+    fn decide_session(
+        &self,
+        request: &RunRequest,
+        prepared: &Prepared,
+        identity: &RuntimeIdentity,
+        force_new_session: bool,
+    ) -> SessionPlan {
+        let key = compatibility_key(request, prepared, identity);
+        let lookup = self
+            .config
+            .store
+            .as_ref()
+            .map(|store| store.load(&request.conversation_id));
+        if let Some(warning) = lookup.as_ref().and_then(|lookup| lookup.warning.as_ref()) {
+            self.log(warning);
+        }
+        let (resume, stale) = match lookup.and_then(|lookup| lookup.mapping) {
+            Some(_) if self.mutants().executed_early() => (None, true),
+            Some(mapping)
+                if !force_new_session && self.mutants().keys_match(&mapping.key, &key) =>
+            {
+                (Some(mapping.session_id), false)
+            }
+            Some(mapping) => {
+                if !force_new_session {
+                    self.log(&format!(
+                        "compatibility key changed ({}): starting a new session with bootstrap context",
+                        mapping.key.differences(&key).join(", ")
+                    ));
+                }
+                (None, true)
+            }
+            None => (None, false),
+        };
+        SessionPlan { key, resume, stale }
+    }
+
+    /// Step 3b: the prompt (the turn alone on a resume; bootstrap + turn on a new session), the
+    /// run's checker, and `execute` written.
+    fn send_execute(
+        &self,
+        turn: &mut Turn,
+        request: &RunRequest,
+        prepared: &Prepared,
+        plan: &SessionPlan,
+    ) {
+        let prompt = match &plan.resume {
+            None if !request.bootstrap.is_empty() && self.mutants().bootstrap_on_new_session() => {
+                format!("{}\n\n{}", request.bootstrap, request.prompt)
+            }
+            _ => request.prompt.clone(),
+        };
+        if self.mutants().logs_prompt() {
+            self.log(&format!("execute prompt: {prompt}"));
+        }
+        let route = (self.execute_model(request), self.execute_effort(request));
+        let execute = execute_command(
+            route,
+            &turn.request_id,
+            &prepared.cwd_text,
+            plan.resume.clone(),
+            prompt,
+        );
+        let context = self
+            .mutants()
+            .run_context(&turn.request_id, plan.resume.as_ref());
+        turn.checker = checker_after_ready(context, &turn.ready_lines);
+        if !self.mutants().executed_early() {
+            turn.stdin.send(execute.to_line());
+        }
+    }
+
+    /// Step 4, stream: every stdout line through the checker until the terminal result, a
+    /// violation, a timeout, or the end of a cancel's grace.
+    async fn stream(&self, turn: &mut Turn, cancel: &mut CancelSignal, emit: EventSink<'_>) -> End {
+        let mut normalizer = Normalizer::new();
+        loop {
+            tokio::select! {
+                biased;
+                () = cancel_requested(cancel), if !turn.cancel_sent => {
+                    if let Some(end) = self.send_cancel(turn) {
+                        return end;
+                    }
+                }
+                () = sleep_until_some(turn.cancel_deadline) => return End::CancelGraceExpired,
+                () = sleep_until(turn.run_deadline) => return End::RunTimeout,
+                event = turn.reader.next_event() => {
+                    let Some(event) = event else {
+                        return end_of(turn.checker.finish());
+                    };
+                    if let Some(end) = self.take_line(turn, &event, &mut normalizer, &mut *emit) {
+                        return end;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Spec 10 steps 1-2: the protocol `cancel` for the active request, then up to
+    /// `cancel_grace` for `result: cancelled` (the stream goes on meanwhile).
+    fn send_cancel(&self, turn: &mut Turn) -> Option<End> {
+        turn.cancel_sent = true;
+        if self.mutants().cancels_by_kill() {
+            return Some(End::KilledOnCancel);
+        }
+        let named = self
+            .mutants()
+            .cancel_target(&turn.request_id, next_request_id);
+        turn.stdin.send(HostCommand::cancel(named).to_line());
+        turn.checker.note_cancel_sent();
+        turn.cancel_deadline = Some(Instant::now() + self.config.run_bounds.cancel_grace);
+        None
+    }
+
+    /// One stdout line of step 4: checked, then emitted as events; `Some` when it ends the stream.
+    fn take_line(
+        &self,
+        turn: &mut Turn,
+        event: &LineEvent,
+        normalizer: &mut Normalizer,
+        emit: EventSink<'_>,
+    ) -> Option<End> {
+        match self.check_line(turn, event) {
+            Step::Skipped => None,
+            Step::Foreign => {
+                if self.mutants().relays_foreign_frames() {
+                    if let Some(frame) = frame_of(event) {
+                        normalizer.frame(&frame).into_iter().for_each(&mut *emit);
+                    }
+                }
+                None
+            }
+            Step::Accepted(RuntimeFrame::Result(result)) => {
+                normalizer.close_block().into_iter().for_each(&mut *emit);
+                Some(End::Result(result))
+            }
+            Step::Accepted(frame) => {
+                if let RuntimeFrame::Session(session) = &frame {
+                    turn.session_resumed = session.resumed;
+                }
+                normalizer.frame(&frame).into_iter().for_each(&mut *emit);
+                None
+            }
+            Step::Violation(violation) => {
+                normalizer.close_block().into_iter().for_each(&mut *emit);
+                Some(End::Violation(violation))
+            }
+        }
+    }
+
+    /// The checker's verdict on one line (a mutant may tolerate a violation).
+    fn check_line(&self, turn: &mut Turn, event: &LineEvent) -> Step {
+        let step = turn.checker.check_event(event);
+        let Step::Violation(violation) = &step else {
+            return step;
+        };
+        let tolerated =
+            self.mutants()
+                .tolerate(violation, event, &turn.request_id, &turn.ready_lines);
+        let Some((checker, accepted)) = tolerated else {
+            return step;
+        };
+        turn.checker = checker;
+        if turn.cancel_sent {
+            turn.checker.note_cancel_sent();
+        }
+        match accepted {
+            Some(frame) => Step::Accepted(frame),
+            None => turn.checker.check_event(event),
+        }
+    }
+
+    /// Step 5, after the terminal result: close stdin and read to EOF within the exit grace, so a
+    /// second result or anything after the terminal one still fails the run.
+    async fn after_result(&self, turn: &mut Turn, end: End) -> End {
+        let End::Result(result) = &end else {
+            return end;
+        };
+        turn.stdin.close();
+        let bounds = self.config.run_bounds;
+        let grace = if result.status == Status::Cancelled {
+            bounds.stdin_close_grace
+        } else {
+            bounds.exit_grace
+        };
+        let deadline = Instant::now() + grace;
+        turn.exit_deadline = Some(deadline);
+        let mut end = end;
+        loop {
+            let event = tokio::select! {
+                () = sleep_until(deadline) => return end,
+                event = turn.reader.next_event() => event,
+            };
+            let Some(event) = event else { return end };
+            if let Step::Violation(violation) = turn.checker.check_event(&event) {
+                match self.mutants().second_result(&violation, &event) {
+                    Some(result) => end = End::Result(result),
+                    None => return End::Violation(violation),
+                }
+            }
+        }
+    }
+
+    /// Step 6, reap: stdin closed, spec 10's steps 3-5 on the tree (the exit grace already
+    /// running after a result), the escaped daemons, then the runtime's redacted stderr.
+    async fn reap(&self, turn: &mut Turn, end: &End, redactor: &Redactor) -> String {
+        turn.stdin.close();
+        let stdout_drain = turn.reader.drain_in_background();
+        let bounds = self.config.run_bounds;
+        let first_bound = match (end, turn.exit_deadline) {
+            (End::KilledOnCancel, _) => None,
+            (End::Result(_), Some(deadline)) => {
+                Some(deadline.saturating_duration_since(Instant::now()))
+            }
+            _ => Some(bounds.stdin_close_grace),
+        };
+        let tree_gone = self
+            .stop_tree(&mut turn.child, turn.tree, first_bound)
+            .await;
+        turn.guard.armed = !tree_gone && !self.mutants().signals_leader_only();
+        self.end_escaped_daemons();
+        turn.tree.release();
+        turn.stdin.abort();
+        stdout_drain.abort();
+        let stderr = std::mem::replace(&mut turn.stderr, StderrDrain::Late(None));
+        let stderr = stderr.finish(redactor, Duration::from_millis(500)).await;
+        turn.guard.settle();
+        stderr
     }
 
     /// Spec 10 steps 3-5 (and the end of every run): stdin is already closed; wait `first_bound`,
@@ -408,14 +622,17 @@ impl Host {
     ) -> bool {
         let bounds = self.config.run_bounds;
         if let Some(first_bound) = first_bound {
+            // Step 3: stdin closed, the runtime may exit on its own.
             if self.settle(child, tree, first_bound).await {
                 return true;
             }
+            // Step 4: SIGTERM the tree.
             self.signal_tree(tree, Stop::Terminate);
             if self.settle(child, tree, bounds.term_grace).await {
                 return true;
             }
         }
+        // Step 5: SIGKILL the tree and verify it is gone.
         self.signal_tree(tree, Stop::Kill);
         let gone = self.settle(child, tree, bounds.kill_wait).await;
         if !gone {
@@ -427,385 +644,127 @@ impl Host {
         gone
     }
 
-    async fn attempt(
+    fn signal_tree(&self, tree: OwnedTree, how: Stop) {
+        let sent = if self.mutants().signals_leader_only() {
+            tree.stop_leader_only(how)
+        } else {
+            tree.stop(how)
+        };
+        if let Err(error) = sent {
+            self.log(&format!(
+                "signalling the runtime tree of pid {} failed: {error}",
+                tree.leader_pid()
+            ));
+        }
+    }
+
+    /// Wait up to `bound` for the child to exit and the whole tree to be gone.
+    async fn settle(&self, child: &mut Child, tree: OwnedTree, bound: Duration) -> bool {
+        let deadline = Instant::now() + bound;
+        if tokio::time::timeout_at(deadline, child.wait())
+            .await
+            .is_err()
+        {
+            return false;
+        }
+        if self.mutants().signals_leader_only() {
+            return true;
+        }
+        tree.wait_empty(deadline.saturating_duration_since(Instant::now()))
+            .await
+    }
+
+    /// Spec 10 "terminate the owned process tree", for the part that left the group: on Linux the
+    /// host is a child subreaper, so a daemon that double-forked and called `setsid`/`setpgid` was
+    /// re-parented to it; kill every such orphan (see `process::end_adopted_orphans`).
+    fn end_escaped_daemons(&self) {
+        if self.mutants().signals_leader_only() {
+            return;
+        }
+        let killed = process::end_adopted_orphans(self.config.run_bounds.kill_wait);
+        if !killed.is_empty() {
+            self.log(&format!(
+                "killed {} process(es) that escaped the runtime's process group: pids {killed:?}",
+                killed.len()
+            ));
+        }
+    }
+
+    /// Step 7, outcome: the status, the session mapping updated (spec 7), the outcome.
+    fn conclude(
         &self,
         request: &RunRequest,
-        prepared: &Prepared,
-        redactor: &Redactor,
-        mut cancel: CancelSignal,
-        emit: EventSink<'_>,
-        force_new_session: bool,
+        turn: &Turn,
+        plan: Option<SessionPlan>,
+        end: &End,
+        stderr: String,
     ) -> AttemptResult {
-        let bounds = self.config.run_bounds;
-        let store = self.config.store.as_ref();
-        let request_id = next_request_id();
-        let started = Instant::now();
-        let run_deadline = started + bounds.run;
-
-        let mut command = tokio::process::Command::new(&prepared.executable);
-        command.args(["--profile", PROFILE, "--stdio"]);
-        if self.mutant(Mutant::KeyInArgv) {
-            if let Ok(key) = std::env::var("DEEPSEEK_API_KEY") {
-                command.arg(format!("--api-key={key}"));
-            }
-        }
-        command
-            .current_dir(&prepared.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        own_tree(&mut command);
-        let spawned = command.spawn();
-        let (mut child, leader) = match spawned {
-            Ok(child) => match child.id() {
-                Some(pid) => (child, pid),
-                None => {
-                    return self.spawn_failure(
-                        request,
-                        "the runtime exited before it could be tracked".into(),
-                    )
-                }
-            },
-            Err(error) => {
-                return self.spawn_failure(
-                    request,
-                    format!(
-                        "`{} --profile {PROFILE} --stdio` could not be started: {error}",
-                        prepared.executable.display()
-                    ),
-                )
-            }
-        };
-        let tree = OwnedTree::of_leader(leader);
-        let mut guard = TreeGuard { tree, armed: true };
-        let mut stdin = StdinWriter::new(child.stdin.take());
-        if self.mutant(Mutant::ExecuteBeforeReady) {
-            stdin.send(early_execute(request, &request_id, &prepared.cwd_text).to_line());
-        }
-        let mut reader = FrameReader::new(child.stdout.take());
-        let stderr = child.stderr.take();
-        let (capture, undrained_stderr) = if self.mutant(Mutant::NoStderrDrain) {
-            (None, stderr)
-        } else {
-            (
-                stderr.map(|stderr| StderrCapture::start(stderr, redactor.longest_secret())),
-                None,
-            )
-        };
-
-        // Spec 6/7: ready first, within a bound. A provisional checker validates it; the run's own
-        // checker (which needs the resume decision, which needs `ready`) replays the same lines.
-        let ready_deadline = (started + bounds.ready).min(run_deadline);
-        let mut provisional = StreamChecker::new(RunContext::new(request_id.clone()));
-        let mut ready_lines: Vec<LineEvent> = Vec::new();
-        let ready: Result<RuntimeIdentity, End> = loop {
-            tokio::select! {
-                biased;
-                () = cancel_requested(&mut cancel) => break Err(End::CancelledBeforeExecute),
-                () = sleep_until(ready_deadline) => break Err(if ready_deadline < run_deadline { End::ReadyTimeout } else { End::RunTimeout }),
-                event = reader.next_event() => match event {
-                    None => break Err(match provisional.finish() {
-                        Terminal::Violation(violation) => End::Violation(violation),
-                        Terminal::Result(result) => End::Result(result),
-                    }),
-                    Some(event) => {
-                        let step = provisional.check_event(&event);
-                        ready_lines.push(event);
-                        match step {
-                            Step::Accepted(RuntimeFrame::Ready(identity)) => break Ok(identity),
-                            Step::Violation(violation) => break Err(End::Violation(violation)),
-                            _ => {}
-                        }
-                    }
-                },
-            }
-        };
-
-        let mut cancel_sent = false;
-        let mut decided: Option<(CompatibilityKey, Option<String>, bool)> = None;
-        let mut checker = StreamChecker::new(RunContext::new(request_id.clone()));
-        let mut session_resumed = false;
-        let mut exit_deadline: Option<Instant> = None;
-        let end = match ready {
-            Err(end) => end,
-            Ok(identity) => {
-                let (provider, model) = crate::models::key_route(request.model.as_ref());
-                let key = CompatibilityKey {
-                    conversation_id: request.conversation_id.clone(),
-                    project_id: request.project_id.clone(),
-                    cwd: prepared.cwd_text.clone(),
-                    runtime_id: RUNTIME_ID.to_string(),
-                    provider,
-                    model,
-                    executable: prepared.executable_identity.clone(),
-                    version_family: prepared.version_family.clone(),
-                    profile: PROFILE.to_string(),
-                    protocol_generation: identity.protocol_version,
-                    plugin_version: identity.plugin_version.clone(),
-                    compatibility_generation: identity.compatibility_generation.clone(),
-                };
-                let lookup = store.map(|store| store.load(&request.conversation_id));
-                if let Some(warning) = lookup.as_ref().and_then(|lookup| lookup.warning.as_ref()) {
-                    self.log(warning);
-                }
-                let early = self.mutant(Mutant::ExecuteBeforeReady);
-                let (resume, stale) = match lookup.and_then(|lookup| lookup.mapping) {
-                    Some(_) if early => (None, true),
-                    Some(mapping) if !force_new_session && self.keys_match(&mapping.key, &key) => {
-                        (Some(mapping.session_id), false)
-                    }
-                    Some(mapping) => {
-                        if !force_new_session {
-                            self.log(&format!(
-                                "compatibility key changed ({}): starting a new session with bootstrap context",
-                                mapping.key.differences(&key).join(", ")
-                            ));
-                        }
-                        (None, true)
-                    }
-                    None => (None, false),
-                };
-                let prompt = match &resume {
-                    Some(_) => request.prompt.clone(),
-                    None if request.bootstrap.is_empty()
-                        || self.mutant(Mutant::NoBootstrapOnNewSession) =>
-                    {
-                        request.prompt.clone()
-                    }
-                    None => format!("{}\n\n{}", request.bootstrap, request.prompt),
-                };
-                if self.mutant(Mutant::LogPromptToStderr) {
-                    self.log(&format!("execute prompt: {prompt}"));
-                }
-                let execute = HostCommand::Execute(Execute {
-                    request_id: request_id.clone(),
-                    cwd: prepared.cwd_text.clone(),
-                    prompt,
-                    resume_session_id: resume.clone(),
-                    model: self.execute_model(request),
-                    reasoning_effort: self.execute_effort(request),
-                    mcp_servers: Vec::new(),
-                });
-                let context = match &resume {
-                    Some(session) if !self.mutant(Mutant::IgnoreResumeMismatch) => {
-                        RunContext::resuming(request_id.clone(), session.clone())
-                    }
-                    _ => RunContext::new(request_id.clone()),
-                };
-                checker = checker_after_ready(context, &ready_lines);
-                decided = Some((key, resume, stale));
-                if !early {
-                    stdin.send(execute.to_line());
-                }
-
-                let mut normalizer = Normalizer::new();
-                let mut cancel_deadline: Option<Instant> = None;
-                let mut end = loop {
-                    tokio::select! {
-                        biased;
-                        () = cancel_requested(&mut cancel), if !cancel_sent => {
-                            cancel_sent = true;
-                            if self.mutant(Mutant::SigkillWithoutCancel) {
-                                break End::KilledOnCancel;
-                            }
-                            let named = if self.mutant(Mutant::CancelWrongRequest) {
-                                next_request_id()
-                            } else {
-                                request_id.clone()
-                            };
-                            stdin.send(HostCommand::cancel(named).to_line());
-                            checker.note_cancel_sent();
-                            cancel_deadline = Some(Instant::now() + bounds.cancel_grace);
-                        }
-                        () = sleep_until_some(cancel_deadline) => break End::CancelGraceExpired,
-                        () = sleep_until(run_deadline) => break End::RunTimeout,
-                        event = reader.next_event() => {
-                            let Some(event) = event else {
-                                break match checker.finish() {
-                                    Terminal::Result(result) => End::Result(result),
-                                    Terminal::Violation(violation) => End::Violation(violation),
-                                };
-                            };
-                            let mut step = checker.check_event(&event);
-                            if let Step::Violation(violation) = &step {
-                                if let Some(replacement) = self.mutant_tolerance(violation, &event, &request_id, &ready_lines) {
-                                    let (new_checker, tolerated) = replacement;
-                                    checker = new_checker;
-                                    if cancel_sent {
-                                        checker.note_cancel_sent();
-                                    }
-                                    step = match tolerated {
-                                        Some(frame) => Step::Accepted(frame),
-                                        None => checker.check_event(&event),
-                                    };
-                                }
-                            }
-                            match step {
-                                Step::Skipped => {}
-                                Step::Foreign => {
-                                    if self.mutant(Mutant::ForeignFrameLeaks) {
-                                        if let Some(frame) = frame_of(&event) {
-                                            normalizer.frame(&frame).into_iter().for_each(&mut *emit);
-                                        }
-                                    }
-                                }
-                                Step::Accepted(RuntimeFrame::Result(result)) => {
-                                    normalizer.close_block().into_iter().for_each(&mut *emit);
-                                    break End::Result(result);
-                                }
-                                Step::Accepted(frame) => {
-                                    if let RuntimeFrame::Session(session) = &frame {
-                                        session_resumed = session.resumed;
-                                    }
-                                    normalizer.frame(&frame).into_iter().for_each(&mut *emit);
-                                }
-                                Step::Violation(violation) => {
-                                    normalizer.close_block().into_iter().for_each(&mut *emit);
-                                    break End::Violation(violation);
-                                }
-                            }
-                        }
-                    }
-                };
-                // After the result: close stdin and read to EOF within a bound, so a second
-                // result or anything after the terminal one still fails the run.
-                if let End::Result(result) = &end {
-                    stdin.close();
-                    let grace = if result.status == Status::Cancelled {
-                        bounds.stdin_close_grace
-                    } else {
-                        bounds.exit_grace
-                    };
-                    let drain_deadline = Instant::now() + grace;
-                    exit_deadline = Some(drain_deadline);
-                    loop {
-                        let event = tokio::select! {
-                            () = sleep_until(drain_deadline) => break,
-                            event = reader.next_event() => event,
-                        };
-                        let Some(event) = event else { break };
-                        if let Step::Violation(violation) = checker.check_event(&event) {
-                            let second = frame_of(&event).filter(|_| {
-                                self.mutant(Mutant::AcceptSecondResult)
-                                    && violation.code == ViolationCode::DuplicateResult
-                            });
-                            match second {
-                                Some(RuntimeFrame::Result(result)) => end = End::Result(result),
-                                _ => {
-                                    end = End::Violation(violation);
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                }
-                end
-            }
-        };
-
-        // Teardown: close stdin, then the bounded escalation, then verify the tree is gone.
-        stdin.close();
-        let stdout_drain = reader.drain_in_background();
-        let first_bound = match (&end, exit_deadline) {
-            (End::KilledOnCancel, _) => None,
-            // The exit grace after a result already started when stdin was closed.
-            (End::Result(_), Some(deadline)) => {
-                Some(deadline.saturating_duration_since(Instant::now()))
-            }
-            _ => Some(bounds.stdin_close_grace),
-        };
-        let tree_gone = self.stop_tree(&mut child, tree, first_bound).await;
-        guard.armed = !tree_gone && !self.mutant(Mutant::KillDirectChildOnly);
-        drop(stdin);
-        stdout_drain.abort();
-        let stderr_bound = Duration::from_millis(500);
-        let stderr = match (capture, undrained_stderr) {
-            (Some(capture), _) => capture.finish(redactor, stderr_bound).await,
-            (None, Some(stderr)) => {
-                StderrCapture::start(stderr, redactor.longest_secret())
-                    .finish(redactor, stderr_bound)
-                    .await
-            }
-            (None, None) => String::new(),
-        };
-        drop(guard);
-
-        let (status, code, message) = self.classify(&end, cancel_sent);
-        let resume_rejected = matches!(&end, End::Result(result) if result.status == Status::Failed && result.resume_rejected);
-        let validated = checker.session_id().map(str::to_string);
-        let session_id = match (store, decided) {
-            (Some(store), Some((key, _, stale))) => {
-                let conversation = &request.conversation_id;
-                let saved = if resume_rejected {
-                    store.forget(conversation).map(|()| None)
-                } else if let Some(session_id) = &validated {
-                    let mapping = SessionMapping {
-                        session_id: session_id.clone(),
-                        key,
-                    };
-                    store.save(&mapping).map(|()| Some(session_id.clone()))
-                } else if stale {
-                    store.forget(conversation).map(|()| None)
-                } else {
-                    Ok(store
-                        .load(conversation)
-                        .mapping
-                        .map(|mapping| mapping.session_id))
-                };
-                saved.unwrap_or_else(|error| {
-                    self.log(&format!(
-                        "the session mapping could not be updated: {error}"
-                    ));
-                    validated.clone()
-                })
-            }
-            (Some(_), None) => self.mapped_session(&request.conversation_id),
-            (None, _) => validated.clone(),
-        };
+        let (status, code, message) = self.classify(end, turn.cancel_sent);
+        let resume_rejected = matches!(end, End::Result(result) if result.status == Status::Failed && result.resume_rejected);
+        let validated = turn.checker.session_id().map(str::to_string);
+        let session_id = self.update_mapping(request, plan, resume_rejected, validated.as_ref());
         AttemptResult {
             outcome: Outcome {
                 status,
                 session_id,
-                resumed: session_resumed && validated.is_some(),
+                resumed: turn.session_resumed && validated.is_some(),
                 code,
                 message,
-                foreign_frames: checker.foreign_frames().max(provisional.foreign_frames()),
+                foreign_frames: turn
+                    .checker
+                    .foreign_frames()
+                    .max(turn.provisional.foreign_frames()),
                 stderr,
             },
             resume_rejected,
         }
     }
 
-    /// The mutants that tolerate a violation: a replacement checker, and the frame to accept
-    /// instead (or `None` to re-check the line with the replacement).
-    fn mutant_tolerance(
+    /// A validated session is stored; a rejected resume or a stale key forgets the mapping;
+    /// otherwise it stays. Returns the conversation's session after the run.
+    fn update_mapping(
         &self,
-        violation: &Violation,
-        event: &LineEvent,
-        request_id: &str,
-        ready_lines: &[LineEvent],
-    ) -> Option<(StreamChecker, Option<RuntimeFrame>)> {
-        let rebuild = |context: RunContext| checker_after_ready(context, ready_lines);
-        let frame = frame_of(event)?;
-        match (violation.code, &frame) {
-            (ViolationCode::ContentBeforeSession, _)
-                if self.mutant(Mutant::AcceptSessionAfterText) =>
-            {
-                Some((rebuild(RunContext::new(request_id)), Some(frame)))
-            }
-            (ViolationCode::ResumeMismatch, RuntimeFrame::Session(session))
-                if self.mutant(Mutant::IgnoreResumeMismatch) =>
-            {
-                let context = if session.resumed {
-                    RunContext::resuming(request_id, session.session_id.clone())
-                } else {
-                    RunContext::new(request_id)
-                };
-                Some((rebuild(context), None))
-            }
-            _ => None,
-        }
+        request: &RunRequest,
+        plan: Option<SessionPlan>,
+        resume_rejected: bool,
+        validated: Option<&String>,
+    ) -> Option<String> {
+        let conversation = &request.conversation_id;
+        let (store, plan) = match (self.config.store.as_ref(), plan) {
+            (Some(store), Some(plan)) => (store, plan),
+            (Some(_), None) => return self.mapped_session(conversation),
+            (None, _) => return validated.cloned(),
+        };
+        let saved = if resume_rejected {
+            store.forget(conversation).map(|()| None)
+        } else if let Some(session_id) = validated {
+            let mapping = SessionMapping {
+                session_id: session_id.clone(),
+                key: plan.key,
+            };
+            store.save(&mapping).map(|()| Some(session_id.clone()))
+        } else if plan.stale {
+            store.forget(conversation).map(|()| None)
+        } else {
+            Ok(store
+                .load(conversation)
+                .mapping
+                .map(|mapping| mapping.session_id))
+        };
+        saved.unwrap_or_else(|error| {
+            self.log(&format!(
+                "the session mapping could not be updated: {error}"
+            ));
+            validated.cloned()
+        })
+    }
+
+    pub(crate) fn mapped_session(&self, conversation_id: &str) -> Option<String> {
+        let store = self.config.store.as_ref()?;
+        store
+            .load(conversation_id)
+            .mapping
+            .map(|mapping| mapping.session_id)
     }
 
     fn classify(&self, end: &End, cancel_sent: bool) -> (Status, Option<String>, Option<String>) {
@@ -813,28 +772,7 @@ impl Host {
             |code: &str, message: String| (Status::Failed, Some(code.to_string()), Some(message));
         let bounds = self.config.run_bounds;
         match end {
-            End::Result(result) => match result.status {
-                status @ (Status::Completed | Status::Cancelled) => (status, None, None),
-                Status::Failed => {
-                    let (runtime_code, runtime_message) =
-                        result.error.as_ref().map_or(("unknown", ""), |error| {
-                            (error.code.as_str(), error.message.as_str())
-                        });
-                    if result.resume_rejected {
-                        failed(
-                            codes::RESUME_REJECTED,
-                            format!("the runtime rejected the resume ({runtime_code}: {runtime_message}); the next run starts a new session"),
-                        )
-                    } else {
-                        failed(
-                            codes::RUN_FAILED,
-                            format!(
-                                "the runtime failed the run: {runtime_code}: {runtime_message}"
-                            ),
-                        )
-                    }
-                }
-            },
+            End::Result(result) => classify_result(result),
             End::Violation(violation)
                 if violation.code == ViolationCode::MissingResult && cancel_sent =>
             {
@@ -842,7 +780,7 @@ impl Host {
             }
             End::Violation(violation)
                 if violation.code == ViolationCode::MissingResult
-                    && self.mutant(Mutant::EofIsSuccess) =>
+                    && self.mutants().eof_is_success() =>
             {
                 (Status::Completed, None, None)
             }
@@ -877,27 +815,86 @@ impl Host {
     }
 }
 
-/// The `execute-before-ready` mutant's command: a new session with the bootstrap, written before
-/// `ready` (so without the compatibility key, which needs it).
-fn early_execute(request: &RunRequest, request_id: &str, cwd: &str) -> HostCommand {
-    let prompt = if request.bootstrap.is_empty() {
-        request.prompt.clone()
-    } else {
-        format!("{}\n\n{}", request.bootstrap, request.prompt)
-    };
+/// The outcome fields a terminal `result` frame gives.
+fn classify_result(result: &RunResult) -> (Status, Option<String>, Option<String>) {
+    let failed =
+        |code: &str, message: String| (Status::Failed, Some(code.to_string()), Some(message));
+    match result.status {
+        status @ (Status::Completed | Status::Cancelled) => (status, None, None),
+        Status::Failed => {
+            let (runtime_code, runtime_message) =
+                result.error.as_ref().map_or(("unknown", ""), |error| {
+                    (error.code.as_str(), error.message.as_str())
+                });
+            if result.resume_rejected {
+                failed(
+                    codes::RESUME_REJECTED,
+                    format!("the runtime rejected the resume ({runtime_code}: {runtime_message}); the next run starts a new session"),
+                )
+            } else {
+                failed(
+                    codes::RUN_FAILED,
+                    format!("the runtime failed the run: {runtime_code}: {runtime_message}"),
+                )
+            }
+        }
+    }
+}
+
+/// The end a finished stream gives: its result, or why it has none.
+fn end_of(terminal: Terminal) -> End {
+    match terminal {
+        Terminal::Result(result) => End::Result(result),
+        Terminal::Violation(violation) => End::Violation(violation),
+    }
+}
+
+/// Spec 7's compatibility key for this run and this runtime.
+fn compatibility_key(
+    request: &RunRequest,
+    prepared: &Prepared,
+    identity: &RuntimeIdentity,
+) -> CompatibilityKey {
+    let (provider, model) = crate::models::key_route(request.model.as_ref());
+    CompatibilityKey {
+        conversation_id: request.conversation_id.clone(),
+        project_id: request.project_id.clone(),
+        cwd: prepared.cwd_text.clone(),
+        runtime_id: RUNTIME_ID.to_string(),
+        provider,
+        model,
+        executable: prepared.executable_identity.clone(),
+        version_family: prepared.version_family.clone(),
+        profile: PROFILE.to_string(),
+        protocol_generation: identity.protocol_version,
+        plugin_version: identity.plugin_version.clone(),
+        compatibility_generation: identity.compatibility_generation.clone(),
+    }
+}
+
+/// The `execute` command of a run (spec 6): everything OpenDesign sends the runtime for a turn.
+/// `route`: the picked model (none for `default`) and reasoning effort (spec 12).
+fn execute_command(
+    route: (Option<ModelRoute>, Option<String>),
+    request_id: &str,
+    cwd: &str,
+    resume_session_id: Option<String>,
+    prompt: String,
+) -> HostCommand {
+    let (model, reasoning_effort) = route;
     HostCommand::Execute(Execute {
         request_id: request_id.to_string(),
         cwd: cwd.to_string(),
         prompt,
-        resume_session_id: None,
-        model: request.model.clone(),
-        reasoning_effort: request.reasoning_effort.clone(),
+        resume_session_id,
+        model,
+        reasoning_effort,
         mcp_servers: Vec::new(),
     })
 }
 
 /// A checker for `context` that has already seen the lines up to and including `ready`.
-fn checker_after_ready(context: RunContext, ready_lines: &[LineEvent]) -> StreamChecker {
+pub(crate) fn checker_after_ready(context: RunContext, ready_lines: &[LineEvent]) -> StreamChecker {
     let mut checker = StreamChecker::new(context);
     for event in ready_lines {
         checker.check_event(event);
@@ -906,7 +903,7 @@ fn checker_after_ready(context: RunContext, ready_lines: &[LineEvent]) -> Stream
 }
 
 /// The frame a line holds, parsed on its own (for mutants that bypass the checker).
-fn frame_of(event: &LineEvent) -> Option<RuntimeFrame> {
+pub(crate) fn frame_of(event: &LineEvent) -> Option<RuntimeFrame> {
     match event {
         LineEvent::Line { bytes, .. } | LineEvent::Truncated { bytes, .. } => {
             RuntimeFrame::parse_line(bytes).ok()

@@ -1,7 +1,7 @@
 //! Runs one short-lived `dsh` subcommand (`--version`, `--probe`, `plugin ... add`) with a time
 //! bound, collecting bounded stdout and stderr, and reaps its whole tree before returning.
 
-use crate::process::{own_tree, OwnedTree, Stop};
+use crate::process::{spawn_owned, Stop};
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Stdio;
@@ -39,12 +39,10 @@ where
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    own_tree(&mut command);
-    let mut child = match command.spawn() {
-        Ok(child) => child,
+    let (mut child, tree) = match spawn_owned(&mut command) {
+        Ok((child, tree)) => (child, Some(tree)),
         Err(error) => return Finished::SpawnFailed(format!("{}: {error}", program.display())),
     };
-    let tree = child.id().map(OwnedTree::of_leader);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let stdout_task = tokio::spawn(read_bounded(stdout));
@@ -67,6 +65,7 @@ where
             let _ = tree.stop(Stop::Kill);
             tree.wait_empty(Duration::from_secs(2)).await;
         }
+        tree.release();
     }
     let collect = |task: tokio::task::JoinHandle<Vec<u8>>| async move {
         tokio::time::timeout(Duration::from_secs(1), task)

@@ -1,5 +1,8 @@
 //! One runtime process under check: spawned in its own process group, its stdout framed and its
-//! stderr drained on threads, and killed with its whole group when dropped.
+//! stderr drained on threads, and killed with its whole group when dropped. `check-runtime` is a
+//! child subreaper (Linux) and runs one runtime at a time, so an orphan re-parented to it (a
+//! daemon that left the group with `setsid`/`setpgid`, whatever its environment) belongs to the
+//! runtime under check: it counts as a process left behind, and is killed with the group.
 
 use dsh_protocol::{LineEvent, LineFramer};
 use nix::sys::signal::{killpg, Signal};
@@ -128,6 +131,10 @@ impl RuntimeProcess {
         for (name, value) in &launch.env {
             command.env(name, value);
         }
+        static SUBREAPER: std::sync::Once = std::sync::Once::new();
+        SUBREAPER.call_once(|| {
+            crate::run::procfs::become_subreaper();
+        });
         let mut child = command.spawn().map_err(|error| {
             SpawnError(format!(
                 "cannot start {}: {error}",
@@ -247,10 +254,15 @@ impl RuntimeProcess {
         }
     }
 
-    /// Whether any process of the runtime's group is still alive (after its leader was reaped,
-    /// these are the processes it left behind).
+    /// Whether any process of the runtime's tree is still alive (after its leader was reaped,
+    /// these are the processes it left behind): a member of its group, or an orphan adopted here.
     pub fn group_alive(&self) -> bool {
-        killpg(self.pgid, None).is_ok()
+        killpg(self.pgid, None).is_ok() || !self.escaped().is_empty()
+    }
+
+    /// The orphans adopted by this process (never the leader itself).
+    fn escaped(&self) -> Vec<i32> {
+        crate::run::procfs::adopted_children(&[self.pgid.as_raw()])
     }
 
     /// Wait until the group is empty or `deadline` passes; true when it emptied.
@@ -279,7 +291,7 @@ impl RuntimeProcess {
         }
     }
 
-    /// Kill the whole group and reap the leader.
+    /// Kill the whole group and every adopted orphan, and reap the leader.
     pub fn kill(&mut self) {
         let _ = killpg(self.pgid, Signal::SIGKILL);
         if self.exit.is_none() {
@@ -287,6 +299,7 @@ impl RuntimeProcess {
                 self.exit = Some((status, Instant::now()));
             }
         }
+        crate::run::procfs::kill_adopted(&[self.pgid.as_raw()], Duration::from_secs(2));
     }
 }
 

@@ -110,6 +110,50 @@ fn read_stdout(dir: &Path) -> Result<Vec<LineEvent>, String> {
     Ok(events)
 }
 
+/// Runs of adjacent `text` (or `thinking`) frames whose joined `content` holds a secret, token or
+/// prompt split across frames: their lines re-serialized with the split parts cut out, by index
+/// into `parsed` (see [`Redactor::redact_pieces`]); the frame count never changes.
+fn redact_split_deltas(
+    parsed: &[Option<Value>],
+    redactor: &Redactor,
+) -> std::collections::BTreeMap<usize, Vec<u8>> {
+    let delta_type = |frame: &Option<Value>| {
+        let frame = frame.as_ref()?;
+        let kind = frame.get("type")?.as_str()?;
+        (matches!(kind, "text" | "thinking") && frame.get("content")?.is_string())
+            .then(|| kind.to_string())
+    };
+    let mut replaced = std::collections::BTreeMap::new();
+    let mut start = 0;
+    while start < parsed.len() {
+        let Some(kind) = delta_type(&parsed[start]) else {
+            start += 1;
+            continue;
+        };
+        let end = (start..parsed.len())
+            .find(|&at| delta_type(&parsed[at]).as_deref() != Some(kind.as_str()))
+            .unwrap_or(parsed.len());
+        let frames: Vec<&Value> = parsed[start..end].iter().flatten().collect();
+        let pieces: Vec<String> = frames
+            .iter()
+            .map(|frame| frame["content"].as_str().unwrap_or_default().to_string())
+            .collect();
+        for (offset, (frame, content)) in frames
+            .iter()
+            .zip(redactor.redact_pieces(&pieces))
+            .enumerate()
+        {
+            if content != redactor.redact(&pieces[offset]) {
+                let mut frame = (*frame).clone();
+                frame["content"] = Value::String(content);
+                replaced.insert(start + offset, frame.to_string().into_bytes());
+            }
+        }
+        start = end;
+    }
+    replaced
+}
+
 /// Replaces the recorded ids and cwd with placeholders, then redacts.
 struct Scrubber<'a> {
     substitutions: Vec<(String, &'static str)>,
@@ -271,9 +315,11 @@ pub fn case_from_recording(dir: &Path, id: &str) -> Result<Value, String> {
     let mut event_types: Vec<&'static str> = Vec::new();
     let mut last_event_before_cancel: Option<&'static str> = None;
     let mut previous_own_type: Option<String> = None;
-    for (event, frame) in events.iter().zip(&parsed) {
+    let split_redacted = redact_split_deltas(&parsed, &redactor);
+    for (index, (event, frame)) in events.iter().zip(&parsed).enumerate() {
         let (number, action, frame_value) = match event {
             LineEvent::Line { number, bytes } => {
+                let bytes = split_redacted.get(&index).map_or(&bytes[..], Vec::as_slice);
                 let (action, frame) = line_action(bytes, true, &scrubber);
                 (*number, action, frame)
             }
@@ -459,6 +505,31 @@ mod tests {
             .err()
             .expect("a link to /dev/zero is refused");
         assert!(error.contains("not a regular file"), "{error}");
+    }
+
+    #[test]
+    fn a_key_split_across_two_text_frames_is_redacted_in_both() {
+        let frame = |kind: &str, content: &str| {
+            Some(json!({"v": 1, "type": kind, "request_id": "r1", "content": content}))
+        };
+        let parsed = vec![
+            Some(json!({"v": 1, "type": "ready"})),
+            frame("text", "the key is sk-abcdefgh"),
+            frame("text", "ijklmnop1234, keep it"),
+            frame("thinking", "unrelated"),
+            None,
+        ];
+        let redactor = Redactor::new(Vec::new());
+        let replaced = redact_split_deltas(&parsed, &redactor);
+        assert_eq!(replaced.keys().copied().collect::<Vec<_>>(), [1, 2]);
+        let content = |index: usize| {
+            serde_json::from_slice::<Value>(&replaced[&index]).unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(content(1), "the key is [redacted]");
+        assert_eq!(content(2), ", keep it");
     }
 
     #[test]

@@ -5,6 +5,7 @@ use super::live::{LiveValidator, RecordedViolation};
 use super::redact::Redactor;
 use super::signals;
 use super::transcript::{self, Meta};
+use crate::run::procfs;
 use dsh_protocol::LineFramer;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -83,6 +84,8 @@ pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String>
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
         });
     }
+    // Orphans of the runtime (daemons that left its group) are re-parented here (Linux).
+    procfs::become_subreaper();
     let mut child = match child_command.spawn() {
         Ok(child) => child,
         Err(error) => {
@@ -206,16 +209,18 @@ pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String>
         .map_err(|error| format!("waiting for the runtime: {error}"))?;
     let exited = Instant::now();
     let stdout_result = stdout_done.recv_timeout(STDOUT_AFTER_EXIT);
-    let processes_left = killpg(pgid, None).is_ok();
+    let escaped = procfs::adopted_children(&[pgid.as_raw()]);
+    let processes_left = killpg(pgid, None).is_ok() || !escaped.is_empty();
     if processes_left {
         let violation = RecordedViolation {
             code: "DSH_CONFORMANCE_PROCESSES_LEFT".to_string(),
             line: None,
-            message: "the runtime exited but processes of its group were still running; the proxy killed them (spec 6: the runtime exits after the terminal result)".to_string(),
+            message: format!("the runtime exited but processes of its tree were still running (its group, or {} orphan(s) that left it); the proxy killed them (spec 6: the runtime exits after the terminal result)", escaped.len()),
         };
         report(vec![violation.clone()]);
         lock(&validator).violations.push(violation);
         let _ = killpg(pgid, Signal::SIGKILL);
+        procfs::kill_adopted(&[pgid.as_raw()], std::time::Duration::from_secs(2));
     }
     let (stdout_bytes, host_closed, stdout_error) = match stdout_result {
         Ok(Ok((bytes, closed))) => (Some(bytes), closed, None),

@@ -47,6 +47,27 @@ fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '-' || c == '_'
 }
 
+/// The byte ranges of token-shaped credentials in `text` (what [`redact_token_shapes`] replaces).
+fn token_shape_ranges(text: &str) -> Vec<(usize, usize)> {
+    let mut ranges = Vec::new();
+    for (prefix, min_len) in TOKEN_PREFIXES {
+        for (at, _) in text.match_indices(prefix) {
+            let starts_word = text[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !is_token_char(c));
+            let after = &text[at + prefix.len()..];
+            let run = after
+                .find(|c: char| !is_token_char(c))
+                .unwrap_or(after.len());
+            if starts_word && run >= *min_len {
+                ranges.push((at, at + prefix.len() + run));
+            }
+        }
+    }
+    ranges
+}
+
 /// Replace token-shaped credentials (`sk-` followed by 16+ token characters, and the like).
 pub fn redact_token_shapes(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -160,6 +181,78 @@ impl Redactor {
         text
     }
 
+    /// Redacts a run of consecutive pieces of one stream (the `content` of adjacent `text`
+    /// frames): a secret, token or prompt split across two or more pieces is cut out of each of
+    /// them (the piece where it starts gets the placeholder), then each piece is redacted on its
+    /// own. The number of pieces never changes.
+    pub fn redact_pieces(&self, pieces: &[String]) -> Vec<String> {
+        let joined: String = pieces.concat();
+        let mut starts = Vec::with_capacity(pieces.len());
+        let mut at = 0;
+        for piece in pieces {
+            starts.push(at);
+            at += piece.len();
+        }
+        let piece_of = |offset: usize| starts.partition_point(|start| *start <= offset) - 1;
+        let crossing: Vec<(usize, usize, &str)> = self
+            .match_ranges(&joined)
+            .into_iter()
+            .filter(|(from, to, _)| *to > *from && piece_of(*from) != piece_of(to - 1))
+            .collect();
+        let mut out: Vec<String> = Vec::with_capacity(pieces.len());
+        for (index, piece) in pieces.iter().enumerate() {
+            let (begin, end) = (starts[index], starts[index] + piece.len());
+            let mut kept = String::new();
+            let mut cursor = begin;
+            for (match_from, match_to, placeholder) in &crossing {
+                let (from, to) = ((*match_from).max(begin), (*match_to).min(end));
+                if from >= to || from < cursor {
+                    continue;
+                }
+                kept.push_str(joined.get(cursor..from).unwrap_or(""));
+                // Only the piece where the match starts says so; later pieces just lose their part.
+                if *match_from >= begin {
+                    kept.push_str(placeholder);
+                }
+                cursor = to;
+            }
+            kept.push_str(joined.get(cursor..end).unwrap_or(""));
+            out.push(self.redact(&kept));
+        }
+        out
+    }
+
+    /// Byte ranges of `text` that [`Redactor::redact`] would replace, with their placeholder.
+    fn match_ranges(&self, text: &str) -> Vec<(usize, usize, &'static str)> {
+        let mut ranges = Vec::new();
+        for secret in &self.secrets {
+            for (at, _) in text.match_indices(secret.as_str()) {
+                ranges.push((at, at + secret.len(), REDACTED));
+            }
+        }
+        ranges.extend(
+            token_shape_ranges(text)
+                .into_iter()
+                .map(|(from, to)| (from, to, REDACTED)),
+        );
+        let lower = text.to_ascii_lowercase();
+        for prompt in &self.prompts {
+            let prompt = prompt.to_ascii_lowercase();
+            for (at, _) in lower.match_indices(prompt.as_str()) {
+                ranges.push((at, at + prompt.len(), PROMPT_PLACEHOLDER));
+            }
+        }
+        ranges.sort_unstable();
+        let mut merged: Vec<(usize, usize, &'static str)> = Vec::new();
+        for range in ranges {
+            match merged.last_mut() {
+                Some(last) if range.0 < last.1 => last.1 = last.1.max(range.1),
+                _ => merged.push(range),
+            }
+        }
+        merged
+    }
+
     /// Redact every string (keys included) inside a JSON value.
     pub fn redact_json(&self, value: &serde_json::Value) -> serde_json::Value {
         map_strings(value, &|text| self.redact(text))
@@ -214,6 +307,40 @@ mod tests {
             "a desk-abcdefghijklmnopqrstuv"
         );
         assert_eq!(redact_token_shapes("ünïcode sk-"), "ünïcode sk-");
+    }
+
+    #[test]
+    fn a_secret_or_token_split_across_pieces_is_cut_from_each() {
+        let redactor = Redactor::new(vec!["hunter2-very-secret".to_string()]);
+        let pieces = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            redactor.redact_pieces(&pieces(&["pw hunter2-", "very-", "secret! ok"])),
+            ["pw [redacted]", "", "! ok"]
+        );
+        assert_eq!(
+            redactor.redact_pieces(&pieces(&["key sk-abcdefgh", "ijklmnop1234 done"])),
+            ["key [redacted]", " done"]
+        );
+        let joined: String = redactor
+            .redact_pieces(&pieces(&["a sk-", "abcdefghijklmnopqrst", "uvw b"]))
+            .concat();
+        assert_eq!(joined, "a [redacted] b");
+        // Nothing split: each piece is redacted on its own, unchanged count.
+        assert_eq!(
+            redactor.redact_pieces(&pieces(&["plain", "hunter2-very-secret"])),
+            ["plain", "[redacted]"]
+        );
+        let mut prompts = Redactor::default();
+        prompts.add_prompt("Create a landing page for the roastery");
+        assert_eq!(
+            prompts
+                .redact_pieces(&pieces(&[
+                    "You said: create a LANDING",
+                    " page for the roastery."
+                ]))
+                .concat(),
+            format!("You said: {PROMPT_PLACEHOLDER}.")
+        );
     }
 
     #[test]

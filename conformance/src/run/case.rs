@@ -17,6 +17,7 @@ use super::fixture::{
 };
 use super::journal::{self, Entry, Journal};
 use super::leftovers::{self, CASE_TOKEN_ENV};
+use super::supervisor;
 use super::transcript::Transcript;
 use super::verdict::*;
 use super::world::World;
@@ -290,7 +291,7 @@ impl<'a> Runner<'a> {
                 };
                 self.driver_error(error, "shutdown");
             } else if skipped.is_none() {
-                self.check_all_reaped(&journal, "after the driver exited");
+                self.check_all_reaped(&world, &journal, "after the driver exited");
             }
             self.sweep_leftovers(&world, &journal);
             self.collect_stderr_hits(&active, true);
@@ -460,7 +461,7 @@ impl<'a> Runner<'a> {
             }
         }
         DriverSpec {
-            command: self.env.host.clone(),
+            command: supervisor::wrap(&self.env.host, &world.supervisor_report()),
             cwd: world.root.clone(),
             env,
             stderr_needles,
@@ -561,7 +562,12 @@ impl<'a> Runner<'a> {
     /// escaped it; kill them, and blame the host for those that are not journaled fake-dsh
     /// processes (the per-step journal checks already report those).
     fn sweep_leftovers(&mut self, world: &World, journal: &Journal) {
-        let killed = leftovers::sweep(&world.case_token, LEFTOVER_GRACE, Duration::from_secs(2));
+        let killed = leftovers::sweep_case(
+            &world.case_token,
+            &world.supervisor_report(),
+            LEFTOVER_GRACE,
+            Duration::from_secs(2),
+        );
         if killed.is_empty() {
             return;
         }
@@ -576,7 +582,7 @@ impl<'a> Runner<'a> {
             .collect();
         let all: Vec<String> = killed.iter().map(ToString::to_string).collect();
         self.transcript.push(format!(
-            "harness: killed {} leftover process(es) carrying {CASE_TOKEN_ENV}: {}",
+            "harness: killed {} leftover process(es) of the case's tree (its supervisor's orphans, or carrying {CASE_TOKEN_ENV}): {}",
             killed.len(),
             all.join(", ")
         ));
@@ -838,9 +844,14 @@ impl<'a> Runner<'a> {
 
     /// At the end of the case (`when`: after the driver exited, or after the case's last reply
     /// from a driver kept for the next case): nothing the case started is alive.
-    fn check_all_reaped(&mut self, journal: &Journal, when: &str) {
+    fn check_all_reaped(&mut self, world: &World, journal: &Journal, when: &str) {
         let entries = self.journal_since(journal, 0);
-        let alive = checks::alive_after_grace(&journal::pids(&entries), journal.path());
+        let pids = journal::pids(&entries);
+        let mut alive = checks::alive_after_grace(&pids, journal.path());
+        alive.extend(leftovers::journaled_killed_by_supervisor(
+            &world.supervisor_report(),
+            &pids,
+        ));
         if !alive.is_empty() {
             self.host(
                 FindingKind::Global,

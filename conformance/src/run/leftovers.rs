@@ -3,11 +3,14 @@
 //! process group has been killed, any live process still carrying the token escaped the group (a
 //! daemon that double-forked or called `setsid`) and is SIGKILLed here. The token is per case, so a
 //! parallel case's processes are never touched, and this process and its ancestors are skipped.
+//! On Linux the per-case supervisor (`super::supervisor`) finds and kills a driver's orphans
+//! whatever their environment; [`sweep_case`] merges its report with the token sweep.
 
 use super::procfs::{self, is_live, stat_of};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The environment variable holding the per-case token.
@@ -95,15 +98,42 @@ pub fn sweep(token: &str, grace: Duration, kill_wait: Duration) -> Vec<Leftover>
     killed
 }
 
+/// A case's whole sweep: what its supervisors killed (every orphan of the tree, whatever its
+/// environment; `super::supervisor`), then the token sweep (the fallback where there is no
+/// supervisor). The supervisors' report is emptied.
+pub fn sweep_case(
+    token: &str,
+    report: &Path,
+    grace: Duration,
+    kill_wait: Duration,
+) -> Vec<Leftover> {
+    let mut killed = super::supervisor::take(report);
+    for leftover in sweep(token, grace, kill_wait) {
+        if !killed.iter().any(|known| known.pid == leftover.pid) {
+            killed.push(leftover);
+        }
+    }
+    killed.sort_by_key(|leftover| leftover.pid);
+    killed
+}
+
+/// The journaled processes among `pids` that a supervisor had to kill after its driver exited:
+/// the host left them running (the report is kept for the sweep).
+pub fn journaled_killed_by_supervisor(report: &Path, pids: &[i32]) -> Vec<i32> {
+    super::supervisor::peek(report)
+        .into_iter()
+        .map(|leftover| leftover.pid)
+        .filter(|pid| pids.contains(pid))
+        .collect()
+}
+
 /// Whether `/proc/<pid>/environ` holds exactly this `NAME=value` entry.
 fn carries(pid: i32, needle: &str) -> bool {
     procfs::environ_has(pid, needle).unwrap_or(false)
 }
 
 fn command_of(pid: i32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .map(|comm| comm.trim().to_string())
-        .unwrap_or_else(|_| "?".to_string())
+    procfs::command_of(pid)
 }
 
 /// This process and every ancestor up to init: never swept, even if one carries a token (a

@@ -1,5 +1,6 @@
 //! What `/proc` says about a process: its state and parent, whether it is alive (a zombie is
-//! dead: its parent only has to reap it), and whether its environment holds an entry.
+//! dead: its parent only has to reap it), whether its environment holds an entry, and the process
+//! table's parent links (a supervisor's descendants).
 
 /// The state letter and parent pid from `/proc/<pid>/stat` (the fields after the command name,
 /// which may itself hold `) `).
@@ -26,4 +27,136 @@ pub fn environ_has(pid: i32, entry: &str) -> Option<bool> {
             .split(|byte| *byte == 0)
             .any(|var| var == entry.as_bytes()),
     )
+}
+
+/// One row of the process table: pid, parent pid, and whether it is alive (not a zombie).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub pid: i32,
+    pub ppid: i32,
+    pub live: bool,
+}
+
+/// Every process `/proc` lists now (empty where there is no `/proc`).
+pub fn table() -> Vec<Row> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let (state, ppid) = stat_of(pid)?;
+            let live = !matches!(state.as_str(), "Z" | "X" | "x");
+            Some(Row { pid, ppid, live })
+        })
+        .collect()
+}
+
+/// The pids in `table` below `root` (children, their children, ...), dead or alive, sorted.
+pub fn descendants(table: &[Row], root: i32) -> Vec<i32> {
+    let mut found: Vec<i32> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for row in table.iter().filter(|row| row.ppid == parent) {
+            if row.pid != root && !found.contains(&row.pid) {
+                found.push(row.pid);
+                frontier.push(row.pid);
+            }
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+/// The command name of `pid` (`/proc/<pid>/comm`), `?` when it cannot be read.
+pub fn command_of(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|comm| comm.trim().to_string())
+        .unwrap_or_else(|_| "?".to_string())
+}
+
+/// Make this process a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`): a descendant orphaned
+/// by its parent's exit (a double-forked daemon, whatever its session, group or environment) is
+/// re-parented here instead of to init. False where that is not possible (not Linux).
+pub fn become_subreaper() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        nix::sys::prctl::set_child_subreaper(true).is_ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
+/// The live children of this process that are not in `spared` (its own spawns): on a subreaper,
+/// the orphans it adopted. Dead ones among them are reaped on the way.
+pub fn adopted_children(spared: &[i32]) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut live = Vec::new();
+    for row in table()
+        .into_iter()
+        .filter(|row| row.ppid == me && !spared.contains(&row.pid))
+    {
+        if row.live {
+            live.push(row.pid);
+        } else {
+            let pid = nix::unistd::Pid::from_raw(row.pid);
+            let _ = nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+        }
+    }
+    live
+}
+
+/// SIGKILLs the adopted orphans ([`adopted_children`]) until none is left or `bound` passes (a
+/// killed orphan's own children are adopted next), reaping them; returns the pids killed.
+pub fn kill_adopted(spared: &[i32], bound: std::time::Duration) -> Vec<i32> {
+    let deadline = std::time::Instant::now() + bound;
+    let mut killed: Vec<i32> = Vec::new();
+    loop {
+        let live = adopted_children(spared);
+        if live.is_empty() || std::time::Instant::now() >= deadline {
+            return killed;
+        }
+        for pid in live {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            if !killed.contains(&pid) {
+                killed.push(pid);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descendants_follow_parent_links_only_below_the_root() {
+        let row = |pid, ppid| Row {
+            pid,
+            ppid,
+            live: true,
+        };
+        let table = [
+            row(10, 1),
+            row(11, 10),
+            row(12, 11),
+            row(13, 1),
+            row(14, 12),
+        ];
+        assert_eq!(descendants(&table, 10), [11, 12, 14]);
+        assert_eq!(descendants(&table, 13), Vec::<i32>::new());
+        let me = std::process::id() as i32;
+        assert!(table_has(me), "this process is in the live table");
+    }
+
+    fn table_has(pid: i32) -> bool {
+        table().iter().any(|row| row.pid == pid && row.live)
+    }
 }

@@ -16,6 +16,9 @@ const BUNDLE_VERSION: &str = "0.1.0";
 /// One case's temp world. Dropping it removes the directory.
 pub struct World {
     _dir: tempfile::TempDir,
+    /// The harness's own files about the case, outside the driver's cwd (the supervisors'
+    /// report: a host must not be able to edit what blames it).
+    private: tempfile::TempDir,
     /// The canonical path of the temp root (every path below is under it).
     pub root: PathBuf,
     pub canary: String,
@@ -41,6 +44,32 @@ fn variant_env_for(case: &Case, variant: &BTreeMap<String, String>) -> BTreeMap<
     env
 }
 
+/// The temp roots of the worlds alive now, so a run stopped by a second signal can still remove
+/// them (their journals hold prompts) before it exits without unwinding.
+static LIVE_ROOTS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn live_roots() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE_ROOTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Removes the temp root of every world still alive; returns how many it removed.
+pub fn remove_live_worlds() -> usize {
+    let roots = std::mem::take(&mut *live_roots());
+    roots
+        .iter()
+        .filter(|root| fs::remove_dir_all(root).is_ok())
+        .count()
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let mine = [self._dir.path(), self.private.path()];
+        live_roots().retain(|root| !mine.contains(&root.as_path()));
+    }
+}
+
 impl World {
     /// Builds the world for `case`; `fake_dsh_env` is the runtime variant's extra env.
     pub fn create(
@@ -53,6 +82,10 @@ impl World {
             .prefix("dsh-conformance-")
             .tempdir()?;
         let root = dir.path().canonicalize()?;
+        let private = tempfile::Builder::new()
+            .prefix("dsh-conformance-kit-")
+            .tempdir()?;
+        live_roots().extend([dir.path().to_path_buf(), private.path().to_path_buf()]);
         for sub in ["project", "dsh-home", "host-data", "bin"] {
             fs::create_dir_all(root.join(sub))?;
         }
@@ -70,6 +103,7 @@ impl World {
         fs::write(root.join("journal.jsonl"), b"")?;
         let world = World {
             _dir: dir,
+            private,
             root,
             canary: format!("dsh-canary-{}", random_hex(16)?),
             case_token: random_hex(16)?,
@@ -81,6 +115,11 @@ impl World {
         };
         world.write_wrapper()?;
         Ok(world)
+    }
+
+    /// Where the case's supervisors report the processes they killed (`super::supervisor`).
+    pub fn supervisor_report(&self) -> PathBuf {
+        self.private.path().join("supervisor-killed.jsonl")
     }
 
     pub fn dsh_home(&self) -> PathBuf {

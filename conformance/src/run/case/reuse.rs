@@ -125,7 +125,7 @@ impl Runner<'_> {
     ) {
         std::thread::sleep(self.env.scaled(SETTLE_MS));
         if judged {
-            self.check_all_reaped(journal, "after the case's last reply");
+            self.check_all_reaped(world, journal, "after the case's last reply");
         }
         self.sweep_leftovers(world, journal);
         self.collect_stderr_hits(&driver, false);

@@ -1,0 +1,281 @@
+//! The per-case supervisor: the only platform code of the harness's process hygiene.
+//!
+//! On Linux every driver runs under `dsh-conformance __supervise`, a small process that makes
+//! itself a child subreaper (`PR_SET_CHILD_SUBREAPER`), starts the driver with the harness's pipes,
+//! then leaves the driver's process group (so killing the driver's group leaves it alive). Every
+//! descendant of the driver that is orphaned (a daemon that double-forked, called `setsid` or
+//! `setpgid`, cleared its environment or kept the pipes open) is re-parented to it, so it knows
+//! the case's whole tree whatever its session, group or environment, and nothing of another case
+//! running at the same time. When the driver has exited, it waits a grace for the rest of the tree
+//! to exit on its own, SIGKILLs what is left (in rounds: a process may fork while dying), appends
+//! what it killed to the case's report file, and exits with the driver's status (`128 + n` for a
+//! signal, as the harness reads it). If the harness itself dies, it kills the tree the same way.
+//!
+//! macOS has no subreaper: the driver runs unsupervised and the harness falls back on the
+//! per-case token (`super::leftovers`), which a daemon with a cleared environment evades.
+
+use super::leftovers::Leftover;
+use super::procfs;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The hidden subcommand of `dsh-conformance` that runs a supervisor.
+pub const SUBCOMMAND: &str = "__supervise";
+
+/// How long the rest of the tree may take to exit on its own once the driver has exited.
+pub const GRACE: Duration = Duration::from_millis(200);
+
+/// The flags of `dsh-conformance __supervise`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Append one JSON line per killed process here.
+    #[arg(long)]
+    pub report: PathBuf,
+    /// Milliseconds the tree may take to exit on its own after the driver exited.
+    #[arg(long, default_value_t = 200)]
+    pub grace_ms: u64,
+    /// The driver command.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    pub command: Vec<OsString>,
+}
+
+/// The command that runs `host` under a supervisor reporting to `report`; `host` unchanged where
+/// there is no subreaper (not Linux) or this process is not `dsh-conformance` (a library caller).
+pub fn wrap(host: &[String], report: &Path) -> Vec<String> {
+    match supervisor_exe() {
+        Some(exe) if cfg!(target_os = "linux") && !host.is_empty() => {
+            let mut command = vec![
+                exe.display().to_string(),
+                SUBCOMMAND.to_string(),
+                "--report".to_string(),
+                report.display().to_string(),
+                "--grace-ms".to_string(),
+                GRACE.as_millis().to_string(),
+                "--".to_string(),
+            ];
+            command.extend(host.iter().cloned());
+            command
+        }
+        _ => host.to_vec(),
+    }
+}
+
+fn supervisor_exe() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let name = exe.file_name()?.to_str()?;
+    (name == format!("dsh-conformance{}", std::env::consts::EXE_SUFFIX)).then_some(exe)
+}
+
+/// The processes the supervisors of a case killed so far (the report stays).
+pub fn peek(report: &Path) -> Vec<Leftover> {
+    let Ok(text) = std::fs::read_to_string(report) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|entry| {
+            Some(Leftover {
+                pid: i32::try_from(entry.get("pid")?.as_i64()?).ok()?,
+                command: entry.get("command")?.as_str()?.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The processes the supervisors of a case killed since the last take; empties the report.
+pub fn take(report: &Path) -> Vec<Leftover> {
+    let killed = peek(report);
+    let _ = std::fs::remove_file(report);
+    killed
+}
+
+fn append_report(report: &Path, killed: &[Leftover]) {
+    use std::io::Write;
+    let lines: String = killed
+        .iter()
+        .map(|leftover| {
+            format!(
+                "{}\n",
+                serde_json::json!({"pid": leftover.pid, "command": leftover.command})
+            )
+        })
+        .collect();
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(report);
+    if let Ok(mut file) = file {
+        let _ = file.write_all(lines.as_bytes());
+    }
+}
+
+/// `dsh-conformance __supervise`: see the module documentation.
+pub fn main(args: Args) -> ExitCode {
+    imp::supervise(args)
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use super::{append_report, procfs, Args, Leftover};
+    use nix::errno::Errno;
+    use nix::sys::signal::{kill, killpg, signal, SigHandler, Signal};
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    use nix::unistd::{getpgid, getppid, setpgid, Pid};
+    use std::process::{Command, ExitCode};
+    use std::time::{Duration, Instant};
+
+    const POLL: Duration = Duration::from_millis(10);
+    const KILL_ROUNDS: usize = 10;
+    const KILL_WAIT: Duration = Duration::from_secs(2);
+
+    pub fn supervise(args: Args) -> ExitCode {
+        let harness = getppid();
+        if let Err(errno) = nix::sys::prctl::set_child_subreaper(true) {
+            eprintln!("dsh-conformance supervisor: cannot become a child subreaper: {errno}");
+        }
+        let Some((program, rest)) = args.command.split_first() else {
+            eprintln!("dsh-conformance supervisor: no driver command");
+            return ExitCode::from(2);
+        };
+        let driver = match Command::new(program).args(rest).spawn() {
+            Ok(child) => Pid::from_raw(child.id() as i32),
+            Err(error) => {
+                eprintln!(
+                    "cannot start the driver {}: {error}",
+                    program.to_string_lossy()
+                );
+                return ExitCode::from(127);
+            }
+        };
+        if let Ok(group) = getpgid(Some(harness)) {
+            let _ = setpgid(Pid::from_raw(0), group);
+        }
+        detach_stdio_and_signals();
+        let code = wait_driver(driver, harness);
+        let killed = sweep(Duration::from_millis(args.grace_ms));
+        if !killed.is_empty() {
+            append_report(&args.report, &killed);
+        }
+        ExitCode::from(code)
+    }
+
+    /// The driver alone holds the harness's pipes from now on; terminal signals meant for the
+    /// harness's group do not end the supervisor (the harness ends drivers itself).
+    fn detach_stdio_and_signals() {
+        use std::os::fd::AsRawFd;
+        if let Ok(null) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+        {
+            for fd in 0..=2 {
+                // SAFETY: dup2 onto the standard descriptors of this single-threaded process.
+                unsafe { nix::libc::dup2(null.as_raw_fd(), fd) };
+            }
+        }
+        for sig in [
+            Signal::SIGINT,
+            Signal::SIGTERM,
+            Signal::SIGHUP,
+            Signal::SIGQUIT,
+        ] {
+            // SAFETY: SIG_IGN installs no handler code.
+            let _ = unsafe { signal(sig, SigHandler::SigIgn) };
+        }
+    }
+
+    /// Reaps children (adopted orphans included) until the driver exits; its status as the
+    /// harness reads it. If the harness is gone, the driver's group is killed first.
+    fn wait_driver(driver: Pid, harness: Pid) -> u8 {
+        loop {
+            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) if pid == driver => return code as u8,
+                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == driver => {
+                    return (128 + sig as i32) as u8
+                }
+                Ok(WaitStatus::StillAlive) | Err(Errno::ECHILD) => {
+                    if getppid() != harness {
+                        let _ = killpg(driver, Signal::SIGKILL);
+                    }
+                    std::thread::sleep(POLL);
+                }
+                Ok(_) | Err(_) => {}
+            }
+        }
+    }
+
+    fn reap_all() {
+        while let Ok(status) = waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            if status == WaitStatus::StillAlive {
+                break;
+            }
+        }
+    }
+
+    fn live_descendants() -> Vec<i32> {
+        let table = procfs::table();
+        let me = std::process::id() as i32;
+        procfs::descendants(&table, me)
+            .into_iter()
+            .filter(|pid| table.iter().any(|row| row.pid == *pid && row.live))
+            .collect()
+    }
+
+    /// Waits `grace` for the tree to empty, then SIGKILLs what is left; returns what it killed.
+    fn sweep(grace: Duration) -> Vec<Leftover> {
+        let deadline = Instant::now() + grace;
+        loop {
+            reap_all();
+            if live_descendants().is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(POLL);
+        }
+        let mut killed: Vec<Leftover> = Vec::new();
+        for _ in 0..KILL_ROUNDS {
+            let live = live_descendants();
+            if live.is_empty() {
+                break;
+            }
+            for pid in live {
+                if !killed.iter().any(|known| known.pid == pid) {
+                    killed.push(Leftover {
+                        pid,
+                        command: procfs::command_of(pid),
+                    });
+                }
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            let deadline = Instant::now() + KILL_WAIT;
+            while Instant::now() < deadline && !live_descendants().is_empty() {
+                reap_all();
+                std::thread::sleep(POLL);
+            }
+        }
+        reap_all();
+        killed.sort_by_key(|leftover| leftover.pid);
+        killed
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use super::Args;
+    use std::process::ExitCode;
+
+    /// No subreaper here: become the driver (`wrap` never asks for this outside Linux).
+    pub fn supervise(args: Args) -> ExitCode {
+        use std::os::unix::process::CommandExt;
+        let Some((program, rest)) = args.command.split_first() else {
+            return ExitCode::from(2);
+        };
+        let error = std::process::Command::new(program).args(rest).exec();
+        eprintln!(
+            "cannot start the driver {}: {error}",
+            program.to_string_lossy()
+        );
+        ExitCode::from(127)
+    }
+}

@@ -1,0 +1,74 @@
+//! Escaped daemons (spec 10, issue 17): a runtime's grandchild that double-forks out of the
+//! runtime's process group (`setsid`, `setpgid`), clears its environment or keeps the runtime's
+//! pipes open is still dead when the outcome is reported, because the host is a child subreaper.
+
+mod support;
+
+use dsh_protocol::frames::Status;
+use serde_json::{json, Value};
+use support::{run, World};
+
+/// The daemon's pid, from the runtime's `child` journal entry.
+fn daemon_pid(world: &World) -> u64 {
+    world
+        .journal()
+        .iter()
+        .find(|entry| entry["event"] == "child")
+        .and_then(|entry| entry["child_pid"].as_u64())
+        .unwrap_or_else(|| panic!("the scenario spawned no daemon"))
+}
+
+/// Kills the daemon if the host under test did not (so a failing test leaks nothing).
+struct Reap(u64);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        if support::is_alive_fake_dsh(self.0) {
+            let pid = nix::unistd::Pid::from_raw(self.0 as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+        // Adopted by this test process (a subreaper): reap it.
+        let _ = nix::sys::wait::waitpid(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+        );
+    }
+}
+
+async fn completes_with_the_daemon_dead(spawn: Value) {
+    dsh_host::process::adopt_orphans();
+    let world = World::new(json!({
+        "stdio": [[{"ready": {}}, {"read_execute": {}}, {"spawn_child": spawn}, {"agent": {}}]]
+    }));
+    let host = world.host();
+    let (outcome, _) = run(&host, &world.request("c1", "Make a page")).await;
+    let daemon = Reap(daemon_pid(&world));
+    assert_eq!(outcome.status, Status::Completed, "{outcome:?}");
+    assert!(
+        !support::is_alive_fake_dsh(daemon.0),
+        "the daemon {} (spawned with {spawn}) outlived the outcome",
+        daemon.0
+    );
+    // Which run's teardown killed it is not asserted: tests share this process, and a host kills
+    // every orphan it adopted at the end of any run (docs/reference-host.md).
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setsid_daemon_is_killed() {
+    completes_with_the_daemon_dead(json!({"detach": "setsid", "ignore_sigterm": true})).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setsid_daemon_with_a_cleared_environment_is_killed() {
+    completes_with_the_daemon_dead(json!({"detach": "setsid", "clear_env": true})).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setpgid_daemon_is_killed() {
+    completes_with_the_daemon_dead(json!({"detach": "setpgid", "ignore_sigterm": true})).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_holding_the_pipes_neither_hangs_the_run_nor_survives() {
+    completes_with_the_daemon_dead(json!({"detach": "setsid", "hold_stdio": true})).await;
+}
