@@ -35,15 +35,43 @@ fn handled_signals() -> SigSet {
 }
 
 /// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (call first in `main`, so every
-/// later thread inherits the mask) and starts the thread that takes them with `sigwait`.
-pub fn install_signal_handling() {
-    let set = handled_signals();
-    if set.thread_block().is_err() {
+/// later thread inherits the mask). Until [`start_background`] starts the thread that takes them
+/// with `sigwait`, a signal stays pending and is handled the moment that thread starts.
+pub fn block_signals() {
+    if handled_signals().thread_block().is_err() {
         eprintln!(
             "fake-dsh: cannot block signals; they will end the process without a journal entry"
         );
-        return;
+        SIGNALS_UNBLOCKED.store(true, Ordering::SeqCst);
     }
+}
+
+static SIGNALS_UNBLOCKED: AtomicBool = AtomicBool::new(false);
+static BACKGROUND: std::sync::Once = std::sync::Once::new();
+
+/// Starts the signal thread and the watchdog, once. `--stdio` calls it right after writing
+/// `ready` (the default agent) or before playing a script (which may hang before its `ready`),
+/// so neither thread delays the first frame; every other surface calls it at start.
+pub fn start_background() {
+    start_background_with(None);
+}
+
+/// [`start_background`] with an explicit watchdog limit (a daemon whose environment may be
+/// empty gets its limit on argv) instead of `FAKE_DSH_WATCHDOG_SECS`.
+fn start_background_with(limit: Option<Duration>) {
+    BACKGROUND.call_once(|| {
+        if !SIGNALS_UNBLOCKED.load(Ordering::SeqCst) {
+            start_signal_thread();
+        }
+        match limit {
+            Some(limit) => start_watchdog_after(limit),
+            None => start_watchdog(),
+        }
+    });
+}
+
+fn start_signal_thread() {
+    let set = handled_signals();
     std::thread::spawn(move || loop {
         let Ok(signal) = set.wait() else { continue };
         let ignored = signal == Signal::SIGTERM && IGNORE_SIGTERM.load(Ordering::SeqCst);
@@ -74,7 +102,7 @@ pub fn watchdog_limit() -> Duration {
 
 /// Starts the watchdog: after the limit it kills this process's children, journals `exit` with
 /// reason `watchdog` and ends the process, whatever it is doing.
-pub fn start_watchdog() {
+fn start_watchdog() {
     let limit = watchdog_limit();
     std::thread::spawn(move || {
         std::thread::sleep(limit);
@@ -177,9 +205,9 @@ pub fn run_child(ignore_sigterm: bool, daemon_watchdog_ms: Option<u64>) -> ! {
     set_ignore_sigterm(ignore_sigterm);
     journal::record(start_event(Mode::Child, None));
     match daemon_watchdog_ms.filter(|millis| *millis > 0) {
-        Some(millis) => start_watchdog_after(Duration::from_millis(millis.min(86_400_000))),
+        Some(millis) => start_background_with(Some(Duration::from_millis(millis.min(86_400_000)))),
         None => {
-            start_watchdog();
+            start_background();
             let mut stdout = std::io::stdout();
             let _ = stdout.write_all(b"\n");
             let _ = stdout.flush();

@@ -1,5 +1,7 @@
 //! The entry point: parse the command line, journal the start, arm the watchdog, load the
-//! scenario, and run the surface asked for.
+//! scenario, and run the surface asked for. `--stdio` arms its signal thread and watchdog only
+//! once it has written `ready` (or is about to play a script), so they cost the first frame
+//! nothing.
 
 use crate::cli::{self, Invocation};
 use crate::frames;
@@ -18,7 +20,7 @@ pub const VERSION_ENV: &str = "FAKE_DSH_VERSION";
 
 /// Runs fake-dsh with this process's arguments; never returns.
 pub fn main() -> ! {
-    process::install_signal_handling();
+    process::block_signals();
     let journal_path = std::env::var_os(journal::JOURNAL_ENV)
         .filter(|value| !value.is_empty())
         .map(std::path::PathBuf::from);
@@ -38,7 +40,9 @@ pub fn main() -> ! {
         journal.record(process::start_event(mode, None));
         None
     };
-    process::start_watchdog();
+    if mode != Mode::Stdio {
+        process::start_background();
+    }
 
     match &invocation {
         Invocation::Help(text) => {

@@ -229,6 +229,7 @@ impl Context {
 /// ends (then exit 0) or stdin closes before any execute (exit 0).
 pub fn run_default_agent(mut context: Context) -> ! {
     context.out.write_frame(&frames::ready());
+    process::start_background();
     context.inbox.start();
     loop {
         let Wait::Got(inbound) = context.inbox.next(None) else {
@@ -248,6 +249,7 @@ pub fn run_default_agent(mut context: Context) -> ! {
 
 /// Plays a script, then exits 0.
 pub fn run_script(mut context: Context, script: &[Action]) -> ! {
+    process::start_background();
     context.inbox.start();
     for action in script {
         play(&mut context, action);

@@ -262,9 +262,11 @@ impl StreamChecker {
     }
 
     /// Feed a framer event (line, too-large line, truncated tail).
-    pub fn check_event(&mut self, event: &LineEvent) -> Step {
+    /// Takes owned events ([`crate::LineFramer::push`]) and borrowed ones
+    /// ([`crate::LineFramer::push_each`]) alike.
+    pub fn check_event<B: AsRef<[u8]>>(&mut self, event: &LineEvent<B>) -> Step {
         match event {
-            LineEvent::Line { number, bytes } => self.check_line(*number, bytes),
+            LineEvent::Line { number, bytes } => self.check_line(*number, bytes.as_ref()),
             LineEvent::TooLarge { number } => {
                 self.last_line = self.last_line.max(*number);
                 if self.failed() {
@@ -280,6 +282,7 @@ impl StreamChecker {
                 ))
             }
             LineEvent::Truncated { number, bytes } => {
+                let bytes = bytes.as_ref();
                 self.last_line = self.last_line.max(*number);
                 if self.failed() || bytes.iter().all(u8::is_ascii_whitespace) {
                     return Step::Skipped;

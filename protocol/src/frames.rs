@@ -7,6 +7,7 @@
 //! `schemas/frame.schema.json`; rules that need more than one frame, or that the schema cannot
 //! say (`arguments` holding JSON), belong to the checker.
 
+use crate::scan::{Scalar, ScalarDeserializer};
 use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
@@ -344,7 +345,26 @@ impl RuntimeFrame {
     }
 
     /// Parse one frame from text (see [`RuntimeFrame::parse_line`]).
+    /// Most lines take the fast path ([`crate::scan`]: one flat object, no allocation but the
+    /// frame's own strings); the rest, and every error, [`RuntimeFrame::parse_str_general`].
     pub fn parse_str(text: &str) -> std::result::Result<RuntimeFrame, FrameError> {
+        match Self::parse_str_fast(text) {
+            Some(frame) => Ok(frame),
+            None => Self::parse_str_general(text),
+        }
+    }
+
+    /// The fast path alone: the frame, or `None` when [`crate::scan`] declines the line or the
+    /// frame it describes is not valid (the general parser then names the error). Public so the
+    /// equivalence tests can show it is taken and agrees with the general parser.
+    pub fn parse_str_fast(text: &str) -> Option<RuntimeFrame> {
+        crate::scan::object(text, |members| build_frame(members).ok())
+    }
+
+    /// The general parser alone, without the fast path of [`crate::scan`]: every line the fast
+    /// path declines or cannot build a frame from is read here, and every error comes from here.
+    /// Public so the equivalence tests can hold both paths side by side.
+    pub fn parse_str_general(text: &str) -> std::result::Result<RuntimeFrame, FrameError> {
         if text.starts_with('\u{FEFF}') {
             return Err(FrameError::malformed(
                 "starts with a UTF-8 byte-order mark (a frame is a bare JSON object)",
@@ -644,6 +664,13 @@ trait Members {
 enum MemberRef<'a> {
     Raw(&'a RawValue),
     Value(&'a Value),
+    Scanned(&'a Scalar<'a>),
+}
+
+impl Members for crate::scan::Members<'_> {
+    fn raw_get(&self, name: &str) -> Option<MemberRef<'_>> {
+        self.get(name).map(MemberRef::Scanned)
+    }
 }
 
 impl Members for Map<String, Value> {
@@ -903,6 +930,7 @@ impl<'m, M: Members> Reader<'m, M> {
         let parsed = match member {
             MemberRef::Raw(raw) => serde_json::from_str::<T>(raw.get()),
             MemberRef::Value(value) => T::deserialize(value),
+            MemberRef::Scanned(scalar) => T::deserialize(ScalarDeserializer(scalar)),
         };
         parsed.map(Some).map_err(|error| {
             FrameError::invalid(format!(
@@ -922,6 +950,13 @@ impl<'m, M: Members> Reader<'m, M> {
         let raw = match self.members.raw_get(name) {
             None => return Ok(None),
             Some(MemberRef::Value(value)) => return Ok(Some(value.clone())),
+            Some(MemberRef::Scanned(scalar)) => {
+                return Ok(Some(
+                    Value::deserialize(ScalarDeserializer(scalar)).map_err(|error| {
+                        FrameError::invalid(format!("{}: `{name}`: {error}", self.what))
+                    })?,
+                ))
+            }
             Some(MemberRef::Raw(raw)) => raw,
         };
         let parsed = serde_json::from_str::<UniqueValue>(raw.get());
@@ -1061,8 +1096,38 @@ impl<'de> Deserialize<'de> for Count {
     }
 }
 
+/// A `type` member: a string, borrowed from [`FRAME_TYPES`] or the command types when it is one of
+/// them (no allocation on the hot path), owned otherwise.
+struct TypeName(Cow<'static, str>);
+
+impl<'de> Deserialize<'de> for TypeName {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct TypeVisitor;
+        impl Visitor<'_> for TypeVisitor {
+            type Value = TypeName;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<TypeName, E> {
+                let known = FRAME_TYPES.iter().chain(&["execute", "cancel"]);
+                Ok(TypeName(match known.into_iter().find(|name| **name == v) {
+                    Some(name) => Cow::Borrowed(name),
+                    None => Cow::Owned(v.to_string()),
+                }))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> std::result::Result<TypeName, E> {
+                self.visit_str(&v)
+            }
+        }
+        deserializer.deserialize_string(TypeVisitor)
+    }
+}
+
 /// Reads `v` (must be 1) and `type` (a string), the header every frame and command carries.
-fn header<M: Members>(members: &M, what: &'static str) -> std::result::Result<String, FrameError> {
+fn header<M: Members>(
+    members: &M,
+    what: &'static str,
+) -> std::result::Result<Cow<'static, str>, FrameError> {
     let reader = Reader { members, what };
     let version = reader.optional::<Count>("v", "the integer 1")?;
     match version {
@@ -1074,7 +1139,7 @@ fn header<M: Members>(members: &M, what: &'static str) -> std::result::Result<St
             )))
         }
     }
-    reader.required::<String>("type", "a string")
+    Ok(reader.required::<TypeName>("type", "a string")?.0)
 }
 
 fn build_frame<M: Members>(members: &M) -> std::result::Result<RuntimeFrame, FrameError> {
@@ -1089,7 +1154,7 @@ fn build_frame<M: Members>(members: &M) -> std::result::Result<RuntimeFrame, Fra
         members,
         what: what.1,
     };
-    let frame = match type_name.as_str() {
+    let frame = match type_name.as_ref() {
         "probe" | "ready" => {
             let compatibility_generation =
                 r.optional::<String>("compatibility_generation", "a string")?;
@@ -1257,7 +1322,7 @@ fn build_models<M: Members>(r: &Reader<'_, M>) -> std::result::Result<Models, Fr
 
 fn build_command<M: Members>(members: &M) -> std::result::Result<HostCommand, FrameError> {
     let type_name = header(members, "command")?;
-    match type_name.as_str() {
+    match type_name.as_ref() {
         "execute" => {
             let r = Reader {
                 members,

@@ -3,6 +3,7 @@
 //!
 //! - [`arguments`]: the one definition of `tool_call.arguments` JSON (checker and host agree).
 //! - [`frames`]: serde types for runtime frames and host commands, agreeing with `schemas/`.
+//! - [`scan`]: the fast path of frame parsing (flat objects), which declines everything else.
 //! - [`schema`]: the schemas embedded at build time, and validation against them.
 //! - [`lines`]: a bounded-memory line framer (CRLF, empty lines, the 1 MiB limit).
 //! - [`needles`]: the encoded forms of a secret that redaction and leak scans look for.
@@ -13,6 +14,7 @@ pub mod checker;
 pub mod frames;
 pub mod lines;
 pub mod needles;
+pub mod scan;
 pub mod schema;
 
 pub use checker::{RunContext, Step, StreamChecker, Terminal, Violation, ViolationCode};

@@ -7,20 +7,22 @@
 /// The largest accepted line, excluding its line terminator.
 pub const MAX_LINE_BYTES: usize = 1024 * 1024;
 
-/// What the framer found in the bytes pushed so far.
+/// What the framer found in the bytes pushed so far. `B` holds a line's bytes: owned (`Vec<u8>`,
+/// from [`LineFramer::push`]) or borrowed (`&[u8]`, from [`LineFramer::push_each`], which copies
+/// nothing for a line that lies whole in one chunk).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LineEvent {
+pub enum LineEvent<B = Vec<u8>> {
     /// A complete line (1-based `number`), without its `\n` or `\r\n`. Empty lines are reported too;
     /// the checker skips them.
-    Line { number: usize, bytes: Vec<u8> },
+    Line { number: usize, bytes: B },
     /// Line `number` grew past [`MAX_LINE_BYTES`] before its newline; its bytes are discarded up to
     /// the next newline, and the framer does not buffer them.
     TooLarge { number: usize },
     /// The stream ended inside line `number` (bytes without a final newline).
-    Truncated { number: usize, bytes: Vec<u8> },
+    Truncated { number: usize, bytes: B },
 }
 
-impl LineEvent {
+impl<B> LineEvent<B> {
     /// The 1-based line number the event belongs to.
     pub fn number(&self) -> usize {
         match self {
@@ -29,6 +31,28 @@ impl LineEvent {
             | LineEvent::Truncated { number, .. } => *number,
         }
     }
+}
+
+impl LineEvent<&[u8]> {
+    /// The event with its bytes copied out.
+    pub fn to_owned_event(&self) -> LineEvent {
+        match *self {
+            LineEvent::Line { number, bytes } => LineEvent::Line {
+                number,
+                bytes: bytes.to_vec(),
+            },
+            LineEvent::TooLarge { number } => LineEvent::TooLarge { number },
+            LineEvent::Truncated { number, bytes } => LineEvent::Truncated {
+                number,
+                bytes: bytes.to_vec(),
+            },
+        }
+    }
+}
+
+/// `bytes` without one trailing `\r`.
+fn strip_cr(bytes: &[u8]) -> &[u8] {
+    bytes.strip_suffix(b"\r").unwrap_or(bytes)
 }
 
 /// Incremental splitter: feed chunks with [`LineFramer::push`], end with [`LineFramer::finish`].
@@ -68,64 +92,86 @@ impl LineFramer {
     /// Feed the next chunk; returns the events it completed, in order.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<LineEvent> {
         let mut events = Vec::new();
+        self.push_each(chunk, |event| events.push(event.to_owned_event()));
+        events
+    }
+
+    /// Feed the next chunk, handing each completed event to `emit` in order. A line that lies
+    /// whole in `chunk` is a slice of it; one that spans chunks is a slice of the framer's buffer,
+    /// which keeps its capacity (up to 64 KiB) for the next one. Nothing is copied per line.
+    pub fn push_each(&mut self, chunk: &[u8], mut emit: impl FnMut(LineEvent<&[u8]>)) {
         let mut rest = chunk;
         while !rest.is_empty() {
-            let newline = rest.iter().position(|&byte| byte == b'\n');
-            let (segment, terminated) = match newline {
-                Some(index) => (&rest[..index], true),
-                None => (rest, false),
+            let Some(index) = memchr::memchr(b'\n', rest) else {
+                self.extend(rest, &mut emit);
+                self.report_early(&mut emit);
+                return;
             };
-            rest = match newline {
-                Some(index) => &rest[index + 1..],
-                None => &[],
-            };
-            if !self.discarding {
-                // A CRLF's `\r` may sit at the limit: allow one byte of slack for it, and decide
-                // once the line is complete.
-                let room = (self.max_line + 1).saturating_sub(self.buffer.len());
-                if segment.len() > room {
+            let segment = &rest[..index];
+            rest = &rest[index + 1..];
+            if !self.discarding && self.buffer.is_empty() {
+                self.emit_line(segment, &mut emit);
+            } else {
+                self.extend(segment, &mut emit);
+                if !self.discarding {
+                    self.emit_line(&self.buffer, &mut emit);
                     self.buffer.clear();
                     self.buffer.shrink_to(64 * 1024);
-                    self.discarding = true;
-                    events.push(LineEvent::TooLarge {
-                        number: self.current,
-                    });
-                } else {
-                    self.buffer.extend_from_slice(segment);
                 }
             }
-            if terminated {
-                if !self.discarding {
-                    let mut bytes = std::mem::take(&mut self.buffer);
-                    if bytes.last() == Some(&b'\r') {
-                        bytes.pop();
-                    }
-                    if bytes.len() > self.max_line {
-                        events.push(LineEvent::TooLarge {
-                            number: self.current,
-                        });
-                    } else {
-                        events.push(LineEvent::Line {
-                            number: self.current,
-                            bytes,
-                        });
-                    }
-                }
-                self.discarding = false;
-                self.current += 1;
-            } else if !self.discarding && self.buffer.len() > self.max_line {
-                // Past the limit even if the last byte turns out to be a CRLF's `\r`.
-                let ends_with_cr = self.buffer.last() == Some(&b'\r');
-                if !ends_with_cr || self.buffer.len() > self.max_line + 1 {
-                    self.buffer.clear();
-                    self.discarding = true;
-                    events.push(LineEvent::TooLarge {
-                        number: self.current,
-                    });
-                }
-            }
+            self.discarding = false;
+            self.current += 1;
         }
-        events
+    }
+
+    /// A pending line already past the limit even if its last byte turns out to be a CRLF's
+    /// `\r` is reported now, before its newline arrives.
+    fn report_early(&mut self, emit: &mut impl FnMut(LineEvent<&[u8]>)) {
+        if self.discarding || self.buffer.len() <= self.max_line {
+            return;
+        }
+        if self.buffer.last() != Some(&b'\r') || self.buffer.len() > self.max_line + 1 {
+            self.buffer.clear();
+            self.discarding = true;
+            emit(LineEvent::TooLarge {
+                number: self.current,
+            });
+        }
+    }
+
+    /// The complete line `bytes` (its `\n` removed): a `Line`, or `TooLarge` past the limit.
+    fn emit_line(&self, bytes: &[u8], emit: &mut impl FnMut(LineEvent<&[u8]>)) {
+        let line = strip_cr(bytes);
+        let number = self.current;
+        if line.len() > self.max_line {
+            emit(LineEvent::TooLarge { number });
+        } else {
+            emit(LineEvent::Line {
+                number,
+                bytes: line,
+            });
+        }
+    }
+
+    /// Appends an unterminated segment of the current line, switching to discarding (and
+    /// reporting `TooLarge` once) when it passes the limit.
+    fn extend(&mut self, segment: &[u8], emit: &mut impl FnMut(LineEvent<&[u8]>)) {
+        if self.discarding {
+            return;
+        }
+        // A CRLF's `\r` may sit at the limit: allow one byte of slack for it until the line's
+        // end is known.
+        let room = (self.max_line + 1).saturating_sub(self.buffer.len());
+        if segment.len() > room {
+            self.buffer.clear();
+            self.buffer.shrink_to(64 * 1024);
+            self.discarding = true;
+            emit(LineEvent::TooLarge {
+                number: self.current,
+            });
+        } else {
+            self.buffer.extend_from_slice(segment);
+        }
     }
 
     /// The stream ended: a pending partial line is reported as `Truncated`. Calling it again

@@ -10,6 +10,7 @@
 //! - `real-dsh`: install the real `@deepseek-ai/dsh` under `target/real-dsh/` (print its wrapper).
 
 mod bench;
+mod bench_runs;
 mod dist;
 mod kit;
 mod mutants;
@@ -300,7 +301,11 @@ fn bench() -> Outcome {
     let measured = (|| {
         let mut figures = bench::checker_throughput(&checker_bench)?;
         figures.push(bench::cold_start(&kit)?);
-        figures.extend(bench::corpus(&kit, bench::spawn_cost()?)?);
+        figures.extend(bench_runs::real_dsh(&kit)?);
+        let corpus = bench::corpus(&kit, bench::spawn_cost()?)?;
+        let cases = corpus.cases;
+        figures.extend(corpus.figures);
+        figures.extend(bench_runs::external_host(&kit, &workspace_root(), cases)?);
         figures.extend(bench::peak_rss(&kit)?);
         Ok::<_, String>(figures)
     })();
@@ -309,7 +314,12 @@ fn bench() -> Outcome {
         code: 2,
     })?;
     bench::print_table(&figures);
-    Ok(())
+    bench::write_doc(&workspace_root().join("docs/performance.md"), &figures).map_err(|message| {
+        Failure {
+            message: format!("bench: {message}"),
+            code: 2,
+        }
+    })
 }
 
 fn kill_matrix() -> Outcome {
