@@ -41,10 +41,11 @@ pub enum Mutant {
     ModelForDefault,
     IgnoreReasoningEffort,
     KeepDuplicateModels,
+    LineLimitOffByOne,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 24] = [
+    pub const ALL: [Mutant; 25] = [
         Mutant::EofIsSuccess,
         Mutant::AcceptSecondResult,
         Mutant::ForeignFrameLeaks,
@@ -69,6 +70,7 @@ impl Mutant {
         Mutant::ModelForDefault,
         Mutant::IgnoreReasoningEffort,
         Mutant::KeepDuplicateModels,
+        Mutant::LineLimitOffByOne,
     ];
 
     pub fn name(self) -> &'static str {
@@ -97,6 +99,7 @@ impl Mutant {
             Mutant::ModelForDefault => "model-for-default",
             Mutant::IgnoreReasoningEffort => "ignore-reasoning-effort",
             Mutant::KeepDuplicateModels => "keep-duplicate-models",
+            Mutant::LineLimitOffByOne => "line-limit-off-by-one",
         }
     }
 
@@ -158,6 +161,9 @@ impl Mutant {
             Mutant::IgnoreReasoningEffort => "The picked reasoning effort never reaches `execute`.",
             Mutant::KeepDuplicateModels => {
                 "A repeated `provider/id` or effort id in `--models` is kept in the catalog."
+            }
+            Mutant::LineLimitOffByOne => {
+                "A frame line of exactly 1 MiB is rejected: the line end is counted in the limit."
             }
         }
     }
@@ -377,6 +383,15 @@ impl Mutants {
     /// (`missing-resume-new-session`).
     pub fn retries_rejected_resume(&self) -> bool {
         self.on(Mutant::MissingResumeNewSession)
+    }
+
+    /// The longest frame line accepted: spec 6's 1 MiB, one byte less with
+    /// `line-limit-off-by-one` (the line end counted in the limit).
+    pub fn line_limit(&self) -> usize {
+        match self.on(Mutant::LineLimitOffByOne) {
+            true => dsh_protocol::MAX_LINE_BYTES - 1,
+            false => dsh_protocol::MAX_LINE_BYTES,
+        }
     }
 }
 

@@ -44,10 +44,11 @@ pub struct FrameReader {
 }
 
 impl FrameReader {
-    pub fn new(stdout: Option<ChildStdout>) -> Self {
+    /// Frames `stdout` into lines of at most `max_line` bytes (spec 6: 1 MiB).
+    pub fn new(stdout: Option<ChildStdout>, max_line: usize) -> Self {
         Self {
             stdout,
-            framer: LineFramer::new(),
+            framer: LineFramer::with_limit(max_line),
             pending: VecDeque::new(),
             finished: false,
             chunk: vec![0u8; 64 * 1024],
