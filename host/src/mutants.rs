@@ -41,11 +41,10 @@ pub enum Mutant {
     ModelForDefault,
     IgnoreReasoningEffort,
     KeepDuplicateModels,
-    LineLimitOffByOne,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 25] = [
+    pub const ALL: [Mutant; 24] = [
         Mutant::EofIsSuccess,
         Mutant::AcceptSecondResult,
         Mutant::ForeignFrameLeaks,
@@ -70,7 +69,6 @@ impl Mutant {
         Mutant::ModelForDefault,
         Mutant::IgnoreReasoningEffort,
         Mutant::KeepDuplicateModels,
-        Mutant::LineLimitOffByOne,
     ];
 
     pub fn name(self) -> &'static str {
@@ -99,7 +97,6 @@ impl Mutant {
             Mutant::ModelForDefault => "model-for-default",
             Mutant::IgnoreReasoningEffort => "ignore-reasoning-effort",
             Mutant::KeepDuplicateModels => "keep-duplicate-models",
-            Mutant::LineLimitOffByOne => "line-limit-off-by-one",
         }
     }
 
@@ -161,9 +158,6 @@ impl Mutant {
             Mutant::IgnoreReasoningEffort => "The picked reasoning effort never reaches `execute`.",
             Mutant::KeepDuplicateModels => {
                 "A repeated `provider/id` or effort id in `--models` is kept in the catalog."
-            }
-            Mutant::LineLimitOffByOne => {
-                "A frame line of exactly 1 MiB is rejected: the line end is counted in the limit."
             }
         }
     }
@@ -383,15 +377,6 @@ impl Mutants {
     /// (`missing-resume-new-session`).
     pub fn retries_rejected_resume(&self) -> bool {
         self.on(Mutant::MissingResumeNewSession)
-    }
-
-    /// The longest frame line accepted: spec 6's 1 MiB, one byte less with
-    /// `line-limit-off-by-one` (the line end counted in the limit).
-    pub fn line_limit(&self) -> usize {
-        match self.on(Mutant::LineLimitOffByOne) {
-            true => dsh_protocol::MAX_LINE_BYTES - 1,
-            false => dsh_protocol::MAX_LINE_BYTES,
-        }
     }
 }
 

@@ -324,7 +324,7 @@ impl Host {
         {
             stdin.send(line);
         }
-        let reader = FrameReader::new(child.stdout.take(), self.mutants().line_limit());
+        let reader = FrameReader::new(child.stdout.take());
         let late = self.mutants().drains_stderr_late();
         let stderr = StderrDrain::start(child.stderr.take(), redactor, late);
         let run_deadline = started + bounds.run;

@@ -359,19 +359,6 @@ async fn ignore_reasoning_effort() {
     assert_eq!(executes(Some(Mutant::IgnoreReasoningEffort)).await, None);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn line_limit_off_by_one() {
-    let scenario = json!({"stdio": [[{"ready": {}}, {"read_execute": {}}, {"session": {}},
-        {"text_line": {"bytes": 1_048_576, "crlf": false}}, {"result": {"status": "completed"}}]]});
-    let (correct, mutated) = both(scenario, Mutant::LineLimitOffByOne).await;
-    assert_eq!(correct.status, Status::Completed, "{correct:?}");
-    assert_eq!(
-        mutated.code.as_deref(),
-        Some("DSH_PROFILE_FRAME_TOO_LARGE"),
-        "{mutated:?}"
-    );
-}
-
 #[test]
 fn every_mutant_has_a_test_here() {
     let source = include_str!("mutants.rs");

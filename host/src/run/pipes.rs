@@ -44,11 +44,10 @@ pub struct FrameReader {
 }
 
 impl FrameReader {
-    /// Frames `stdout` into lines of at most `max_line` bytes (spec 6: 1 MiB).
-    pub fn new(stdout: Option<ChildStdout>, max_line: usize) -> Self {
+    pub fn new(stdout: Option<ChildStdout>) -> Self {
         Self {
             stdout,
-            framer: LineFramer::with_limit(max_line),
+            framer: LineFramer::new(),
             pending: VecDeque::new(),
             finished: false,
             chunk: vec![0u8; 64 * 1024],
