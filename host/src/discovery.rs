@@ -297,6 +297,16 @@ pub async fn probe(
     }
 }
 
+/// The lines of a one-frame answer (`--probe`, `--models`) that hold anything but whitespace,
+/// each without its line end.
+pub(crate) fn non_empty_lines(stdout: &[u8]) -> Vec<&[u8]> {
+    stdout
+        .split(|&b| b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+        .collect()
+}
+
 /// Apply the probe gate to the probe's stdout.
 pub fn check_probe_output(stdout: &[u8]) -> Result<ProbeInfo, Diagnostic> {
     let invalid = |why: String| {
@@ -305,11 +315,7 @@ pub fn check_probe_output(stdout: &[u8]) -> Result<ProbeInfo, Diagnostic> {
             format!("the open-design profile probe {why}; reinstall the profile (setup)"),
         )
     };
-    let lines: Vec<&[u8]> = stdout
-        .split(|&b| b == b'\n')
-        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
-        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
-        .collect();
+    let lines = non_empty_lines(stdout);
     let [line] = lines.as_slice() else {
         return Err(invalid(format!(
             "printed {} non-empty lines instead of exactly one probe frame",

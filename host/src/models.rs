@@ -70,11 +70,7 @@ pub fn parse_catalog(stdout: &[u8], leniency: Leniency) -> Result<Vec<CatalogMod
     if stdout.len() > MAX_MODELS_BYTES {
         return Err(invalid(format!("is larger than {MAX_MODELS_BYTES} bytes")));
     }
-    let lines: Vec<&[u8]> = stdout
-        .split(|&b| b == b'\n')
-        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
-        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
-        .collect();
+    let lines = discovery::non_empty_lines(stdout);
     let [line] = lines.as_slice() else {
         return Err(invalid(format!(
             "has {} non-empty lines instead of exactly one models frame",

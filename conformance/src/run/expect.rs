@@ -84,26 +84,37 @@ impl CodeJudge<'_> {
     }
 }
 
-/// A `discovered` reply against its expectations.
-pub fn discover(expect: &DiscoverExpect, reply: &Value, codes: CodeJudge) -> Vec<Miss> {
-    let mut misses = Vec::new();
+/// A reply's `available` against the expected one; when it is as expected, its `code` against
+/// the expected code (`step` names the step in the why).
+fn availability(
+    step: &str,
+    expected: Option<bool>,
+    expected_code: &ExpectedCode,
+    reply: &Value,
+    codes: CodeJudge,
+) -> Vec<Miss> {
     let available = reply.get("available").and_then(Value::as_bool);
     let code = reply.get("code").and_then(Value::as_str);
-    match expect.available {
-        Some(want) if available != Some(want) => misses.push(miss(
+    match expected {
+        Some(want) if available != Some(want) => vec![miss(
             "available",
             format!(
-                "discover: expected available={want}, got available={} (code {})",
+                "{step}: expected available={want}, got available={} (code {})",
                 available.unwrap_or(false),
                 code.unwrap_or("null")
             ),
-        )),
-        _ => misses.extend(
-            codes
-                .mismatch(&expect.code, code, None)
-                .map(|why| miss("code", format!("discover: {why}"))),
-        ),
+        )],
+        _ => codes
+            .mismatch(expected_code, code, None)
+            .map(|why| miss("code", format!("{step}: {why}")))
+            .into_iter()
+            .collect(),
     }
+}
+
+/// A `discovered` reply against its expectations.
+pub fn discover(expect: &DiscoverExpect, reply: &Value, codes: CodeJudge) -> Vec<Miss> {
+    let mut misses = availability("discover", expect.available, &expect.code, reply, codes);
     if let Some(wanted) = &expect.warnings {
         let warnings: Vec<&str> = reply
             .get("warnings")
@@ -135,24 +146,7 @@ pub fn discover(expect: &DiscoverExpect, reply: &Value, codes: CodeJudge) -> Vec
 /// A `models` reply against its expectations (spec 12): availability, code, and the catalog in
 /// order after the host's de-duplication.
 pub fn models(expect: &ModelsExpect, reply: &Value, codes: CodeJudge) -> Vec<Miss> {
-    let mut misses = Vec::new();
-    let available = reply.get("available").and_then(Value::as_bool);
-    let code = reply.get("code").and_then(Value::as_str);
-    match expect.available {
-        Some(want) if available != Some(want) => misses.push(miss(
-            "available",
-            format!(
-                "models: expected available={want}, got available={} (code {})",
-                available.unwrap_or(false),
-                code.unwrap_or("null")
-            ),
-        )),
-        _ => misses.extend(
-            codes
-                .mismatch(&expect.code, code, None)
-                .map(|why| miss("code", format!("models: {why}"))),
-        ),
-    }
+    let mut misses = availability("models", expect.available, &expect.code, reply, codes);
     if let Some(wanted) = &expect.models {
         let got = reply
             .get("models")
