@@ -32,6 +32,8 @@ fn failing_cases(kit: &Kit, mutant: &str, scratch: &Path) -> Result<Vec<String>,
         .conformance_run()
         .arg("--json")
         .arg(&json_path)
+        // Cases wait far more than they compute: overlap them, as `cargo xtask suite` does.
+        .args(["--jobs", "8"])
         .env("DSH_HOST_MUTANT", mutant)
         .stdout(std::process::Stdio::null())
         .status()
