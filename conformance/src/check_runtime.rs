@@ -339,12 +339,12 @@ pub fn output_within(
     limit: std::time::Duration,
 ) -> Result<std::process::Output, process::SpawnError> {
     use std::os::unix::process::CommandExt;
-    let child = command
+    command
         .stdin(stdin)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .spawn()
+        .process_group(0);
+    let child = process::spawn_owned(&mut command)
         .map_err(|error| process::SpawnError(format!("cannot start: {error}")))?;
     let group = nix::unistd::Pid::from_raw(child.id() as i32);
     let waiter = std::thread::spawn(move || child.wait_with_output());
@@ -353,10 +353,11 @@ pub fn output_within(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL).ok();
-    waiter
+    let output = waiter
         .join()
-        .map_err(|_| process::SpawnError("the waiting thread panicked".into()))?
-        .map_err(|error| process::SpawnError(error.to_string()))
+        .map_err(|_| process::SpawnError("the waiting thread panicked".into()))?;
+    process::disown(group.as_raw());
+    output.map_err(|error| process::SpawnError(error.to_string()))
 }
 
 /// How many checks got this status.

@@ -2,7 +2,11 @@
 //! stderr drained on threads, and killed with its whole group when dropped. `check-runtime` is a
 //! child subreaper (Linux) and runs one runtime at a time, so an orphan re-parented to it (a
 //! daemon that left the group with `setsid`/`setpgid`, whatever its environment) belongs to the
-//! runtime under check: it counts as a process left behind, and is killed with the group.
+//! runtime under check: it counts as a process left behind, and is killed with the group. With
+//! `--jobs N` several checks run at once: every process check-runtime starts on purpose is
+//! registered ([`spawn_owned`]) and never taken for an orphan, so one check's teardown never
+//! kills or reaps another check's runtime (an escaped daemon is then killed by whichever check
+//! tears down next, and blamed on the runtime all the same).
 
 use dsh_protocol::{LineEvent, LineFramer};
 use nix::sys::signal::{killpg, Signal};
@@ -131,11 +135,7 @@ impl RuntimeProcess {
         for (name, value) in &launch.env {
             command.env(name, value);
         }
-        static SUBREAPER: std::sync::Once = std::sync::Once::new();
-        SUBREAPER.call_once(|| {
-            crate::run::procfs::become_subreaper();
-        });
-        let mut child = command.spawn().map_err(|error| {
+        let mut child = spawn_owned(&mut command).map_err(|error| {
             SpawnError(format!(
                 "cannot start {}: {error}",
                 launch.program.display()
@@ -260,9 +260,10 @@ impl RuntimeProcess {
         killpg(self.pgid, None).is_ok() || !self.escaped().is_empty()
     }
 
-    /// The orphans adopted by this process (never the leader itself).
+    /// The orphans adopted by this process (never a process it started on purpose).
     fn escaped(&self) -> Vec<i32> {
-        crate::run::procfs::adopted_children(&[self.pgid.as_raw()])
+        let owned = lock(&OWNED);
+        crate::run::procfs::adopted_children(&owned)
     }
 
     /// Wait until the group is empty or `deadline` passes; true when it emptied.
@@ -299,7 +300,49 @@ impl RuntimeProcess {
                 self.exit = Some((status, Instant::now()));
             }
         }
-        crate::run::procfs::kill_adopted(&[self.pgid.as_raw()], Duration::from_secs(2));
+        kill_orphans(Duration::from_secs(2));
+        disown(self.pgid.as_raw());
+    }
+}
+
+/// The processes check-runtime started on purpose and has not reaped yet.
+static OWNED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Spawns `command` as a process check-runtime owns (registered before any other thread can
+/// look for orphans), making check-runtime a child subreaper first (Linux).
+pub fn spawn_owned(command: &mut Command) -> std::io::Result<std::process::Child> {
+    static SUBREAPER: std::sync::Once = std::sync::Once::new();
+    SUBREAPER.call_once(|| {
+        crate::run::procfs::become_subreaper();
+    });
+    let mut owned = lock(&OWNED);
+    let child = command.spawn()?;
+    owned.push(child.id() as i32);
+    Ok(child)
+}
+
+/// Forgets an owned process once it is reaped.
+pub fn disown(pid: i32) {
+    lock(&OWNED).retain(|owned| *owned != pid);
+}
+
+/// SIGKILLs the adopted orphans until none is left or `bound` passes, each round under the
+/// registry lock so an owned process started meanwhile is never taken for one.
+fn kill_orphans(bound: Duration) {
+    let deadline = Instant::now() + bound;
+    loop {
+        let live = {
+            let owned = lock(&OWNED);
+            let live = crate::run::procfs::adopted_children(&owned);
+            for pid in &live {
+                let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
+            }
+            live
+        };
+        if live.is_empty() || Instant::now() >= deadline {
+            return;
+        }
+        thread::sleep(Duration::from_millis(5));
     }
 }
 

@@ -70,8 +70,10 @@ pub struct CaseRun {
 /// ended cleanly.
 pub fn run_case(case: &Case, env: &CaseEnv, slot: Option<&mut Option<ReusedDriver>>) -> CaseRun {
     let started = Instant::now();
-    let reuse = slot.is_some();
-    let mut slot = slot;
+    // A runtime that detaches daemons from its group needs the per-case supervisor, which only a
+    // driver of the case's own has: such a case never runs in the reused driver.
+    let reuse = slot.is_some() && !reuse::detaches_daemons(case);
+    let mut slot = if reuse { slot } else { None };
     let pooled = slot.as_mut().and_then(|slot| slot.take());
     let mut runner = Runner {
         case,

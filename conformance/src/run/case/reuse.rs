@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 use std::time::Duration;
 
 use super::super::driver::{Driver, DriverSpec};
+use super::super::fixture::Case;
 use super::super::journal::Journal;
 use super::super::transcript::Transcript;
 use super::super::world::World;
@@ -34,6 +35,22 @@ impl ReusedDriver {
     pub fn finish(mut self, bound: Duration) {
         let _ = self.driver.shutdown(bound, &mut Transcript::default());
     }
+}
+
+/// Whether the case's runtime starts daemons that leave its process group (`spawn_child` with
+/// `detach`): only the per-case supervisor of a driver of the case's own finds those whatever
+/// their environment, so such a case gets its own driver.
+pub fn detaches_daemons(case: &Case) -> bool {
+    fn any_detach(value: &Value) -> bool {
+        match value {
+            Value::Object(map) => map.iter().any(|(key, inner)| {
+                (key == "spawn_child" && inner.get("detach").is_some()) || any_detach(inner)
+            }),
+            Value::Array(items) => items.iter().any(any_detach),
+            _ => false,
+        }
+    }
+    any_detach(&case.runtime)
 }
 
 /// Whether a handshake reply claims `reuse`.
