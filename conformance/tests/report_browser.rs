@@ -138,19 +138,28 @@ fn row_ids(dom: &str) -> Vec<&str> {
         .collect()
 }
 
+/// A temp dir with a fixtures dir (holding the rule catalog) and the report files `document`
+/// makes of it, written to `<dir>/report`.
+fn written_report(
+    document: fn(&Path) -> ReportDocument,
+) -> (tempfile::TempDir, ReportDocument, std::path::PathBuf) {
+    let work = tempfile::tempdir().unwrap();
+    let fixtures = work.path().join("fixtures");
+    std::fs::create_dir_all(&fixtures).unwrap();
+    std::fs::write(fixtures.join("rules.json"), RULES_JSON).unwrap();
+    let document = document(&fixtures);
+    let out = work.path().join("report");
+    write_report_files(&document, &out).unwrap();
+    (work, document, out)
+}
+
 #[test]
 fn report_html_renders_its_matrix_in_chromium() {
     let Some(binary) = find_chromium() else {
         println!("skipped: chromium not installed (apt-get install chromium to run this test)");
         return;
     };
-    let work = tempfile::tempdir().unwrap();
-    let fixtures = work.path().join("fixtures");
-    std::fs::create_dir_all(&fixtures).unwrap();
-    std::fs::write(fixtures.join("rules.json"), RULES_JSON).unwrap();
-    let document = sample_document(&fixtures);
-    let out = work.path().join("report");
-    write_report_files(&document, &out).unwrap();
+    let (work, document, out) = written_report(sample_document);
     let page = out.join("report.html");
     let url = format!("file://{}", page.display());
     let profile = work.path().join("chromium-profile");
@@ -356,13 +365,7 @@ fn report_html_for_several_hosts_in_chromium() {
         println!("skipped: chromium not installed (apt-get install chromium to run this test)");
         return;
     };
-    let work = tempfile::tempdir().unwrap();
-    let fixtures = work.path().join("fixtures");
-    std::fs::create_dir_all(&fixtures).unwrap();
-    std::fs::write(fixtures.join("rules.json"), RULES_JSON).unwrap();
-    let document = three_host_document(&fixtures);
-    let out = work.path().join("report");
-    write_report_files(&document, &out).unwrap();
+    let (work, document, out) = written_report(three_host_document);
     let broken = document
         .suites
         .iter()
