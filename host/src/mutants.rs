@@ -6,7 +6,7 @@
 //! correct behaviour, so the run loop reads as the spec's steps without the bugs in the way.
 
 use crate::run::{checker_after_ready, frame_of, RunRequest};
-use crate::session_store::CompatibilityKey;
+use crate::session_store::{CompatibilityKey, Lookup, SessionMapping, SessionStore};
 use dsh_protocol::frames::{Execute, Result as RunResult};
 use dsh_protocol::{
     HostCommand, LineEvent, RunContext, RuntimeFrame, StreamChecker, Violation, ViolationCode,
@@ -41,10 +41,11 @@ pub enum Mutant {
     ModelForDefault,
     IgnoreReasoningEffort,
     KeepDuplicateModels,
+    SalvageTornMapping,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 24] = [
+    pub const ALL: [Mutant; 25] = [
         Mutant::EofIsSuccess,
         Mutant::AcceptSecondResult,
         Mutant::ForeignFrameLeaks,
@@ -69,6 +70,7 @@ impl Mutant {
         Mutant::ModelForDefault,
         Mutant::IgnoreReasoningEffort,
         Mutant::KeepDuplicateModels,
+        Mutant::SalvageTornMapping,
     ];
 
     pub fn name(self) -> &'static str {
@@ -97,6 +99,7 @@ impl Mutant {
             Mutant::ModelForDefault => "model-for-default",
             Mutant::IgnoreReasoningEffort => "ignore-reasoning-effort",
             Mutant::KeepDuplicateModels => "keep-duplicate-models",
+            Mutant::SalvageTornMapping => "salvage-torn-mapping",
         }
     }
 
@@ -158,6 +161,9 @@ impl Mutant {
             Mutant::IgnoreReasoningEffort => "The picked reasoning effort never reaches `execute`.",
             Mutant::KeepDuplicateModels => {
                 "A repeated `provider/id` or effort id in `--models` is kept in the catalog."
+            }
+            Mutant::SalvageTornMapping => {
+                "A mapping file that does not parse is salvaged: the `session_id` in its text is resumed."
             }
         }
     }
@@ -281,6 +287,30 @@ impl Mutants {
         stored == current
     }
 
+    /// The conversation's stored mapping (`salvage-torn-mapping`: a file that does not parse still
+    /// yields the `session_id` written in its text, and the key it lost is taken as `current`).
+    pub fn lookup(
+        &self,
+        store: &SessionStore,
+        conversation_id: &str,
+        current: &CompatibilityKey,
+    ) -> Lookup {
+        let lookup = store.load(conversation_id);
+        if !self.on(Mutant::SalvageTornMapping) || lookup.mapping.is_some() {
+            return lookup;
+        }
+        let text = std::fs::read(store.file_of(conversation_id)).unwrap_or_default();
+        let salvaged =
+            session_id_in(&String::from_utf8_lossy(&text)).map(|session_id| SessionMapping {
+                session_id,
+                key: current.clone(),
+            });
+        Lookup {
+            mapping: salvaged,
+            warning: lookup.warning,
+        }
+    }
+
     /// Whether a new session gets the bootstrap (`no-bootstrap-on-new-session`: it does not).
     pub fn bootstrap_on_new_session(&self) -> bool {
         !self.on(Mutant::NoBootstrapOnNewSession)
@@ -378,6 +408,18 @@ impl Mutants {
     pub fn retries_rejected_resume(&self) -> bool {
         self.on(Mutant::MissingResumeNewSession)
     }
+}
+
+/// The string after `"session_id":` in a JSON text that may be cut anywhere after it.
+fn session_id_in(text: &str) -> Option<String> {
+    let (_, after) = text.split_once("\"session_id\"")?;
+    let value = after
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start()
+        .strip_prefix('"')?;
+    let (id, _) = value.split_once('"')?;
+    Some(id.to_string()).filter(|id| !id.is_empty())
 }
 
 #[cfg(test)]

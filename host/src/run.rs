@@ -394,7 +394,7 @@ impl Host {
             .config
             .store
             .as_ref()
-            .map(|store| store.load(&request.conversation_id));
+            .map(|store| self.mutants().lookup(store, &request.conversation_id, &key));
         if let Some(warning) = lookup.as_ref().and_then(|lookup| lookup.warning.as_ref()) {
             self.log(warning);
         }

@@ -371,3 +371,23 @@ fn every_mutant_has_a_test_here() {
         assert!(covered, "no test for mutant {}", mutant.name());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn salvage_torn_mapping() {
+    let resumed_after_a_torn_save = |mutant: Option<Mutant>| async move {
+        let world = World::new(json!({}));
+        let host = host_with(&world, mutant);
+        run(&host, &world.request("c1", "first")).await;
+        let sessions = world.data_dir().join("dsh-host").join("sessions");
+        for entry in std::fs::read_dir(&sessions).unwrap_or_else(|e| panic!("{e}")) {
+            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+            let length = std::fs::metadata(&path).map_or(0, |meta| meta.len());
+            let file = std::fs::OpenOptions::new().write(true).open(&path);
+            file.and_then(|file| file.set_len(length / 2))
+                .unwrap_or_else(|e| panic!("truncate {}: {e}", path.display()));
+        }
+        run(&host, &world.request("c1", "second")).await.0.resumed
+    };
+    assert!(!resumed_after_a_torn_save(None).await);
+    assert!(resumed_after_a_torn_save(Some(Mutant::SalvageTornMapping)).await);
+}
