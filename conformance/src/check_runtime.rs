@@ -9,11 +9,14 @@
 //! - [`turn`]: a careful host's single turn, recorded for the checks.
 //! - [`checks`]: the catalogue of checks and their procedures.
 //! - [`models`]: the `--models` catalog (spec 12) and a turn with each route and effort it lists.
+//! - [`observed`]: the turns several checks judge (the default turn, an unknown resume) and the
+//!   catalog, each observed once per run.
 //! - [`product`]: the product proof of spec 8 (an HTML file written, then edited after a cold
 //!   resume), judged when the runtime's model calls tools.
 
 pub mod checks;
 pub mod models;
+pub mod observed;
 pub mod process;
 pub mod product;
 pub mod turn;
@@ -96,6 +99,7 @@ pub fn run_checks(
     let server = crate::model_server::ModelServer::start(crate::model_server::default_script())
         .map_err(|error| CannotRun(format!("cannot start the model server: {error}")))?;
     target.model_url = Some(server.url().to_string());
+    target.observed = Default::default();
     let target = &target;
     if !(target.time_scale.is_finite() && target.time_scale > 0.0) {
         return Err(CannotRun(format!(
@@ -159,30 +163,26 @@ fn run_one(target: &Target, check: &checks::Check) -> Result<CheckResult, Cannot
 /// How many lines of the runtime's stderr a pre-flight error shows.
 const STDERR_TAIL_LINES: usize = 20;
 
-/// The pre-flight start: one `--stdio` process in a fresh world must write something on stdout
-/// (or still be running at the ready bound) before it exits. A runtime that exits, or closes its
-/// stdout, having written nothing there cannot start (a missing profile, a crash on start): that
-/// is one infrastructure error naming the command, its exit status and the end of its stderr,
-/// not a column of failed and vacuous checks. Whatever it does write is left to the checks.
+/// The pre-flight start, which is also the default turn most checks judge: its `--stdio`
+/// process must write something on stdout (or still be running at the ready bound) before it
+/// exits. A runtime that exits, or closes its stdout, having written nothing there cannot start
+/// (a missing profile, a crash on start): that is one infrastructure error naming the command,
+/// its exit status and the end of its stderr, not a column of failed and vacuous checks.
+/// Whatever it does write is left to the checks.
 fn preflight(target: &Target) -> Result<(), CannotRun> {
-    use process::{Next, StdoutEvent};
-    let world = World::new(target, "preflight").map_err(|error| CannotRun(error.0))?;
-    let mut runtime = world
-        .spawn_stdio(target)
+    let observed = target
+        .observed
+        .default_turn(target)
         .map_err(|error| CannotRun(error.0))?;
-    match runtime.next_event(target.deadline(turn::READY_MS)) {
-        Next::Event(StdoutEvent::Line(_), _) | Next::Timeout => return Ok(()),
-        Next::Event(StdoutEvent::Eof, _) | Next::Closed => {}
+    let record = &observed.record;
+    if !record.lines.is_empty() || record.ending != turn::Ending::Eof {
+        return Ok(());
     }
-    let status = runtime
-        .wait_exit(target.deadline(turn::EXIT_MS))
-        .map_or_else(
-            || "still running with its stdout closed".to_string(),
-            |(status, _)| process::describe_exit(&status),
-        );
-    runtime.kill();
-    let stderr = runtime.stderr(Instant::now() + std::time::Duration::from_secs(1));
-    let tail = crate::output::escape::stderr_tail(&stderr.kept, STDERR_TAIL_LINES);
+    let status = record.exit.as_ref().map_or_else(
+        || "still running with its stdout closed".to_string(),
+        |(status, _)| process::describe_exit(status),
+    );
+    let tail = crate::output::escape::stderr_tail(&record.stderr.kept, STDERR_TAIL_LINES);
     let tail = if tail.is_empty() {
         "  stderr: (empty)".to_string()
     } else {
@@ -453,6 +453,7 @@ pub fn main(args: Args) -> ExitCode {
         home_template: bundle_home.as_ref().map(|bundle| bundle.home.clone()),
         time_scale: args.time_scale,
         model_url: None,
+        observed: Default::default(),
     };
     let results = match run_checks(&target, &args.checks, usize::from(args.jobs)) {
         Ok(results) => results,

@@ -174,6 +174,16 @@ fn adversaries() -> Vec<Adversary> {
             passes: &["rt.stream-strict"],
         },
         Adversary {
+            name: "refuses an unknown resume, then never exits",
+            scenario: turn(vec![
+                json!({"result": {"status": "failed", "resume_rejected": true,
+                    "error": {"code": "SESSION_NOT_FOUND", "message": "no such session"}}}),
+                json!({"hang": {}}),
+            ]),
+            fails: "rt.exit-after-failed-result",
+            passes: &["rt.resume-unknown-refused"],
+        },
+        Adversary {
             name: "echoes the prompt to stderr",
             scenario: turn(vec![json!({"stderr_prompt": {}}), json!({"agent": {}})]),
             fails: "rt.stderr-no-prompt",
@@ -608,4 +618,68 @@ fn a_daemon_that_escapes_the_group_with_no_environment_fails_exit_after_result_a
         left.is_empty(),
         "check-runtime left its daemons running: {left:?}"
     );
+}
+
+/// How many fake-dsh processes of each mode a check-runtime run with these checks started, and
+/// its report.
+fn starts_by_mode(checks: &[&str]) -> (std::collections::BTreeMap<String, usize>, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let (code, report) = check_with_env(
+        None,
+        checks,
+        &[("FAKE_DSH_JOURNAL", journal.to_str().unwrap())],
+    );
+    assert_eq!(code, 0, "{report:#}");
+    let mut starts = std::collections::BTreeMap::new();
+    for line in std::fs::read_to_string(&journal).unwrap().lines() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        if entry["event"] == "start" {
+            *starts
+                .entry(entry["mode"].as_str().unwrap().to_string())
+                .or_insert(0) += 1;
+        }
+    }
+    (starts, report)
+}
+
+#[test]
+fn the_checks_that_judge_one_turn_share_one_runtime_process() {
+    // Twelve checks judge the default turn: one `--stdio` process serves them all.
+    let default_turn = [
+        "rt.ready-before-read",
+        "rt.ready-first",
+        "rt.stdout-frames-only",
+        "rt.frames-schema-valid",
+        "rt.request-scoped",
+        "rt.session-before-content",
+        "rt.stream-strict",
+        "rt.exit-after-result",
+        "rt.stderr-bounded",
+        "rt.stderr-no-prompt",
+        "rt.stderr-no-secret",
+        "rt.product-writes-html",
+    ];
+    let (starts, _) = starts_by_mode(&default_turn);
+    assert_eq!(starts.get("stdio"), Some(&1), "{starts:?}");
+    // The unknown resume is one more turn for its two checks; `--models` runs once for both of
+    // its checks (the routes check then runs its own turn per listed route).
+    let (starts, report) = starts_by_mode(&[
+        "rt.resume-unknown-refused",
+        "rt.exit-after-failed-result",
+        "rt.models-shape",
+        "rt.models-routes-accepted",
+    ]);
+    assert_eq!(starts.get("models"), Some(&1), "{starts:?}");
+    let routes = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["id"] == "rt.models-routes-accepted")
+        .and_then(|check| check["detail"].as_str())
+        .and_then(|detail| detail.split(' ').next())
+        .and_then(|count| count.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("no route count in {report:#}"));
+    // The pre-flight's default turn, the unknown resume, one turn per route.
+    assert_eq!(starts.get("stdio"), Some(&(2 + routes)), "{starts:?}");
 }

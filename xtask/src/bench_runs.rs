@@ -1,6 +1,6 @@
 //! Whole-process rows of `cargo xtask bench` beyond the kit's own: the CI gate's cost for an
 //! external host (the corpus against `examples/node-host` beside the reference host, and the
-//! harness's own CPU per case), and fake-dsh against the real dsh (`cargo xtask real-dsh`).
+//! harness's own CPU per case). [`crate::bench_real_dsh`] adds fake-dsh against the real dsh.
 //! Timings are measured and printed, never asserted.
 
 use crate::bench::Figure;
@@ -79,7 +79,7 @@ fn corpus_run(kit: &Kit, host: &str) -> Command {
     command
 }
 
-fn seconds(duration: Duration) -> String {
+pub fn seconds(duration: Duration) -> String {
     format!("{:.2} s", duration.as_secs_f64())
 }
 
@@ -146,101 +146,4 @@ pub fn external_host(kit: &Kit, root: &Path, cases: usize) -> Result<Vec<Figure>
             goal: "a few ms; the rest is the host's and runtime's".into(),
         },
     ])
-}
-
-/// Peak RSS in KiB of `program args` and its waited-for descendants (GNU `time`'s `%M`), with
-/// `env` set; `None` without `/usr/bin/time`.
-fn peak_rss_kib(
-    program: &Path,
-    args: &[&str],
-    env: &[(&str, &Path)],
-    scratch: &Path,
-) -> Option<u64> {
-    let out = scratch.join("time.out");
-    let mut command = Command::new("/usr/bin/time");
-    command
-        .args(["-f", "%M", "-o"])
-        .arg(&out)
-        .arg(program)
-        .args(args);
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let status = command
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .ok()?;
-    let text = std::fs::read_to_string(&out).ok()?;
-    let _ = std::fs::remove_file(&out);
-    status.success().then_some(())?;
-    text.lines().last()?.trim().parse().ok()
-}
-
-/// fake-dsh against the real dsh (when `cargo xtask real-dsh` has installed it): `--version` from
-/// exec to its first line (median of 10) and peak RSS, both with `TMPDIR` and `DSH_HOME` in a
-/// scratch directory. The real dsh has no open-design profile here, so its `--stdio` `ready`
-/// cannot be measured; `--version` is the one surface both answer without a model.
-pub fn real_dsh(kit: &Kit) -> Result<Vec<Figure>, String> {
-    let real = crate::real_dsh::install_dir().join("dsh");
-    let name = "fake-dsh vs the real dsh 0.1.0-rc.8: `--version`, exec to first line (median of 10), peak RSS";
-    if !real.is_file() {
-        return Ok(vec![Figure {
-            name: name.into(),
-            value: "not measured: run `cargo xtask real-dsh` first".into(),
-            baseline: "-".into(),
-            ratio: "-".into(),
-            goal: "fake-dsh far cheaper".into(),
-        }]);
-    }
-    let scratch = crate::bench::Scratch::new("real-dsh")?;
-    let home = scratch.0.join("home");
-    std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
-    let env = [
-        ("TMPDIR", scratch.0.as_path()),
-        ("DSH_HOME", home.as_path()),
-    ];
-    let latency = |program: &Path| {
-        crate::bench::first_line_latency(
-            || {
-                let mut command = Command::new(program);
-                command.arg("--version").current_dir(&scratch.0);
-                for (name, value) in env {
-                    command.env(name, value);
-                }
-                command
-            },
-            10,
-        )
-    };
-    let fake_time = latency(&kit.fake_dsh)?;
-    let real_time = latency(&real)?;
-    let fake_rss = peak_rss_kib(&kit.fake_dsh, &["--version"], &env, &scratch.0);
-    let real_rss = peak_rss_kib(&real, &["--version"], &env, &scratch.0);
-    let mib = |kib: Option<u64>| match kib {
-        Some(kib) => format!("{:.1} MiB", kib as f64 / 1024.0),
-        None => "peak RSS not measured (no /usr/bin/time)".into(),
-    };
-    let memory_ratio = match (fake_rss, real_rss) {
-        (Some(fake), Some(real)) => format!(", {:.3}x memory", fake as f64 / real as f64),
-        _ => String::new(),
-    };
-    Ok(vec![Figure {
-        name: name.into(),
-        value: format!(
-            "fake-dsh: {:.2} ms, {}",
-            fake_time.as_secs_f64() * 1000.0,
-            mib(fake_rss)
-        ),
-        baseline: format!(
-            "real dsh: {:.1} ms, {}",
-            real_time.as_secs_f64() * 1000.0,
-            mib(real_rss)
-        ),
-        ratio: format!(
-            "{:.3}x time{memory_ratio}",
-            fake_time.as_secs_f64() / real_time.as_secs_f64()
-        ),
-        goal: "fake-dsh far cheaper (it exists for keyless tests)".into(),
-    }])
 }

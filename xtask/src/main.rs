@@ -10,6 +10,7 @@
 //! - `real-dsh`: install the real `@deepseek-ai/dsh` under `target/real-dsh/` (print its wrapper).
 
 mod bench;
+mod bench_real_dsh;
 mod bench_runs;
 mod dist;
 mod kit;
@@ -301,7 +302,7 @@ fn bench() -> Outcome {
     let measured = (|| {
         let mut figures = bench::checker_throughput(&checker_bench)?;
         figures.push(bench::cold_start(&kit)?);
-        figures.extend(bench_runs::real_dsh(&kit)?);
+        figures.extend(bench_real_dsh::rows(&kit, &workspace_root())?);
         let corpus = bench::corpus(&kit, bench::spawn_cost()?)?;
         let cases = corpus.cases;
         figures.extend(corpus.figures);

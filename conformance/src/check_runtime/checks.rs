@@ -5,7 +5,7 @@ use super::process::{describe_exit, Next, SpawnError, StdoutEvent};
 use super::turn::{
     self, describe_terminal, Ending, LineKind, Plan, SeenLine, ANSWER_MS, EXIT_MS, READY_MS,
 };
-use super::world::{json_line, random_uuid, Target, World, PROFILE};
+use super::world::{json_line, Target, World, PROFILE};
 use dsh_protocol::frames::{CONTENT_FRAME_TYPES, RUN_FRAME_TYPES};
 use dsh_protocol::{RunContext, Terminal};
 use serde_json::Value;
@@ -175,6 +175,12 @@ pub const CHECKS: &[Check] = &[
         rule: "s6.no-silent-new-session",
         summary: "resuming an unknown session fails with resume_rejected and creates no session",
         procedure: resume_unknown_refused,
+    },
+    Check {
+        id: "rt.exit-after-failed-result",
+        rule: "s6.runtime-exits-after-result",
+        summary: "with stdin still open, the runtime exits after a failed terminal result (the unknown resume's) and leaves no process behind",
+        procedure: exit_after_failed_result,
     },
     Check {
         id: "rt.stderr-bounded",
@@ -417,34 +423,26 @@ fn probe_shape(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
 // ---------------------------------------------------------------------------------------------
 // ready
 
-fn ready_before_read(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let mut process = world.spawn_stdio(target)?;
-    let context = RunContext {
-        request_id: world.request_id.clone(),
-        resume_session_id: None,
-    };
-    let mut reader = turn::Reader::new(&mut process, context);
-    let bound = target.bound(READY_MS);
-    let stop = reader.read_until(Instant::now() + bound, |_| true);
-    let outcome = match (stop, reader.lines.first()) {
-        (turn::Stop::Matched, Some(line)) if turn::is_ready(line) => pass(format!(
+fn ready_before_read(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let record = &target.observed.default_turn(target)?.record;
+    let first = record.lines.first();
+    Ok(match first {
+        Some(line) if turn::is_ready(line) && record.ready_before_write => pass(format!(
             "ready after {} with nothing written",
-            ms(line.at.duration_since(reader.process.started))
+            ms(line.at.duration_since(record.started))
         )),
-        (turn::Stop::Matched, Some(line)) => fail(format!(
+        Some(line) if line.at < record.execute_at => fail(format!(
             "the first line, before the host wrote anything, is not ready: {}",
             describe_line(line)
         )),
-        (turn::Stop::Eof, _) => fail("stdout closed before any ready frame, with nothing written"),
+        None if record.ending == Ending::Eof => {
+            fail("stdout closed before any ready frame, with nothing written")
+        }
         _ => fail(format!(
             "no ready frame within {} while the host wrote nothing",
-            ms(bound)
+            ms(target.bound(READY_MS))
         )),
-    };
-    drop(reader);
-    process.close_stdin();
-    process.wait_exit(target.deadline(EXIT_MS));
-    Ok(outcome)
+    })
 }
 
 fn describe_line(line: &SeenLine) -> String {
@@ -462,8 +460,8 @@ fn describe_line(line: &SeenLine) -> String {
     }
 }
 
-fn ready_first(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let record = turn::run(target, world, &Plan::default())?;
+fn ready_first(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let record = &target.observed.default_turn(target)?.record;
     let Some(first) = record.lines.first() else {
         return Ok(fail("the runtime wrote nothing on stdout"));
     };
@@ -510,8 +508,8 @@ pub(super) fn no_result(record: &turn::TurnRecord) -> String {
     }
 }
 
-fn stdout_frames_only(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let record = turn::run(target, world, &Plan::default())?;
+fn stdout_frames_only(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let record = &target.observed.default_turn(target)?.record;
     for line in &record.lines {
         match &line.kind {
             LineKind::Object { .. } => {}
@@ -530,8 +528,8 @@ fn stdout_frames_only(target: &Target, world: &World) -> Result<Outcome, SpawnEr
     )))
 }
 
-fn frames_schema_valid(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let record = turn::run(target, world, &Plan::default())?;
+fn frames_schema_valid(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let record = &target.observed.default_turn(target)?.record;
     let mut frames = 0;
     for line in &record.lines {
         if let Some(frame) = line.object() {
@@ -547,8 +545,8 @@ fn frames_schema_valid(target: &Target, world: &World) -> Result<Outcome, SpawnE
     Ok(pass(format!("{frames} frames, all schema-valid")))
 }
 
-fn request_scoped(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let record = turn::run(target, world, &Plan::default())?;
+fn request_scoped(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let record = &target.observed.default_turn(target)?.record;
     let mut scoped = 0;
     for line in &record.lines {
         let Some(kind) = line.frame_type() else {
@@ -582,7 +580,7 @@ fn request_scoped(target: &Target, world: &World) -> Result<Outcome, SpawnError>
     if scoped == 0 {
         return Ok(fail(format!(
             "no frame carried the request_id; {}",
-            no_result(&record)
+            no_result(record)
         )));
     }
     Ok(pass(format!(
@@ -590,8 +588,8 @@ fn request_scoped(target: &Target, world: &World) -> Result<Outcome, SpawnError>
     )))
 }
 
-fn session_before_content(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let record = turn::run(target, world, &Plan::default())?;
+fn session_before_content(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let record = &target.observed.default_turn(target)?.record;
     let mut session_seen = false;
     let mut content = 0;
     for line in record.own_frames() {
@@ -618,13 +616,13 @@ fn session_before_content(target: &Target, world: &World) -> Result<Outcome, Spa
             record
                 .result_frame()
                 .map(|result| format!("result {}", result.get("status").unwrap_or(&Value::Null)))
-                .unwrap_or_else(|| no_result(&record))
+                .unwrap_or_else(|| no_result(record))
         ))),
     }
 }
 
-fn stream_strict(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let record = turn::run(target, world, &Plan::default())?;
+fn stream_strict(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let record = &target.observed.default_turn(target)?.record;
     match &record.terminal {
         Terminal::Result(_) => {
             let status = record
@@ -638,38 +636,55 @@ fn stream_strict(target: &Target, world: &World) -> Result<Outcome, SpawnError> 
         }
         Terminal::Violation(_) if record.ending == Ending::Timeout => Ok(fail(format!(
             "{}; {}",
-            no_result(&record),
+            no_result(record),
             describe_terminal(&record.terminal)
         ))),
         Terminal::Violation(_) => Ok(fail(describe_terminal(&record.terminal))),
     }
 }
 
-fn exit_after_result(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let plan = Plan {
-        keep_stdin_open: true,
-        ..Plan::default()
-    };
-    let record = turn::run(target, world, &plan)?;
-    if record.ending != Ending::Result {
+fn exit_after_result(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let record = &target.observed.default_turn(target)?.record;
+    Ok(judge_exit(target, record, "its terminal result"))
+}
+
+fn exit_after_failed_result(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let (observed, _) = target.observed.unknown_resume(target)?;
+    let record = &observed.record;
+    let status = record
+        .result_frame()
+        .and_then(|result| result.get("status"))
+        .and_then(Value::as_str);
+    if record.ending == Ending::Result && status != Some("failed") {
         return Ok(inconclusive(format!(
-            "{}, so exit after it cannot be judged",
-            no_result(&record)
+            "the unknown resume ended {}, not failed (see rt.resume-unknown-refused)",
+            status.unwrap_or("?")
         )));
     }
+    Ok(judge_exit(target, record, "its failed result"))
+}
+
+/// Whether the runtime of a turn whose stdin stayed open exited by itself after `what`.
+fn judge_exit(target: &Target, record: &turn::TurnRecord, what: &str) -> Outcome {
+    if record.ending != Ending::Result {
+        return inconclusive(format!(
+            "{}, so exit after it cannot be judged",
+            no_result(record)
+        ));
+    }
     match record.exit {
-        None => Ok(fail(format!(
-            "still running {} after its terminal result, with stdin open",
+        None => fail(format!(
+            "still running {} after {what}, with stdin open",
             ms(target.bound(EXIT_MS))
-        ))),
-        Some(_) if record.left_processes => Ok(fail(
-            "exited after its result but left processes of its group running",
         )),
-        Some((status, after)) => Ok(pass(format!(
-            "{} {} after the result",
+        Some(_) if record.left_processes => fail(format!(
+            "exited after {what} but left processes of its group running"
+        )),
+        Some((status, after)) => pass(format!(
+            "{} {} after {what}",
             describe_exit(&status),
             ms(after)
-        ))),
+        )),
     }
 }
 
@@ -825,13 +840,9 @@ fn cancel_honoured(target: &Target, world: &World) -> Result<Outcome, SpawnError
     }
 }
 
-fn resume_unknown_refused(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let unknown = format!("od-{}", random_uuid());
-    let plan = Plan {
-        resume: Some(unknown.clone()),
-        ..Plan::default()
-    };
-    let record = turn::run(target, world, &plan)?;
+fn resume_unknown_refused(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let (observed, unknown) = target.observed.unknown_resume(target)?;
+    let record = &observed.record;
     if let Some(session) = record
         .own_frames()
         .find(|line| line.frame_type() == Some("session"))
@@ -845,7 +856,7 @@ fn resume_unknown_refused(target: &Target, world: &World) -> Result<Outcome, Spa
         )));
     }
     let Some(result) = record.result_frame() else {
-        return Ok(fail(no_result(&record)));
+        return Ok(fail(no_result(record)));
     };
     let status = result.get("status").and_then(Value::as_str).unwrap_or("?");
     if status != "failed" {
@@ -864,7 +875,7 @@ fn resume_unknown_refused(target: &Target, world: &World) -> Result<Outcome, Spa
         ));
     };
     match result.get("session_id") {
-        Some(Value::String(id)) if id != &unknown => Ok(fail(format!(
+        Some(Value::String(id)) if id != unknown => Ok(fail(format!(
             "the failed result names another session {id:?}: a new session was created"
         ))),
         _ => Ok(pass(format!(
@@ -876,8 +887,8 @@ fn resume_unknown_refused(target: &Target, world: &World) -> Result<Outcome, Spa
 // ---------------------------------------------------------------------------------------------
 // hygiene
 
-fn stderr_bounded(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let record = turn::run(target, world, &Plan::default())?;
+fn stderr_bounded(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let record = &target.observed.default_turn(target)?.record;
     let total = record.stderr.total_bytes;
     if total > STDERR_LIMIT_BYTES {
         return Ok(fail(format!(
@@ -887,8 +898,8 @@ fn stderr_bounded(target: &Target, world: &World) -> Result<Outcome, SpawnError>
     Ok(pass(format!("{total} bytes on stderr")))
 }
 
-fn stderr_no_prompt(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let record = turn::run(target, world, &Plan::default())?;
+fn stderr_no_prompt(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let record = &target.observed.default_turn(target)?.record;
     if record.stderr.found.first() == Some(&true) {
         return Ok(fail("the prompt appeared on stderr"));
     }
@@ -898,8 +909,8 @@ fn stderr_no_prompt(target: &Target, world: &World) -> Result<Outcome, SpawnErro
     )))
 }
 
-fn stderr_no_secret(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let record = turn::run(target, world, &Plan::default())?;
+fn stderr_no_secret(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let super::observed::Observed { world, record, .. } = target.observed.default_turn(target)?;
     if record.stderr.found.get(1) == Some(&true) {
         return Ok(fail("the DEEPSEEK_API_KEY value appeared on stderr"));
     }

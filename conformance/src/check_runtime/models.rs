@@ -14,9 +14,13 @@ use serde_json::Value;
 /// finishes; the detail says when it stopped early.
 const MAX_ROUTE_TURNS: usize = 16;
 
+/// Every route and effort `--models` lists, as a host's user could pick them, or why the answer
+/// breaks the runtime's side of spec 12.
+pub type Catalog = Result<Vec<Picked>, String>;
+
 /// `rt.models-shape`.
-pub fn models_shape(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    Ok(match catalog(target, world)? {
+pub fn models_shape(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    Ok(match target.observed.catalog(target)? {
         Ok(picks) => pass(format!(
             "{} route(s) and effort(s): {}",
             picks.len(),
@@ -32,7 +36,7 @@ pub fn models_shape(target: &Target, world: &World) -> Result<Outcome, SpawnErro
 
 /// `rt.models-routes-accepted`.
 pub fn routes_accepted(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let picks = match catalog(target, world)? {
+    let picks = match target.observed.catalog(target)? {
         Ok(picks) => picks,
         Err(why) => return Ok(fail(format!("no catalog to pick from: {why}"))),
     };
@@ -81,9 +85,8 @@ pub fn routes_accepted(target: &Target, world: &World) -> Result<Outcome, SpawnE
     )))
 }
 
-/// Every route and effort `--models` lists, as a host's user could pick them; `Ok(Err(why))`
-/// when the answer breaks the runtime's side of spec 12.
-fn catalog(target: &Target, world: &World) -> Result<Result<Vec<Picked>, String>, SpawnError> {
+/// Runs `--models` in `world` and reads its catalog.
+pub(super) fn catalog(target: &Target, world: &World) -> Result<Catalog, SpawnError> {
     let SurfaceRun { lines, exit, code } =
         match run_surface(target, world, &["--profile", PROFILE, "--models"])? {
             Ok(done) => done,

@@ -6,11 +6,11 @@
 //! then rewrites it).
 
 use super::checks::{fail, inconclusive, no_result, pass, Outcome};
+use super::observed::Observed;
 use super::process::SpawnError;
 use super::turn::{self, Plan, TurnRecord};
 use super::world::{Target, World};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 
 /// The second turn's request (the prompt canary stays in it, so the stderr checks still hold).
 fn second_prompt(world: &World) -> String {
@@ -38,24 +38,6 @@ fn unusable(record: &TurnRecord, which: &str) -> Option<Outcome> {
     })
 }
 
-/// The `*.html` files anywhere under the project, in path order.
-fn html_files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(next) = pending.pop() {
-        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "html") {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    found
-}
-
 /// The session id the turn's `session` frame announced.
 fn session_id(record: &TurnRecord) -> Option<String> {
     record
@@ -67,14 +49,18 @@ fn session_id(record: &TurnRecord) -> Option<String> {
         .map(String::from)
 }
 
-/// `rt.product-writes-html`.
-pub fn writes_html(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let record = turn::run(target, world, &Plan::default())?;
-    if let Some(outcome) = unusable(&record, "the") {
+/// `rt.product-writes-html`, judged on the default turn.
+pub fn writes_html(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let Observed {
+        world,
+        record,
+        html,
+    } = target.observed.default_turn(target)?;
+    if let Some(outcome) = unusable(record, "the") {
         return Ok(outcome);
     }
-    Ok(match html_files(&world.project).first() {
-        Some(file) => pass(format!(
+    Ok(match html.first() {
+        Some((file, _)) => pass(format!(
             "wrote {}",
             file.strip_prefix(&world.project).unwrap_or(file).display()
         )),
@@ -82,19 +68,23 @@ pub fn writes_html(target: &Target, world: &World) -> Result<Outcome, SpawnError
     })
 }
 
-/// `rt.product-cold-resume-edits`.
-pub fn cold_resume_edits(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
-    let first = turn::run(target, world, &Plan::default())?;
-    if let Some(outcome) = unusable(&first, "first") {
+/// `rt.product-cold-resume-edits`: a second process resumes the default turn's session, in its
+/// world.
+pub fn cold_resume_edits(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+    let Observed {
+        world,
+        record: first,
+        html,
+    } = target.observed.default_turn(target)?;
+    if let Some(outcome) = unusable(first, "first") {
         return Ok(outcome);
     }
-    let Some(file) = html_files(&world.project).into_iter().next() else {
+    let Some((file, before)) = html.first() else {
         return Ok(inconclusive("the first turn left no .html file to edit"));
     };
-    let Some(session) = session_id(&first) else {
+    let Some(session) = session_id(first) else {
         return Ok(fail("the first turn completed without a session frame"));
     };
-    let before = std::fs::read(&file).unwrap_or_default();
     let plan = Plan {
         resume: Some(session.clone()),
         request_id: Some(format!("{}-resume", world.request_id)),
@@ -111,12 +101,14 @@ pub fn cold_resume_edits(target: &Target, world: &World) -> Result<Outcome, Spaw
             "the resumed turn announced session {resumed:?}, not {session}"
         )));
     }
-    let name = file.strip_prefix(&world.project).unwrap_or(&file).display();
-    match std::fs::read(&file) {
+    let name = file.strip_prefix(&world.project).unwrap_or(file).display();
+    match std::fs::read(file) {
         Err(error) => Ok(fail(format!(
             "{name} is gone after the resumed turn: {error}"
         ))),
-        Ok(after) if after == before => Ok(fail(format!("the resumed turn left {name} unchanged"))),
+        Ok(after) if &after == before => {
+            Ok(fail(format!("the resumed turn left {name} unchanged")))
+        }
         Ok(_) => Ok(pass(format!(
             "a second process resumed {session} and edited {name}"
         ))),

@@ -110,6 +110,8 @@ pub enum Ending {
 #[derive(Debug)]
 pub struct TurnRecord {
     pub request_id: String,
+    /// When the process was started.
+    pub started: Instant,
     pub lines: Vec<SeenLine>,
     /// When the execute was written.
     pub execute_at: Instant,
@@ -241,6 +243,7 @@ pub fn is_ready(line: &SeenLine) -> bool {
 /// Run one turn by `plan` in `world`.
 pub fn run(target: &Target, world: &World, plan: &Plan) -> Result<TurnRecord, SpawnError> {
     let mut process = world.spawn_stdio(target)?;
+    let started = process.started;
     let request_id = plan
         .request_id
         .clone()
@@ -309,6 +312,7 @@ pub fn run(target: &Target, world: &World, plan: &Plan) -> Result<TurnRecord, Sp
     let stderr = process.stderr(Instant::now() + target.bound(1_000));
     Ok(TurnRecord {
         request_id,
+        started,
         lines,
         execute_at,
         ready_before_write,

@@ -29,6 +29,9 @@ pub struct Target {
     /// The loopback model endpoint every runtime process gets as `DEEPSEEK_BASE_URL`, so no turn
     /// ever reaches a real model (set by `run_checks`, which starts the server).
     pub model_url: Option<String>,
+    /// The turns and surfaces several checks judge, observed once per run (`run_checks` gives
+    /// each run fresh ones).
+    pub observed: std::sync::Arc<super::observed::Observations>,
 }
 
 impl Target {
@@ -271,6 +274,7 @@ mod tests {
             home_template: None,
             time_scale: 0.5,
             model_url: None,
+            observed: Default::default(),
         };
         assert_eq!(target.bound(2000), Duration::from_millis(1000));
     }

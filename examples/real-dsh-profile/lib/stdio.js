@@ -16,6 +16,9 @@ import { classify } from "./commands.js";
 import { identity, protocolError, result, scoped, writeFrame } from "./frames.js";
 import { Projection } from "./projection.js";
 
+/** How long the launcher's graceful exit may take before the process ends anyway. */
+const EXIT_FALLBACK_MS = 500;
+
 /** The route a turn runs on: the execute's model when it names the default provider, else the default. */
 function routeFor(selection, execute) {
   const asked = execute.model;
@@ -144,6 +147,10 @@ class StdioSession {
     if (diagnostic !== undefined) process.stderr.write(`${diagnostic}\n`);
     process.stdin.pause();
     this.exit(code);
+    // The launcher disposes the app before the process ends. After a failed `agents.resume` that
+    // disposal never settles in dsh 0.1.0-rc.8 (observed: its file watchers stay open), so a
+    // bounded fallback ends the process: a runtime exits after its terminal result (spec 6).
+    setTimeout(() => process.exit(code), EXIT_FALLBACK_MS).unref();
   }
 }
 
