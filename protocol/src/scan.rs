@@ -23,6 +23,8 @@ pub(crate) enum Scalar<'a> {
     /// A string with escapes, decoded; the first read moves it out (a frame reads each member
     /// once), and a second read fails, which sends the line to the general parser.
     Escaped(Cell<Option<String>>),
+    /// `true` and `false` are variants without payload: a one-byte payload beside the tag made
+    /// every move of a member a partial-register copy that stalled store forwarding.
     Bool(bool),
     Null,
     UInt(u64),
@@ -57,17 +59,32 @@ impl<'a> Members<'a> {
 
 /// Scans `text` as one flat JSON object (see the module doc) and hands its members to `read`
 /// (in place: the members never move); `None` when the scanner declines or `read` does.
-pub(crate) fn object<R>(text: &str, read: impl FnOnce(&Members<'_>) -> Option<R>) -> Option<R> {
-    read(&scan_object(text)?)
-}
-
-#[inline(always)]
-fn scan_object(text: &str) -> Option<Members<'_>> {
-    let mut scanner = Scanner { text, at: 0 };
+pub(crate) fn object<'a, R>(
+    text: &'a str,
+    read: impl FnOnce(&Members<'a>) -> Option<R>,
+) -> Option<R> {
     let mut members = Members {
         entries: [const { None }; MAX_MEMBERS],
         len: 0,
     };
+    scan_into(text, &mut members)?;
+    read(&members)
+}
+
+/// [`object`] without the reader, for the tests.
+#[cfg(test)]
+fn scan_object(text: &str) -> Option<Members<'_>> {
+    let mut members = Members {
+        entries: [const { None }; MAX_MEMBERS],
+        len: 0,
+    };
+    scan_into(text, &mut members).map(|()| members)
+}
+
+/// Scans `text` into `members` (filled in place: they are large to move).
+#[inline(always)]
+fn scan_into<'a>(text: &'a str, members: &mut Members<'a>) -> Option<()> {
+    let mut scanner = Scanner { text, at: 0 };
     scanner.skip_whitespace();
     scanner.expect(b'{')?;
     scanner.skip_whitespace();
@@ -91,7 +108,7 @@ fn scan_object(text: &str) -> Option<Members<'_>> {
         }
     }
     scanner.skip_whitespace();
-    (scanner.at == text.len()).then_some(members)
+    (scanner.at == text.len()).then_some(())
 }
 
 struct Scanner<'a> {
@@ -275,15 +292,16 @@ fn take(text: &Cell<Option<String>>) -> Result<String, serde_json::Error> {
 }
 
 /// Reads a [`Scalar`] through serde, the way `serde_json` reads the same JSON value, so the typed
-/// extraction of [`crate::frames`] runs unchanged over scanned members.
+/// extraction of [`crate::frames`] runs unchanged over scanned members (a string without escapes
+/// is handed out borrowed from the line, as `serde_json` does).
 pub(crate) struct ScalarDeserializer<'s, 'a>(pub(crate) &'s Scalar<'a>);
 
-impl<'de> Deserializer<'de> for ScalarDeserializer<'_, '_> {
+impl<'de> Deserializer<'de> for ScalarDeserializer<'_, 'de> {
     type Error = serde_json::Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
         match self.0 {
-            Scalar::Str(text) => visitor.visit_str(text),
+            Scalar::Str(text) => visitor.visit_borrowed_str(text),
             Scalar::Escaped(text) => visitor.visit_string(take(text)?),
             Scalar::Bool(value) => visitor.visit_bool(*value),
             Scalar::Null => visitor.visit_unit(),
