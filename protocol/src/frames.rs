@@ -1229,7 +1229,8 @@ fn build_scanned<'a>(members: &crate::scan::Members<'a>) -> Option<FrameRef<'a>>
     };
     let id = |name: &str| string(name).filter(|id| !id.is_empty());
     let boolean = |name: &str| match get(name)? {
-        Scalar::Bool(value) => Some(*value),
+        Scalar::True => Some(true),
+        Scalar::False => Some(false),
         _ => None,
     };
     let count = |scalar: &Scalar<'_>| match scalar {

@@ -25,7 +25,10 @@ pub(crate) enum Scalar<'a> {
     Escaped(Cell<Option<String>>),
     /// `true` and `false` are variants without payload: a one-byte payload beside the tag made
     /// every move of a member a partial-register copy that stalled store forwarding.
-    Bool(bool),
+    /// `true` and `false` carry no payload beside the tag, so a member moves as whole words
+    /// (a one-byte payload made every move a partial copy that stalled store forwarding).
+    True,
+    False,
     Null,
     UInt(u64),
 }
@@ -63,8 +66,9 @@ pub(crate) fn object<'a, R>(
     text: &'a str,
     read: impl FnOnce(&Members<'a>) -> Option<R>,
 ) -> Option<R> {
+    // Built entry by entry: an array literal of `None` became a 576-byte copy per line.
     let mut members = Members {
-        entries: [const { None }; MAX_MEMBERS],
+        entries: std::array::from_fn(|_| None),
         len: 0,
     };
     scan_into(text, &mut members)?;
@@ -186,8 +190,8 @@ impl<'a> Scanner<'a> {
     fn value(&mut self) -> Option<Scalar<'a>> {
         match self.next()? {
             b'"' => self.string(),
-            b't' => self.literal(b"rue", Scalar::Bool(true)),
-            b'f' => self.literal(b"alse", Scalar::Bool(false)),
+            b't' => self.literal(b"rue", Scalar::True),
+            b'f' => self.literal(b"alse", Scalar::False),
             b'n' => self.literal(b"ull", Scalar::Null),
             first @ b'0'..=b'9' => self.integer(first).map(Scalar::UInt),
             _ => None,
@@ -303,7 +307,8 @@ impl<'de> Deserializer<'de> for ScalarDeserializer<'_, 'de> {
         match self.0 {
             Scalar::Str(text) => visitor.visit_borrowed_str(text),
             Scalar::Escaped(text) => visitor.visit_string(take(text)?),
-            Scalar::Bool(value) => visitor.visit_bool(*value),
+            Scalar::True => visitor.visit_bool(true),
+            Scalar::False => visitor.visit_bool(false),
             Scalar::Null => visitor.visit_unit(),
             Scalar::UInt(value) => visitor.visit_u64(*value),
         }
@@ -371,7 +376,7 @@ mod tests {
             panic!("`a` holds escapes");
         };
         assert_eq!(decoded.take().as_deref(), Some("x\nyé😀"));
-        assert!(matches!(members.get("b"), Some(Scalar::Bool(true))));
+        assert!(matches!(members.get("b"), Some(Scalar::True)));
         assert!(matches!(members.get("c"), Some(Scalar::Null)));
         assert!(members.get("d").is_none());
     }
