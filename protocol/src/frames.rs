@@ -1227,7 +1227,15 @@ fn build_scanned<'a>(members: &crate::scan::Members<'a>) -> Option<FrameRef<'a>>
             _ => None,
         }
     };
-    let id = |name: &str| string(name).filter(|id| !id.is_empty());
+    // Matched in place rather than `string(name).filter(..)`, whose move of the fresh `Cow`
+    // stalled store forwarding.
+    let id = |name: &str| -> Option<Cow<'a, str>> {
+        match get(name)? {
+            Scalar::Str(text) if !text.is_empty() => Some(Cow::Borrowed(*text)),
+            Scalar::Escaped(text) => text.take().filter(|id| !id.is_empty()).map(Cow::Owned),
+            _ => None,
+        }
+    };
     let boolean = |name: &str| match get(name)? {
         Scalar::True => Some(true),
         Scalar::False => Some(false),
