@@ -523,6 +523,7 @@ impl Host {
                 if let FrameRef::Session(session) = &frame {
                     turn.session_resumed = session.resumed;
                 }
+                // The events keep the frame's text, so the frame becomes owned here.
                 let frame = frame.into_owned();
                 normalizer.frame(&frame).into_iter().for_each(&mut *emit);
                 None

@@ -1,11 +1,12 @@
 //! Serde types for generation-1 runtime frames and host commands, agreeing with `schemas/`.
 //!
-//! [`RuntimeFrame::parse_line`] is the hot-path parser the checker uses: one pass of `serde_json`
-//! over the line that captures each top-level member as a raw slice (rejecting duplicate keys),
-//! then typed extraction of the members the frame's `type` defines. Members a frame does not
-//! define are tolerated and dropped (forward compatibility). Its acceptance is exactly that of
-//! `schemas/frame.schema.json`; rules that need more than one frame, or that the schema cannot
-//! say (`arguments` holding JSON), belong to the checker.
+//! [`FrameRef::parse_line`] is the hot-path parser the checker uses (borrowing the line's strings;
+//! [`RuntimeFrame::parse_line`] is its owned form): the fast path of [`crate::scan`] for the common
+//! flat line, else one pass of `serde_json` over the line that captures each top-level member as
+//! a raw slice (rejecting duplicate keys), then typed extraction of the members the frame's `type`
+//! defines. Members a frame does not define are tolerated and dropped (forward compatibility).
+//! Its acceptance is exactly that of `schemas/frame.schema.json`; rules that need more than one
+//! frame, or that the schema cannot say (`arguments` holding JSON), belong to the checker.
 
 use crate::frame_ref::{DeltaRef, FrameRef, SessionRef, ToolCallRef, ToolResultRef, UsageRef};
 use crate::scan::{Scalar, ScalarDeserializer};
