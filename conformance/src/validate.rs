@@ -10,7 +10,7 @@
 
 use crate::output::escape;
 use dsh_protocol::frames::Status;
-use dsh_protocol::{LineFramer, RunContext, Step, StreamChecker, Terminal, Violation};
+use dsh_protocol::{LineFramer, RunContext, StreamChecker, Terminal, Violation};
 use serde_json::json;
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -180,6 +180,8 @@ fn format_violation(violation: &Violation) -> String {
 }
 
 /// Streams `input` once through a framer into `checker`, stopping at the first fatal violation.
+/// Lines are checked where they lie in the read buffer ([`LineFramer::push_each`]) and frames
+/// stay borrowed: nothing is allocated per line.
 fn check_stream(
     checker: &mut StreamChecker,
     mut input: impl Read,
@@ -195,10 +197,11 @@ fn check_stream(
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) => return Err(format!("cannot read {name}: {error}")),
         };
-        for event in framer.push(&chunk[..read]) {
-            if let Step::Violation(_) = checker.check_event(&event) {
-                return Ok(());
-            }
+        framer.push_each(&chunk[..read], |event| {
+            checker.check_event(&event);
+        });
+        if checker.has_failed() {
+            return Ok(());
         }
     }
     if let Some(event) = framer.finish() {

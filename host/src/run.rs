@@ -29,8 +29,8 @@ use crate::redact::Redactor;
 use crate::session_store::{CompatibilityKey, SessionMapping, RUNTIME_ID};
 use dsh_protocol::frames::{Execute, ModelRoute, Result as RunResult, RuntimeIdentity, Status};
 use dsh_protocol::{
-    HostCommand, LineEvent, RunContext, RuntimeFrame, Step, StreamChecker, Terminal, Violation,
-    ViolationCode,
+    FrameRef, HostCommand, LineEvent, RunContext, RuntimeFrame, Step, StreamChecker, Terminal,
+    Violation, ViolationCode,
 };
 use pipes::{cancel_requested, sleep_until_some, FrameReader, StderrDrain, StdinWriter, TreeGuard};
 use std::path::PathBuf;
@@ -369,10 +369,11 @@ impl Host {
                     let Some(event) = event else {
                         return Err(end_of(turn.provisional.finish()));
                     };
-                    let step = turn.provisional.check_event(&event);
+                    // Owned: the line itself is kept for the run's checker to replay.
+                    let step = turn.provisional.check_event(&event).into_owned();
                     turn.ready_lines.push(event);
                     match step {
-                        Step::Accepted(RuntimeFrame::Ready(identity)) => return Ok(identity),
+                        Step::Accepted(FrameRef::Ready(identity)) => return Ok(identity),
                         Step::Violation(violation) => return Err(End::Violation(violation)),
                         _ => {}
                     }
@@ -514,14 +515,16 @@ impl Host {
                 }
                 None
             }
-            Step::Accepted(RuntimeFrame::Result(result)) => {
+            Step::Accepted(FrameRef::Result(result)) => {
                 normalizer.close_block().into_iter().for_each(&mut *emit);
-                Some(End::Result(result))
+                Some(End::Result(*result))
             }
             Step::Accepted(frame) => {
-                if let RuntimeFrame::Session(session) = &frame {
+                if let FrameRef::Session(session) = &frame {
                     turn.session_resumed = session.resumed;
                 }
+                // The events keep the frame's text, so the frame becomes owned here.
+                let frame = frame.into_owned();
                 normalizer.frame(&frame).into_iter().for_each(&mut *emit);
                 None
             }
@@ -533,7 +536,7 @@ impl Host {
     }
 
     /// The checker's verdict on one line (a mutant may tolerate a violation).
-    fn check_line(&self, turn: &mut Turn, event: &LineEvent) -> Step {
+    fn check_line<'e>(&self, turn: &mut Turn, event: &'e LineEvent) -> Step<'e> {
         let step = turn.checker.check_event(event);
         let Step::Violation(violation) = &step else {
             return step;
@@ -549,7 +552,7 @@ impl Host {
             turn.checker.note_cancel_sent();
         }
         match accepted {
-            Some(frame) => Step::Accepted(frame),
+            Some(frame) => Step::Accepted(frame.into()),
             None => turn.checker.check_event(event),
         }
     }

@@ -624,7 +624,7 @@ impl Model {
 
     fn check(&mut self, event: &LineEvent) {
         if let Step::Accepted(frame) = self.checker.check_event(event) {
-            self.events.extend(describe_frame(&frame));
+            self.events.extend(describe_frame(&frame.into_owned()));
         }
     }
 

@@ -2,10 +2,13 @@
 //!
 //! Feed it every line the framer produces ([`StreamChecker::check_event`]) and, at EOF, call
 //! [`StreamChecker::finish`]. The first violation fails the run for good; later lines are
-//! [`Step::Skipped`]. No JSON Schema runs here: [`RuntimeFrame::parse_line`] applies the same
-//! rules by hand, so the checker keeps up with plain `serde_json` parsing.
+//! [`Step::Skipped`]. No JSON Schema runs here: [`FrameRef::parse_line`] applies the same
+//! rules by hand, so the checker keeps up with plain `serde_json` parsing. An accepted frame is
+//! handed out as a [`FrameRef`] borrowing the line's strings: a consumer that keeps it converts
+//! it ([`FrameRef::into_owned`], [`Step::into_owned`]); one that only checks allocates nothing.
 
-use crate::frames::{FrameErrorKind, Result as RunResult, RuntimeFrame, Status};
+use crate::frame_ref::FrameRef;
+use crate::frames::{FrameErrorKind, Result as RunResult, Status};
 use crate::lines::LineEvent;
 use std::collections::HashSet;
 use std::fmt;
@@ -157,17 +160,29 @@ pub enum Terminal {
     Violation(Violation),
 }
 
-/// What one line did.
+/// What one line did; an accepted frame borrows from the line (`'a`).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub enum Step<'a> {
     /// Empty or whitespace-only line.
     Skipped,
     /// A valid frame for another request: ignored and counted.
     Foreign,
     /// A valid frame of this run (`ready`, `session`, content, tool, usage, the terminal result).
-    Accepted(RuntimeFrame),
+    Accepted(FrameRef<'a>),
     /// This line broke a rule; the run has failed (later lines are ignored: `Step::Skipped`).
     Violation(Violation),
+}
+
+impl Step<'_> {
+    /// The same step, owning its frame's strings (so it outlives the line).
+    pub fn into_owned(self) -> Step<'static> {
+        match self {
+            Step::Skipped => Step::Skipped,
+            Step::Foreign => Step::Foreign,
+            Step::Accepted(frame) => Step::Accepted(frame.into_owned().into()),
+            Step::Violation(violation) => Step::Violation(violation),
+        }
+    }
 }
 
 /// The per-run state machine.
@@ -179,6 +194,9 @@ pub struct StreamChecker {
     tool_calls: HashSet<String>,
     /// Bytes of the ids in `tool_calls`.
     tool_call_bytes: usize,
+    /// The id of the latest tool call, also in `tool_calls`: a result usually follows its call,
+    /// and is matched here without a hash lookup.
+    last_call_id: String,
     cancel_sent: bool,
     terminal: Option<Terminal>,
     foreign: usize,
@@ -197,6 +215,7 @@ impl StreamChecker {
             session_id: None,
             tool_calls: HashSet::new(),
             tool_call_bytes: 0,
+            last_call_id: String::new(),
             cancel_sent: false,
             terminal: None,
             foreign: 0,
@@ -234,7 +253,7 @@ impl StreamChecker {
     }
 
     /// Check the next complete line (without its terminator).
-    pub fn check_line(&mut self, number: usize, line: &[u8]) -> Step {
+    pub fn check_line<'a>(&mut self, number: usize, line: &'a [u8]) -> Step<'a> {
         self.last_line = self.last_line.max(number);
         if self.failed() {
             return Step::Skipped;
@@ -242,7 +261,7 @@ impl StreamChecker {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Step::Skipped;
         }
-        let frame = match RuntimeFrame::parse_line(line) {
+        let frame = match FrameRef::parse_line(line) {
             Ok(frame) => frame,
             Err(error) => {
                 let (code, rule) = match error.kind {
@@ -264,7 +283,7 @@ impl StreamChecker {
     /// Feed a framer event (line, too-large line, truncated tail).
     /// Takes owned events ([`crate::LineFramer::push`]) and borrowed ones
     /// ([`crate::LineFramer::push_each`]) alike.
-    pub fn check_event<B: AsRef<[u8]>>(&mut self, event: &LineEvent<B>) -> Step {
+    pub fn check_event<'a, B: AsRef<[u8]>>(&mut self, event: &'a LineEvent<B>) -> Step<'a> {
         match event {
             LineEvent::Line { number, bytes } => self.check_line(*number, bytes.as_ref()),
             LineEvent::TooLarge { number } => {
@@ -288,7 +307,7 @@ impl StreamChecker {
                     return Step::Skipped;
                 }
                 // A complete frame that only lacks its final newline is accepted as a frame.
-                if RuntimeFrame::parse_line(bytes).is_ok() {
+                if FrameRef::parse_line(bytes).is_ok() {
                     return self.check_line(*number, bytes);
                 }
                 self.fail(Violation::at(
@@ -358,17 +377,17 @@ impl StreamChecker {
         matches!(self.terminal, Some(Terminal::Violation(_)))
     }
 
-    fn fail(&mut self, violation: Violation) -> Step {
+    fn fail<'a>(&mut self, violation: Violation) -> Step<'a> {
         self.terminal = Some(Terminal::Violation(violation.clone()));
         Step::Violation(violation)
     }
 
-    fn accept(&mut self, frame: RuntimeFrame) -> Step {
+    fn accept<'a>(&mut self, frame: FrameRef<'a>) -> Step<'a> {
         self.accepted += 1;
         Step::Accepted(frame)
     }
 
-    fn check_frame(&mut self, line: usize, frame: RuntimeFrame) -> Step {
+    fn check_frame<'a>(&mut self, line: usize, frame: FrameRef<'a>) -> Step<'a> {
         use ViolationCode as Code;
         if self.adopt_request_id {
             if let Some(id) = frame.request_id() {
@@ -378,8 +397,8 @@ impl StreamChecker {
         }
         if !self.ready_seen {
             return match frame {
-                RuntimeFrame::Ready(_) => self.check_ready(line, frame),
-                RuntimeFrame::ProtocolError(error)
+                FrameRef::Ready(_) => self.check_ready(line, frame),
+                FrameRef::ProtocolError(error)
                     if error
                         .request_id
                         .as_deref()
@@ -399,7 +418,7 @@ impl StreamChecker {
         }
         if !frame.is_run_scoped() {
             return match frame {
-                RuntimeFrame::Ready(_) => self.fail(Violation::at(
+                FrameRef::Ready(_) => self.fail(Violation::at(
                     Code::DuplicateReady,
                     line,
                     "a second ready frame; ready is sent once per process (spec 6, 7)",
@@ -414,7 +433,7 @@ impl StreamChecker {
                 )),
             };
         }
-        if let RuntimeFrame::ProtocolError(error) = &frame {
+        if let FrameRef::ProtocolError(error) = &frame {
             if error.request_id.is_none() {
                 return self.protocol_error(line, error);
             }
@@ -425,7 +444,7 @@ impl StreamChecker {
         }
         if let Some(Terminal::Result(result)) = &self.terminal {
             let rule = match &frame {
-                RuntimeFrame::Result(_) => format!(
+                FrameRef::Result(_) => format!(
                     "a second result (the first was `{}`); only one terminal result is accepted (spec 6)",
                     result.status
                 ),
@@ -437,15 +456,15 @@ impl StreamChecker {
             return self.fail(Violation::at(Code::DuplicateResult, line, rule));
         }
         match frame {
-            RuntimeFrame::Session(_) => self.check_session(line, frame),
-            RuntimeFrame::Result(_) => self.check_result(line, frame),
-            RuntimeFrame::ProtocolError(error) => self.protocol_error(line, &error),
+            FrameRef::Session(_) => self.check_session(line, frame),
+            FrameRef::Result(_) => self.check_result(line, frame),
+            FrameRef::ProtocolError(error) => self.protocol_error(line, &error),
             content => self.check_content(line, content),
         }
     }
 
-    fn check_ready(&mut self, line: usize, frame: RuntimeFrame) -> Step {
-        let RuntimeFrame::Ready(identity) = &frame else {
+    fn check_ready<'a>(&mut self, line: usize, frame: FrameRef<'a>) -> Step<'a> {
+        let FrameRef::Ready(identity) = &frame else {
             unreachable!("check_ready is called with ready frames")
         };
         let mut problems = Vec::new();
@@ -487,9 +506,9 @@ impl StreamChecker {
         self.accept(frame)
     }
 
-    fn check_session(&mut self, line: usize, frame: RuntimeFrame) -> Step {
+    fn check_session<'a>(&mut self, line: usize, frame: FrameRef<'a>) -> Step<'a> {
         use ViolationCode as Code;
-        let RuntimeFrame::Session(session) = &frame else {
+        let FrameRef::Session(session) = &frame else {
             unreachable!("check_session is called with session frames")
         };
         if let Some(existing) = &self.session_id {
@@ -522,11 +541,11 @@ impl StreamChecker {
             }
             _ => {}
         }
-        self.session_id = Some(session.session_id.clone());
+        self.session_id = Some(session.session_id.to_string());
         self.accept(frame)
     }
 
-    fn check_content(&mut self, line: usize, frame: RuntimeFrame) -> Step {
+    fn check_content<'a>(&mut self, line: usize, frame: FrameRef<'a>) -> Step<'a> {
         use ViolationCode as Code;
         if self.session_id.is_none() {
             return self.fail(Violation::at(
@@ -539,7 +558,7 @@ impl StreamChecker {
             ));
         }
         match &frame {
-            RuntimeFrame::ToolCall(call) => {
+            FrameRef::ToolCall(call) => {
                 if let Err(error) = crate::arguments::check(&call.arguments) {
                     return self.fail(Violation::at(
                         Code::InvalidFrame,
@@ -554,7 +573,10 @@ impl StreamChecker {
                     return self.fail(violation);
                 }
             }
-            RuntimeFrame::ToolResult(result) if !self.tool_calls.contains(&result.call_id) => {
+            FrameRef::ToolResult(result)
+                if *result.call_id != self.last_call_id
+                    && !self.tool_calls.contains(&*result.call_id) =>
+            {
                 return self.fail(Violation::at(
                     Code::UnmatchedToolResult,
                     line,
@@ -573,7 +595,12 @@ impl StreamChecker {
     /// room (interpretation I-17b); the set is bounded by [`MAX_TOOL_CALL_IDS`] ids and
     /// [`MAX_TOOL_CALL_ID_BYTES`] bytes, past which the run fails rather than growing forever.
     fn remember_call(&mut self, line: usize, call_id: &str) -> Result<(), Violation> {
+        if call_id == self.last_call_id {
+            return Ok(());
+        }
         if self.tool_calls.contains(call_id) {
+            self.last_call_id.clear();
+            self.last_call_id.push_str(call_id);
             return Ok(());
         }
         if self.tool_calls.len() >= MAX_TOOL_CALL_IDS
@@ -590,12 +617,14 @@ impl StreamChecker {
         }
         self.tool_call_bytes += call_id.len();
         self.tool_calls.insert(call_id.to_string());
+        self.last_call_id.clear();
+        self.last_call_id.push_str(call_id);
         Ok(())
     }
 
-    fn check_result(&mut self, line: usize, frame: RuntimeFrame) -> Step {
+    fn check_result<'a>(&mut self, line: usize, frame: FrameRef<'a>) -> Step<'a> {
         use ViolationCode as Code;
-        let RuntimeFrame::Result(result) = &frame else {
+        let FrameRef::Result(result) = &frame else {
             unreachable!("check_result is called with result frames")
         };
         let resuming = self.context.resume_session_id.as_deref();
@@ -651,11 +680,15 @@ impl StreamChecker {
                 "result: cancelled although the host never sent cancel (spec 6, 10)",
             ));
         }
-        self.terminal = Some(Terminal::Result(result.clone()));
+        self.terminal = Some(Terminal::Result(RunResult::clone(result)));
         self.accept(frame)
     }
 
-    fn protocol_error(&mut self, line: usize, error: &crate::frames::ProtocolError) -> Step {
+    fn protocol_error<'a>(
+        &mut self,
+        line: usize,
+        error: &crate::frames::ProtocolError,
+    ) -> Step<'a> {
         self.fail(Violation::at(
             ViolationCode::ProtocolError,
             line,

@@ -1,12 +1,14 @@
 //! Serde types for generation-1 runtime frames and host commands, agreeing with `schemas/`.
 //!
-//! [`RuntimeFrame::parse_line`] is the hot-path parser the checker uses: one pass of `serde_json`
-//! over the line that captures each top-level member as a raw slice (rejecting duplicate keys),
-//! then typed extraction of the members the frame's `type` defines. Members a frame does not
-//! define are tolerated and dropped (forward compatibility). Its acceptance is exactly that of
-//! `schemas/frame.schema.json`; rules that need more than one frame, or that the schema cannot
-//! say (`arguments` holding JSON), belong to the checker.
+//! [`FrameRef::parse_line`] is the hot-path parser the checker uses (borrowing the line's strings;
+//! [`RuntimeFrame::parse_line`] is its owned form): the fast path of [`crate::scan`] for the common
+//! flat line, else one pass of `serde_json` over the line that captures each top-level member as
+//! a raw slice (rejecting duplicate keys), then typed extraction of the members the frame's `type`
+//! defines. Members a frame does not define are tolerated and dropped (forward compatibility).
+//! Its acceptance is exactly that of `schemas/frame.schema.json`; rules that need more than one
+//! frame, or that the schema cannot say (`arguments` holding JSON), belong to the checker.
 
+use crate::frame_ref::{DeltaRef, FrameRef, SessionRef, ToolCallRef, ToolResultRef, UsageRef};
 use crate::scan::{Scalar, ScalarDeserializer};
 use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
@@ -339,47 +341,32 @@ fn line_text<'a>(line: &'a [u8], what: &str) -> std::result::Result<&'a str, Fra
 }
 
 impl RuntimeFrame {
-    /// Parse one stdout line (without its terminator) as a generation-1 frame.
+    /// Parse one stdout line (without its terminator) as a generation-1 frame: the owned form of
+    /// [`FrameRef::parse_line`] (same acceptance, same errors).
     pub fn parse_line(line: &[u8]) -> std::result::Result<RuntimeFrame, FrameError> {
-        Self::parse_str(line_text(line, "a frame")?)
+        FrameRef::parse_line(line).map(FrameRef::into_owned)
     }
 
-    /// Parse one frame from text (see [`RuntimeFrame::parse_line`]).
-    /// Most lines take the fast path ([`crate::scan`]: one flat object, no allocation but the
-    /// frame's own strings); the rest, and every error, [`RuntimeFrame::parse_str_general`].
+    /// Parse one frame from text (see [`FrameRef::parse_str`]).
     pub fn parse_str(text: &str) -> std::result::Result<RuntimeFrame, FrameError> {
-        match Self::parse_str_fast(text) {
-            Some(frame) => Ok(frame),
-            None => Self::parse_str_general(text),
-        }
+        FrameRef::parse_str(text).map(FrameRef::into_owned)
     }
 
-    /// The fast path alone: the frame, or `None` when [`crate::scan`] declines the line or the
-    /// frame it describes is not valid (the general parser then names the error). Public so the
-    /// equivalence tests can show it is taken and agrees with the general parser.
+    /// [`FrameRef::parse_str_fast`], owned.
     pub fn parse_str_fast(text: &str) -> Option<RuntimeFrame> {
-        crate::scan::object(text, |members| build_frame(members).ok())
+        FrameRef::parse_str_fast(text).map(FrameRef::into_owned)
     }
 
-    /// The general parser alone, without the fast path of [`crate::scan`]: every line the fast
-    /// path declines or cannot build a frame from is read here, and every error comes from here.
-    /// Public so the equivalence tests can hold both paths side by side.
+    /// [`FrameRef::parse_str_general`], owned.
     pub fn parse_str_general(text: &str) -> std::result::Result<RuntimeFrame, FrameError> {
-        if text.starts_with('\u{FEFF}') {
-            return Err(FrameError::malformed(
-                "starts with a UTF-8 byte-order mark (a frame is a bare JSON object)",
-            ));
-        }
-        let members = parse_members(text)?;
-        reject_lone_surrogates(text)?;
-        build_frame(&members)
+        FrameRef::parse_str_general(text).map(FrameRef::into_owned)
     }
 
     /// Interpret a parsed JSON document as a frame (same rules as [`RuntimeFrame::parse_line`],
     /// except that duplicate keys have already been merged by whoever parsed it).
     pub fn from_value(value: &Value) -> std::result::Result<RuntimeFrame, FrameError> {
         match value {
-            Value::Object(map) => build_frame(map),
+            Value::Object(map) => build_frame(&map).map(FrameRef::into_owned),
             other => Err(FrameError::invalid(format!(
                 "a frame must be a JSON object, not {}",
                 json_kind(other)
@@ -467,6 +454,47 @@ impl RuntimeFrame {
             request_id: request_id.into(),
             content: content.into(),
         })
+    }
+}
+
+impl<'a> FrameRef<'a> {
+    /// Parse one stdout line (without its terminator) as a generation-1 frame, borrowing its
+    /// strings from `line` (see [`crate::frame_ref`]).
+    pub fn parse_line(line: &'a [u8]) -> std::result::Result<FrameRef<'a>, FrameError> {
+        Self::parse_str(line_text(line, "a frame")?)
+    }
+
+    /// Parse one frame from text (see [`FrameRef::parse_line`]).
+    /// Most lines take the fast path ([`crate::scan`]: one flat object, no allocation but for
+    /// strings with escapes); the rest, and every error, [`FrameRef::parse_str_general`].
+    pub fn parse_str(text: &'a str) -> std::result::Result<FrameRef<'a>, FrameError> {
+        match Self::parse_str_fast(text) {
+            Some(frame) => Ok(frame),
+            None => Self::parse_str_general(text),
+        }
+    }
+
+    /// The fast path alone: the frame, or `None` when [`crate::scan`] declines the line or the
+    /// frame it describes is not valid (the general parser then names the error). Public so the
+    /// equivalence tests can show it is taken and agrees with the general parser.
+    pub fn parse_str_fast(text: &'a str) -> Option<FrameRef<'a>> {
+        crate::scan::object(text, |members| {
+            build_scanned(members).or_else(|| build_frame(members).ok())
+        })
+    }
+
+    /// The general parser alone, without the fast path of [`crate::scan`]: every line the fast
+    /// path declines or cannot build a frame from is read here, and every error comes from here.
+    /// Public so the equivalence tests can hold both paths side by side.
+    pub fn parse_str_general(text: &'a str) -> std::result::Result<FrameRef<'a>, FrameError> {
+        if text.starts_with('\u{FEFF}') {
+            return Err(FrameError::malformed(
+                "starts with a UTF-8 byte-order mark (a frame is a bare JSON object)",
+            ));
+        }
+        let members = parse_members(text)?;
+        reject_lone_surrogates(text)?;
+        build_frame(&members)
     }
 }
 
@@ -615,7 +643,7 @@ impl HostCommand {
 
     pub fn from_value(value: &Value) -> std::result::Result<HostCommand, FrameError> {
         match value {
-            Value::Object(map) => build_command(map),
+            Value::Object(map) => build_command(&map),
             other => Err(FrameError::invalid(format!(
                 "a command must be a JSON object, not {}",
                 json_kind(other)
@@ -656,26 +684,28 @@ impl<'de> Deserialize<'de> for HostCommand {
 // ---------------------------------------------------------------------------------------------
 // Parsing: members of one object, then typed extraction per `type`.
 
-/// The members of one JSON object: raw (unparsed) from a line, or a parsed [`Map`].
-trait Members {
-    fn raw_get(&self, name: &str) -> Option<MemberRef<'_>>;
+/// The members of one JSON object: raw (unparsed) from a line, scanned from a line, or a parsed
+/// [`Map`]; `'a` is the lifetime of the text (or map) that strings may be borrowed from.
+trait Members<'a> {
+    fn raw_get(&self, name: &str) -> Option<MemberRef<'_, 'a>>;
 }
 
-enum MemberRef<'a> {
+enum MemberRef<'m, 'a> {
     Raw(&'a RawValue),
     Value(&'a Value),
-    Scanned(&'a Scalar<'a>),
+    Scanned(&'m Scalar<'a>),
 }
 
-impl Members for crate::scan::Members<'_> {
-    fn raw_get(&self, name: &str) -> Option<MemberRef<'_>> {
+impl<'a> Members<'a> for crate::scan::Members<'a> {
+    fn raw_get(&self, name: &str) -> Option<MemberRef<'_, 'a>> {
         self.get(name).map(MemberRef::Scanned)
     }
 }
 
-impl Members for Map<String, Value> {
-    fn raw_get(&self, name: &str) -> Option<MemberRef<'_>> {
-        self.get(name).map(MemberRef::Value)
+impl<'a> Members<'a> for &'a Map<String, Value> {
+    fn raw_get(&self, name: &str) -> Option<MemberRef<'_, 'a>> {
+        let map: &'a Map<String, Value> = self;
+        map.get(name).map(MemberRef::Value)
     }
 }
 
@@ -684,8 +714,8 @@ struct RawMembers<'a> {
     entries: Vec<(Cow<'a, str>, &'a RawValue)>,
 }
 
-impl Members for RawMembers<'_> {
-    fn raw_get(&self, name: &str) -> Option<MemberRef<'_>> {
+impl<'a> Members<'a> for RawMembers<'a> {
+    fn raw_get(&self, name: &str) -> Option<MemberRef<'_, 'a>> {
         self.entries
             .iter()
             .find(|(key, _)| key == name)
@@ -822,6 +852,35 @@ impl<'de> Visitor<'de> for UniqueValueVisitor {
     }
 }
 
+/// A string member, borrowed from the line when it has no escapes (`expecting` and so every error
+/// message are those of `String`).
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(
+                self,
+                v: &'de str,
+            ) -> std::result::Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> std::result::Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_string(TextVisitor)
+    }
+}
+
 /// An object key, borrowed from the line when it has no escapes.
 struct Key<'a>(Cow<'a, str>);
 
@@ -913,13 +972,13 @@ fn json_kind(value: &Value) -> &'static str {
 }
 
 /// Typed access to the members of one object, naming the frame in every error.
-struct Reader<'m, M: Members> {
+struct Reader<'m, M> {
     members: &'m M,
     what: &'static str,
 }
 
-impl<'m, M: Members> Reader<'m, M> {
-    fn optional<T: DeserializeOwned>(
+impl<'a, M: Members<'a>> Reader<'_, M> {
+    fn optional<T: Deserialize<'a>>(
         &self,
         name: &str,
         expected: &str,
@@ -973,13 +1032,18 @@ impl<'m, M: Members> Reader<'m, M> {
         })
     }
 
-    fn required<T: DeserializeOwned>(
+    fn required<T: Deserialize<'a>>(
         &self,
         name: &str,
         expected: &str,
     ) -> std::result::Result<T, FrameError> {
         self.optional(name, expected)?
             .ok_or_else(|| self.missing(name))
+    }
+
+    /// A required string, borrowed from the line when it has no escapes.
+    fn text(&self, name: &str, expected: &str) -> std::result::Result<Cow<'a, str>, FrameError> {
+        Ok(self.required::<Text<'a>>(name, expected)?.0)
     }
 
     fn missing(&self, name: &str) -> FrameError {
@@ -1013,12 +1077,17 @@ impl<'m, M: Members> Reader<'m, M> {
     }
 
     fn id(&self, name: &str) -> std::result::Result<String, FrameError> {
-        let value: String = self.required(name, "a non-empty string")?;
+        self.text_id(name).map(Cow::into_owned)
+    }
+
+    /// A required non-empty string, borrowed from the line when it has no escapes.
+    fn text_id(&self, name: &str) -> std::result::Result<Cow<'a, str>, FrameError> {
+        let value = self.text(name, "a non-empty string")?;
         self.non_empty(name, value)
     }
 
-    fn non_empty(&self, name: &str, value: String) -> std::result::Result<String, FrameError> {
-        if value.is_empty() {
+    fn non_empty<S: AsRef<str>>(&self, name: &str, value: S) -> std::result::Result<S, FrameError> {
+        if value.as_ref().is_empty() {
             Err(FrameError::invalid(format!(
                 "{}: `{name}` must be a non-empty string",
                 self.what
@@ -1124,7 +1193,7 @@ impl<'de> Deserialize<'de> for TypeName {
 }
 
 /// Reads `v` (must be 1) and `type` (a string), the header every frame and command carries.
-fn header<M: Members>(
+fn header<'a, M: Members<'a>>(
     members: &M,
     what: &'static str,
 ) -> std::result::Result<Cow<'static, str>, FrameError> {
@@ -1142,7 +1211,88 @@ fn header<M: Members>(
     Ok(reader.required::<TypeName>("type", "a string")?.0)
 }
 
-fn build_frame<M: Members>(members: &M) -> std::result::Result<RuntimeFrame, FrameError> {
+/// The frames a run writes many of (`session`, `thinking`, `text`, `tool_call`, `tool_result`,
+/// `usage`), built straight from scanned members without the typed extraction of
+/// [`build_frame`]: the same rules, and no error to name, because `None` (any other type, or any
+/// member missing or ill-typed) sends the line on to [`build_frame`] and the general parser, which
+/// decide. `tests/fast_path.rs` holds it to the general parser, frame for frame.
+fn build_scanned<'a>(members: &crate::scan::Members<'a>) -> Option<FrameRef<'a>> {
+    let get = |name: &str| members.get(name);
+    let (Scalar::UInt(1), Scalar::Str(type_name)) = (get("v")?, get("type")?) else {
+        return None;
+    };
+    let string = |name: &str| -> Option<Cow<'a, str>> {
+        match get(name)? {
+            Scalar::Str(text) => Some(Cow::Borrowed(*text)),
+            Scalar::Escaped(text) => text.take().map(Cow::Owned),
+            _ => None,
+        }
+    };
+    // Matched in place rather than `string(name).filter(..)`, whose move of the fresh `Cow`
+    // stalled store forwarding.
+    let id = |name: &str| -> Option<Cow<'a, str>> {
+        match get(name)? {
+            Scalar::Str(text) if !text.is_empty() => Some(Cow::Borrowed(*text)),
+            Scalar::Escaped(text) => text.take().filter(|id| !id.is_empty()).map(Cow::Owned),
+            _ => None,
+        }
+    };
+    let boolean = |name: &str| match get(name)? {
+        Scalar::True => Some(true),
+        Scalar::False => Some(false),
+        _ => None,
+    };
+    let count = |scalar: &Scalar<'_>| match scalar {
+        Scalar::UInt(count) if *count <= MAX_COUNT => Some(*count),
+        _ => None,
+    };
+    let optional_count = |name: &str| match get(name) {
+        None => Some(None),
+        Some(scalar) => count(scalar).map(Some),
+    };
+    Some(match *type_name {
+        "session" => FrameRef::Session(SessionRef {
+            request_id: id("request_id")?,
+            session_id: id("session_id")?,
+            resumed: boolean("resumed")?,
+        }),
+        "thinking" => FrameRef::Thinking(DeltaRef {
+            request_id: id("request_id")?,
+            content: string("content")?,
+        }),
+        "text" => FrameRef::Text(DeltaRef {
+            request_id: id("request_id")?,
+            content: string("content")?,
+        }),
+        "tool_call" => FrameRef::ToolCall(ToolCallRef {
+            request_id: id("request_id")?,
+            call_id: id("call_id")?,
+            name: id("name")?,
+            arguments: string("arguments")?,
+        }),
+        "tool_result" => FrameRef::ToolResult(ToolResultRef {
+            request_id: id("request_id")?,
+            call_id: id("call_id")?,
+            name: id("name")?,
+            output: string("output")?,
+            is_error: boolean("is_error")?,
+        }),
+        "usage" => FrameRef::Usage(UsageRef {
+            request_id: id("request_id")?,
+            provider: string("provider")?,
+            model: string("model")?,
+            tokens: TokenCounts {
+                input_tokens: count(get("input_tokens")?)?,
+                output_tokens: count(get("output_tokens")?)?,
+                cache_read_tokens: optional_count("cache_read_tokens")?,
+                cache_write_tokens: optional_count("cache_write_tokens")?,
+            },
+        }),
+        _ => return None,
+    })
+}
+
+fn build_frame<'a, M: Members<'a>>(members: &M) -> std::result::Result<FrameRef<'a>, FrameError> {
     let type_name = header(members, "frame")?;
     let Some(what) = FRAME_WHAT.iter().find(|(name, _)| *name == type_name) else {
         return Err(FrameError::invalid(format!(
@@ -1176,45 +1326,45 @@ fn build_frame<M: Members>(members: &M) -> std::result::Result<RuntimeFrame, Fra
                     .ok_or_else(|| r.missing("capabilities"))?,
             };
             if type_name == "probe" {
-                RuntimeFrame::Probe(identity)
+                FrameRef::Probe(identity)
             } else {
-                RuntimeFrame::Ready(identity)
+                FrameRef::Ready(identity)
             }
         }
-        "models" => RuntimeFrame::Models(build_models(&r)?),
-        "session" => RuntimeFrame::Session(Session {
-            request_id: r.id("request_id")?,
-            session_id: r.id("session_id")?,
+        "models" => FrameRef::Models(build_models(&r)?),
+        "session" => FrameRef::Session(SessionRef {
+            request_id: r.text_id("request_id")?,
+            session_id: r.text_id("session_id")?,
             resumed: r.required("resumed", "a boolean")?,
         }),
         "thinking" | "text" => {
-            let delta = Delta {
-                request_id: r.id("request_id")?,
-                content: r.required("content", "a string")?,
+            let delta = DeltaRef {
+                request_id: r.text_id("request_id")?,
+                content: r.text("content", "a string")?,
             };
             if type_name == "text" {
-                RuntimeFrame::Text(delta)
+                FrameRef::Text(delta)
             } else {
-                RuntimeFrame::Thinking(delta)
+                FrameRef::Thinking(delta)
             }
         }
-        "tool_call" => RuntimeFrame::ToolCall(ToolCall {
-            request_id: r.id("request_id")?,
-            call_id: r.id("call_id")?,
-            name: r.id("name")?,
-            arguments: r.required("arguments", "a string holding JSON")?,
+        "tool_call" => FrameRef::ToolCall(ToolCallRef {
+            request_id: r.text_id("request_id")?,
+            call_id: r.text_id("call_id")?,
+            name: r.text_id("name")?,
+            arguments: r.text("arguments", "a string holding JSON")?,
         }),
-        "tool_result" => RuntimeFrame::ToolResult(ToolResult {
-            request_id: r.id("request_id")?,
-            call_id: r.id("call_id")?,
-            name: r.id("name")?,
-            output: r.required("output", "a string")?,
+        "tool_result" => FrameRef::ToolResult(ToolResultRef {
+            request_id: r.text_id("request_id")?,
+            call_id: r.text_id("call_id")?,
+            name: r.text_id("name")?,
+            output: r.text("output", "a string")?,
             is_error: r.required("is_error", "a boolean")?,
         }),
-        "usage" => RuntimeFrame::Usage(Usage {
-            request_id: r.id("request_id")?,
-            provider: r.required("provider", "a string")?,
-            model: r.required("model", "a string")?,
+        "usage" => FrameRef::Usage(UsageRef {
+            request_id: r.text_id("request_id")?,
+            provider: r.text("provider", "a string")?,
+            model: r.text("model", "a string")?,
             tokens: TokenCounts {
                 input_tokens: r.count("input_tokens")?,
                 output_tokens: r.count("output_tokens")?,
@@ -1222,8 +1372,8 @@ fn build_frame<M: Members>(members: &M) -> std::result::Result<RuntimeFrame, Fra
                 cache_write_tokens: r.optional_count("cache_write_tokens")?,
             },
         }),
-        "result" => RuntimeFrame::Result(build_result(&r)?),
-        "protocol_error" => RuntimeFrame::ProtocolError(ProtocolError {
+        "result" => FrameRef::Result(Box::new(build_result(&r)?)),
+        "protocol_error" => FrameRef::ProtocolError(ProtocolError {
             request_id: r.optional_non_empty("request_id")?,
             code: r.id("code")?,
             message: r.required("message", "a string")?,
@@ -1248,7 +1398,7 @@ const FRAME_WHAT: [(&str, &str); 11] = [
     ("protocol_error", "protocol_error frame"),
 ];
 
-fn build_result<M: Members>(r: &Reader<'_, M>) -> std::result::Result<Result, FrameError> {
+fn build_result<'a, M: Members<'a>>(r: &Reader<'_, M>) -> std::result::Result<Result, FrameError> {
     let request_id = r.id("request_id")?;
     let status: Status = r.required("status", "one of completed, cancelled, failed")?;
     let session_id = r.id("session_id")?;
@@ -1286,7 +1436,7 @@ fn build_result<M: Members>(r: &Reader<'_, M>) -> std::result::Result<Result, Fr
     })
 }
 
-fn build_models<M: Members>(r: &Reader<'_, M>) -> std::result::Result<Models, FrameError> {
+fn build_models<'a, M: Members<'a>>(r: &Reader<'_, M>) -> std::result::Result<Models, FrameError> {
     const EXPECTED: &str =
         "an array of objects {provider, provider_name, id, name, reasoning_options?}";
     let runtime: String = r.required("runtime", "a string")?;
@@ -1320,7 +1470,7 @@ fn build_models<M: Members>(r: &Reader<'_, M>) -> std::result::Result<Models, Fr
     Ok(Models { runtime, models })
 }
 
-fn build_command<M: Members>(members: &M) -> std::result::Result<HostCommand, FrameError> {
+fn build_command<'a, M: Members<'a>>(members: &M) -> std::result::Result<HostCommand, FrameError> {
     let type_name = header(members, "command")?;
     match type_name.as_ref() {
         "execute" => {

@@ -3,6 +3,7 @@
 //!
 //! - [`arguments`]: the one definition of `tool_call.arguments` JSON (checker and host agree).
 //! - [`frames`]: serde types for runtime frames and host commands, agreeing with `schemas/`.
+//! - [`frame_ref`]: borrowed frames ([`FrameRef`]), what the checker hands out per line.
 //! - [`scan`]: the fast path of frame parsing (flat objects), which declines everything else.
 //! - [`schema`]: the schemas embedded at build time, and validation against them.
 //! - [`lines`]: a bounded-memory line framer (CRLF, empty lines, the 1 MiB limit).
@@ -11,6 +12,7 @@
 
 pub mod arguments;
 pub mod checker;
+pub mod frame_ref;
 pub mod frames;
 pub mod lines;
 pub mod needles;
@@ -18,6 +20,7 @@ pub mod scan;
 pub mod schema;
 
 pub use checker::{RunContext, Step, StreamChecker, Terminal, Violation, ViolationCode};
+pub use frame_ref::FrameRef;
 pub use frames::{FrameError, FrameErrorKind, HostCommand, RuntimeFrame, Status};
 pub use lines::{LineEvent, LineFramer, MAX_LINE_BYTES};
 pub use schema::SchemaError;

@@ -23,7 +23,12 @@ pub(crate) enum Scalar<'a> {
     /// A string with escapes, decoded; the first read moves it out (a frame reads each member
     /// once), and a second read fails, which sends the line to the general parser.
     Escaped(Cell<Option<String>>),
-    Bool(bool),
+    /// `true` and `false` are variants without payload: a one-byte payload beside the tag made
+    /// every move of a member a partial-register copy that stalled store forwarding.
+    /// `true` and `false` carry no payload beside the tag, so a member moves as whole words
+    /// (a one-byte payload made every move a partial copy that stalled store forwarding).
+    True,
+    False,
     Null,
     UInt(u64),
 }
@@ -57,17 +62,33 @@ impl<'a> Members<'a> {
 
 /// Scans `text` as one flat JSON object (see the module doc) and hands its members to `read`
 /// (in place: the members never move); `None` when the scanner declines or `read` does.
-pub(crate) fn object<R>(text: &str, read: impl FnOnce(&Members<'_>) -> Option<R>) -> Option<R> {
-    read(&scan_object(text)?)
+pub(crate) fn object<'a, R>(
+    text: &'a str,
+    read: impl FnOnce(&Members<'a>) -> Option<R>,
+) -> Option<R> {
+    // Built entry by entry: an array literal of `None` became a 576-byte copy per line.
+    let mut members = Members {
+        entries: std::array::from_fn(|_| None),
+        len: 0,
+    };
+    scan_into(text, &mut members)?;
+    read(&members)
 }
 
-#[inline(always)]
+/// [`object`] without the reader, for the tests.
+#[cfg(test)]
 fn scan_object(text: &str) -> Option<Members<'_>> {
-    let mut scanner = Scanner { text, at: 0 };
     let mut members = Members {
         entries: [const { None }; MAX_MEMBERS],
         len: 0,
     };
+    scan_into(text, &mut members).map(|()| members)
+}
+
+/// Scans `text` into `members` (filled in place: they are large to move).
+#[inline(always)]
+fn scan_into<'a>(text: &'a str, members: &mut Members<'a>) -> Option<()> {
+    let mut scanner = Scanner { text, at: 0 };
     scanner.skip_whitespace();
     scanner.expect(b'{')?;
     scanner.skip_whitespace();
@@ -91,7 +112,7 @@ fn scan_object(text: &str) -> Option<Members<'_>> {
         }
     }
     scanner.skip_whitespace();
-    (scanner.at == text.len()).then_some(members)
+    (scanner.at == text.len()).then_some(())
 }
 
 struct Scanner<'a> {
@@ -169,8 +190,8 @@ impl<'a> Scanner<'a> {
     fn value(&mut self) -> Option<Scalar<'a>> {
         match self.next()? {
             b'"' => self.string(),
-            b't' => self.literal(b"rue", Scalar::Bool(true)),
-            b'f' => self.literal(b"alse", Scalar::Bool(false)),
+            b't' => self.literal(b"rue", Scalar::True),
+            b'f' => self.literal(b"alse", Scalar::False),
             b'n' => self.literal(b"ull", Scalar::Null),
             first @ b'0'..=b'9' => self.integer(first).map(Scalar::UInt),
             _ => None,
@@ -275,17 +296,19 @@ fn take(text: &Cell<Option<String>>) -> Result<String, serde_json::Error> {
 }
 
 /// Reads a [`Scalar`] through serde, the way `serde_json` reads the same JSON value, so the typed
-/// extraction of [`crate::frames`] runs unchanged over scanned members.
+/// extraction of [`crate::frames`] runs unchanged over scanned members (a string without escapes
+/// is handed out borrowed from the line, as `serde_json` does).
 pub(crate) struct ScalarDeserializer<'s, 'a>(pub(crate) &'s Scalar<'a>);
 
-impl<'de> Deserializer<'de> for ScalarDeserializer<'_, '_> {
+impl<'de> Deserializer<'de> for ScalarDeserializer<'_, 'de> {
     type Error = serde_json::Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
         match self.0 {
-            Scalar::Str(text) => visitor.visit_str(text),
+            Scalar::Str(text) => visitor.visit_borrowed_str(text),
             Scalar::Escaped(text) => visitor.visit_string(take(text)?),
-            Scalar::Bool(value) => visitor.visit_bool(*value),
+            Scalar::True => visitor.visit_bool(true),
+            Scalar::False => visitor.visit_bool(false),
             Scalar::Null => visitor.visit_unit(),
             Scalar::UInt(value) => visitor.visit_u64(*value),
         }
@@ -353,7 +376,7 @@ mod tests {
             panic!("`a` holds escapes");
         };
         assert_eq!(decoded.take().as_deref(), Some("x\nyé😀"));
-        assert!(matches!(members.get("b"), Some(Scalar::Bool(true))));
+        assert!(matches!(members.get("b"), Some(Scalar::True)));
         assert!(matches!(members.get("c"), Some(Scalar::Null)));
         assert!(members.get("d").is_none());
     }

@@ -2,10 +2,13 @@
 //! mutated frames (shuffled, duplicated, truncated, foreign ids, non-UTF-8, split lines), pushed
 //! through the framer in random chunkings, never panic; the verdict does not depend on the
 //! chunking; and the checker reports `completed` only when the stream holds exactly one
-//! `result: completed` for the active request after a session frame of that request.
+//! `result: completed` for the active request after a session frame of that request. Every step
+//! the checker hands out borrows its line, and converts to exactly the owned frame of that line.
 
 use dsh_protocol::frames::Status;
-use dsh_protocol::{LineFramer, RunContext, StreamChecker, Terminal};
+use dsh_protocol::{
+    LineEvent, LineFramer, RunContext, RuntimeFrame, Step, StreamChecker, Terminal,
+};
 use proptest::prelude::*;
 
 const ACTIVE: &str = "r1";
@@ -180,13 +183,25 @@ fn check(bytes: &[u8], cuts: &[prop::sample::Index], cancel_sent: bool) -> Termi
     offsets.sort_unstable();
     for window in offsets.windows(2) {
         for event in framer.push(&bytes[window[0]..window[1]]) {
-            checker.check_event(&event);
+            step_agrees(&event, checker.check_event(&event));
         }
     }
     if let Some(event) = framer.finish() {
-        checker.check_event(&event);
+        step_agrees(&event, checker.check_event(&event));
     }
     checker.finish()
+}
+
+/// The borrowed step is the owned one: `Step::into_owned` keeps it, and an accepted frame's
+/// `into_owned()` is the frame `RuntimeFrame::parse_line` reads from the same line.
+fn step_agrees(event: &LineEvent, step: Step<'_>) {
+    assert_eq!(step.clone().into_owned(), step);
+    if let Step::Accepted(frame) = step {
+        let (LineEvent::Line { bytes, .. } | LineEvent::Truncated { bytes, .. }) = event else {
+            panic!("a frame accepted without a line: {event:?}")
+        };
+        assert_eq!(Ok(frame.into_owned()), RuntimeFrame::parse_line(bytes));
+    }
 }
 
 /// A piece as the checker sees it: a CRLF line is the same frame.

@@ -450,7 +450,7 @@ fn a_repeated_call_id_is_accepted_and_the_set_of_ids_is_bounded() {
     let mut number = 0;
     let mut feed = |checker: &mut StreamChecker, line: &str| {
         number += 1;
-        checker.check_line(number, line.as_bytes())
+        checker.check_line(number, line.as_bytes()).into_owned()
     };
     feed(&mut checker, READY);
     feed(&mut checker, &session);

@@ -4,14 +4,21 @@
 //! members frames have and the JSON spellings the scanner must accept or decline (escapes,
 //! surrogates, number forms, nesting, duplicate keys, whitespace), byte mutations of valid lines,
 //! and every line of the fuzz corpus and the fixture transcripts.
+//!
+//! The same inputs hold the borrowed frames ([`FrameRef`], what the checker hands out) to the
+//! owned ones: `into_owned()` of the borrowed frame is the owned frame, on both paths, and equals
+//! the frame built by an independent owned route (`serde_json::Value`, then
+//! `RuntimeFrame::from_value`); and a line without escapes is read without copying a string.
 
 use dsh_protocol::frames::FRAME_TYPES;
-use dsh_protocol::RuntimeFrame;
+use dsh_protocol::{FrameRef, RuntimeFrame};
 use proptest::prelude::*;
+use std::borrow::Cow;
 use std::path::Path;
 
 /// Asserts that both paths agree on `text`: a frame the fast path builds is the general parser's
-/// frame, and `parse_str` (fast path first) answers exactly what the general parser does.
+/// frame, and `parse_str` (fast path first) answers exactly what the general parser does; and
+/// that the borrowed frames agree with the owned ones ([`borrowed_agrees`]).
 /// Returns whether the fast path took the line.
 fn agree(text: &str) -> bool {
     let general = RuntimeFrame::parse_str_general(text);
@@ -24,7 +31,69 @@ fn agree(text: &str) -> bool {
         );
     }
     assert_eq!(RuntimeFrame::parse_str(text), general, "on {text:?}");
+    borrowed_agrees(text, &general);
     fast.is_some()
+}
+
+/// The borrowed parse of `text`, on each path, is `owned` once converted (same frame, same
+/// error); an accepted frame is also what the owned route through `serde_json::Value` builds;
+/// and when `text` holds no escape, no string of the borrowed frame was copied.
+fn borrowed_agrees(text: &str, owned: &Result<RuntimeFrame, dsh_protocol::FrameError>) {
+    let borrowed = FrameRef::parse_str(text);
+    assert_eq!(
+        &borrowed.clone().map(FrameRef::into_owned),
+        owned,
+        "borrowed vs owned on {text:?}"
+    );
+    assert_eq!(
+        FrameRef::parse_str_general(text).map(FrameRef::into_owned),
+        *owned,
+        "borrowed general path on {text:?}"
+    );
+    if let Some(fast) = FrameRef::parse_str_fast(text) {
+        assert_eq!(
+            Ok(&fast),
+            borrowed.as_ref(),
+            "borrowed fast path on {text:?}"
+        );
+    }
+    assert_eq!(
+        FrameRef::parse_line(text.as_bytes()).map(FrameRef::into_owned),
+        RuntimeFrame::parse_line(text.as_bytes()),
+        "parse_line on {text:?}"
+    );
+    let Ok(frame) = borrowed else { return };
+    let value: serde_json::Value = serde_json::from_str(text).expect("an accepted frame is JSON");
+    assert_eq!(
+        RuntimeFrame::from_value(&value).as_ref(),
+        Ok(&frame.clone().into_owned()),
+        "the owned route through a Value on {text:?}"
+    );
+    assert_eq!(
+        FrameRef::from(frame.clone().into_owned()),
+        frame,
+        "an owned frame converts back"
+    );
+    if !text.contains('\\') {
+        for string in borrowed_strings(&frame) {
+            assert!(
+                matches!(string, Cow::Borrowed(_)),
+                "`{string}` was copied out of {text:?}"
+            );
+        }
+    }
+}
+
+/// The strings a borrowed frame may borrow from its line.
+fn borrowed_strings<'f>(frame: &'f FrameRef<'_>) -> Vec<&'f Cow<'f, str>> {
+    match frame {
+        FrameRef::Session(f) => vec![&f.request_id, &f.session_id],
+        FrameRef::Thinking(f) | FrameRef::Text(f) => vec![&f.request_id, &f.content],
+        FrameRef::ToolCall(f) => vec![&f.request_id, &f.call_id, &f.name, &f.arguments],
+        FrameRef::ToolResult(f) => vec![&f.request_id, &f.call_id, &f.name, &f.output],
+        FrameRef::Usage(f) => vec![&f.request_id, &f.provider, &f.model],
+        _ => Vec::new(),
+    }
 }
 
 const KEYS: [&str; 24] = [
@@ -195,6 +264,56 @@ fn the_valid_lines_take_and_pass_the_fast_path() {
         assert!(agree(line), "the fast path declined {line}");
         assert!(RuntimeFrame::parse_str(line).is_ok());
     }
+}
+
+/// Each member of each valid line dropped, or its value replaced by each of these spellings: the
+/// edges the fast path's direct build of the common frames must decide exactly as the general
+/// parser does (empty ids, escapes, counts at and past 2^53-1, wrong types, `null`).
+const EDGE_VALUES: [&str; 16] = [
+    r#""""#,
+    r#""x""#,
+    r#""a\nb""#,
+    r#""\u0000""#,
+    "0",
+    "1",
+    "2",
+    "9007199254740991",
+    "9007199254740992",
+    "true",
+    "false",
+    "null",
+    "1.0",
+    "-1",
+    "{}",
+    "[]",
+];
+
+#[test]
+fn every_member_of_the_valid_lines_edited_parses_the_same_on_both_paths() {
+    let mut edited = 0;
+    for line in VALID {
+        let serde_json::Value::Object(members) =
+            serde_json::from_str::<serde_json::Value>(line).expect("a valid line")
+        else {
+            panic!("{line} is an object")
+        };
+        for key in members.keys() {
+            let mut without = members.clone();
+            without.remove(key);
+            agree(&serde_json::to_string(&without).expect("serializes"));
+            for edge in EDGE_VALUES {
+                let mut replaced = members.clone();
+                let value = serde_json::from_str(edge).expect("an edge value is JSON");
+                replaced.insert(key.clone(), value);
+                agree(&serde_json::to_string(&replaced).expect("serializes"));
+                edited += 1;
+            }
+        }
+        let mut extra = members.clone();
+        extra.insert("x-future".into(), serde_json::json!("kept out"));
+        assert!(agree(&serde_json::to_string(&extra).expect("serializes")));
+    }
+    assert!(edited > 500, "{edited} edited lines");
 }
 
 /// Every line of every file under `dir`, on both paths.
