@@ -852,60 +852,45 @@ impl<'de> Visitor<'de> for UniqueValueVisitor {
     }
 }
 
-/// A string member, borrowed from the line when it has no escapes (`expecting` and so every error
-/// message are those of `String`).
+/// Reads a string as a `Cow`: borrowed from the line when it has no escapes, decoded otherwise;
+/// `expecting` names what was wanted in the error of a non-string.
+struct CowStrVisitor(&'static str);
+
+impl<'de> Visitor<'de> for CowStrVisitor {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> std::result::Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_string()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> std::result::Result<Self::Value, E> {
+        Ok(Cow::Owned(v))
+    }
+}
+
+/// A string member (`expecting` and so every error message are those of `String`).
 struct Text<'a>(Cow<'a, str>);
 
 impl<'de> Deserialize<'de> for Text<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        struct TextVisitor;
-        impl<'de> Visitor<'de> for TextVisitor {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(
-                self,
-                v: &'de str,
-            ) -> std::result::Result<Self::Value, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(v.to_string())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> std::result::Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(v)))
-            }
-        }
-        deserializer.deserialize_string(TextVisitor)
+        deserializer
+            .deserialize_string(CowStrVisitor("a string"))
+            .map(Text)
     }
 }
 
-/// An object key, borrowed from the line when it has no escapes.
+/// An object key.
 struct Key<'a>(Cow<'a, str>);
 
 impl<'de> Deserialize<'de> for Key<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string key")
-            }
-            fn visit_borrowed_str<E: de::Error>(
-                self,
-                v: &'de str,
-            ) -> std::result::Result<Self::Value, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v.to_string())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> std::result::Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v)))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
+        deserializer
+            .deserialize_str(CowStrVisitor("a string key"))
+            .map(Key)
     }
 }
 
