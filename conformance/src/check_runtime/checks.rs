@@ -1,5 +1,6 @@
 //! The catalogue of runtime-side checks: each has a stable id, the spec rule it enforces, and a
-//! procedure that starts its own runtime process in its own world and judges what it saw.
+//! procedure that judges either what its own runtime process did in a fresh world, or a turn
+//! observed once for several checks ([`super::observed`]).
 
 use super::process::{describe_exit, Next, SpawnError, StdoutEvent};
 use super::turn::{
@@ -62,7 +63,14 @@ pub(super) fn inconclusive(detail: impl Into<String>) -> Outcome {
     }
 }
 
-pub type Procedure = fn(&Target, &World) -> Result<Outcome, SpawnError>;
+/// How a check gets what it judges.
+#[derive(Clone, Copy)]
+pub enum Procedure {
+    /// It starts its own runtime process(es) in a fresh world of its own.
+    Fresh(fn(&Target, &World) -> Result<Outcome, SpawnError>),
+    /// It judges what [`super::observed`] observed once for several checks.
+    Observed(fn(&Target) -> Result<Outcome, SpawnError>),
+}
 
 pub struct Check {
     pub id: &'static str,
@@ -78,139 +86,139 @@ pub const CHECKS: &[Check] = &[
         id: "rt.version-shape",
         rule: "s5.version-usable-identity",
         summary: "`dsh --version` exits 0 and its first line holds a semver",
-        procedure: version_shape,
+        procedure: Procedure::Fresh(version_shape),
     },
     Check {
         id: "rt.probe-shape",
         rule: "s5.probe-compatible-frame",
         summary: "`--probe` exits 0 with exactly one schema-valid, compatible probe frame",
-        procedure: probe_shape,
+        procedure: Procedure::Fresh(probe_shape),
     },
     Check {
         id: "rt.models-shape",
         rule: "s12.models-discovery",
         summary: "`--models` exits 0 with exactly one schema-valid models frame: at least one model, each effort list with at most one default",
-        procedure: super::models::models_shape,
+        procedure: Procedure::Observed(super::models::models_shape),
     },
     Check {
         id: "rt.models-routes-accepted",
         rule: "s12.route-reaches-execute",
         summary: "an execute with each listed route, and each of its efforts, is accepted and completes",
-        procedure: super::models::routes_accepted,
+        procedure: Procedure::Fresh(super::models::routes_accepted),
     },
     Check {
         id: "rt.ready-before-read",
         rule: "s7.validate-ready",
         summary: "`ready` arrives before the host writes anything",
-        procedure: ready_before_read,
+        procedure: Procedure::Observed(ready_before_read),
     },
     Check {
         id: "rt.ready-first",
         rule: "s6.ready-identity",
         summary: "the first stdout line is a compatible `ready` frame",
-        procedure: ready_first,
+        procedure: Procedure::Observed(ready_first),
     },
     Check {
         id: "rt.stdout-frames-only",
         rule: "s14.stdout-frames-only",
         summary: "every non-empty stdout line is one JSON object (no banner, log line or partial line)",
-        procedure: stdout_frames_only,
+        procedure: Procedure::Observed(stdout_frames_only),
     },
     Check {
         id: "rt.frames-schema-valid",
         rule: "s6.frame-matches-generation-1",
         summary: "every frame is valid against schemas/frame.schema.json (generation 1)",
-        procedure: frames_schema_valid,
+        procedure: Procedure::Observed(frames_schema_valid),
     },
     Check {
         id: "rt.request-scoped",
         rule: "s6.request-id-after-ready",
         summary: "every run-scoped frame after `ready` carries the active request_id",
-        procedure: request_scoped,
+        procedure: Procedure::Observed(request_scoped),
     },
     Check {
         id: "rt.session-before-content",
         rule: "s6.session-before-content",
         summary: "`session` arrives before any content or tool frame",
-        procedure: session_before_content,
+        procedure: Procedure::Observed(session_before_content),
     },
     Check {
         id: "rt.stream-strict",
         rule: "s6.one-terminal-result",
         summary: "the whole turn passes the strict stream checker and ends in one terminal result",
-        procedure: stream_strict,
+        procedure: Procedure::Observed(stream_strict),
     },
     Check {
         id: "rt.exit-after-result",
         rule: "s6.runtime-exits-after-result",
         summary: "with stdin still open, the runtime exits after its terminal result and leaves no process behind",
-        procedure: exit_after_result,
+        procedure: Procedure::Observed(exit_after_result),
     },
     Check {
         id: "rt.malformed-command",
         rule: "s6.protocol-error-fatal",
         summary: "a non-JSON host line is answered with `protocol_error` or a structured failure",
-        procedure: malformed_command,
+        procedure: Procedure::Fresh(malformed_command),
     },
     Check {
         id: "rt.unknown-command",
         rule: "s6.protocol-error-fatal",
         summary: "a host command of unknown type is answered with `protocol_error` or a structured failure",
-        procedure: unknown_command,
+        procedure: Procedure::Fresh(unknown_command),
     },
     Check {
         id: "rt.second-execute",
         rule: "s7.new-process-per-turn",
         summary: "a second execute in one process is refused without starting a second run",
-        procedure: second_execute,
+        procedure: Procedure::Fresh(second_execute),
     },
     Check {
         id: "rt.cancel-honoured",
         rule: "s10.cancel-grace-for-cancelled",
         summary: "a protocol cancel yields `result: cancelled` within the grace bound",
-        procedure: cancel_honoured,
+        procedure: Procedure::Fresh(cancel_honoured),
     },
     Check {
         id: "rt.resume-unknown-refused",
         rule: "s6.no-silent-new-session",
         summary: "resuming an unknown session fails with resume_rejected and creates no session",
-        procedure: resume_unknown_refused,
+        procedure: Procedure::Observed(resume_unknown_refused),
     },
     Check {
         id: "rt.exit-after-failed-result",
         rule: "s6.runtime-exits-after-result",
         summary: "with stdin still open, the runtime exits after a failed terminal result (the unknown resume's) and leaves no process behind",
-        procedure: exit_after_failed_result,
+        procedure: Procedure::Observed(exit_after_failed_result),
     },
     Check {
         id: "rt.stderr-bounded",
         rule: "s6.diagnostics-bounded-stderr",
         summary: "a turn writes at most 64 KiB to stderr",
-        procedure: stderr_bounded,
+        procedure: Procedure::Observed(stderr_bounded),
     },
     Check {
         id: "rt.stderr-no-prompt",
         rule: "s6.no-secret-logging",
         summary: "the prompt never appears on stderr",
-        procedure: stderr_no_prompt,
+        procedure: Procedure::Observed(stderr_no_prompt),
     },
     Check {
         id: "rt.stderr-no-secret",
         rule: "s6.no-secret-logging",
         summary: "the DEEPSEEK_API_KEY value never appears on stderr or stdout",
-        procedure: stderr_no_secret,
+        procedure: Procedure::Observed(stderr_no_secret),
     },
     Check {
         id: "rt.product-writes-html",
         rule: "s8.harness-writes-project-files",
         summary: "a completed turn whose model calls tools leaves an HTML file in the project",
-        procedure: super::product::writes_html,
+        procedure: Procedure::Observed(super::product::writes_html),
     },
     Check {
         id: "rt.product-cold-resume-edits",
         rule: "s8.artifact-cold-resume-edit",
         summary: "a second process cold-resumes the session and edits the same HTML file",
-        procedure: super::product::cold_resume_edits,
+        procedure: Procedure::Observed(super::product::cold_resume_edits),
     },
 ];
 
@@ -423,7 +431,7 @@ fn probe_shape(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
 // ---------------------------------------------------------------------------------------------
 // ready
 
-fn ready_before_read(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+fn ready_before_read(target: &Target) -> Result<Outcome, SpawnError> {
     let record = &target.observed.default_turn(target)?.record;
     let first = record.lines.first();
     Ok(match first {
@@ -460,7 +468,7 @@ fn describe_line(line: &SeenLine) -> String {
     }
 }
 
-fn ready_first(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+fn ready_first(target: &Target) -> Result<Outcome, SpawnError> {
     let record = &target.observed.default_turn(target)?.record;
     let Some(first) = record.lines.first() else {
         return Ok(fail("the runtime wrote nothing on stdout"));
@@ -508,7 +516,7 @@ pub(super) fn no_result(record: &turn::TurnRecord) -> String {
     }
 }
 
-fn stdout_frames_only(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+fn stdout_frames_only(target: &Target) -> Result<Outcome, SpawnError> {
     let record = &target.observed.default_turn(target)?.record;
     for line in &record.lines {
         match &line.kind {
@@ -528,7 +536,7 @@ fn stdout_frames_only(target: &Target, _world: &World) -> Result<Outcome, SpawnE
     )))
 }
 
-fn frames_schema_valid(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+fn frames_schema_valid(target: &Target) -> Result<Outcome, SpawnError> {
     let record = &target.observed.default_turn(target)?.record;
     let mut frames = 0;
     for line in &record.lines {
@@ -545,7 +553,7 @@ fn frames_schema_valid(target: &Target, _world: &World) -> Result<Outcome, Spawn
     Ok(pass(format!("{frames} frames, all schema-valid")))
 }
 
-fn request_scoped(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+fn request_scoped(target: &Target) -> Result<Outcome, SpawnError> {
     let record = &target.observed.default_turn(target)?.record;
     let mut scoped = 0;
     for line in &record.lines {
@@ -588,7 +596,7 @@ fn request_scoped(target: &Target, _world: &World) -> Result<Outcome, SpawnError
     )))
 }
 
-fn session_before_content(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+fn session_before_content(target: &Target) -> Result<Outcome, SpawnError> {
     let record = &target.observed.default_turn(target)?.record;
     let mut session_seen = false;
     let mut content = 0;
@@ -621,7 +629,7 @@ fn session_before_content(target: &Target, _world: &World) -> Result<Outcome, Sp
     }
 }
 
-fn stream_strict(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+fn stream_strict(target: &Target) -> Result<Outcome, SpawnError> {
     let record = &target.observed.default_turn(target)?.record;
     match &record.terminal {
         Terminal::Result(_) => {
@@ -643,12 +651,12 @@ fn stream_strict(target: &Target, _world: &World) -> Result<Outcome, SpawnError>
     }
 }
 
-fn exit_after_result(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+fn exit_after_result(target: &Target) -> Result<Outcome, SpawnError> {
     let record = &target.observed.default_turn(target)?.record;
     Ok(judge_exit(target, record, "its terminal result"))
 }
 
-fn exit_after_failed_result(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+fn exit_after_failed_result(target: &Target) -> Result<Outcome, SpawnError> {
     let (observed, _) = target.observed.unknown_resume(target)?;
     let record = &observed.record;
     let status = record
@@ -840,7 +848,7 @@ fn cancel_honoured(target: &Target, world: &World) -> Result<Outcome, SpawnError
     }
 }
 
-fn resume_unknown_refused(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+fn resume_unknown_refused(target: &Target) -> Result<Outcome, SpawnError> {
     let (observed, unknown) = target.observed.unknown_resume(target)?;
     let record = &observed.record;
     if let Some(session) = record
@@ -887,7 +895,7 @@ fn resume_unknown_refused(target: &Target, _world: &World) -> Result<Outcome, Sp
 // ---------------------------------------------------------------------------------------------
 // hygiene
 
-fn stderr_bounded(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+fn stderr_bounded(target: &Target) -> Result<Outcome, SpawnError> {
     let record = &target.observed.default_turn(target)?.record;
     let total = record.stderr.total_bytes;
     if total > STDERR_LIMIT_BYTES {
@@ -898,7 +906,7 @@ fn stderr_bounded(target: &Target, _world: &World) -> Result<Outcome, SpawnError
     Ok(pass(format!("{total} bytes on stderr")))
 }
 
-fn stderr_no_prompt(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+fn stderr_no_prompt(target: &Target) -> Result<Outcome, SpawnError> {
     let record = &target.observed.default_turn(target)?.record;
     if record.stderr.found.first() == Some(&true) {
         return Ok(fail("the prompt appeared on stderr"));
@@ -909,7 +917,7 @@ fn stderr_no_prompt(target: &Target, _world: &World) -> Result<Outcome, SpawnErr
     )))
 }
 
-fn stderr_no_secret(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+fn stderr_no_secret(target: &Target) -> Result<Outcome, SpawnError> {
     let super::observed::Observed { world, record, .. } = target.observed.default_turn(target)?;
     if record.stderr.found.get(1) == Some(&true) {
         return Ok(fail("the DEEPSEEK_API_KEY value appeared on stderr"));

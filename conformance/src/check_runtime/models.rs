@@ -19,7 +19,7 @@ const MAX_ROUTE_TURNS: usize = 16;
 pub type Catalog = Result<Vec<Picked>, String>;
 
 /// `rt.models-shape`.
-pub fn models_shape(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+pub fn models_shape(target: &Target) -> Result<Outcome, SpawnError> {
     Ok(match target.observed.catalog(target)? {
         Ok(picks) => pass(format!(
             "{} route(s) and effort(s): {}",

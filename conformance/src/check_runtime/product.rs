@@ -50,7 +50,7 @@ fn session_id(record: &TurnRecord) -> Option<String> {
 }
 
 /// `rt.product-writes-html`, judged on the default turn.
-pub fn writes_html(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+pub fn writes_html(target: &Target) -> Result<Outcome, SpawnError> {
     let Observed {
         world,
         record,
@@ -70,7 +70,7 @@ pub fn writes_html(target: &Target, _world: &World) -> Result<Outcome, SpawnErro
 
 /// `rt.product-cold-resume-edits`: a second process resumes the default turn's session, in its
 /// world.
-pub fn cold_resume_edits(target: &Target, _world: &World) -> Result<Outcome, SpawnError> {
+pub fn cold_resume_edits(target: &Target) -> Result<Outcome, SpawnError> {
     let Observed {
         world,
         record: first,
