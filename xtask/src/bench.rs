@@ -40,11 +40,12 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
-fn millis(duration: Duration) -> String {
+pub fn millis(duration: Duration) -> String {
     format!("{:.2} ms", duration.as_secs_f64() * 1000.0)
 }
 
-fn installed_dsh_home(root: &Path) -> Result<PathBuf, String> {
+/// `root/dsh-home` holding the open-design profile fake-dsh looks for.
+pub fn installed_dsh_home(root: &Path) -> Result<PathBuf, String> {
     let home = root.join("dsh-home");
     let profile = home.join("profiles/open-design");
     std::fs::create_dir_all(&profile).map_err(|e| e.to_string())?;

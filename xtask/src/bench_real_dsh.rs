@@ -4,15 +4,12 @@
 //! `check-runtime` against each. Everything the runtimes write stays in a scratch directory;
 //! the only endpoint they get is a closed loopback port. Timings are printed, never asserted.
 
-use crate::bench::{first_line_latency, Figure, Scratch};
+use crate::bench::{first_line_latency, installed_dsh_home, millis, Figure, Scratch};
 use crate::bench_runs::{sample_run, seconds};
 use crate::kit::Kit;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
-/// The real runtime's name in the rows.
-const REAL: &str = "the real dsh 0.1.0-rc.8";
 /// A closed loopback port: no runtime process of the bench reaches a network.
 const NO_MODEL: &str = "http://127.0.0.1:9";
 
@@ -115,10 +112,6 @@ fn mib(kib: Option<u64>) -> String {
     }
 }
 
-fn millis(duration: Duration) -> String {
-    format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
-}
-
 /// One surface of both runtimes: exec to first line (median of `rounds`) and peak RSS.
 fn side_by_side(
     world: &World,
@@ -153,7 +146,7 @@ fn side_by_side(
 
 /// `dsh-conformance check-runtime` (every check, `--jobs 1`) against both runtimes, each with
 /// its home.
-fn check_runtime(world: &World, kit: &Kit, real: &Path) -> Result<Figure, String> {
+fn check_runtime(world: &World, kit: &Kit, real: &Path, real_name: &str) -> Result<Figure, String> {
     let run = |dsh: &Path, home: &Path| {
         let mut command = Command::new(&kit.conformance);
         command
@@ -173,7 +166,11 @@ fn check_runtime(world: &World, kit: &Kit, real: &Path) -> Result<Figure, String
     let verdict = |success: bool| if success { "" } else { ", some checks failed" };
     Ok(Figure {
         name: "check-runtime, every check, --jobs 1, the profile in --dsh-home".into(),
-        value: format!("{REAL}: {}{}", seconds(real.wall), verdict(real.success)),
+        value: format!(
+            "{real_name}: {}{}",
+            seconds(real.wall),
+            verdict(real.success)
+        ),
         baseline: format!("fake-dsh: {}{}", seconds(fake.wall), verdict(fake.success)),
         ratio: format!("{:.1}x", real.wall.as_secs_f64() / fake.wall.as_secs_f64()),
         goal: "the real dsh in seconds, not minutes (issue 12)".into(),
@@ -182,10 +179,11 @@ fn check_runtime(world: &World, kit: &Kit, real: &Path) -> Result<Figure, String
 
 /// The rows, or one row saying why they were not measured.
 pub fn rows(kit: &Kit, root: &Path) -> Result<Vec<Figure>, String> {
+    let real_name = format!("the real dsh {}", crate::real_dsh::DSH_VERSION);
     let real = crate::real_dsh::install_dir().join("dsh");
     if !real.is_file() {
         return Ok(vec![Figure {
-            name: format!("fake-dsh vs {REAL}"),
+            name: format!("fake-dsh vs {real_name}"),
             value: "not measured: run `cargo xtask real-dsh` first".into(),
             baseline: "-".into(),
             ratio: "-".into(),
@@ -193,19 +191,11 @@ pub fn rows(kit: &Kit, root: &Path) -> Result<Vec<Figure>, String> {
         }]);
     }
     let scratch = Scratch::new("real-dsh")?;
-    let (fake_home, real_home) = (scratch.0.join("fake-home"), scratch.0.join("real-home"));
-    for dir in [
-        &fake_home.join("profiles/open-design"),
-        &real_home,
-        &scratch.0.join("user-home"),
-    ] {
+    let fake_home = installed_dsh_home(&scratch.0)?;
+    let real_home = scratch.0.join("real-home");
+    for dir in [&real_home, &scratch.0.join("user-home")] {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    std::fs::write(
-        fake_home.join("profiles/open-design/package.json"),
-        r#"{"name":"@open-design/dsh-runtime","version":"0.1.0"}"#,
-    )
-    .map_err(|e| e.to_string())?;
     install_bundle(&real, root, &scratch.0, &real_home)?;
     let world = World {
         scratch,
@@ -219,7 +209,7 @@ pub fn rows(kit: &Kit, root: &Path) -> Result<Vec<Figure>, String> {
             &real,
             &["--version"],
             10,
-            format!("fake-dsh vs {REAL}: `--version`, exec to first line (median of 10), peak RSS"),
+            format!("fake-dsh vs {real_name}: `--version`, exec to first line (median of 10), peak RSS"),
         )?,
         side_by_side(
             &world,
@@ -228,9 +218,9 @@ pub fn rows(kit: &Kit, root: &Path) -> Result<Vec<Figure>, String> {
             &["--profile", "open-design", "--stdio"],
             10,
             format!(
-                "fake-dsh vs {REAL} with the kit's open-design bundle: `--stdio`, exec to `ready` (median of 10), peak RSS"
+                "fake-dsh vs {real_name} with the kit's open-design bundle: `--stdio`, exec to `ready` (median of 10), peak RSS"
             ),
         )?,
-        check_runtime(&world, kit, &real)?,
+        check_runtime(&world, kit, &real, &real_name)?,
     ])
 }
