@@ -163,7 +163,23 @@ mod tests {
             let mut command = Command::new("sleep");
             command.arg("30").env(CASE_TOKEN_ENV, token);
             std::os::unix::process::CommandExt::process_group(&mut command, 0);
-            Sleeper(command.spawn().expect("sleep starts"))
+            let sleeper = Sleeper(command.spawn().expect("sleep starts"));
+            sleeper.await_environment(token);
+            sleeper
+        }
+        /// `spawn` returns once the child has begun `exec`, but the kernel publishes the new
+        /// program's environment a moment later (until then `/proc/<pid>/environ` reads empty):
+        /// wait for it, so the test judges `find`, not that window.
+        fn await_environment(&self, token: &str) {
+            let entry = format!("{CASE_TOKEN_ENV}={token}");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while procfs::environ_has(self.pid(), &entry) != Some(true) {
+                assert!(
+                    Instant::now() < deadline,
+                    "sleep never showed its environment"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
         fn pid(&self) -> i32 {
             self.0.id() as i32
