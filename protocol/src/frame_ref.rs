@@ -113,44 +113,7 @@ impl FrameRef<'_> {
         }
     }
 
-    /// The `type` this frame is written with.
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            FrameRef::Probe(_) => "probe",
-            FrameRef::Ready(_) => "ready",
-            FrameRef::Models(_) => "models",
-            FrameRef::Session(_) => "session",
-            FrameRef::Thinking(_) => "thinking",
-            FrameRef::Text(_) => "text",
-            FrameRef::ToolCall(_) => "tool_call",
-            FrameRef::ToolResult(_) => "tool_result",
-            FrameRef::Usage(_) => "usage",
-            FrameRef::Result(_) => "result",
-            FrameRef::ProtocolError(_) => "protocol_error",
-        }
-    }
-
-    /// The run this frame belongs to, for run-scoped frames (`protocol_error` may have none).
-    pub fn request_id(&self) -> Option<&str> {
-        match self {
-            FrameRef::Probe(_) | FrameRef::Ready(_) | FrameRef::Models(_) => None,
-            FrameRef::Session(frame) => Some(&frame.request_id),
-            FrameRef::Thinking(frame) | FrameRef::Text(frame) => Some(&frame.request_id),
-            FrameRef::ToolCall(frame) => Some(&frame.request_id),
-            FrameRef::ToolResult(frame) => Some(&frame.request_id),
-            FrameRef::Usage(frame) => Some(&frame.request_id),
-            FrameRef::Result(frame) => Some(&frame.request_id),
-            FrameRef::ProtocolError(frame) => frame.request_id.as_deref(),
-        }
-    }
-
-    /// Whether the frame belongs to a run (everything except `probe`, `ready` and `models`).
-    pub fn is_run_scoped(&self) -> bool {
-        !matches!(
-            self,
-            FrameRef::Probe(_) | FrameRef::Ready(_) | FrameRef::Models(_)
-        )
-    }
+    crate::frames::frame_accessors!(FrameRef);
 }
 
 impl DeltaRef<'_> {

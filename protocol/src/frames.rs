@@ -340,6 +340,52 @@ fn line_text<'a>(line: &'a [u8], what: &str) -> std::result::Result<&'a str, Fra
     })
 }
 
+/// The accessors [`RuntimeFrame`] and [`FrameRef`] share, written once: the two enums have the
+/// same variants, and every run-scoped variant's frame has a `request_id` that derefs to `str`.
+macro_rules! frame_accessors {
+    ($frame:ident) => {
+        /// The `type` this frame is written with.
+        pub fn type_name(&self) -> &'static str {
+            match self {
+                $frame::Probe(_) => "probe",
+                $frame::Ready(_) => "ready",
+                $frame::Models(_) => "models",
+                $frame::Session(_) => "session",
+                $frame::Thinking(_) => "thinking",
+                $frame::Text(_) => "text",
+                $frame::ToolCall(_) => "tool_call",
+                $frame::ToolResult(_) => "tool_result",
+                $frame::Usage(_) => "usage",
+                $frame::Result(_) => "result",
+                $frame::ProtocolError(_) => "protocol_error",
+            }
+        }
+
+        /// The run this frame belongs to, for run-scoped frames (`protocol_error` may have none).
+        pub fn request_id(&self) -> Option<&str> {
+            match self {
+                $frame::Probe(_) | $frame::Ready(_) | $frame::Models(_) => None,
+                $frame::Session(frame) => Some(&frame.request_id),
+                $frame::Thinking(frame) | $frame::Text(frame) => Some(&frame.request_id),
+                $frame::ToolCall(frame) => Some(&frame.request_id),
+                $frame::ToolResult(frame) => Some(&frame.request_id),
+                $frame::Usage(frame) => Some(&frame.request_id),
+                $frame::Result(frame) => Some(&frame.request_id),
+                $frame::ProtocolError(frame) => frame.request_id.as_deref(),
+            }
+        }
+
+        /// Whether the frame belongs to a run (everything except `probe`, `ready` and `models`).
+        pub fn is_run_scoped(&self) -> bool {
+            !matches!(
+                self,
+                $frame::Probe(_) | $frame::Ready(_) | $frame::Models(_)
+            )
+        }
+    };
+}
+pub(crate) use frame_accessors;
+
 impl RuntimeFrame {
     /// Parse one stdout line (without its terminator) as a generation-1 frame: the owned form of
     /// [`FrameRef::parse_line`] (same acceptance, same errors).
@@ -374,44 +420,7 @@ impl RuntimeFrame {
         }
     }
 
-    /// The `type` this frame is written with.
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            RuntimeFrame::Probe(_) => "probe",
-            RuntimeFrame::Ready(_) => "ready",
-            RuntimeFrame::Models(_) => "models",
-            RuntimeFrame::Session(_) => "session",
-            RuntimeFrame::Thinking(_) => "thinking",
-            RuntimeFrame::Text(_) => "text",
-            RuntimeFrame::ToolCall(_) => "tool_call",
-            RuntimeFrame::ToolResult(_) => "tool_result",
-            RuntimeFrame::Usage(_) => "usage",
-            RuntimeFrame::Result(_) => "result",
-            RuntimeFrame::ProtocolError(_) => "protocol_error",
-        }
-    }
-
-    /// The run this frame belongs to, for run-scoped frames (`protocol_error` may have none).
-    pub fn request_id(&self) -> Option<&str> {
-        match self {
-            RuntimeFrame::Probe(_) | RuntimeFrame::Ready(_) | RuntimeFrame::Models(_) => None,
-            RuntimeFrame::Session(frame) => Some(&frame.request_id),
-            RuntimeFrame::Thinking(frame) | RuntimeFrame::Text(frame) => Some(&frame.request_id),
-            RuntimeFrame::ToolCall(frame) => Some(&frame.request_id),
-            RuntimeFrame::ToolResult(frame) => Some(&frame.request_id),
-            RuntimeFrame::Usage(frame) => Some(&frame.request_id),
-            RuntimeFrame::Result(frame) => Some(&frame.request_id),
-            RuntimeFrame::ProtocolError(frame) => frame.request_id.as_deref(),
-        }
-    }
-
-    /// Whether the frame belongs to a run (everything except `probe`, `ready` and `models`).
-    pub fn is_run_scoped(&self) -> bool {
-        !matches!(
-            self,
-            RuntimeFrame::Probe(_) | RuntimeFrame::Ready(_) | RuntimeFrame::Models(_)
-        )
-    }
+    frame_accessors!(RuntimeFrame);
 
     /// The frame as a JSON document (`v` and `type` included).
     pub fn to_value(&self) -> Value {
