@@ -14,7 +14,7 @@
 pub mod embedded;
 pub mod locate;
 
-pub use locate::{locate, CorpusDir};
+pub use locate::{choose, locate, CorpusDir};
 
 use serde::Deserialize;
 use serde_json::Value;

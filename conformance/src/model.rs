@@ -108,6 +108,49 @@ pub struct SuiteReport {
     /// (`--fixtures DIR`, `--time-scale F`, `--expectations FILE`, `--variant-env K=V`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rerun_args: Vec<String>,
+    /// Which corpus the run judged (absent in reports of kits before 0.1.0's gate hardening).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus: Option<CorpusInfo>,
+}
+
+/// Which corpus a run judged: where it came from, the hash and size of the whole corpus (before
+/// any selection), and whether that is exactly the corpus embedded in this kit, so a green gate
+/// over a swapped-in easy corpus cannot pass for a green gate over the kit's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorpusInfo {
+    /// Where the cases came from: `embedded`, or the directory and what named it.
+    pub source: String,
+    /// SHA-256 over every case file of the corpus (sorted by id), hex.
+    pub hash: String,
+    /// Every case in the corpus.
+    pub cases: usize,
+    /// The corpus is byte for byte the one embedded in this kit.
+    pub embedded: bool,
+}
+
+impl CorpusInfo {
+    /// One line naming the corpus: source, short hash, case count.
+    pub fn line(&self) -> String {
+        format!(
+            "corpus: {} ({} cases, sha256 {})",
+            self.source,
+            self.cases,
+            short_hash(&self.hash)
+        )
+    }
+
+    /// The loud note every output carries when the corpus is not the kit's own.
+    pub fn warning(&self) -> Option<String> {
+        (!self.embedded).then(|| {
+            format!(
+                "WARNING: NOT the kit's embedded corpus: {} ({} cases, sha256 {}); a pass says \
+                 nothing about the standard corpus",
+                self.source,
+                self.cases,
+                short_hash(&self.hash)
+            )
+        })
+    }
 }
 
 /// The abbreviated corpus hash reports print: its first 12 characters (all of a shorter one).

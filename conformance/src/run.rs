@@ -75,6 +75,10 @@ pub struct Flags {
     /// rules.json from the cwd up, else the corpus embedded in this binary).
     #[arg(long)]
     pub fixtures: Option<PathBuf>,
+    /// Run the corpus embedded in this binary, whatever $DSH_CONFORMANCE_FIXTURES or a fixtures/
+    /// dir nearby says (a CI gate's choice: no stray file can swap the corpus).
+    #[arg(long, conflicts_with = "fixtures")]
+    pub embedded_corpus: bool,
     /// Select cases whose id matches this glob (`*`, `?`; repeatable).
     #[arg(long = "case")]
     pub cases: Vec<String>,
@@ -200,12 +204,23 @@ fn catch_stop_signals() {
 
 fn run_cli(args: &Args) -> Result<u8, String> {
     let args: &Flags = &args.flags;
-    let corpus = crate::corpus::locate(args.fixtures.as_deref())?;
+    let corpus = crate::corpus::choose(args.fixtures.as_deref(), args.embedded_corpus)?;
     corpus.announce("run");
-    let config = config_from_args(args, corpus.path().to_path_buf())?;
-    let suite = Suite::prepare(&config).map_err(|e| e.to_string())?;
+    let mut config = config_from_args(args, corpus.path().to_path_buf())?;
+    config.corpus_source = Some(corpus.source_label());
+    let suite = match Suite::prepare(&config) {
+        Ok(suite) => suite,
+        Err(HarnessError::NoMatch(message)) => {
+            eprintln!("dsh-conformance run: {message}");
+            return Ok(EXIT_NOTHING_MEASURED);
+        }
+        Err(error) => return Err(error.to_string()),
+    };
     if args.list {
         return list(args, &suite);
+    }
+    if let Some(warning) = suite.corpus().warning() {
+        eprintln!("dsh-conformance run: {warning}");
     }
     if suite.entries().is_empty() {
         eprintln!(
@@ -490,6 +505,7 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
         expectations,
         verify: args.verify,
         driver_per_case: args.driver_per_case,
+        corpus_source: None,
     })
 }
 

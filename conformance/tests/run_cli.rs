@@ -125,6 +125,83 @@ fn passing_host_exits_0_and_writes_reports() {
         serde_json::from_str(&fs::read_to_string(&json).expect("json")).expect("parses");
     assert_eq!(report["cases"][0]["verdict"], "pass");
     assert_eq!(report["host"]["handshake"]["driver"], "sh-canned");
+    assert_names_a_swapped_corpus(&output, &junit, &markdown, &report, &kit);
+}
+
+/// A corpus other than the embedded one is named, with its hash and size, and warned about in
+/// every output, so a green run over an easy corpus cannot pass for the kit's own.
+fn assert_names_a_swapped_corpus(
+    output: &std::process::Output,
+    junit: &std::path::Path,
+    markdown: &std::path::Path,
+    report: &Value,
+    kit: &ShellDriverKit,
+) {
+    let source = format!("--fixtures {}", kit.fixtures().display());
+    assert_eq!(report["corpus"]["source"], source.as_str());
+    assert_eq!(report["corpus"]["cases"], 1);
+    assert_eq!(report["corpus"]["embedded"], false);
+    let hash = report["corpus"]["hash"].as_str().expect("hash");
+    assert_eq!(hash.len(), 64);
+    let stdout = stdout_of(output);
+    assert!(
+        stdout.contains("WARNING: NOT the kit's embedded corpus"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("NOT the kit's embedded corpus"));
+    let junit = fs::read_to_string(junit).expect("junit");
+    assert!(
+        junit.contains(r#"name="corpus_embedded" value="false""#),
+        "{junit}"
+    );
+    assert!(junit.contains(&format!(r#"name="corpus_sha256" value="{hash}""#)));
+    let markdown = fs::read_to_string(markdown).expect("markdown");
+    assert!(
+        markdown.contains("[!WARNING]") && markdown.contains("1 cases"),
+        "{markdown}"
+    );
+}
+
+/// `--embedded-corpus` runs the kit's own corpus whatever `$DSH_CONFORMANCE_FIXTURES` or a
+/// `fixtures/rules.json` in the working directory says (issue 23: a repository with one easy case
+/// passed the gate).
+#[test]
+fn embedded_corpus_ignores_a_planted_fixtures_dir_and_env() {
+    let kit = kit();
+    canned_available(&kit);
+    fs::write(kit.fixtures().join("rules.json"), r#"{"v":1,"rules":[{"id":"s5.test-rule","section":"5","kind":"normative","text":"A test."}]}"#).expect("rules");
+    let listed = |env: bool, embedded: bool| {
+        let mut command = assert_cmd::Command::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+        command
+            .args(["run", "--list", "--format", "json"])
+            .env_remove("DSH_CONFORMANCE_FIXTURES")
+            .current_dir(kit.path());
+        if env {
+            command.env("DSH_CONFORMANCE_FIXTURES", kit.fixtures());
+        }
+        if embedded {
+            command.arg("--embedded-corpus");
+        }
+        let output = command.output().expect("runs");
+        let items: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)));
+        items.as_array().expect("array").len()
+    };
+    assert_eq!(listed(true, false), 1, "the corpus the variable names");
+    assert_eq!(listed(false, false), 1, "the fixtures/ found from the cwd");
+    assert!(
+        listed(true, true) > 100,
+        "the embedded corpus, whatever the variable says"
+    );
+    assert!(
+        listed(false, true) > 100,
+        "the embedded corpus, whatever the cwd holds"
+    );
+    cli(&kit)
+        .args(["--embedded-corpus", "--list"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--fixtures"));
 }
 
 #[test]
@@ -617,7 +694,25 @@ fn selection_skip_list_json_fail_fast_shards_and_closed_pipes() {
         .args(["--list", "--case", "nothing.*"])
         .assert()
         .code(3)
-        .stderr(predicates::str::contains("no case matches the selection"));
+        .stderr(predicates::str::contains(
+            "--case \"nothing.*\" matches no case of the 3",
+        ));
+    // One glob of several matching nothing is a typo, not a smaller selection: exit 3, named.
+    cli(&kit)
+        .args(["--case", "discovery.*", "--case", "lifecycle.*"])
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains("--case \"lifecycle.*\""));
+    cli(&kit)
+        .args(["--list", "--skip", "*-b", "--skip", "*-c"])
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains("--skip \"*-c\" matches no case"));
+    let by_section_only = cli(&kit)
+        .args(["--list", "--section", "14"])
+        .output()
+        .expect("runs");
+    assert_eq!(by_section_only.status.code(), Some(3));
     cli(&kit)
         .args(["--list", "--skip", "["])
         .assert()

@@ -51,6 +51,18 @@ impl CorpusDir {
         }
     }
 
+    /// Where the corpus came from, as reports name it: `embedded`, or the directory and what
+    /// named it.
+    pub fn source_label(&self) -> String {
+        let dir = self.path.display();
+        match self.source {
+            Source::Flag => format!("--fixtures {dir}"),
+            Source::Env => format!("${FIXTURES_ENV}={dir}"),
+            Source::Found => format!("{dir} (found from the working directory)"),
+            Source::Embedded => "embedded".to_string(),
+        }
+    }
+
     /// One line saying where the corpus came from.
     pub fn describe(&self) -> String {
         match self.source {
@@ -73,6 +85,17 @@ pub fn locate(explicit: Option<&Path>) -> Result<CorpusDir, String> {
         std::env::var_os(FIXTURES_ENV).map(PathBuf::from),
         None,
     )
+}
+
+/// `--embedded-corpus`: the corpus embedded in the binary, whatever `$DSH_CONFORMANCE_FIXTURES`
+/// or a `fixtures/` directory nearby says (what a CI gate runs, so a stray file cannot swap the
+/// corpus it judges); otherwise [`locate`].
+pub fn choose(explicit: Option<&Path>, embedded_only: bool) -> Result<CorpusDir, String> {
+    if embedded_only {
+        embedded_dir()
+    } else {
+        locate(explicit)
+    }
 }
 
 /// [`locate`] with the environment and the starting directory given (tests).
@@ -112,6 +135,11 @@ pub fn locate_from(
     {
         return named(found, Source::Found, "fixtures");
     }
+    embedded_dir()
+}
+
+/// The embedded corpus, written to a temp dir.
+fn embedded_dir() -> Result<CorpusDir, String> {
     let temp = tempfile::Builder::new()
         .prefix("dsh-conformance-corpus-")
         .tempdir()

@@ -143,6 +143,14 @@ fn test_suite(report: &SuiteReport) -> TestSuite {
             ),
             property("runtime_variant", &report.runtime_variant),
         ])
+        .add_properties(report.corpus.iter().flat_map(|corpus| {
+            [
+                property("corpus_source", &corpus.source),
+                property("corpus_sha256", &corpus.hash),
+                property("corpus_cases", &corpus.cases.to_string()),
+                property("corpus_embedded", &corpus.embedded.to_string()),
+            ]
+        }))
         .add_test_cases(report.cases.iter().map(|case| test_case(report, case)));
     suite
 }

@@ -56,6 +56,12 @@ pub fn write_markdown(report: &SuiteReport, out: &mut dyn Write) -> io::Result<(
         markdown_text(&report.kit_version),
         markdown_code(short_hash(&report.corpus_hash))
     )?;
+    if let Some(corpus) = &report.corpus {
+        match corpus.warning() {
+            Some(warning) => writeln!(out, "> [!WARNING]\n> {}\n", markdown_text(&warning))?,
+            None => writeln!(out, "{}\n", markdown_text(&corpus.line()))?,
+        }
+    }
     writeln!(out, "**{}**\n", markdown_text(&summary_line(report)))?;
     for line in report.judged_lines() {
         writeln!(out, "- {}", markdown_text(&line))?;

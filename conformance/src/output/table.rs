@@ -124,6 +124,12 @@ pub fn write_table(
         terminal(&report.runtime_variant),
         terminal(short_hash(&report.corpus_hash)),
     )?;
+    if let Some(corpus) = &report.corpus {
+        writeln!(out, "{}", terminal(&corpus.line()))?;
+        if let Some(warning) = corpus.warning() {
+            writeln!(out, "{}", terminal(&warning))?;
+        }
+    }
     let rows: Vec<(Verdict, String, String, String)> = report
         .cases
         .iter()

@@ -67,6 +67,14 @@ impl ReportDocument {
         }
     }
 
+    /// The loud note when a suite ran a corpus other than the kit's embedded one.
+    pub fn corpus_warning(&self) -> Option<String> {
+        self.suites
+            .iter()
+            .filter_map(|suite| suite.corpus.as_ref())
+            .find_map(crate::model::CorpusInfo::warning)
+    }
+
     /// Wraps one `run --format json` suite as a one-cell report (for `diff`).
     pub fn from_suite(suite: SuiteReport) -> ReportDocument {
         let variant = VariantSpec {

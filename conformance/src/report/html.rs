@@ -152,6 +152,13 @@ pub fn write_report_html(document: &ReportDocument, out: &mut dyn Write) -> io::
         html(short_hash(&document.corpus_hash)),
         document.case_count()
     )?;
+    if let Some(warning) = document.corpus_warning() {
+        writeln!(
+            out,
+            "<p class=\"corpus-warning\" role=\"alert\">{}</p>",
+            html(&warning)
+        )?;
+    }
     writeln!(out, "<main>")?;
     write_totals(document, out)?;
     write_matrix(document, out)?;

@@ -43,6 +43,9 @@ pub fn write_report_markdown(document: &ReportDocument, out: &mut dyn Write) -> 
         document.variants.len(),
         document.case_count()
     )?;
+    if let Some(warning) = document.corpus_warning() {
+        writeln!(out, "> [!WARNING]\n> {}\n", markdown_text(&warning))?;
+    }
     let columns = verdict_columns(&document.suites);
     let header: Vec<&str> = columns.iter().map(|verdict| verdict.as_str()).collect();
     writeln!(out, "| host | variant | cases | {} |", header.join(" | "))?;

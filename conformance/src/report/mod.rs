@@ -46,6 +46,10 @@ pub struct Args {
     /// last).
     #[arg(long, value_name = "DIR")]
     pub fixtures: Option<PathBuf>,
+    /// Run the corpus embedded in this binary, whatever $DSH_CONFORMANCE_FIXTURES or a fixtures/
+    /// dir nearby says (as `run --embedded-corpus`).
+    #[arg(long, conflicts_with = "fixtures")]
+    pub embedded_corpus: bool,
     /// Cases run in parallel within one host x variant (default: the core count).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -190,7 +194,7 @@ fn fake_dsh_binary() -> Result<PathBuf, String> {
 /// Runs one cell through the harness library: the whole corpus, the host's expectations file.
 fn harness_cell(
     args: &Args,
-    fixtures: &Path,
+    corpus: &crate::corpus::CorpusDir,
     fake_dsh: &Path,
     host: &HostSpec,
     variant: &VariantSpec,
@@ -203,7 +207,7 @@ fn harness_cell(
     let config = run::SuiteConfig {
         host: host.command.clone(),
         host_name: Some(host.name.clone()),
-        fixtures: fixtures.to_path_buf(),
+        fixtures: corpus.path().to_path_buf(),
         selection: run::Selection::default(),
         jobs: args
             .jobs
@@ -217,6 +221,7 @@ fn harness_cell(
         expectations,
         verify: 1,
         driver_per_case: false,
+        corpus_source: Some(corpus.source_label()),
     };
     run::run_suite(&config).map_err(|error| error.to_string())
 }
@@ -247,7 +252,7 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let corpus = match crate::corpus::locate(args.fixtures.as_deref()) {
+    let corpus = match crate::corpus::choose(args.fixtures.as_deref(), args.embedded_corpus) {
         Ok(corpus) => corpus,
         Err(message) => {
             eprintln!("dsh-conformance report: {message}");
@@ -256,7 +261,7 @@ pub fn main(args: Args) -> ExitCode {
     };
     corpus.announce("report");
     let (suites, errors) = run_matrix(&config, &mut |host, variant| {
-        harness_cell(&args, corpus.path(), &fake_dsh, host, variant)
+        harness_cell(&args, &corpus, &fake_dsh, host, variant)
     });
     let mut document = build_document(&config, suites, errors, corpus.path());
     if !args.full_transcripts {

@@ -82,6 +82,18 @@ impl Selection {
         }
         Ok(())
     }
+
+    /// The `--case` and `--skip` globs that match no case id in `ids` (the whole corpus, before
+    /// any other filter), each named with its flag: a typo must not silently drop a selection or
+    /// leave a case in.
+    pub fn unmatched_globs<'a>(&self, ids: impl Iterator<Item = &'a str> + Clone) -> Vec<String> {
+        [("--case", &self.case_globs), ("--skip", &self.skip_globs)]
+            .into_iter()
+            .flat_map(|(flag, globs)| globs.iter().map(move |glob| (flag, glob)))
+            .filter(|(_, glob)| !ids.clone().any(|id| glob_match(glob, id)))
+            .map(|(flag, glob)| format!("{flag} {glob:?}"))
+            .collect()
+    }
 }
 
 /// One shard of N (`--shard K/N`, K from 1).

@@ -12,7 +12,7 @@ use super::case::{claims_reuse, run_case, CaseEnv, ReusedDriver};
 use super::expectations::Expectations;
 use super::selection::{corpus_hash, find_cases, shard_entries, CaseEntry, Selection};
 use super::verdict::{apply_xfail, decide, RULE_KIT};
-use crate::model::{Blame, CaseResult, HostInfo, SuiteReport, Verdict};
+use crate::model::{Blame, CaseResult, CorpusInfo, HostInfo, SuiteReport, Verdict};
 
 /// A runtime variant: a name and the extra env fake-dsh runs with (e.g. `FAKE_DSH_VERSION`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +78,8 @@ pub struct SuiteConfig {
     pub verify: usize,
     /// Start a driver for every case even when it claims `reuse`.
     pub driver_per_case: bool,
+    /// Where the fixtures dir came from, for the reports (`None`: its path).
+    pub corpus_source: Option<String>,
 }
 
 /// Called with each case's result (expectations applied) as soon as it finishes, from the
@@ -91,6 +93,8 @@ pub enum HarnessError {
     Host(String),
     FakeDsh(String),
     Config(String),
+    /// A `--case` or `--skip` glob that matches no case: nothing measured (exit 3).
+    NoMatch(String),
 }
 
 impl std::fmt::Display for HarnessError {
@@ -99,7 +103,8 @@ impl std::fmt::Display for HarnessError {
             HarnessError::Fixtures(m)
             | HarnessError::Host(m)
             | HarnessError::FakeDsh(m)
-            | HarnessError::Config(m) => f.write_str(m),
+            | HarnessError::Config(m)
+            | HarnessError::NoMatch(m) => f.write_str(m),
         }
     }
 }
@@ -109,6 +114,21 @@ impl std::error::Error for HarnessError {}
 /// One case's result and the driver's handshake reply (when it answered one).
 pub type EntryRun = (CaseResult, Option<serde_json::Value>);
 
+/// The whole corpus: its source, hash and size, and whether it is the embedded one.
+fn corpus_info(config: &SuiteConfig, found: &[CaseEntry]) -> CorpusInfo {
+    let hash = corpus_hash(&found.iter().collect::<Vec<_>>());
+    let embedded = hash == crate::corpus::embedded::case_hash();
+    CorpusInfo {
+        source: config
+            .corpus_source
+            .clone()
+            .unwrap_or_else(|| format!("fixtures {}", config.fixtures.display())),
+        hash,
+        cases: found.len(),
+        embedded,
+    }
+}
+
 /// A checked config with its selected cases, ready to run (all of them or one by one).
 pub struct Suite {
     config: SuiteConfig,
@@ -116,6 +136,8 @@ pub struct Suite {
     env: CaseEnv,
     /// Over the selection before `--shard`.
     corpus_hash: String,
+    /// The whole corpus the selection came from.
+    corpus: CorpusInfo,
     /// The pre-flight handshake, made once.
     preflight: OnceLock<Result<serde_json::Value, HarnessError>>,
 }
@@ -161,13 +183,25 @@ impl Suite {
             )));
         }
         config.selection.check().map_err(HarnessError::Config)?;
-        let entries: Vec<CaseEntry> = find_cases(&config.fixtures)
-            .map_err(|e| {
-                HarnessError::Fixtures(format!(
-                    "cannot read the fixtures dir {}: {e}",
-                    config.fixtures.display()
-                ))
-            })?
+        let found = find_cases(&config.fixtures).map_err(|e| {
+            HarnessError::Fixtures(format!(
+                "cannot read the fixtures dir {}: {e}",
+                config.fixtures.display()
+            ))
+        })?;
+        let unmatched = config
+            .selection
+            .unmatched_globs(found.iter().map(|entry| entry.id.as_str()));
+        if !unmatched.is_empty() {
+            return Err(HarnessError::NoMatch(format!(
+                "{} matches no case of the {} in {}",
+                unmatched.join(", "),
+                found.len(),
+                config.fixtures.display()
+            )));
+        }
+        let corpus = corpus_info(config, &found);
+        let entries: Vec<CaseEntry> = found
             .into_iter()
             .filter(|entry| config.selection.matches(entry))
             .collect();
@@ -197,6 +231,7 @@ impl Suite {
             entries,
             env,
             corpus_hash: hash,
+            corpus,
             preflight: OnceLock::new(),
         })
     }
@@ -214,7 +249,8 @@ impl Suite {
         self.config.variant.name.clone()
     }
 
-    /// The first line of a table run: kit, host, command, variant, corpus hash.
+    /// The head of a table run: kit, host, command, variant, selection hash; then the corpus line
+    /// and, when it is not the embedded corpus, the warning.
     pub fn header_line(&self) -> String {
         use crate::output::escape::{shell_join, terminal};
         format!(
@@ -225,7 +261,12 @@ impl Suite {
             terminal(&self.config.variant.name),
             crate::model::short_hash(&self.corpus_hash),
             self.entries.len()
-        )
+        ) + &format!("\n{}", terminal(&self.corpus.line()))
+            + &self
+                .corpus
+                .warning()
+                .map(|warning| format!("\n{}", terminal(&warning)))
+                .unwrap_or_default()
     }
 
     /// The selected cases, in id order.
@@ -341,7 +382,13 @@ impl Suite {
             cases,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             rerun_args: Vec::new(),
+            corpus: Some(self.corpus.clone()),
         }
+    }
+
+    /// The whole corpus the selection came from.
+    pub fn corpus(&self) -> &CorpusInfo {
+        &self.corpus
     }
 
     fn apply_expectations(&self, case: &mut CaseResult) {

@@ -167,6 +167,7 @@ pub fn sample_suite() -> SuiteReport {
         ],
         duration_ms: 12_345,
         rerun_args: Vec::new(),
+        corpus: None,
     }
 }
 
