@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# The gate of action.yml: runs the fixture corpus (the one embedded in dsh-conformance unless
-# GATE_FIXTURES names one) against a host, writes JUnit XML, the Markdown summary (appended to
-# $GITHUB_STEP_SUMMARY when set) and optionally the HTML compatibility report, and exits with
-# `dsh-conformance run`'s exit code (0 ok, 1 a case failed, 2 could not run, 3 nothing ran).
+# The gate of action.yml: runs the fixture corpus embedded in dsh-conformance (another corpus only
+# when GATE_FIXTURES names one, and then every output says so) against a host, writes JUnit XML,
+# the Markdown summary (appended to $GITHUB_STEP_SUMMARY when set) and optionally the HTML
+# compatibility report, and exits with `dsh-conformance run`'s exit code (0 ok, 1 a case failed,
+# 2 could not run, 3 nothing ran or a case glob matched nothing), or 2 when the report asked for
+# could not be written.
 #
-#   GATE_HOST          the host driver's command line (required), e.g. "node $PWD/driver.mjs"
+#   GATE_HOST          the host driver's command line (required), e.g. "node /abs/driver.mjs".
+#                      Split like a shell splits words, run without a shell: nothing is expanded
+#                      ($VAR stays as written), the same in `run` and `report`.
 #   GATE_EXPECTATIONS  the host's expectations file ({"v":1,"xfail":{...}}; optional)
-#   GATE_CASES         case id globs, space-separated (optional; default: every case)
+#   GATE_CASES         case id globs, space-separated (optional; default: every case); matched
+#                      against case ids only, never against files
 #   GATE_OUT           output directory (default: dsh-conformance-results)
 #   GATE_HTML_REPORT   "true" to also write GATE_OUT/report/report.html (runs the corpus again)
 #   GATE_TIME_SCALE    timeout multiplier for slow runners (default 1)
@@ -24,16 +29,28 @@ out=${GATE_OUT:-dsh-conformance-results}
 mkdir -p "$out" || fail "cannot create $out"
 out=$(cd "$out" && pwd)
 
-args=(run --host "$host" --time-scale "${GATE_TIME_SCALE:-1}"
-  --junit "$out/junit.xml" --markdown "$out/summary.md" --json "$out/report.json")
+# The corpus: the embedded one unless GATE_FIXTURES names another (never one found on disk).
+if [[ -n "${GATE_FIXTURES:-}" ]]; then
+  corpus=(--fixtures "$GATE_FIXTURES")
+else
+  corpus=(--embedded-corpus)
+fi
+common=(--host "$host" --time-scale "${GATE_TIME_SCALE:-1}" "${corpus[@]}")
 if [[ -n "${GATE_EXPECTATIONS:-}" ]]; then
   [[ -f "$GATE_EXPECTATIONS" ]] || fail "expectations file $GATE_EXPECTATIONS does not exist"
-  args+=(--expectations "$GATE_EXPECTATIONS")
+  expectations=$(cd "$(dirname "$GATE_EXPECTATIONS")" && pwd)/$(basename "$GATE_EXPECTATIONS")
+  common+=(--expectations "$expectations")
 fi
-[[ -z "${GATE_FIXTURES:-}" ]] || args+=(--fixtures "$GATE_FIXTURES")
+
+args=(run "${common[@]}" --junit "$out/junit.xml" --markdown "$out/summary.md"
+  --json "$out/report.json")
+# Word-split GATE_CASES with pathname expansion off: `lifecycle.*` is a case glob, not a file
+# glob (a `lifecycle.md` in the workspace must not replace it).
+set -f
 for glob in ${GATE_CASES:-}; do
   args+=(--case "$glob")
 done
+set +f
 
 status=0
 "$kit" "${args[@]}" || status=$?
@@ -42,19 +59,12 @@ if [[ -n "${GITHUB_STEP_SUMMARY:-}" && -f "$out/summary.md" ]]; then
 fi
 
 if [[ "${GATE_HTML_REPORT:-false}" == "true" ]]; then
-  json_string() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
-  expectations=""
-  if [[ -n "${GATE_EXPECTATIONS:-}" ]]; then
-    expectations=",\"expectations\":$(json_string "$(cd "$(dirname "$GATE_EXPECTATIONS")" && pwd)/$(basename "$GATE_EXPECTATIONS")")"
+  report_status=0
+  "$kit" report "${common[@]}" --host-name host --variant dsh-0.1.7-rc.1 --out "$out/report" \
+    || report_status=$?
+  if [[ ! -f "$out/report/report.html" ]] || ((report_status >= 2)); then
+    echo "gate: the HTML report could not be written (report exited $report_status)" >&2
+    ((status != 0)) || status=2
   fi
-  cat >"$out/report-config.json" <<JSON
-{"include_reference":false,
- "hosts":[{"name":"host","command":["sh","-c",$(json_string "$host")]$expectations}],
- "variants":[{"name":"dsh-0.1.7-rc.1","env":{"FAKE_DSH_VERSION":"0.1.7-rc.1"}}]}
-JSON
-  report_args=(report --config "$out/report-config.json" --out "$out/report"
-    --time-scale "${GATE_TIME_SCALE:-1}")
-  [[ -z "${GATE_FIXTURES:-}" ]] || report_args+=(--fixtures "$GATE_FIXTURES")
-  "$kit" "${report_args[@]}" || echo "gate: the HTML report run exited $?" >&2
 fi
 exit "$status"

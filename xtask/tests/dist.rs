@@ -2,9 +2,8 @@
 //! archive matches its checksum file, and the npm tarballs install offline into an empty npm
 //! project whose PATH has no cargo, where `npx fake-dsh`, `npx dsh-conformance run` (the embedded
 //! corpus against the reference host) and the same against the Node.js example host work.
-//! The same archive then goes through action.yml's shell steps: `scripts/install-kit.sh` (from a
-//! file:// URL, checksum checked) and `scripts/gate.sh` (JUnit, step summary, expectations file,
-//! HTML report). Skipped, saying so, when npm is not installed (`.ci/run` installs it).
+//! (action.yml's shell steps have their own tests: `action_scripts.rs`.) Skipped, saying so, when
+//! npm is not installed (`.ci/run` installs it).
 
 use sha2::{Digest, Sha256};
 use std::ffi::OsString;

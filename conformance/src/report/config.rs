@@ -103,6 +103,31 @@ impl MatrixConfig {
         }
     }
 
+    /// `report --host CMD`: one host, its command split as `run --host` splits it, without the
+    /// reference host; `variants` named as `run --variant` names them (none: the defaults).
+    pub fn one_host(
+        command: &str,
+        name: Option<&str>,
+        expectations: Option<&Path>,
+        variants: &[String],
+    ) -> Result<MatrixConfig, String> {
+        let host = HostSpec {
+            name: name.unwrap_or("host").to_string(),
+            command: crate::run::split_command(command)?,
+            expectations: expectations.map(Path::to_path_buf),
+        };
+        let config = MatrixConfig {
+            hosts: vec![host],
+            variants: if variants.is_empty() {
+                default_variants()
+            } else {
+                variants.iter().map(|name| variant(name)).collect()
+            },
+        };
+        config.check().map_err(|rule| format!("--host: {rule}"))?;
+        Ok(config)
+    }
+
     /// Parses a config file's text; `origin` names it in errors. Hosts listed add to the reference
     /// host unless one is named `reference` or `include_reference` is false; variants replace the
     /// defaults when given.

@@ -46,6 +46,20 @@ pub struct Args {
     /// last).
     #[arg(long, value_name = "DIR")]
     pub fixtures: Option<PathBuf>,
+    /// One host instead of a config file: its command line, split like `run --host` splits it
+    /// (like a shell splits words, nothing expanded), without the reference host beside it.
+    #[arg(long, value_name = "CMD", conflicts_with = "config")]
+    pub host: Option<String>,
+    /// With --host: its name in the report (default `host`).
+    #[arg(long, value_name = "NAME", requires = "host")]
+    pub host_name: Option<String>,
+    /// With --host: its expectations file ({"v":1,"xfail":{...}}).
+    #[arg(long, value_name = "FILE", requires = "host")]
+    pub expectations: Option<PathBuf>,
+    /// With --host: a runtime variant, named as `run --variant` names it (repeatable; default the
+    /// report's default variants).
+    #[arg(long, value_name = "NAME", requires = "host")]
+    pub variant: Vec<String>,
     /// Run the corpus embedded in this binary, whatever $DSH_CONFORMANCE_FIXTURES or a fixtures/
     /// dir nearby says (as `run --embedded-corpus`).
     #[arg(long, conflicts_with = "fixtures")]
@@ -227,9 +241,15 @@ fn harness_cell(
 }
 
 pub fn main(args: Args) -> ExitCode {
-    let config = match &args.config {
-        Some(path) => MatrixConfig::load(path),
-        None => Ok(MatrixConfig::default_matrix()),
+    let config = match (&args.config, &args.host) {
+        (Some(path), _) => MatrixConfig::load(path),
+        (None, Some(host)) => MatrixConfig::one_host(
+            host,
+            args.host_name.as_deref(),
+            args.expectations.as_deref(),
+            &args.variant,
+        ),
+        (None, None) => Ok(MatrixConfig::default_matrix()),
     };
     let config = match config {
         Ok(config) => config,

@@ -68,9 +68,10 @@ fn explain(host: &[String], failure: &str, status: &str, stderr: &str) -> String
         format!("  stderr (last {STDERR_TAIL_LINES} lines at most):\n{stderr}")
     };
     format!(
-        "the host driver failed the pre-flight handshake, so no case was run: {}\n  command: {}\n  status: {status}\n{stderr}",
+        "the host driver failed the pre-flight handshake, so no case was run: {}\n  command: {}{}\n  status: {status}\n{stderr}",
         terminal(failure),
         terminal(&shell_join(host)),
+        terminal(&super::suite::unexpanded_hint(host)),
     )
 }
 

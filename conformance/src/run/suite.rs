@@ -162,7 +162,8 @@ impl Suite {
             .ok_or_else(|| HarnessError::Host("the host command is empty".to_string()))?;
         let resolved = resolve_program(program).ok_or_else(|| {
             HarnessError::Host(format!(
-                "host driver not found or not executable: {program}"
+                "host driver not found or not executable: {program}{}",
+                unexpanded_hint(&config.host)
             ))
         })?;
         // The driver runs in the case root: a relative program path must not depend on that.
@@ -526,6 +527,20 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// The program's path: as given when it holds a `/`, else searched on `PATH`.
+/// A note for a host command holding `$NAME`: every step of the kit starts a host the same way,
+/// split like a shell splits words and run without a shell, so nothing is expanded (the GitHub
+/// Action's `host: node $GITHUB_WORKSPACE/driver.mjs` names a file called `$GITHUB_WORKSPACE`).
+pub fn unexpanded_hint(host: &[String]) -> String {
+    match host.iter().find(|word| word.contains('$')) {
+        Some(word) => format!(
+            "\n  note: {word:?} holds a `$`, but the host command runs without a shell and nothing is \
+             expanded: write the value itself (in a workflow: ${{{{ github.workspace }}}}, not \
+             $GITHUB_WORKSPACE)"
+        ),
+        None => String::new(),
+    }
+}
+
 pub fn resolve_program(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
         let path = PathBuf::from(program);
