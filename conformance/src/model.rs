@@ -24,6 +24,8 @@ pub enum Verdict {
     Untestable,
     /// The kit itself failed (invalid fixture, harness error): blamed on the kit.
     Error,
+    /// The run was stopped (Ctrl-C, SIGTERM) while the case was in flight: no verdict.
+    Interrupted,
 }
 
 impl Verdict {
@@ -42,6 +44,7 @@ impl Verdict {
             Verdict::Xpass => "xpass",
             Verdict::Untestable => "untestable",
             Verdict::Error => "error",
+            Verdict::Interrupted => "interrupted",
         }
     }
 }

@@ -177,10 +177,12 @@ fn interrupted_code() -> u8 {
     u8::try_from(128 + LAST_SIGNAL.load(Ordering::SeqCst)).unwrap_or(EXIT_INTERRUPTED)
 }
 
-/// The first SIGINT or SIGTERM lets the running cases finish (their temp dirs are removed as
-/// usual) and prints the partial summary. A second one removes every case's temp dir still
-/// alive (journals hold prompts) and ends the process at once; the per-case supervisors kill
-/// the drivers' trees when they see the harness gone.
+/// The first SIGINT or SIGTERM starts no new case and ends the cases in flight at once (their
+/// drivers' process groups are killed, their supervisors kill the rest of each tree, and they are
+/// reported `interrupted`); their temp dirs are removed as usual, the partial summary is printed
+/// and the outputs are written. A second one removes every case's temp dir still alive (journals
+/// hold prompts) and ends the process at once; the per-case supervisors kill the drivers' trees
+/// when they see the harness gone.
 fn catch_stop_signals() {
     use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
     let action = SigAction::new(
@@ -194,6 +196,10 @@ fn catch_stop_signals() {
     }
     std::thread::spawn(|| loop {
         std::thread::sleep(std::time::Duration::from_millis(20));
+        if SIGNALS.load(Ordering::SeqCst) >= 1 && !driver::interrupted() {
+            let ended = driver::interrupt_all();
+            eprintln!("dsh-conformance run: interrupted; ended {ended} case(s) in flight");
+        }
         if SIGNALS.load(Ordering::SeqCst) >= 2 {
             let removed = world::remove_live_worlds();
             eprintln!("dsh-conformance run: stopped by a second signal; removed {removed} case temp dir(s)");

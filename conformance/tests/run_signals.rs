@@ -1,5 +1,7 @@
-//! A `run` stopped by SIGTERM (issue 17 item 5): the case in flight finishes, every case temp dir
-//! is removed (journals hold prompts), the partial summary is printed and the exit status is 143.
+//! A `run` stopped by SIGTERM (issue 17 item 5, issue 23 item 16): the case in flight is ended at
+//! once and reported `interrupted` (not left to wait out its own bounds), every case temp dir is
+//! removed (journals hold prompts), the partial summary and the JSON report are written and the
+//! exit status is 143.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -34,10 +36,12 @@ impl Drop for Reaped {
 }
 
 #[test]
-fn sigterm_removes_the_temp_dirs_and_prints_the_partial_summary() {
+fn sigterm_ends_the_case_in_flight_and_prints_the_partial_summary() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    let json = tmp.path().join("report.json");
     let host = fake_dsh::locate::binary("dsh-host-driver");
+    // The runtime never writes ready: the host waits 10 s for it, the case up to 30 s.
     let mut run = Reaped(Some(
         Command::new(fake_dsh::locate::binary("dsh-conformance"))
             .arg("run")
@@ -47,7 +51,14 @@ fn sigterm_removes_the_temp_dirs_and_prints_the_partial_summary() {
             .arg(&fixtures)
             .arg("--fake-dsh")
             .arg(fake_dsh::locate::binary("fake-dsh"))
-            .args(["--case", "lifecycle.*", "--jobs", "1", "--color", "never"])
+            .args([
+                "--case",
+                "lifecycle.ready-timeout",
+                "--case",
+                "lifecycle.first-run-*",
+            ])
+            .args(["--jobs", "1", "--color", "never", "--json"])
+            .arg(&json)
             .env("TMPDIR", tmp.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -62,16 +73,26 @@ fn sigterm_removes_the_temp_dirs_and_prints_the_partial_summary() {
     let child = run.0.take().expect("the run");
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM sent");
-    // The case in flight finishes within its own deadline; the output pipes are read meanwhile.
     let output = child.wait_with_output().expect("the run ends");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(143), "{stdout}\n{stderr}");
     assert!(
-        stderr.contains("stopped early (interrupted)"),
+        stderr.contains("ended 1 case(s) in flight")
+            && stderr.contains("stopped early (interrupted)"),
         "the partial summary says why: {stderr}"
     );
-    assert!(stdout.contains(" pass, "), "a summary line: {stdout}");
+    assert!(stdout.contains("1 interrupted"), "a summary line: {stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report.json")).expect("json");
+    let cases = report["cases"].as_array().expect("cases");
+    assert_eq!(
+        cases.len(),
+        1,
+        "the longest wait ran first, alone: {cases:?}"
+    );
+    assert_eq!(cases[0]["id"], "lifecycle.ready-timeout");
+    assert_eq!(cases[0]["verdict"], "interrupted", "{cases:?}");
     let left = case_dirs(tmp.path());
     assert!(left.is_empty(), "case temp dirs left behind: {left:?}");
 }

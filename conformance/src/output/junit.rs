@@ -104,6 +104,7 @@ fn status(report: &SuiteReport, case: &CaseResult) -> (TestCaseStatus, Option<St
             )
         }
         Verdict::Xfail => (skipped(format!("xfail: {}", message(case))), None),
+        Verdict::Interrupted => (skipped(format!("interrupted: {}", message(case))), None),
         Verdict::NonStrict | Verdict::Informational => {
             let mut note = format!("{}: {}", case.verdict.as_str(), message(case));
             if let Some(entry) = &case.interpretation {

@@ -39,7 +39,7 @@ pub fn verdict_style(verdict: Verdict) -> anstyle::Style {
         Verdict::Pass => AnsiColor::Green.on_default(),
         Verdict::Fail | Verdict::Xpass | Verdict::Untestable => AnsiColor::Red.on_default().bold(),
         Verdict::NonStrict | Verdict::Informational => AnsiColor::Yellow.on_default(),
-        Verdict::Skipped | Verdict::Xfail => AnsiColor::Cyan.on_default(),
+        Verdict::Skipped | Verdict::Xfail | Verdict::Interrupted => AnsiColor::Cyan.on_default(),
         Verdict::Error => AnsiColor::Magenta.on_default().bold(),
     }
 }

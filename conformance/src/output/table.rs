@@ -14,11 +14,12 @@ pub struct TableOptions {
 
 /// The order verdicts are listed in every summary and totals table: passing kinds first, then
 /// the ones that need a look, `fail` last.
-pub const VERDICT_ORDER: [Verdict; 9] = [
+pub const VERDICT_ORDER: [Verdict; 10] = [
     Verdict::Pass,
     Verdict::NonStrict,
     Verdict::Informational,
     Verdict::Skipped,
+    Verdict::Interrupted,
     Verdict::Xfail,
     Verdict::Xpass,
     Verdict::Untestable,

@@ -6,7 +6,7 @@
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("report-data").textContent);
-  var order = ["pass", "non-strict", "informational", "skipped", "xfail", "xpass", "untestable", "error", "fail"];
+  var order = ["pass", "non-strict", "informational", "skipped", "interrupted", "xfail", "xpass", "untestable", "error", "fail"];
   var flagged = ["fail", "xpass", "untestable", "error"];
   var table = document.querySelector("table.matrix");
   var rows = Array.prototype.slice.call(table.querySelectorAll("tr.case"));

@@ -9,6 +9,7 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -37,6 +38,35 @@ const OWNED_ENV: &[&str] = &[
     "FAKE_DSH_JOURNAL",
     "FAKE_DSH_VERSION",
 ];
+
+/// The process groups of the drivers started and not yet reaped (an unreaped driver keeps its
+/// group id reserved, so signalling one from here never reaches a stranger).
+static LIVE_GROUPS: Mutex<Vec<Pid>> = Mutex::new(Vec::new());
+/// Set by [`interrupt_all`]: no driver starts after it.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+fn live_groups() -> std::sync::MutexGuard<'static, Vec<Pid>> {
+    LIVE_GROUPS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Ends every case in flight at once (the first Ctrl-C or SIGTERM of `run`): SIGKILLs each live
+/// driver's process group, whose supervisor then kills the rest of its tree, and refuses to start
+/// another driver. Returns how many drivers it ended.
+pub fn interrupt_all() -> usize {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    let groups = live_groups();
+    for group in groups.iter() {
+        let _ = killpg(*group, Signal::SIGKILL);
+    }
+    groups.len()
+}
+
+/// Whether [`interrupt_all`] was called: the cases that were in flight are interrupted.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
 
 /// How to start a driver.
 #[derive(Debug, Clone)]
@@ -133,10 +163,16 @@ impl Driver {
         }
         command.envs(spec.env.iter().map(|(k, v)| (k, v)));
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut groups = live_groups();
+        if interrupted() {
+            return Err(DriverError::Kit("the run was interrupted".to_string()));
+        }
         let mut child = command
             .spawn()
             .map_err(|e| DriverError::Io(format!("cannot start the driver {}: {e}", program)))?;
         let pgid = Pid::from_raw(child.id() as i32);
+        groups.push(pgid);
+        drop(groups);
         let stdout = child
             .stdout
             .take()
@@ -366,6 +402,7 @@ impl Driver {
         }
         self.stdin = None;
         let _ = killpg(self.pgid, Signal::SIGKILL);
+        live_groups().retain(|group| *group != self.pgid);
         let _ = self.child.wait();
         self.reaped = true;
     }

@@ -139,7 +139,11 @@ pub fn decide(findings: &[Finding], skipped: Option<&str>) -> Decision {
 /// Skipped and error cases keep their verdict (they say nothing about the host's known failures).
 pub fn apply_xfail(verdict: Verdict, reason: &str, why: &mut Option<String>) -> Verdict {
     match verdict {
-        Verdict::Skipped | Verdict::Error | Verdict::Xfail | Verdict::Xpass => verdict,
+        Verdict::Skipped
+        | Verdict::Error
+        | Verdict::Interrupted
+        | Verdict::Xfail
+        | Verdict::Xpass => verdict,
         Verdict::Fail | Verdict::Untestable => Verdict::Xfail,
         Verdict::Pass | Verdict::NonStrict | Verdict::Informational => {
             *why = Some(format!(
