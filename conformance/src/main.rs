@@ -58,6 +58,9 @@ fn version() -> String {
 }
 
 fn main() -> ExitCode {
+    dsh_protocol::lifeline::watch(|| {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGTERM);
+    });
     // clap keeps a version as `&'static str`; this one string lives as long as the process anyway.
     let version: &'static str = Box::leak(version().into_boxed_str());
     let matches = Cli::command().version(version).get_matches();

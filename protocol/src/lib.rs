@@ -9,11 +9,14 @@
 //! - [`lines`]: a bounded-memory line framer (CRLF, empty lines, the 1 MiB limit).
 //! - [`needles`]: the encoded forms of a secret that redaction and leak scans look for.
 //! - [`checker`]: the strict per-run state machine of spec sections 6 and 7.
+//! - [`lifeline`]: the npm shim's contract with the native binaries (they stop when it is gone);
+//!   here because this is the one crate all three link.
 
 pub mod arguments;
 pub mod checker;
 pub mod frame_ref;
 pub mod frames;
+pub mod lifeline;
 pub mod lines;
 pub mod needles;
 pub mod scan;

@@ -28,6 +28,9 @@ Environment:
 ";
 
 fn main() {
+    dsh_protocol::lifeline::watch(|| {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGTERM);
+    });
     match std::env::args().nth(1).as_deref() {
         None => {}
         Some("--help" | "-h") => {

@@ -1,8 +1,13 @@
 // Finds the native binaries of dsh-conformance in the platform package npm installed through
 // optionalDependencies (the esbuild pattern), and runs them with the caller's stdio, exit code
 // and signals. Plain CommonJS, Node's standard library only.
+//
+// Trust: the platform package is looked up only where npm, pnpm and yarn put this package's own
+// dependencies (its own node_modules, or the node_modules it sits in), never through Node's module
+// search (parent directories, NODE_PATH), and its name and version must be this package's.
 "use strict";
 
+const fs = require("fs");
 const path = require("path");
 const { spawn } = require("child_process");
 
@@ -17,6 +22,33 @@ const PLATFORMS = {
 /** The names of the binaries every platform package ships. */
 const BINARIES = ["dsh-conformance", "fake-dsh", "dsh-host-driver"];
 
+/** The variable naming the lifeline descriptor (protocol/src/lifeline.rs reads it). */
+const LIFELINE_ENV = "DSH_CONFORMANCE_LIFELINE";
+
+/** This package's directory (symlinks resolved, as pnpm links packages) and manifest. */
+function ownPackage() {
+  const dir = fs.realpathSync(path.join(__dirname, ".."));
+  const manifest = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+  return { dir, version: manifest.version };
+}
+
+/** The places a package manager puts this package's dependency `pkg`, nearest first. */
+function candidateDirs(own, pkg) {
+  const candidates = [path.join(own.dir, "node_modules", pkg)];
+  const parent = path.dirname(own.dir);
+  if (path.basename(parent) === "node_modules") candidates.push(path.join(parent, pkg));
+  return candidates;
+}
+
+/** The manifest at `dir`, or null when there is none. */
+function manifestAt(dir) {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+  } catch (error) {
+    return null;
+  }
+}
+
 /** The directory holding the three binaries (put it on PATH, or point DSH_BIN at fake-dsh in it). */
 function binDir() {
   const key = `${process.platform}-${process.arch}`;
@@ -26,16 +58,22 @@ function binDir() {
       `dsh-conformance has no binaries for ${key} (supported: ${Object.keys(PLATFORMS).join(", ")})`,
     );
   }
-  let manifest;
-  try {
-    manifest = require.resolve(`${pkg}/package.json`);
-  } catch (error) {
-    throw new Error(
-      `dsh-conformance: the platform package ${pkg} is not installed ` +
-        `(was it skipped by --no-optional / --omit=optional? reinstall without it)`,
-    );
+  const own = ownPackage();
+  for (const dir of candidateDirs(own, pkg)) {
+    const manifest = manifestAt(dir);
+    if (!manifest) continue;
+    if (manifest.name !== pkg || manifest.version !== own.version) {
+      throw new Error(
+        `dsh-conformance: ${dir} holds ${manifest.name}@${manifest.version}, ` +
+          `not ${pkg}@${own.version}: refusing to run it (reinstall dsh-conformance)`,
+      );
+    }
+    return path.join(dir, "bin");
   }
-  return path.join(path.dirname(manifest), "bin");
+  throw new Error(
+    `dsh-conformance: the platform package ${pkg}@${own.version} is not installed beside ` +
+      `dsh-conformance (was it skipped by --no-optional / --omit=optional? reinstall without it)`,
+  );
 }
 
 /** The absolute path of one binary: `binPath("fake-dsh")`. */
@@ -46,7 +84,14 @@ function binPath(name) {
   return path.join(binDir(), name);
 }
 
-/** Runs a binary with this process's arguments and stdio; exits with its code or signal. */
+/**
+ * Runs a binary with this process's arguments and stdio; exits with its code or signal.
+ *
+ * The binary runs in a process group of its own, so a terminal's Ctrl-C (sent to the foreground
+ * group) reaches it once, through this shim, not twice; every SIGINT, SIGTERM and SIGHUP this shim
+ * gets is forwarded exactly once. The binary also holds one end of a pipe (the lifeline): if this
+ * shim dies without forwarding anything (SIGKILL), the binary sees the pipe close and stops.
+ */
 function run(name) {
   let binary;
   try {
@@ -55,7 +100,11 @@ function run(name) {
     process.stderr.write(`${error.message}\n`);
     process.exit(2);
   }
-  const child = spawn(binary, process.argv.slice(2), { stdio: "inherit" });
+  const child = spawn(binary, process.argv.slice(2), {
+    stdio: ["inherit", "inherit", "inherit", "pipe"],
+    detached: true,
+    env: { ...process.env, [LIFELINE_ENV]: "3" },
+  });
   const forward = (signal) => () => child.kill(signal);
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, forward(signal));
   child.on("error", (error) => {
