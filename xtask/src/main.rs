@@ -1,7 +1,7 @@
 //! `cargo xtask`: the repo's chores, each a subcommand that drives cargo and the kit's binaries.
 //!
 //! - `suite`: the main job: the corpus against the reference host with fake-dsh, results table.
-//! - `ci`: everything CI checks: formatting, clippy, the tests, the corpus lint.
+//! - `ci`: everything CI checks, fast failures first (see [`ci`]).
 //! - `check-corpus`: fixtures valid, ids unique, every spec rule covered.
 //! - `install-fake-dsh --dir DIR`: put fake-dsh on a PATH directory as `dsh`.
 //! - `bench`: the performance figures of docs/performance.md.
@@ -12,6 +12,7 @@
 mod bench;
 mod bench_real_dsh;
 mod bench_runs;
+mod ci;
 mod dist;
 mod kit;
 mod mutants;
@@ -60,7 +61,7 @@ enum Task {
 fn main() -> ExitCode {
     let result = match Cli::parse().task {
         Task::Suite { args } => suite(&args),
-        Task::Ci => ci(),
+        Task::Ci => ci::ci(),
         Task::CheckCorpus => check_corpus(),
         Task::InstallFakeDsh { dir } => install_fake_dsh(&dir),
         Task::Bench => bench(),
@@ -196,74 +197,6 @@ fn check_corpus() -> Outcome {
     ]);
     lint.arg(workspace_root().join("fixtures"));
     run("lint the fixture corpus", lint)
-}
-
-fn ci() -> Outcome {
-    // The differential and end-to-end tests need the real runtime; no registry fails CI loudly.
-    real_dsh::install()?;
-    let mut fmt = cargo();
-    fmt.args(["fmt", "--all", "--", "--check"]);
-    run("cargo fmt --check", fmt)?;
-    let mut clippy = cargo();
-    clippy.args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--quiet",
-        "--",
-        "-D",
-        "warnings",
-    ]);
-    run("cargo clippy", clippy)?;
-    check_corpus()?;
-    let mut test = cargo();
-    // Every test binary runs even after one fails, so one CI log names every failure.
-    test.args(["test", "--workspace", "--no-fail-fast"]);
-    run_tests_with_total("cargo test --workspace --no-fail-fast", test)
-}
-
-/// Runs a `cargo test`, echoing its stdout, and ends with one total over all its test binaries
-/// (`ci: N passed, N failed, N skipped`), so a reader of the log need not add up the per-binary
-/// lines (the last of which is a doc-test binary that often runs nothing).
-fn run_tests_with_total(step: &str, mut command: Command) -> Outcome {
-    use std::io::{BufRead, BufReader};
-    eprintln!("xtask: {step}");
-    let mut child = command
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|error| Failure {
-            message: format!("{step}: could not start: {error}"),
-            code: 2,
-        })?;
-    let mut totals = [0u64; 3];
-    if let Some(stdout) = child.stdout.take() {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            println!("{line}");
-            if let Some(counts) = line.strip_prefix("test result: ") {
-                for (index, label) in [" passed", " failed", " ignored"].iter().enumerate() {
-                    totals[index] += counts
-                        .split(';')
-                        .find_map(|part| {
-                            part.trim()
-                                .trim_start_matches("ok. ")
-                                .trim_start_matches("FAILED. ")
-                                .strip_suffix(label)
-                        })
-                        .and_then(|n| n.trim().parse::<u64>().ok())
-                        .unwrap_or(0);
-                }
-            }
-        }
-    }
-    let status = child.wait().map_err(|error| Failure {
-        message: format!("{step}: {error}"),
-        code: 2,
-    })?;
-    println!(
-        "ci: {} passed, {} failed, {} skipped",
-        totals[0], totals[1], totals[2]
-    );
-    exit_outcome(step, status)
 }
 
 fn install_fake_dsh(dir: &Path) -> Outcome {

@@ -78,7 +78,8 @@ pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String>
         .stderr(Stdio::inherit())
         .process_group(0);
     // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe; if the proxy is SIGKILLed, the runtime
-    // dies with it instead of running on unobserved.
+    // dies with it instead of running on unobserved. (Linux only: macOS has no such call.)
+    #[cfg(target_os = "linux")]
     unsafe {
         child_command.pre_exec(|| {
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)

@@ -3,7 +3,6 @@
 //! `schemas/driver/`, and bounds everything a hostile driver can do (time, output, exit).
 
 use nix::sys::signal::{killpg, Signal};
-use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -369,22 +368,48 @@ impl Driver {
         }
     }
 
-    /// Waits (without reaping, so the group id stays reserved) for the driver to exit.
+    /// Waits (on Linux without reaping, so the group id stays reserved) for the driver to exit.
     fn wait_exit(&mut self, deadline: Instant) -> Option<i32> {
         loop {
-            match waitid(
-                Id::Pid(self.pgid),
-                WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT,
-            ) {
-                Ok(WaitStatus::Exited(_, code)) => return Some(code),
-                Ok(WaitStatus::Signaled(_, signal, _)) => return Some(128 + signal as i32),
-                Ok(_) => {}
-                Err(_) => return None,
+            match self.exit_status_now() {
+                Ok(Some(code)) => return Some(code),
+                Ok(None) => {}
+                Err(()) => return None,
             }
             if Instant::now() >= deadline {
                 return None;
             }
             std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The driver's exit status (`128 + n` for a signal) if it has exited, leaving it unreaped.
+    #[cfg(target_os = "linux")]
+    fn exit_status_now(&mut self) -> Result<Option<i32>, ()> {
+        use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+        match waitid(
+            Id::Pid(self.pgid),
+            WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT,
+        ) {
+            Ok(WaitStatus::Exited(_, code)) => Ok(Some(code)),
+            Ok(WaitStatus::Signaled(_, signal, _)) => Ok(Some(128 + signal as i32)),
+            Ok(_) => Ok(None),
+            Err(_) => Err(()),
+        }
+    }
+
+    /// The driver's exit status (`128 + n` for a signal) if it has exited. macOS has no
+    /// `WNOWAIT` through nix, so the driver is reaped here; the group id stays reserved while any
+    /// member of the group lives, which is all the later group kill needs.
+    #[cfg(not(target_os = "linux"))]
+    fn exit_status_now(&mut self) -> Result<Option<i32>, ()> {
+        use std::os::unix::process::ExitStatusExt;
+        match self.child.try_wait() {
+            Ok(Some(status)) => Ok(status
+                .code()
+                .or_else(|| status.signal().map(|signal| 128 + signal))),
+            Ok(None) => Ok(None),
+            Err(_) => Err(()),
         }
     }
 

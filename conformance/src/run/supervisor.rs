@@ -15,6 +15,7 @@
 //! per-case token (`super::leftovers`), which a daemon with a cleared environment evades.
 
 use super::leftovers::Leftover;
+#[cfg(target_os = "linux")]
 use super::procfs;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -91,6 +92,7 @@ pub fn take(report: &Path) -> Vec<Leftover> {
     killed
 }
 
+#[cfg(target_os = "linux")]
 fn append_report(report: &Path, killed: &[Leftover]) {
     use std::io::Write;
     let lines: String = killed
