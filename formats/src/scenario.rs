@@ -341,13 +341,15 @@ impl Action {
         }
     }
 
-    /// Whether the action makes the runtime outlast the host's bounds: it hangs, ignores
-    /// SIGTERM, or spawns a child (which may itself ignore SIGTERM or leave the process tree).
-    pub fn waits_on_bounds(&self) -> bool {
-        matches!(
-            self,
-            Action::Hang(_) | Action::IgnoreSigterm(_) | Action::SpawnChild(_)
-        )
+    /// A rough count of the host's bounds the action makes a run wait out (for scheduling only):
+    /// one for a hang or for ignoring SIGTERM, two for a child (the runtime's end and the
+    /// child's own).
+    pub fn bounds_waited(&self) -> usize {
+        match self {
+            Action::Hang(_) | Action::IgnoreSigterm(_) => 1,
+            Action::SpawnChild(_) => 2,
+            _ => 0,
+        }
     }
 
     /// Whether the action starts a daemon that leaves the runtime's process group.
@@ -590,10 +592,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(scenario.actions().count(), 4);
-        assert_eq!(
-            scenario.actions().filter(|a| a.waits_on_bounds()).count(),
-            2
-        );
+        let waits: usize = scenario.actions().map(Action::bounds_waited).sum();
+        assert_eq!(waits, 3);
         assert_eq!(scenario.actions().filter(|a| a.detaches()).count(), 1);
         assert!(scenario.profile_installed());
         assert!(!parse(r#"{"profile": "missing"}"#, "f")
