@@ -41,7 +41,7 @@ pub struct Case {
     pub rules: Vec<String>,
     #[serde(default)]
     pub requires: Vec<Capability>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// The fake-dsh scenario, checked against `scenario.schema.json` when the case loads.
     #[serde(default)]
@@ -240,7 +240,7 @@ pub struct RunStep {
     pub cwd: String,
     #[serde(default)]
     pub model: ModelRoute,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_on: Option<CancelOn>,
     /// How the harness writes the project dir in the driver's `run` (default: canonical).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -954,6 +954,36 @@ mod tests {
         let case = parse(GOOD).expect("loads");
         let text = serde_json::to_string(&case).expect("serializes");
         assert_eq!(parse(&text).expect("reloads"), case);
+    }
+
+    #[test]
+    fn every_corpus_case_written_back_matches_the_fixture_schema_and_loads_the_same() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+        let mut checked = 0;
+        for area in std::fs::read_dir(&fixtures).unwrap() {
+            let area = area.unwrap().path();
+            if !area.is_dir() {
+                continue;
+            }
+            for file in std::fs::read_dir(&area).unwrap() {
+                let file = file.unwrap().path();
+                if file.extension().is_none_or(|ext| ext != "json") {
+                    continue;
+                }
+                let case = load_case(&file).unwrap_or_else(|error| panic!("{error}"));
+                let written = serde_json::to_value(&case).unwrap();
+                let checked_schema =
+                    dsh_protocol::schema::validate("fixture.schema.json", &written);
+                assert!(
+                    checked_schema.is_ok(),
+                    "{}: {checked_schema:?}",
+                    file.display()
+                );
+                assert_eq!(parse_case(&file, &written.to_string()).unwrap(), case);
+                checked += 1;
+            }
+        }
+        assert!(checked > 200, "only {checked} cases found");
     }
 
     #[test]
