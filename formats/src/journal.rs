@@ -102,3 +102,38 @@ pub struct Entry {
     #[serde(flatten)]
     pub event: Event,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_entry_flattens_its_event_matches_the_schema_and_round_trips() {
+        let entry = Entry {
+            v: 1,
+            pid: 42,
+            t_ms: 7,
+            event: Event::Start {
+                ppid: 1,
+                pgid: 42,
+                sid: 1,
+                argv: vec!["dsh".into(), "--stdio".into()],
+                cwd: "/tmp".into(),
+                env_names: vec!["PATH".into()],
+                mode: Mode::Stdio,
+                invocation: Some(0),
+            },
+        };
+        let line = serde_json::to_value(&entry).unwrap();
+        assert_eq!(line["event"], "start");
+        assert_eq!(line["mode"], "stdio");
+        let checked = dsh_protocol::schema::validate(JOURNAL_SCHEMA_PATH, &line);
+        assert!(checked.is_ok(), "{line}: {checked:?}");
+        assert_eq!(serde_json::from_value::<Entry>(line).unwrap(), entry);
+        let bare = serde_json::to_value(Event::frame("text")).unwrap();
+        assert_eq!(
+            bare,
+            serde_json::json!({"event": "frame", "frame_type": "text"})
+        );
+    }
+}
