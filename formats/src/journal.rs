@@ -82,6 +82,20 @@ pub enum Event {
 }
 
 impl Event {
+    /// The event's `event` member: `start`, `command`, `frame`, `stdin_closed`, `signal`,
+    /// `child` or `exit`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Start { .. } => "start",
+            Event::Command { .. } => "command",
+            Event::Frame { .. } => "frame",
+            Event::StdinClosed => "stdin_closed",
+            Event::Signal { .. } => "signal",
+            Event::Child { .. } => "child",
+            Event::Exit { .. } => "exit",
+        }
+    }
+
     /// A `frame` entry with no extra member (raw bytes, or a frame that needs none).
     pub fn frame(frame_type: impl Into<String>) -> Event {
         Event::Frame {
@@ -125,7 +139,7 @@ mod tests {
             },
         };
         let line = serde_json::to_value(&entry).unwrap();
-        assert_eq!(line["event"], "start");
+        assert_eq!(line["event"], entry.event.name());
         assert_eq!(line["mode"], "stdio");
         let checked = dsh_protocol::schema::validate(JOURNAL_SCHEMA_PATH, &line);
         assert!(checked.is_ok(), "{line}: {checked:?}");
