@@ -117,7 +117,10 @@ pub fn fixture_main(args: FixtureArgs) -> ExitCode {
             "--id {id:?} is not a case id (^[a-z0-9-]+(\\.[a-z0-9-]+)+$)"
         ));
     }
-    let case = match fixture::case_from_recording(&args.recording, &id) {
+    let case = fixture::case_from_recording(&args.recording, &id).and_then(|case| {
+        serde_json::to_value(case).map_err(|error| format!("encoding the case: {error}"))
+    });
+    let case = match case {
         Ok(case) => case,
         Err(why) => return fail(why),
     };

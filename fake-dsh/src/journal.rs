@@ -1,10 +1,10 @@
 //! The journal (docs/journal.md): one JSON line per event, each appended with a single `write` on
 //! an `O_APPEND` descriptor so lines from concurrent fake-dsh processes never interleave. Within
 //! a process the writes are serialized, and the final `exit` entry is written under the same lock
-//! right before `_exit`, so no thread is ever cut off mid-line by the process ending.
+//! right before `_exit`, so no thread is ever cut off mid-line by the process ending. The entries'
+//! typed form is `dsh_formats::journal`, shared with the harness that reads them.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+pub use dsh_formats::journal::{Entry, Event, ExitReason, Mode};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -13,101 +13,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The environment variable naming the journal file.
 pub const JOURNAL_ENV: &str = "FAKE_DSH_JOURNAL";
-
-/// What a process was started to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    Version,
-    Probe,
-    Models,
-    Stdio,
-    Plugin,
-    Child,
-    Error,
-}
-
-/// Why a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExitReason {
-    ScriptEnd,
-    ResultSent,
-    ExitAction,
-    Signal,
-    StdinClosed,
-    Watchdog,
-    Error,
-}
-
-/// One journal line without its common members (`v`, `pid`, `t_ms`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
-    Start {
-        ppid: i32,
-        pgid: i32,
-        sid: i32,
-        argv: Vec<String>,
-        cwd: String,
-        env_names: Vec<String>,
-        mode: Mode,
-        invocation: Option<u64>,
-    },
-    Command {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        command: Option<Value>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        raw: Option<String>,
-    },
-    Frame {
-        frame_type: String,
-        /// On `ready`: whether the host had written to stdin before it.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        stdin_pending: Option<bool>,
-        /// On a `result` with an `error`, and on `protocol_error`: the frame's error code.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        code: Option<String>,
-        /// On `thinking` and `text` whose `content` is the empty string: true.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        empty: Option<bool>,
-    },
-    StdinClosed,
-    Signal {
-        signal: String,
-        ignored: bool,
-    },
-    Child {
-        child_pid: i32,
-        ignores_sigterm: bool,
-    },
-    Exit {
-        code: i32,
-        reason: ExitReason,
-    },
-}
-
-impl Event {
-    /// A `frame` entry with no extra member (raw bytes, or a frame that needs none).
-    pub fn frame(frame_type: impl Into<String>) -> Event {
-        Event::Frame {
-            frame_type: frame_type.into(),
-            stdin_pending: None,
-            code: None,
-            empty: None,
-        }
-    }
-}
-
-/// One whole journal line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
-    pub v: u64,
-    pub pid: i32,
-    pub t_ms: u64,
-    #[serde(flatten)]
-    pub event: Event,
-}
 
 /// Milliseconds since the Unix epoch, wall clock.
 pub fn now_ms() -> u64 {
@@ -209,8 +114,16 @@ pub fn count_stdio_starts(file: &File) -> u64 {
     BufReader::new(file)
         .lines()
         .map_while(Result::ok)
-        .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
-        .filter(|entry| entry["event"] == "start" && entry["mode"] == "stdio")
+        .filter_map(|line| serde_json::from_str::<Entry>(&line).ok())
+        .filter(|entry| {
+            matches!(
+                entry.event,
+                Event::Start {
+                    mode: Mode::Stdio,
+                    ..
+                }
+            )
+        })
         .count() as u64
 }
 
@@ -261,6 +174,7 @@ pub fn record_stdio_start(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn entries_flatten_their_event_and_round_trip() {
@@ -324,12 +238,19 @@ mod tests {
         ];
         for event in events {
             let entry: Value = serde_json::from_slice(&entry_line(event)).unwrap();
-            let checked = dsh_protocol::schema::validate("journal.schema.json", &entry);
+            let checked =
+                dsh_protocol::schema::validate(dsh_formats::journal::JOURNAL_SCHEMA_PATH, &entry);
             assert!(checked.is_ok(), "{entry}: {checked:?}");
         }
         let bad = serde_json::json!({"v": 1, "event": "exit", "pid": 1, "t_ms": 0, "code": 0, "reason": "bored"});
-        assert!(dsh_protocol::schema::validate("journal.schema.json", &bad).is_err());
+        assert!(
+            dsh_protocol::schema::validate(dsh_formats::journal::JOURNAL_SCHEMA_PATH, &bad)
+                .is_err()
+        );
         let both = serde_json::json!({"v": 1, "event": "command", "pid": 1, "t_ms": 0, "command": {}, "raw": "x"});
-        assert!(dsh_protocol::schema::validate("journal.schema.json", &both).is_err());
+        assert!(
+            dsh_protocol::schema::validate(dsh_formats::journal::JOURNAL_SCHEMA_PATH, &both)
+                .is_err()
+        );
     }
 }

@@ -4,8 +4,14 @@
 
 use super::redact::{map_strings, Redactor};
 use super::transcript::{Meta, STDIN_FILE, STDOUT_FILE};
+use dsh_formats::case::{
+    CancelAfter, CancelOn, Capability, Case, ExecuteExpect, ExpectedCode, ModelRoute, OnEvent,
+    ResumeExpect, RunExpect, RunStep, SessionExpect, Step,
+};
+use dsh_formats::scenario::{Action, NoOptions, OptionalPatch, RepeatSpec, Scenario, Timeout};
+use dsh_protocol::frames::Status;
 use dsh_protocol::{LineEvent, LineFramer, MAX_LINE_BYTES};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::io::Read;
 use std::path::Path;
 
@@ -20,6 +26,13 @@ struct RecordedExecute {
     resume_session_id: Option<String>,
     cwd: Option<String>,
     model: Option<Value>,
+}
+
+impl RecordedExecute {
+    /// Whether a frame belongs to the recorded run (carries its `request_id`).
+    fn owns(&self, frame: &Value) -> bool {
+        frame.get("request_id").and_then(Value::as_str) == Some(self.request_id.as_str())
+    }
 }
 
 /// Read the host's commands: the first execute, and every prompt (for redaction).
@@ -177,17 +190,18 @@ impl Scrubber<'_> {
 }
 
 /// One stdout line as a replay action, plus its frame (when it was a JSON object).
-fn line_action(bytes: &[u8], newline: bool, scrubber: &Scrubber<'_>) -> (Value, Option<Value>) {
+fn line_action(bytes: &[u8], newline: bool, scrubber: &Scrubber<'_>) -> (Action, Option<Value>) {
     let terminator = if newline { "\n" } else { "" };
     if newline {
         if let Ok(frame @ Value::Object(_)) = serde_json::from_slice::<Value>(bytes) {
-            let scrubbed = scrubber.json(&frame);
-            return (json!({ "frame": scrubbed }), Some(frame));
+            if let Value::Object(scrubbed) = scrubber.json(&frame) {
+                return (Action::Frame(scrubbed), Some(frame));
+            }
         }
     }
     match std::str::from_utf8(bytes) {
         Ok(text) => (
-            json!({ "raw": format!("{}{terminator}", scrubber.text(text)) }),
+            Action::Raw(format!("{}{terminator}", scrubber.text(text))),
             None,
         ),
         Err(_) => {
@@ -199,10 +213,7 @@ fn line_action(bytes: &[u8], newline: bool, scrubber: &Scrubber<'_>) -> (Value, 
                 [scrubbed.as_bytes(), b"\xff"].concat()
             };
             out.extend_from_slice(terminator.as_bytes());
-            (
-                json!({ "raw_base64": dsh_protocol::needles::base64(&out) }),
-                None,
-            )
+            (Action::RawBase64(dsh_protocol::needles::base64(&out)), None)
         }
     }
 }
@@ -255,42 +266,47 @@ pub fn rule_for_violation(code: &str) -> &'static str {
     }
 }
 
-/// The whole case for the recording in `dir`.
-pub fn case_from_recording(dir: &Path, id: &str) -> Result<Value, String> {
-    let meta = Meta::read(dir)?;
-    let mut redactor = Redactor::new(super::redact::credential_values_from_env());
-    let execute = read_commands(dir, &mut redactor)?;
-    let events = read_stdout(dir)?;
+/// The recorded turn's stdout as a replay script, with what the host should have reported of it.
+struct Replay {
+    /// One action per stdout line, `read_execute` (and `wait_cancel`) inserted where the host
+    /// wrote them, and the recorded exit code.
+    script: Vec<Action>,
+    /// The normalized events the host reports for the run's own frames, in order.
+    event_types: Vec<&'static str>,
+    /// The last of those reported before the recorded cancel.
+    last_event_before_cancel: Option<&'static str>,
+}
 
-    let own = |frame: &Value| {
-        frame.get("request_id").and_then(Value::as_str) == Some(execute.request_id.as_str())
+/// How long a replayed wait (`read_execute`, `wait_cancel`) lasts at most.
+fn replay_wait() -> Timeout {
+    Timeout {
+        timeout_ms: Some(REPLAY_WAIT_MS),
+    }
+}
+
+/// The session the recorded turn ran in: its `session` frame's, else its `result`'s, else the
+/// one the host asked to resume.
+fn recorded_session_id(parsed: &[Option<Value>], execute: &RecordedExecute) -> Option<String> {
+    let own_of_type = |kind: &str| {
+        parsed.iter().flatten().find(|frame| {
+            execute.owns(frame) && frame.get("type").and_then(Value::as_str) == Some(kind)
+        })
     };
-    let parsed: Vec<Option<Value>> = events
-        .iter()
-        .map(|event| match event {
-            LineEvent::Line { bytes, .. } => serde_json::from_slice::<Value>(bytes).ok(),
-            _ => None,
-        })
-        .collect();
-    let session_id = parsed
-        .iter()
-        .flatten()
-        .filter(|frame| own(frame))
-        .find(|frame| frame.get("type").and_then(Value::as_str) == Some("session"))
-        .or_else(|| {
-            parsed
-                .iter()
-                .flatten()
-                .filter(|frame| own(frame))
-                .find(|frame| frame.get("type").and_then(Value::as_str) == Some("result"))
-        })
+    own_of_type("session")
+        .or_else(|| own_of_type("result"))
         .and_then(|frame| frame.get("session_id"))
         .and_then(Value::as_str)
         .map(str::to_string)
-        .or_else(|| execute.resume_session_id.clone());
+        .or_else(|| execute.resume_session_id.clone())
+}
 
+/// The placeholders that replace the recorded ids, cwd and home, longest recorded text first.
+fn substitutions(
+    execute: &RecordedExecute,
+    session_id: Option<&String>,
+) -> Vec<(String, &'static str)> {
     let mut substitutions = vec![(execute.request_id.clone(), "{{request_id}}")];
-    if let Some(session_id) = &session_id {
+    if let Some(session_id) = session_id {
         substitutions.push((session_id.clone(), "{{session_id}}"));
     }
     if let Some(cwd) = execute.cwd.as_ref().filter(|cwd| cwd.len() > 1) {
@@ -302,86 +318,107 @@ pub fn case_from_recording(dir: &Path, id: &str) -> Result<Value, String> {
         }
     }
     substitutions.sort_by_key(|(recorded, _)| std::cmp::Reverse(recorded.len()));
-    let scrubber = Scrubber {
-        substitutions,
-        redactor: &redactor,
-    };
+    substitutions
+}
 
-    // The actions, one per stdout line, with read_execute after the lines written before it.
-    let mut script: Vec<Value> = Vec::new();
+/// One recorded stdout event as a replay action, its line number and its frame.
+fn event_action(
+    event: &LineEvent,
+    redacted: Option<&Vec<u8>>,
+    scrubber: &Scrubber<'_>,
+) -> (usize, Action, Option<Value>) {
+    match event {
+        LineEvent::Line { number, bytes } => {
+            let bytes = redacted.map_or(&bytes[..], Vec::as_slice);
+            let (action, frame) = line_action(bytes, true, scrubber);
+            (*number, action, frame)
+        }
+        LineEvent::Truncated { number, bytes } => {
+            let (action, frame) = line_action(bytes, false, scrubber);
+            (*number, action, frame)
+        }
+        LineEvent::TooLarge { number } => (
+            *number,
+            Action::Repeat(RepeatSpec {
+                text: "x".to_string(),
+                bytes: MAX_LINE_BYTES as u64 + 1,
+                newline: true,
+            }),
+            None,
+        ),
+    }
+}
+
+/// The replay script of the recorded stdout: one action per line, `read_execute` after the lines
+/// written before the host's execute, `wait_cancel` where the host cancelled, the exit code last.
+fn replay(
+    events: &[LineEvent],
+    parsed: &[Option<Value>],
+    execute: &RecordedExecute,
+    scrubber: &Scrubber<'_>,
+    meta: &Meta,
+) -> Replay {
+    let cancel_after = meta.run.cancel_after_stdout_lines;
+    let split_redacted = redact_split_deltas(parsed, scrubber.redactor);
+    let mut replay = Replay {
+        script: Vec::new(),
+        event_types: Vec::new(),
+        last_event_before_cancel: None,
+    };
     let mut read_execute_at: Option<usize> = None;
     let mut cancel_at: Option<usize> = None;
-    let cancel_after = meta.run.cancel_after_stdout_lines;
-    let mut event_types: Vec<&'static str> = Vec::new();
-    let mut last_event_before_cancel: Option<&'static str> = None;
     let mut previous_own_type: Option<String> = None;
-    let split_redacted = redact_split_deltas(&parsed, &redactor);
-    for (index, (event, frame)) in events.iter().zip(&parsed).enumerate() {
-        let (number, action, frame_value) = match event {
-            LineEvent::Line { number, bytes } => {
-                let bytes = split_redacted.get(&index).map_or(&bytes[..], Vec::as_slice);
-                let (action, frame) = line_action(bytes, true, &scrubber);
-                (*number, action, frame)
-            }
-            LineEvent::Truncated { number, bytes } => {
-                let (action, frame) = line_action(bytes, false, &scrubber);
-                (*number, action, frame)
-            }
-            LineEvent::TooLarge { number } => (
-                *number,
-                json!({"repeat": {"text": "x", "bytes": MAX_LINE_BYTES + 1, "newline": true}}),
-                None,
-            ),
-        };
+    for (index, (event, frame)) in events.iter().zip(parsed).enumerate() {
+        let (number, action, frame_value) =
+            event_action(event, split_redacted.get(&index), scrubber);
         let frame = frame.as_ref().or(frame_value.as_ref());
-        let is_run_frame = frame.is_some_and(|frame| {
-            own(frame) || frame.get("type").and_then(Value::as_str) == Some("protocol_error")
-        });
+        let frame_type = frame
+            .and_then(|frame| frame.get("type"))
+            .and_then(Value::as_str);
+        let is_run_frame =
+            frame.is_some_and(|frame| execute.owns(frame)) || frame_type == Some("protocol_error");
         if read_execute_at.is_none() && is_run_frame {
-            read_execute_at = Some(script.len());
+            read_execute_at = Some(replay.script.len());
         }
-        script.push(action);
-        if read_execute_at.is_none()
-            && frame
-                .and_then(|frame| frame.get("type"))
-                .and_then(Value::as_str)
-                == Some("ready")
-        {
-            read_execute_at = Some(script.len());
+        replay.script.push(action);
+        if read_execute_at.is_none() && frame_type == Some("ready") {
+            read_execute_at = Some(replay.script.len());
         }
-        if let Some(frame) = frame.filter(|frame| own(frame)) {
-            let frame_type = frame
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            if let Some(event) = event_for(&frame_type) {
+        if frame.is_some_and(|frame| execute.owns(frame)) {
+            let frame_type = frame_type.unwrap_or_default();
+            if let Some(event) = event_for(frame_type) {
                 if frame_type == "thinking" && previous_own_type.as_deref() != Some("thinking") {
-                    event_types.push("thinking_start");
+                    replay.event_types.push("thinking_start");
                 }
-                event_types.push(event);
+                replay.event_types.push(event);
                 if cancel_after.is_some_and(|after| number <= after) {
-                    last_event_before_cancel = Some(event);
+                    replay.last_event_before_cancel = Some(event);
                 }
             }
-            previous_own_type = Some(frame_type);
+            previous_own_type = Some(frame_type.to_string());
         }
         if cancel_after == Some(number) {
-            cancel_at = Some(script.len());
+            cancel_at = Some(replay.script.len());
         }
     }
-    let read_execute_at = read_execute_at.unwrap_or(script.len());
-    let wait = json!({"timeout_ms": REPLAY_WAIT_MS});
+    let read_execute_at = read_execute_at.unwrap_or(replay.script.len());
     if cancel_after.is_some() {
-        let at = cancel_at.unwrap_or(script.len()).max(read_execute_at);
-        script.insert(at, json!({"wait_cancel": wait}));
+        let at = cancel_at
+            .unwrap_or(replay.script.len())
+            .max(read_execute_at);
+        replay.script.insert(at, Action::WaitCancel(replay_wait()));
     }
-    script.insert(read_execute_at, json!({"read_execute": wait}));
+    replay
+        .script
+        .insert(read_execute_at, Action::ReadExecute(replay_wait()));
     if let Some(code) = meta.exit_code.filter(|code| *code != 0) {
-        script.push(json!({"exit": code}));
+        replay.script.push(Action::Exit(code));
     }
+    replay
+}
 
-    // The recorded outcome, as the host should report it.
+/// The recorded outcome as the host should report it: a status and the code that goes with it.
+fn recorded_outcome(meta: &Meta) -> (Status, Option<String>) {
     let violation = meta
         .violations
         .iter()
@@ -392,99 +429,185 @@ pub fn case_from_recording(dir: &Path, id: &str) -> Result<Value, String> {
         .and_then(Value::as_str);
     let resume_rejected =
         result.and_then(|result| result.get("resume_rejected")) == Some(&Value::Bool(true));
-    let resumed = execute.resume_session_id.is_some();
-    let (status, code): (&str, Option<&str>) = match (violation, result_status) {
-        (Some(violation), _) => ("failed", Some(violation.code.as_str())),
+    let (status, code) = match (violation, result_status) {
+        (Some(violation), _) => (Status::Failed, Some(violation.code.as_str())),
         (None, Some("failed")) if resume_rejected => {
-            ("failed", Some("DSH_PROFILE_RESUME_REJECTED"))
+            (Status::Failed, Some("DSH_PROFILE_RESUME_REJECTED"))
         }
-        (None, Some("failed")) => ("failed", Some("DSH_PROFILE_RUN_FAILED")),
-        (None, Some("cancelled")) => ("cancelled", None),
-        (None, Some("completed")) => ("completed", None),
-        (None, _) => ("failed", Some("DSH_PROFILE_MISSING_RESULT")),
+        (None, Some("failed")) => (Status::Failed, Some("DSH_PROFILE_RUN_FAILED")),
+        (None, Some("cancelled")) => (Status::Cancelled, None),
+        (None, Some("completed")) => (Status::Completed, None),
+        (None, _) => (Status::Failed, Some("DSH_PROFILE_MISSING_RESULT")),
     };
-    let mut expect = Map::new();
-    expect.insert("status".into(), json!(status));
-    expect.insert("code".into(), json!(code));
-    let session_frame_seen = event_types.first() == Some(&"status");
-    match (status, session_frame_seen) {
-        ("completed", _) | ("cancelled", true) => {
-            expect.insert(
-                "session".into(),
-                json!(if resumed { "resumed" } else { "new" }),
-            );
-        }
-        (_, false) if code != Some("DSH_PROFILE_RUN_FAILED") => {
-            expect.insert("session".into(), json!("none"));
-        }
-        _ => {}
-    }
-    if status == "completed" {
-        expect.insert("events".into(), json!(event_types));
-    } else if session_frame_seen {
-        expect.insert("events_include".into(), json!([{"type": "status"}]));
-    }
-    expect.insert(
-        "execute".into(),
-        json!({"resume": if resumed { "previous" } else { "none" }, "bootstrap": !resumed}),
-    );
+    (status, code.map(str::to_string))
+}
 
-    let mut run = Map::new();
-    run.insert("conversation".into(), json!("c1"));
-    run.insert("prompt".into(), json!(REPLAY_PROMPT));
-    if let Some(model) = execute
-        .model
-        .as_ref()
-        .filter(|model| model.get("provider").is_some() && model.get("id").is_some())
-    {
-        run.insert(
-            "model".into(),
-            json!({"provider": model["provider"], "id": model["id"]}),
-        );
+/// What the replayed run must end with: the recorded outcome, session and events, and the
+/// execute the host sent.
+fn run_expect(status: Status, code: Option<&str>, replay: &Replay, resumed: bool) -> RunExpect {
+    let session_frame_seen = replay.event_types.first() == Some(&"status");
+    let session = match (status, session_frame_seen) {
+        (Status::Completed, _) | (Status::Cancelled, true) => Some(if resumed {
+            SessionExpect::Resumed
+        } else {
+            SessionExpect::New
+        }),
+        (_, false) if code != Some("DSH_PROFILE_RUN_FAILED") => Some(SessionExpect::None),
+        _ => None,
+    };
+    let status_event = || {
+        let mut event = Map::new();
+        event.insert("type".into(), Value::String("status".into()));
+        vec![event]
+    };
+    RunExpect {
+        status: Some(status),
+        code: ExpectedCode::Is(code.map(str::to_string)),
+        session,
+        events: (status == Status::Completed).then(|| {
+            replay
+                .event_types
+                .iter()
+                .map(|event| event.to_string())
+                .collect()
+        }),
+        events_include: (status != Status::Completed && session_frame_seen).then(status_event),
+        execute: Some(ExecuteExpect {
+            resume: Some(if resumed {
+                ResumeExpect::Previous
+            } else {
+                ResumeExpect::None
+            }),
+            bootstrap: Some(!resumed),
+        }),
+        ..RunExpect::default()
     }
-    let mut requires = Vec::new();
-    if cancel_after.is_some() {
-        let cancel_on = match last_event_before_cancel {
-            Some(event) if event != "thinking_delta" => json!({"event": event}),
-            Some(_) => json!({"event": "thinking_start"}),
-            None => json!({"after_ms": 0}),
-        };
-        run.insert("cancel_on".into(), cancel_on);
-        requires.push("cancel");
-    }
+}
 
-    let mut steps = Vec::new();
+/// The replayed `run` step's action: the recorded model, and a cancel where the host cancelled.
+fn replay_run(execute: &RecordedExecute, replay: &Replay, cancelled: bool) -> RunStep {
+    let recorded_model = execute.model.as_ref().and_then(|model| {
+        Some(ModelRoute {
+            provider: model.get("provider")?.as_str()?.to_string(),
+            id: model.get("id")?.as_str()?.to_string(),
+        })
+    });
+    let cancel_on = cancelled.then(|| match replay.last_event_before_cancel {
+        Some(event) if event != "thinking_delta" => CancelOn::Event(OnEvent {
+            event: event.to_string(),
+        }),
+        Some(_) => CancelOn::Event(OnEvent {
+            event: "thinking_start".to_string(),
+        }),
+        None => CancelOn::AfterMs(CancelAfter { after_ms: 0 }),
+    });
+    RunStep {
+        conversation: "c1".to_string(),
+        prompt: REPLAY_PROMPT.to_string(),
+        cwd: "project".to_string(),
+        model: recorded_model.unwrap_or_default(),
+        cancel_on,
+        cwd_form: None,
+        start_on: None,
+        route: None,
+        reasoning_effort: None,
+    }
+}
+
+/// The first turn a resumed recording needs: the default agent makes the session to resume.
+fn first_turn(run: &RunStep) -> (Vec<Action>, Step) {
+    let script = vec![
+        Action::Ready(OptionalPatch::default()),
+        Action::ReadExecute(replay_wait()),
+        Action::Agent(NoOptions {}),
+    ];
+    let step = Step::Run {
+        run: RunStep {
+            cancel_on: None,
+            ..run.clone()
+        },
+        expect: Box::new(RunExpect {
+            status: Some(Status::Completed),
+            session: Some(SessionExpect::New),
+            ..RunExpect::default()
+        }),
+    };
+    (script, step)
+}
+
+/// The whole case for the recording in `dir`.
+pub fn case_from_recording(dir: &Path, id: &str) -> Result<Case, String> {
+    let meta = Meta::read(dir)?;
+    let mut redactor = Redactor::new(super::redact::credential_values_from_env());
+    let execute = read_commands(dir, &mut redactor)?;
+    let events = read_stdout(dir)?;
+    let parsed: Vec<Option<Value>> = events
+        .iter()
+        .map(|event| match event {
+            LineEvent::Line { bytes, .. } => serde_json::from_slice::<Value>(bytes).ok(),
+            _ => None,
+        })
+        .collect();
+    let session_id = recorded_session_id(&parsed, &execute);
+    let scrubber = Scrubber {
+        substitutions: substitutions(&execute, session_id.as_ref()),
+        redactor: &redactor,
+    };
+    let replay = replay(&events, &parsed, &execute, &scrubber, &meta);
+    let (status, code) = recorded_outcome(&meta);
+    let resumed = execute.resume_session_id.is_some();
+    let cancelled = meta.run.cancel_after_stdout_lines.is_some();
+    let run = replay_run(&execute, &replay, cancelled);
+
     let mut stdio = Vec::new();
+    let mut steps = Vec::new();
     if resumed {
-        // The recorded turn resumed a session: a first turn by the default agent makes one.
-        stdio.push(json!([{"ready": {}}, {"read_execute": wait}, {"agent": {}}]));
-        let mut first_run = run.clone();
-        first_run.remove("cancel_on");
-        steps.push(json!({"run": first_run, "expect": {"status": "completed", "session": "new"}}));
+        let (script, step) = first_turn(&run);
+        stdio.push(script);
+        steps.push(step);
     }
-    stdio.push(Value::Array(script));
-    steps.push(json!({"run": run, "expect": expect}));
+    let expect = run_expect(status, code.as_deref(), &replay, resumed);
+    stdio.push(replay.script);
+    steps.push(Step::Run {
+        run,
+        expect: Box::new(expect),
+    });
 
     let recorded_on = meta.started_at.get(..10).unwrap_or("an unknown date");
-    let mut rules = rules_for(code, status);
-    if resumed && status == "completed" {
+    let mut rules = rules_for(code.as_deref(), status.as_str());
+    if resumed && status == Status::Completed {
         rules.push("s7.followup-same-session");
     }
-    Ok(json!({
-        "v": 1,
-        "id": id,
-        "summary": format!("Replays a turn recorded on {recorded_on} ({status}{})", code.map(|code| format!(", {code}")).unwrap_or_default()),
-        "spec": ["6", "7"],
-        "rules": rules,
-        "requires": requires,
-        "runtime": {"stdio": stdio},
-        "steps": steps,
-    }))
+    let code_note = code
+        .as_ref()
+        .map(|code| format!(", {code}"))
+        .unwrap_or_default();
+    Ok(Case {
+        v: 1,
+        id: id.to_string(),
+        summary: format!(
+            "Replays a turn recorded on {recorded_on} ({}{code_note})",
+            status.as_str()
+        ),
+        spec: vec!["6".to_string(), "7".to_string()],
+        rules: rules.into_iter().map(str::to_string).collect(),
+        requires: cancelled
+            .then_some(Capability::Cancel)
+            .into_iter()
+            .collect(),
+        timeout_ms: None,
+        runtime: Scenario {
+            stdio,
+            ..Scenario::default()
+        },
+        steps,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn recording_files_are_read_bounded_and_only_when_regular() {

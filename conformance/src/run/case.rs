@@ -774,9 +774,9 @@ impl<'a> Runner<'a> {
             json!({"v": 1, "type": "setup", "id": id, "tarball": tarball, "manifest": manifest});
         let reply = self.request(driver, &request, "setup_done", Some("setup"))?;
         let entries = self.check_step_processes(journal, from, "setup");
-        let invoked = entries
-            .iter()
-            .any(|entry| entry.event() == "start" && entry.mode() == Some("plugin"));
+        let invoked = entries.iter().any(|entry| {
+            entry.event() == "start" && entry.mode() == Some(dsh_formats::journal::Mode::Plugin)
+        });
         let installed = (world.profile_file().is_file(), invoked);
         let misses = expect::setup(expect, &reply, installed, self.codes());
         self.misses(misses, &expect.interpretations);
@@ -894,7 +894,8 @@ impl<'a> Runner<'a> {
         }
         if let Ok((entries, cut_off_tail)) = journal.read_with_cut_off_tail() {
             for entry in &entries {
-                self.transcript.push(format!("journal: {}", entry.value));
+                self.transcript
+                    .push(format!("journal: {}", entry.to_json()));
             }
             if let Some(tail) = cut_off_tail {
                 self.transcript.push(format!(

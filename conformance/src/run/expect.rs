@@ -306,7 +306,7 @@ impl RunSeen<'_> {
             .iter()
             .rev()
             .filter(|entry| entry.event() == "frame")
-            .find_map(|entry| entry.value.get("code").and_then(Value::as_str))
+            .find_map(|entry| entry.frame_code())
     }
 }
 

@@ -2,6 +2,7 @@
 //! names: which are still alive, and ending the ones a host left behind.
 
 use super::procfs;
+use dsh_formats::journal::{self as format, Event, Mode};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -10,53 +11,83 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct Entry {
     pub line: usize,
-    pub value: Value,
+    /// The line in the journal's shared model.
+    pub entry: format::Entry,
 }
 
 impl Entry {
-    pub fn event(&self) -> &str {
-        self.value
-            .get("event")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+    /// The `event` member.
+    pub fn event(&self) -> &'static str {
+        self.entry.event.name()
     }
     pub fn pid(&self) -> Option<i32> {
-        self.value
-            .get("pid")
-            .and_then(Value::as_i64)
-            .and_then(|pid| i32::try_from(pid).ok())
+        Some(self.entry.pid)
     }
-    pub fn mode(&self) -> Option<&str> {
-        self.value.get("mode").and_then(Value::as_str)
+    /// A `start` entry's mode.
+    pub fn mode(&self) -> Option<Mode> {
+        match &self.entry.event {
+            Event::Start { mode, .. } => Some(*mode),
+            _ => None,
+        }
+    }
+    /// A `start` entry's argv.
+    pub fn argv(&self) -> Option<&[String]> {
+        match &self.entry.event {
+            Event::Start { argv, .. } => Some(argv),
+            _ => None,
+        }
+    }
+    /// A `start` entry's working directory.
+    pub fn cwd(&self) -> Option<&str> {
+        match &self.entry.event {
+            Event::Start { cwd, .. } => Some(cwd),
+            _ => None,
+        }
+    }
+    /// A `command` entry's command, when the host's line was JSON.
+    pub fn command(&self) -> Option<&Value> {
+        match &self.entry.event {
+            Event::Command { command, .. } => command.as_ref(),
+            _ => None,
+        }
+    }
+    /// A `frame` entry's error code (a `result` error's or a `protocol_error`'s).
+    pub fn frame_code(&self) -> Option<&str> {
+        match &self.entry.event {
+            Event::Frame { code, .. } => code.as_deref(),
+            _ => None,
+        }
+    }
+    /// Whether a `frame` entry (a `ready`) says the host had written to stdin before it.
+    pub fn stdin_pending(&self) -> bool {
+        matches!(
+            self.entry.event,
+            Event::Frame {
+                stdin_pending: Some(true),
+                ..
+            }
+        )
     }
     /// The token `journal_order` / `journal_absent` name this entry by: `command:cancel`,
     /// `stdin_closed`, `signal:SIGTERM`, `exit`, `start`, `frame:text`, `child`.
     pub fn token(&self) -> String {
-        match self.event() {
-            "command" => {
+        match &self.entry.event {
+            Event::Command { .. } => {
                 let kind = self
-                    .value
-                    .pointer("/command/type")
+                    .command()
+                    .and_then(|command| command.get("type"))
                     .and_then(Value::as_str)
                     .unwrap_or("raw");
                 format!("command:{kind}")
             }
-            "signal" => format!(
-                "signal:{}",
-                self.value
-                    .get("signal")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?")
-            ),
-            "frame" => format!(
-                "frame:{}",
-                self.value
-                    .get("frame_type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?")
-            ),
-            other => other.to_string(),
+            Event::Signal { signal, .. } => format!("signal:{signal}"),
+            Event::Frame { frame_type, .. } => format!("frame:{frame_type}"),
+            other => other.name().to_string(),
         }
+    }
+    /// The line as JSON, for the transcript.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(&self.entry).unwrap_or(Value::Null)
     }
 }
 
@@ -76,7 +107,7 @@ impl Journal {
         &self.path
     }
 
-    /// Every entry so far. A line that is not JSON is a kit fault (fake-dsh wrote it), except a
+    /// Every entry so far. A line that is not a journal entry is a kit fault (fake-dsh wrote it), except a
     /// last line without its newline that stops mid-entry: a write cut off by SIGKILL (or still
     /// under way), which [`Journal::read_with_cut_off_tail`] reports.
     pub fn read(&self) -> Result<Vec<Entry>, String> {
@@ -94,14 +125,14 @@ impl Journal {
             if raw.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let value: Value = serde_json::from_slice(raw).map_err(|e| {
+            let entry: format::Entry = serde_json::from_slice(raw).map_err(|e| {
                 format!(
-                    "journal {} line {}: not JSON ({e})",
+                    "journal {} line {}: not a journal entry ({e})",
                     self.path.display(),
                     line + 1
                 )
             })?;
-            entries.push(Entry { line, value });
+            entries.push(Entry { line, entry });
         }
         let tail = (!tail.is_empty()).then(|| String::from_utf8_lossy(tail).into_owned());
         Ok((entries, tail))
@@ -127,19 +158,12 @@ fn complete_part(bytes: &[u8]) -> &[u8] {
 /// The process an entry names and its parent: a `start` entry's own pid and `ppid`, a `child`
 /// entry's `child_pid` and the pid that spawned it.
 fn process_named(entry: &Entry) -> Option<(i32, Option<i32>)> {
-    let number = |member: &str| {
-        entry
-            .value
-            .get(member)
-            .and_then(Value::as_i64)
-            .and_then(|pid| i32::try_from(pid).ok())
-    };
-    let (pid, parent) = match entry.event() {
-        "start" => (entry.pid(), number("ppid")),
-        "child" => (number("child_pid"), entry.pid()),
+    let (pid, parent) = match &entry.entry.event {
+        Event::Start { ppid, .. } => (entry.entry.pid, Some(*ppid)),
+        Event::Child { child_pid, .. } => (*child_pid, Some(entry.entry.pid)),
         _ => return None,
     };
-    pid.filter(|pid| *pid > 0).map(|pid| (pid, parent))
+    (pid > 0).then_some((pid, parent))
 }
 
 /// Every pid the entries name as a process: `start` entries' pids and `child` entries' child pids.
@@ -204,7 +228,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("journal.jsonl");
         let lines = [
-            r#"{"v":1,"event":"start","pid":10,"t_ms":1,"mode":"stdio"}"#,
+            r#"{"v":1,"event":"start","pid":10,"t_ms":1,"mode":"stdio","ppid":1,"pgid":10,"sid":1,"argv":["dsh"],"cwd":"/","env_names":[],"invocation":0}"#,
             r#"{"v":1,"event":"command","pid":10,"t_ms":2,"command":{"type":"cancel"}}"#,
             r#"{"v":1,"event":"command","pid":10,"t_ms":2,"raw":"garbage"}"#,
             r#"{"v":1,"event":"signal","pid":10,"t_ms":3,"signal":"SIGTERM","ignored":true}"#,
@@ -227,26 +251,56 @@ mod tests {
             ]
         );
         assert_eq!(pids(&entries), vec![10, 11]);
-        std::fs::write(&path, "{\"v\":1}\nnot json\n").expect("write");
+        std::fs::write(&path, format!("{}\nnot json\n", lines[0])).expect("write");
         let error = Journal::new(&path).read().expect_err("not JSON");
         assert!(error.contains("line 2"), "{error}");
+        std::fs::write(&path, "{\"v\":1}\n").expect("write");
+        let error = Journal::new(&path).read().expect_err("JSON, but no entry");
+        assert!(error.contains("line 1: not a journal entry"), "{error}");
     }
 
     #[test]
     fn a_tree_follows_ppid_and_child_entries_and_nothing_else() {
+        let start = |pid: i32, ppid: i32, mode: Mode| Event::Start {
+            ppid,
+            pgid: pid,
+            sid: 1,
+            argv: Vec::new(),
+            cwd: "/".into(),
+            env_names: Vec::new(),
+            mode,
+            invocation: None,
+        };
         let entries: Vec<Entry> = [
-            r#"{"event":"start","pid":10,"ppid":1,"mode":"stdio"}"#,
-            r#"{"event":"start","pid":20,"ppid":1,"mode":"stdio"}"#,
-            r#"{"event":"child","pid":10,"child_pid":11}"#,
-            r#"{"event":"start","pid":12,"ppid":11,"mode":"child"}"#,
-            r#"{"event":"start","pid":21,"ppid":20,"mode":"child"}"#,
-            r#"{"event":"exit","pid":30,"code":0}"#,
+            (10, start(10, 1, Mode::Stdio)),
+            (20, start(20, 1, Mode::Stdio)),
+            (
+                10,
+                Event::Child {
+                    child_pid: 11,
+                    ignores_sigterm: false,
+                },
+            ),
+            (12, start(12, 11, Mode::Child)),
+            (21, start(21, 20, Mode::Child)),
+            (
+                30,
+                Event::Exit {
+                    code: 0,
+                    reason: format::ExitReason::ScriptEnd,
+                },
+            ),
         ]
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(line, text)| Entry {
+        .map(|(line, (pid, event))| Entry {
             line,
-            value: serde_json::from_str(text).expect("JSON"),
+            entry: format::Entry {
+                v: 1,
+                pid,
+                t_ms: 0,
+                event,
+            },
         })
         .collect();
         assert_eq!(tree_of(&entries, 10), BTreeSet::from([10, 11, 12]));

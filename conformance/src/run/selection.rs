@@ -4,6 +4,7 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 use super::fixture::{self, Case, FixtureError};
+use dsh_formats::scenario::Action;
 
 /// One case file found in the fixtures dir: loaded, or the reason it did not load.
 #[derive(Debug, Clone)]
@@ -31,11 +32,7 @@ impl CaseEntry {
         let Ok(case) = &self.case else {
             return (0, 0);
         };
-        let runtime = case.runtime.to_string();
-        let waits = ["\"hang\"", "\"ignore_sigterm\"", "\"spawn_child\""]
-            .iter()
-            .map(|action| runtime.matches(action).count())
-            .sum();
+        let waits = case.runtime.actions().map(Action::bounds_waited).sum();
         (case.timeout_ms.unwrap_or(0), waits)
     }
 }

@@ -38,7 +38,7 @@ pub struct World {
 /// (fake-dsh lets `FAKE_DSH_VERSION` win, which a `runtime_version` step relies on).
 fn variant_env_for(case: &Case, variant: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut env = variant.clone();
-    if case.runtime.get("version").is_some() {
+    if case.runtime.version.is_some() {
         env.remove("FAKE_DSH_VERSION");
     }
     env
@@ -99,7 +99,8 @@ impl World {
             });
             fs::write(profile.join("package.json"), format!("{package:#}\n"))?;
         }
-        fs::write(root.join("scenario.json"), format!("{:#}\n", case.runtime))?;
+        let scenario = serde_json::to_string_pretty(&case.runtime).map_err(io::Error::other)?;
+        fs::write(root.join("scenario.json"), scenario + "\n")?;
         fs::write(root.join("journal.jsonl"), b"")?;
         let world = World {
             _dir: dir,

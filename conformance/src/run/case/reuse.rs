@@ -41,16 +41,7 @@ impl ReusedDriver {
 /// `detach`): only the per-case supervisor of a driver of the case's own finds those whatever
 /// their environment, so such a case gets its own driver.
 pub fn detaches_daemons(case: &Case) -> bool {
-    fn any_detach(value: &Value) -> bool {
-        match value {
-            Value::Object(map) => map.iter().any(|(key, inner)| {
-                (key == "spawn_child" && inner.get("detach").is_some()) || any_detach(inner)
-            }),
-            Value::Array(items) => items.iter().any(any_detach),
-            _ => false,
-        }
-    }
-    any_detach(&case.runtime)
+    case.runtime.actions().any(|action| action.detaches())
 }
 
 /// Whether a handshake reply claims `reuse`.

@@ -308,7 +308,7 @@ impl<'a> Runner<'a> {
         let execute = process
             .iter()
             .find(|entry| entry.token() == "command:execute")
-            .and_then(|entry| entry.value.get("command"));
+            .and_then(|entry| entry.command());
         let evidence = RunEvidence {
             entries,
             process: &process,

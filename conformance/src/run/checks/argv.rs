@@ -4,7 +4,6 @@
 use super::{RunEvidence, Violation};
 use crate::run::journal::Entry;
 use crate::run::verdict::RULE_NO_CREDENTIAL_LEAK;
-use serde_json::Value;
 
 pub fn check(evidence: &RunEvidence) -> Vec<Violation> {
     canary_in_argv(evidence.entries, &evidence.world.canary)
@@ -17,7 +16,7 @@ pub fn canary_in_argv(entries: &[Entry], canary: &str) -> Option<Violation> {
     let leaked = entries
         .iter()
         .filter(|entry| entry.event() == "start")
-        .filter_map(|entry| entry.value.get("argv").map(Value::to_string))
+        .filter_map(|entry| serde_json::to_string(entry.argv()?).ok())
         .any(|argv| !canary.is_empty() && argv.contains(canary));
     leaked.then(|| {
         Violation::new(

@@ -17,7 +17,7 @@ pub fn check(evidence: &RunEvidence) -> Vec<Violation> {
         .process
         .iter()
         .filter(|entry| entry.token() == "command:cancel")
-        .filter_map(|entry| entry.value.pointer("/command/request_id"))
+        .filter_map(|entry| entry.command()?.get("request_id"))
         .find(|named| named.as_str() != Some(active))
         .map(|named| {
             Violation::new(

@@ -4,6 +4,7 @@
 use super::{RunEvidence, Violation};
 use crate::run::driver::clip;
 use crate::run::verdict::RULE_EXECUTE_SHAPE;
+use dsh_formats::journal::Event;
 use serde_json::Value;
 
 pub fn check(evidence: &RunEvidence) -> Vec<Violation> {
@@ -11,15 +12,18 @@ pub fn check(evidence: &RunEvidence) -> Vec<Violation> {
         .entries
         .iter()
         .filter(|entry| entry.event() == "command")
-        .find_map(|entry| problem(&entry.value))
+        .find_map(|entry| match &entry.entry.event {
+            Event::Command { command, raw } => problem(command.as_ref(), raw.as_deref()),
+            _ => None,
+        })
         .map(|why| Violation::new(RULE_EXECUTE_SHAPE, why))
         .into_iter()
         .collect()
 }
 
-fn problem(entry: &Value) -> Option<String> {
-    let Some(command) = entry.get("command") else {
-        let raw = entry.get("raw").and_then(Value::as_str).unwrap_or("");
+fn problem(command: Option<&Value>, raw: Option<&str>) -> Option<String> {
+    let Some(command) = command else {
+        let raw = raw.unwrap_or("");
         return Some(format!(
             "the host sent a line that is not JSON: {}",
             clip(raw, 80)

@@ -7,14 +7,13 @@
 
 use super::{RunEvidence, Violation};
 use crate::run::verdict::RULE_VALIDATE_READY;
-use serde_json::Value;
 
 pub fn check(evidence: &RunEvidence) -> Vec<Violation> {
     evidence
         .process
         .iter()
         .find(|entry| entry.token() == "frame:ready")
-        .is_some_and(|first| first.value.get("stdin_pending") == Some(&Value::Bool(true)))
+        .is_some_and(|first| first.stdin_pending())
         .then(|| {
             Violation::new(
                 RULE_VALIDATE_READY,

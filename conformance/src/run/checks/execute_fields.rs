@@ -20,11 +20,11 @@ fn problem(evidence: &RunEvidence) -> Option<String> {
         .process
         .iter()
         .find(|entry| entry.event() == "start")
-        .and_then(|entry| entry.value.get("cwd"));
+        .and_then(|entry| entry.cwd());
     if let Some(start_cwd) = start_cwd {
-        if start_cwd.as_str() != Some(cwd.as_str()) {
+        if start_cwd != cwd {
             return Some(format!(
-                "the runtime process ran in {start_cwd}, not the canonical project dir {cwd:?}"
+                "the runtime process ran in {start_cwd:?}, not the canonical project dir {cwd:?}"
             ));
         }
     }

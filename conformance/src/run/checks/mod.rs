@@ -95,10 +95,8 @@ pub fn stdio_starts(entries: &[Entry]) -> Vec<i32> {
 /// A `start` of `dsh ... --stdio`: by fake-dsh's mode, or by argv when fake-dsh rejected the
 /// command line (mode `error`) but the host did spawn its run process.
 fn is_stdio_start(entry: &Entry) -> bool {
-    entry.mode() == Some("stdio")
+    entry.mode() == Some(dsh_formats::journal::Mode::Stdio)
         || entry
-            .value
-            .get("argv")
-            .and_then(Value::as_array)
-            .is_some_and(|argv| argv.iter().any(|arg| arg.as_str() == Some("--stdio")))
+            .argv()
+            .is_some_and(|argv| argv.iter().any(|arg| arg == "--stdio"))
 }

@@ -1,0 +1,15 @@
+//! dsh-formats: the one typed model of each file format the kit defines for itself, shared by
+//! the runtime (`fake-dsh`), the harness (`dsh-conformance run`) and `record`.
+//!
+//! - [`case`]: a case file (fixture v1, docs/fixture-format.md, `schemas/fixture.schema.json`).
+//! - [`scenario`]: a fake-dsh scenario, a case's `runtime` (`schemas/scenario.schema.json`).
+//! - [`journal`]: one line of fake-dsh's journal (docs/journal.md, `schemas/journal.schema.json`).
+//!
+//! Each type serializes to and parses from exactly its schema's shape, and each loader checks what
+//! the schema alone cannot, so adding a scenario action or a step is one change here that the
+//! compiler then checks in every reader and writer. The schemas themselves stay files in
+//! `schemas/`, embedded by `dsh-protocol`.
+
+pub mod case;
+pub mod journal;
+pub mod scenario;
