@@ -56,3 +56,46 @@ fn cli_prints_and_writes_its_url_logs_requests_and_stops_on_sigterm() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("bad.json"));
 }
+
+fn model_server(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    std::process::Command::new(fake_dsh::locate::binary("dsh-conformance"))
+        .arg("model-server")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn cli_refuses_to_write_its_log_or_url_file_through_a_planted_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("bashrc");
+    std::fs::write(&victim, "untouched\n").unwrap();
+    for flag in ["--log", "--url-file"] {
+        let planted = dir.path().join(format!("planted{flag}"));
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let output = model_server(&[flag.as_ref(), planted.as_os_str()]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(
+            stderr.contains("symbolic link") && stderr.contains("planted"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
+    let existing = dir.path().join("old-log.jsonl");
+    std::fs::write(&existing, "").unwrap();
+    let output = model_server(&["--log".as_ref(), existing.as_os_str()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("exists already"));
+}
+
+#[test]
+fn cli_refuses_an_endless_script_naming_the_file_and_the_bound() {
+    let output = model_server(&["--script".as_ref(), "/dev/zero".as_ref()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/dev/zero") && stderr.contains("-byte bound"),
+        "{stderr}"
+    );
+}

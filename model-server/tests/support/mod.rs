@@ -40,6 +40,7 @@ pub fn exchange(url: &str, request: Vec<u8>) -> Option<Answer> {
     let mut writer = stream.try_clone().unwrap();
     let sender = std::thread::spawn(move || {
         writer.write_all(&request).ok();
+        writer.shutdown(std::net::Shutdown::Write).ok();
     });
     let mut response = Vec::new();
     let read = stream.read_to_end(&mut response);
