@@ -16,16 +16,24 @@ pub const MAX_REPORT_BYTES: u64 = 256 * 1024 * 1024;
 /// (`"the expectations file"`).
 pub fn read_bounded(path: &Path, what: &str, max: u64) -> Result<String, String> {
     let cannot = |error: std::io::Error| format!("{}: cannot read {what}: {error}", path.display());
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(max + 1).read_to_end(&mut bytes))
-        .map_err(cannot)?;
-    if bytes.len() as u64 > max {
-        return Err(format!(
+    let over = || {
+        format!(
             "{}: {what} is over the {max}-byte bound ({} MiB); not read",
             path.display(),
             max / (1024 * 1024)
-        ));
+        )
+    };
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    // A regular file says its size: refuse a large one unread, read a small one in one allocation.
+    if meta.is_file() && meta.len() > max {
+        return Err(over());
+    }
+    let expected = if meta.is_file() { meta.len() + 1 } else { 0 };
+    let mut bytes = Vec::with_capacity(expected as usize);
+    file.take(max + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    if bytes.len() as u64 > max {
+        return Err(over());
     }
     String::from_utf8(bytes).map_err(|error| {
         format!(
@@ -57,6 +65,21 @@ mod tests {
         assert!(read_bounded(&file, "the input", 9)
             .unwrap_err()
             .contains("not UTF-8 (byte 2)"));
+    }
+
+    #[test]
+    fn a_huge_regular_file_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sparse.json");
+        std::fs::File::create(&file)
+            .unwrap()
+            .set_len(1 << 40)
+            .unwrap();
+        let error = read_bounded(&file, "the report", MAX_REPORT_BYTES).unwrap_err();
+        assert!(
+            error.contains("sparse.json: the report is over the 268435456-byte bound (256 MiB)"),
+            "{error}"
+        );
     }
 
     #[test]
