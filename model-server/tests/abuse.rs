@@ -160,3 +160,37 @@ fn wait_for<T>(mut probe: impl FnMut() -> Option<T>) -> T {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn a_client_that_never_reads_its_reply_is_dropped_after_the_write_timeout() {
+    // A reply far larger than the socket buffers, to a client that sends its request and then
+    // never reads: the server's write waits, times out, and frees the only slot.
+    let text = "y".repeat(32 * 1024 * 1024);
+    let script = serde_json::json!({"replies": [
+        {"when": {"user_contains": "flood"}, "text": text, "chunk_chars": 1_000_000},
+        {"text": "served", "reuse": true}]});
+    let limits = Limits {
+        max_connections: 1,
+        write_timeout: Duration::from_millis(300),
+        ..small_limits()
+    };
+    let server = ModelServer::start_with(
+        Script::parse(&script.to_string()).unwrap(),
+        Options {
+            limits,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let body = chat("user", "flood", true).to_string();
+    let mut stalled = TcpStream::connect(server.url().trim_start_matches("http://")).unwrap();
+    let request = head(
+        &server,
+        &format!("Content-Length: {}\r\n\r\n{body}", body.len()),
+    );
+    stalled.write_all(request.as_bytes()).unwrap();
+    let probe = head(&server, "Content-Length: 2\r\n\r\n{}").into_bytes();
+    let served = wait_for(|| exchange(server.url(), probe.clone()).filter(|a| a.status == 200));
+    assert_eq!(deltas(&served, "content"), "served");
+    drop(stalled);
+}
