@@ -1,7 +1,7 @@
 //! `dsh-conformance check-runtime`: drives a runtime (a real dsh with the open-design profile, or
 //! fake-dsh) through the runtime-side checks a kit can make without a real model, one fresh
 //! process and world per check, and reports each check's verdict with its rule id. It starts its
-//! own loopback model server (`crate::model_server`, the default write-then-finish script) and
+//! own loopback model server (`dsh_model_server`, the default write-then-finish script) and
 //! points every runtime process's `DEEPSEEK_BASE_URL` at it, so no turn reaches the network.
 //!
 //! - [`process`]: one runtime process in its own process group, killed with its group on drop.
@@ -96,7 +96,7 @@ pub fn run_checks(
     }
     let mut target = target.clone();
     target.dsh = resolve_program(&target.dsh)?;
-    let server = crate::model_server::ModelServer::start(crate::model_server::default_script())
+    let server = dsh_model_server::ModelServer::start(dsh_model_server::default_script())
         .map_err(|error| CannotRun(format!("cannot start the model server: {error}")))?;
     target.model_url = Some(server.url().to_string());
     target.observed = Default::default();

@@ -8,12 +8,14 @@
 //! - [`output`]: terminal table, JSON, JUnit XML, Markdown.
 //! - [`check_runtime`]: `check-runtime`, the runtime-side checks.
 //! - [`record`]: `record` and `fixture-from-transcript`.
-//! - [`model_server`]: `model-server`, a scripted loopback chat-completions endpoint.
+//! - [`model_server`]: `model-server`, the CLI of the `dsh-model-server` crate.
+//! - [`input`]: reading the files a user names as input, bounded.
 //! - [`report`]: the hosts x variants matrix (HTML, JSON, Markdown) and `diff`.
 
 pub mod check_runtime;
 pub mod corpus;
 pub mod fixture;
+pub mod input;
 pub mod model;
 pub mod model_server;
 pub mod output;

@@ -11,8 +11,8 @@
 //! Skips, saying so, when the real dsh is not installed.
 
 use dsh_conformance::check_runtime::{install_bundle, output_within};
-use dsh_conformance::model_server::script::Script;
-use dsh_conformance::model_server::{default_script, ModelServer, DEFAULT_HTML};
+use dsh_model_server::script::Script;
+use dsh_model_server::{default_script, ModelServer, DEFAULT_HTML};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

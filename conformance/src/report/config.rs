@@ -1,6 +1,7 @@
 //! The `report` config: which hosts and runtime variants make the matrix, and the defaults when no
 //! config is given (the reference host; the dsh versions the spec's version policy distinguishes).
 
+use crate::input::{read_bounded, MAX_CONFIG_BYTES};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -168,8 +169,7 @@ impl MatrixConfig {
 
     /// Reads and parses a config file.
     pub fn load(path: &Path) -> Result<MatrixConfig, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| format!("{}: cannot read report config: {error}", path.display()))?;
+        let text = read_bounded(path, "report config", MAX_CONFIG_BYTES)?;
         MatrixConfig::parse(&text, path)
     }
 

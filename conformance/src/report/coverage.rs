@@ -1,6 +1,7 @@
 //! The spec-coverage table: each rule of `fixtures/rules.json` and the cases that list it.
 
-use super::document::{parse_json, read_text, RuleCoverage};
+use super::document::{parse_json, RuleCoverage};
+use crate::input::{read_bounded, MAX_CONFIG_BYTES};
 use crate::model::SuiteReport;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -61,7 +62,10 @@ pub fn parse_rules(text: &str, origin: &Path) -> Result<Vec<Rule>, String> {
 /// Reads `<fixtures>/rules.json`.
 pub fn load_rules(fixtures: &Path) -> Result<Vec<Rule>, String> {
     let path = fixtures.join("rules.json");
-    parse_rules(&read_text(&path)?, &path)
+    parse_rules(
+        &read_bounded(&path, "the rule catalog", MAX_CONFIG_BYTES)?,
+        &path,
+    )
 }
 
 /// The text given to a rule some case lists but the catalog lacks.

@@ -1,8 +1,10 @@
 //! `report.json`: the document type, its schema (`schemas/report.schema.json`, embedded), and
 //! loading a report (or a single `run --format json` suite) with schema errors that name the file.
-//! [`read_text`] and [`parse_json`] read it, and the rule catalog, with errors naming the file.
+//! [`parse_json`] parses it, and the rule catalog, with errors naming the file; both are read
+//! through [`crate::input::read_bounded`].
 
 use super::config::VariantSpec;
+use crate::input::{read_bounded, MAX_REPORT_BYTES};
 use crate::model::SuiteReport;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -137,12 +139,6 @@ pub fn schema_errors(value: &serde_json::Value, part: SchemaPart) -> Vec<String>
         .collect()
 }
 
-/// Reads a file the report commands take as input; the error names it.
-pub fn read_text(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path)
-        .map_err(|error| format!("{}: cannot read: {error}", path.display()))
-}
-
 /// Parses JSON text read from `origin`; the error names the file, line and column.
 pub fn parse_json(text: &str, origin: &Path) -> Result<serde_json::Value, String> {
     serde_json::from_str(text).map_err(|error| {
@@ -158,7 +154,8 @@ pub fn parse_json(text: &str, origin: &Path) -> Result<serde_json::Value, String
 /// Reads a `report.json` or a single suite's JSON, checking it against the schema. The error
 /// names the file and the first schema violations.
 pub fn load_document(path: &Path) -> Result<ReportDocument, String> {
-    let value = parse_json(&read_text(path)?, path)?;
+    let text = read_bounded(path, "the report", MAX_REPORT_BYTES)?;
+    let value = parse_json(&text, path)?;
     let part = if value.get("suites").is_some() || value.get("kind").is_some() {
         SchemaPart::Report
     } else {

@@ -6,6 +6,7 @@ use super::document::{load_document, ReportDocument};
 use crate::model::SuiteReport;
 use crate::output::escape::terminal;
 use crate::output::{rerun_command, summary_line};
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,10 +90,12 @@ pub fn write_summary(document: &ReportDocument, out: &mut dyn Write) -> std::io:
 }
 
 /// Merges shard documents: suites with the same host and variant are joined (cases in id order),
-/// after checking they ran the same kit and corpus and share no case.
+/// after checking they ran the same kit and corpus and share no case. Linear in the cases (plus
+/// the final sort): cells are found by key and case ids checked in a set.
 pub fn merge(documents: Vec<ReportDocument>) -> Result<ReportDocument, String> {
     let mut variants = Vec::new();
-    let mut suites: Vec<SuiteReport> = Vec::new();
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut cell_of: HashMap<(String, String), usize> = HashMap::new();
     let mut errors = Vec::new();
     let mut rules = Vec::new();
     for document in documents {
@@ -106,42 +109,63 @@ pub fn merge(documents: Vec<ReportDocument>) -> Result<ReportDocument, String> {
             rules = document.rules;
         }
         for suite in document.suites {
-            join_suite(&mut suites, suite)?;
+            let key = (suite.host.name.clone(), suite.runtime_variant.clone());
+            match cell_of.get(&key) {
+                Some(&index) => cells[index].join(suite)?,
+                None => {
+                    cell_of.insert(key, cells.len());
+                    cells.push(Cell::new(suite));
+                }
+            }
         }
     }
-    for suite in &mut suites {
-        suite.cases.sort_by(|a, b| a.id.cmp(&b.id));
-    }
+    let suites = cells
+        .into_iter()
+        .map(|cell| {
+            let mut suite = cell.suite;
+            suite.cases.sort_by(|a, b| a.id.cmp(&b.id));
+            suite
+        })
+        .collect();
     Ok(ReportDocument::new(variants, suites, errors, rules))
 }
 
-fn join_suite(suites: &mut Vec<SuiteReport>, suite: SuiteReport) -> Result<(), String> {
-    let Some(into) = suites.iter_mut().find(|known| {
-        known.host.name == suite.host.name && known.runtime_variant == suite.runtime_variant
-    }) else {
-        suites.push(suite);
-        return Ok(());
-    };
-    if into.corpus_hash != suite.corpus_hash || into.kit_version != suite.kit_version {
-        return Err(format!(
-            "the shards of {} / {} ran another corpus or kit (corpus {} vs {}, kit {} vs {}): merge only shards of one run",
-            into.host.name, into.runtime_variant, into.corpus_hash, suite.corpus_hash, into.kit_version, suite.kit_version
-        ));
+/// One host x variant being merged: its suite so far and the ids of its cases.
+struct Cell {
+    suite: SuiteReport,
+    ids: HashSet<String>,
+}
+
+impl Cell {
+    fn new(suite: SuiteReport) -> Cell {
+        let ids = suite.cases.iter().map(|case| case.id.clone()).collect();
+        Cell { suite, ids }
     }
-    for case in suite.cases {
-        if into.cases.iter().any(|known| known.id == case.id) {
+
+    /// Adds another shard's suite of this cell.
+    fn join(&mut self, suite: SuiteReport) -> Result<(), String> {
+        let into = &mut self.suite;
+        if into.corpus_hash != suite.corpus_hash || into.kit_version != suite.kit_version {
             return Err(format!(
-                "case {} of {} / {} is in two shards",
-                case.id, into.host.name, into.runtime_variant
+                "the shards of {} / {} ran another corpus or kit (corpus {} vs {}, kit {} vs {}): merge only shards of one run",
+                into.host.name, into.runtime_variant, into.corpus_hash, suite.corpus_hash, into.kit_version, suite.kit_version
             ));
         }
-        into.cases.push(case);
+        for case in suite.cases {
+            if !self.ids.insert(case.id.clone()) {
+                return Err(format!(
+                    "case {} of {} / {} is in two shards",
+                    case.id, into.host.name, into.runtime_variant
+                ));
+            }
+            into.cases.push(case);
+        }
+        into.duration_ms = into.duration_ms.max(suite.duration_ms);
+        if into.host.handshake.is_null() {
+            into.host.handshake = suite.host.handshake;
+        }
+        Ok(())
     }
-    into.duration_ms = into.duration_ms.max(suite.duration_ms);
-    if into.host.handshake.is_null() {
-        into.host.handshake = suite.host.handshake;
-    }
-    Ok(())
 }
 
 /// `merge`: exit 0 when written, 2 when an input is invalid or the shards do not fit together.
@@ -172,5 +196,55 @@ pub fn merge_main(args: MergeArgs) -> ExitCode {
             eprintln!("dsh-conformance merge: {message}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A suite of `host` holding the cases `ids`.
+    fn shard(host: &str, ids: &[String]) -> ReportDocument {
+        let cases: Vec<_> = ids
+            .iter()
+            .map(|id| {
+                json!({"id": id, "summary": "s", "spec": ["5"], "rules": [], "verdict": "pass",
+                       "blame": "none", "rule": null, "why": null, "interpretation": null,
+                       "duration_ms": 1, "transcript": []})
+            })
+            .collect();
+        let suite = json!({"kit_version": "0.1.0", "corpus_hash": "ab", "runtime_variant": "default",
+            "host": {"name": host, "command": [host], "handshake": null},
+            "cases": cases, "duration_ms": 5});
+        ReportDocument::from_suite(serde_json::from_value(suite).unwrap())
+    }
+
+    fn ids(range: impl Iterator<Item = usize>) -> Vec<String> {
+        range.map(|n| format!("case.{n:05}")).collect()
+    }
+
+    #[test]
+    fn interleaved_shards_of_two_hosts_join_per_cell_in_id_order() {
+        let merged = merge(vec![
+            shard("a", &ids((1..2000).step_by(2))),
+            shard("b", &ids(0..3)),
+            shard("a", &ids((0..2000).step_by(2))),
+        ])
+        .unwrap();
+        assert_eq!(merged.suites.len(), 2);
+        let cases: Vec<&str> = merged.suites[0]
+            .cases
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(cases, ids(0..2000));
+        assert_eq!(merged.suites[1].host.name, "b");
+    }
+
+    #[test]
+    fn a_case_in_two_shards_is_refused_by_name() {
+        let error = merge(vec![shard("a", &ids(0..500)), shard("a", &ids(499..600))]).unwrap_err();
+        assert_eq!(error, "case case.00499 of a / default is in two shards");
     }
 }

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::input::{read_bounded, MAX_CONFIG_BYTES};
 use crate::model::{SuiteReport, Verdict};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,8 +18,7 @@ pub struct Expectations {
 
 impl Expectations {
     pub fn load(path: &Path) -> Result<Expectations, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read the expectations file: {e}", path.display()))?;
+        let text = read_bounded(path, "the expectations file", MAX_CONFIG_BYTES)?;
         let expectations: Expectations = serde_json::from_str(&text).map_err(|e| {
             format!(
                 "{}: not an expectations file ({{\"v\":1,\"xfail\":{{...}}}}): {e}",

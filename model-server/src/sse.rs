@@ -117,7 +117,7 @@ fn pieces(text: &str, size: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model_server::script::{Reply, ToolCall};
+    use crate::script::{Reply, ToolCall};
 
     fn payloads(events: &[String]) -> Vec<Value> {
         events

@@ -1,0 +1,436 @@
+//! A scripted, loopback-only, OpenAI-compatible chat-completions endpoint that streams
+//! DeepSeek-style server-sent events, so a real dsh runs keylessly and deterministically
+//! (`DEEPSEEK_BASE_URL=<url>`, any `DEEPSEEK_API_KEY`). `dsh-conformance model-server` is its CLI;
+//! `check-runtime` runs one in process. It imports nothing else of the kit.
+//!
+//! - [`script`]: which reply each request gets (text, reasoning, tool calls, usage, faults).
+//! - [`sse`]: a reply as `chat.completion.chunk` events.
+//! - [`http`]: the small HTTP/1.1 layer on tokio, every input bounded.
+//! - [`files`]: the request log and the URL file, created without following links.
+//!
+//! It binds 127.0.0.1 only (port 0 unless told), answers `POST <any prefix>/chat/completions`
+//! (the real dsh posts to `$DEEPSEEK_BASE_URL/chat/completions`, no `/v1`; a `/v1` prefix works
+//! too) and `GET .../models`, and logs every request as one JSON line: its number, method, path,
+//! whether it carried an `Authorization` header (never its value), the body, and the reply given.
+//! Whatever a client sends, the server's memory stays bounded by [`Limits`]: connections are
+//! capped, idle ones time out, heads and bodies are bounded, requests not addressed to loopback
+//! are refused, and the log kept in memory is bounded too.
+
+pub mod files;
+pub mod http;
+pub mod script;
+pub mod sse;
+
+use script::{Reply, Script};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::BufReader;
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// The page the default script writes.
+pub const DEFAULT_HTML: &str = "<!doctype html>\n<html><head><title>Model server page</title>\
+</head><body><h1>Written through the model server</h1></body></html>\n";
+
+/// The page after an edit asked for with "green" (check-runtime's cold-resume turn).
+pub const GREEN_HTML: &str = "<!doctype html>\n<html><head><title>Model server page</title>\
+</head><body style=\"background:green\"><h1>Written through the model server</h1></body></html>\n";
+
+/// The default script: write index.html (when the turn asks for "green": read it, then write a
+/// green one), then say so; a request without tools (a session title) gets a short title.
+pub fn default_script() -> Script {
+    Script::write_edit_finish(
+        "index.html",
+        DEFAULT_HTML,
+        Some(("green", GREEN_HTML)),
+        "I wrote index.html.",
+    )
+}
+
+/// What bounds the server's memory and time, whatever clients send.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Connections served at once; one more is answered 503 and closed at once.
+    pub max_connections: usize,
+    /// A request's line and headers together (431 beyond).
+    pub max_head_bytes: usize,
+    /// One request body (413 beyond).
+    pub max_body_bytes: usize,
+    /// The bodies of all connections together (503 when a body would go beyond).
+    pub max_body_bytes_in_flight: usize,
+    /// How long a client may take to send a whole request (408 after, then closed).
+    pub read_timeout: Duration,
+    /// How long one write of a reply may wait for a client that does not read.
+    pub write_timeout: Duration,
+    /// The JSON bytes of log entries kept in memory for [`ModelServer::requests`], oldest
+    /// dropped first (the log file gets every entry).
+    pub remembered_log_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_connections: 64,
+            max_head_bytes: 64 * 1024,
+            max_body_bytes: 8 * 1024 * 1024,
+            max_body_bytes_in_flight: 32 * 1024 * 1024,
+            read_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
+            remembered_log_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// How to start a server, besides its script.
+#[derive(Debug, Default)]
+pub struct Options {
+    /// The port on 127.0.0.1 (0: any free one).
+    pub port: u16,
+    /// Where to append one JSON line per request (see [`files::create_log`]).
+    pub log_file: Option<std::fs::File>,
+    pub limits: Limits,
+}
+
+/// The mutable state every connection shares.
+struct State {
+    script: Script,
+    used: Vec<bool>,
+    requests: u64,
+    log: Log,
+}
+
+/// The request log: the file, and the most recent entries within a byte budget.
+struct Log {
+    file: Option<std::fs::File>,
+    kept: VecDeque<(usize, Value)>,
+    kept_bytes: usize,
+    budget: usize,
+}
+
+impl Log {
+    fn record(&mut self, entry: Value) {
+        let line = entry.to_string();
+        if let Some(file) = self.file.as_mut() {
+            writeln!(file, "{line}").and_then(|()| file.flush()).ok();
+        }
+        if line.len() > self.budget {
+            return;
+        }
+        while self.kept_bytes + line.len() > self.budget {
+            let Some((size, _)) = self.kept.pop_front() else {
+                break;
+            };
+            self.kept_bytes -= size;
+        }
+        self.kept_bytes += line.len();
+        self.kept.push_back((line.len(), entry));
+    }
+}
+
+/// A running model server; dropping it stops it.
+pub struct ModelServer {
+    url: String,
+    state: Arc<Mutex<State>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ModelServer {
+    /// Starts serving `script` on 127.0.0.1 at any free port, with the default [`Limits`].
+    pub fn start(script: Script) -> std::io::Result<ModelServer> {
+        ModelServer::start_with(script, Options::default())
+    }
+
+    /// Starts serving `script` as `options` say, on a thread of its own.
+    pub fn start_with(script: Script, options: Options) -> std::io::Result<ModelServer> {
+        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, options.port)))?;
+        listener.set_nonblocking(true)?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let state = Arc::new(Mutex::new(State {
+            used: vec![false; script.replies.len()],
+            script,
+            requests: 0,
+            log: Log {
+                file: options.log_file,
+                kept: VecDeque::new(),
+                kept_bytes: 0,
+                budget: options.limits.remembered_log_bytes,
+            },
+        }));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = Server::new(Arc::clone(&state), options.limits);
+        let thread = std::thread::Builder::new()
+            .name("model-server".into())
+            .spawn(move || runtime.block_on(server.accept_loop(listener, stopped)))?;
+        Ok(ModelServer {
+            url,
+            state,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The base URL for `DEEPSEEK_BASE_URL`, e.g. `http://127.0.0.1:40123`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The log entries of the requests received so far (the most recent ones, as many as
+    /// [`Limits::remembered_log_bytes`] holds).
+    pub fn requests(&self) -> Vec<Value> {
+        let guard = lock(&self.state);
+        guard
+            .log
+            .kept
+            .iter()
+            .map(|(_, entry)| entry.clone())
+            .collect()
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop.send(()).ok();
+        }
+        if let Some(thread) = self.thread.take() {
+            thread.join().ok();
+        }
+    }
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What every connection task shares: the state, the bounds, and the connection slots.
+#[derive(Clone)]
+struct Server {
+    state: Arc<Mutex<State>>,
+    limits: Arc<Limits>,
+    bounds: http::RequestBounds,
+    slots: Arc<Semaphore>,
+}
+
+/// How long the accept loop pauses when accepting fails (out of file descriptors), instead of
+/// spinning on a listener that stays readable.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+impl Server {
+    fn new(state: Arc<Mutex<State>>, limits: Limits) -> Server {
+        let bounds = http::RequestBounds {
+            max_head_bytes: limits.max_head_bytes,
+            max_body_bytes: limits.max_body_bytes,
+            in_flight: Arc::new(Semaphore::new(limits.max_body_bytes_in_flight)),
+        };
+        Server {
+            state,
+            slots: Arc::new(Semaphore::new(limits.max_connections)),
+            limits: Arc::new(limits),
+            bounds,
+        }
+    }
+
+    async fn accept_loop(
+        self,
+        listener: TcpListener,
+        mut stopped: tokio::sync::oneshot::Receiver<()>,
+    ) {
+        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = &mut stopped => return,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => self.admit(stream),
+                    Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
+                },
+            }
+        }
+    }
+
+    /// Serves a new connection in a task of its own, or, with every slot taken, answers 503
+    /// without waiting (a write that does not fit the socket buffer is dropped) and closes it.
+    fn admit(&self, stream: TcpStream) {
+        match Arc::clone(&self.slots).try_acquire_owned() {
+            Ok(slot) => {
+                tokio::spawn(self.clone().connection(stream, slot));
+            }
+            Err(_) => {
+                let message = format!(
+                    "model-server: {} connections are open already; retry later",
+                    self.limits.max_connections
+                );
+                let reply = http::whole_reply(503, &sse::error_body(503, &message));
+                stream.try_write(reply.as_bytes()).ok();
+            }
+        }
+    }
+
+    /// Serves one connection: one request (read within the read timeout), one reply.
+    async fn connection(self, stream: TcpStream, _slot: OwnedSemaphorePermit) {
+        let mut reader = BufReader::new(stream);
+        let read = http::read_request(&mut reader, &self.bounds);
+        let refusal = match tokio::time::timeout(self.limits.read_timeout, read).await {
+            Ok(Ok(Some(request))) => return self.route(reader.get_mut(), request).await,
+            Ok(Ok(None)) => return,
+            Ok(Err(error)) => error,
+            Err(_) => http::HttpError {
+                status: 408,
+                message: format!(
+                    "no whole request within {} ms",
+                    self.limits.read_timeout.as_millis()
+                ),
+            },
+        };
+        let body = sse::error_body(
+            refusal.status,
+            &format!("model-server: {}", refusal.message),
+        );
+        http::write_refusal(
+            &mut reader,
+            refusal.status,
+            &body,
+            self.limits.write_timeout,
+        )
+        .await;
+    }
+
+    async fn route(&self, stream: &mut TcpStream, request: http::Request) {
+        let body = serde_json::from_slice::<Value>(&request.body).ok();
+        let limit = self.limits.write_timeout;
+        let is_post = request.method == "POST";
+        if is_post && request.path.ends_with("/chat/completions") {
+            let Some(body) = body.filter(Value::is_object) else {
+                let message = "model-server: the body is not a JSON object";
+                self.log_request(&request, None, json!({ "status": 400, "error": message }));
+                http::write_whole(stream, 400, &sse::error_body(400, message), limit)
+                    .await
+                    .ok();
+                return;
+            };
+            let (n, reply) = self.choose(&request, &body);
+            self.answer(stream, n, reply, &body).await.ok();
+        } else if request.method == "GET" && request.path.ends_with("/models") {
+            let models = json!({ "object": "list", "data": [
+                { "id": "deepseek-chat", "object": "model", "owned_by": "model-server" },
+                { "id": "deepseek-reasoner", "object": "model", "owned_by": "model-server" } ] });
+            http::write_whole(stream, 200, &models.to_string(), limit)
+                .await
+                .ok();
+        } else {
+            let message = format!(
+                "model-server: no route for {} {}",
+                request.method, request.path
+            );
+            self.log_request(&request, body, json!({ "status": 404, "error": message }));
+            http::write_whole(stream, 404, &sse::error_body(404, &message), limit)
+                .await
+                .ok();
+        }
+    }
+
+    /// Picks the reply for a completions request, logs the request, and returns its number.
+    fn choose(&self, request: &http::Request, body: &Value) -> (u64, Result<Reply, String>) {
+        let mut guard = lock(&self.state);
+        guard.requests += 1;
+        let n = guard.requests;
+        let found = guard
+            .script
+            .replies
+            .iter()
+            .enumerate()
+            .find(|(index, reply)| !guard.used[*index] && reply.when.matches(body))
+            .map(|(index, reply)| (index, reply.clone()));
+        if let Some((index, reply)) = &found {
+            guard.used[*index] = !reply.reuse;
+        }
+        drop(guard);
+        let (outcome, reply) = match found {
+            Some((index, reply)) => (
+                json!({ "reply": index, "status": reply.status.unwrap_or(200) }),
+                Ok(reply),
+            ),
+            None => {
+                let message = format!(
+                    "model-server: no scripted reply fits request {n} (every reply is used up or \
+                     its `when` does not match)"
+                );
+                (
+                    json!({ "reply": null, "status": 500, "error": message }),
+                    Err(message),
+                )
+            }
+        };
+        self.log_request(request, Some(body.clone()), outcome);
+        (n, reply)
+    }
+
+    /// Records one request in the log; `body` is its JSON, when it is JSON.
+    fn log_request(&self, request: &http::Request, body: Option<Value>, outcome: Value) {
+        let body = body
+            .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&request.body).into_owned()));
+        let mut guard = lock(&self.state);
+        let mut entry = json!({
+            "n": guard.requests,
+            "method": request.method,
+            "path": request.path,
+            "authorization": request.header("authorization").is_some(),
+            "body": body,
+        });
+        if let (Some(entry), Value::Object(outcome)) = (entry.as_object_mut(), outcome) {
+            entry.extend(outcome);
+        }
+        guard.log.record(entry);
+    }
+
+    /// Streams (or refuses with an HTTP error) one reply.
+    async fn answer(
+        &self,
+        stream: &mut TcpStream,
+        n: u64,
+        reply: Result<Reply, String>,
+        body: &Value,
+    ) -> std::io::Result<()> {
+        let limit = self.limits.write_timeout;
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(message) => {
+                return http::write_whole(stream, 500, &sse::error_body(500, &message), limit)
+                    .await;
+            }
+        };
+        if let Some(status) = reply.status {
+            let message = format!("model-server: scripted HTTP {status}");
+            return http::write_whole(stream, status, &sse::error_body(status, &message), limit)
+                .await;
+        }
+        let model = body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("deepseek-chat");
+        let events = sse::events(&reply, n, model);
+        let drip = Duration::from_millis(reply.drip_ms.unwrap_or(0));
+        let mut out = http::EventStream::start(stream, limit).await?;
+        for (index, event) in events.iter().enumerate() {
+            if !drip.is_zero() {
+                tokio::time::sleep(drip).await;
+            }
+            if reply.cut_after_events == Some(index) {
+                return out.cut(event).await;
+            }
+            out.event(event).await?;
+        }
+        out.finish().await
+    }
+}
