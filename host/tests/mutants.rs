@@ -1,4 +1,4 @@
-//! Every `DSH_HOST_MUTANT` flag really switches on its bug: for each, a scenario the correct host
+//! Every mutant of the `mutants` feature (the host's own test builds switch it on) really switches on its bug: for each, a scenario the correct host
 //! handles and the mutant visibly gets wrong (the kit's corpus must catch the same difference).
 
 mod support;
@@ -10,9 +10,8 @@ use serde_json::{json, Value};
 use support::{run, run_cancelling_on, World};
 
 fn host_with(world: &World, mutant: Option<Mutant>) -> Host {
-    let mut config = world.config();
-    config.mutants = mutant.map_or_else(Mutants::default, |mutant| Mutants::default().with(mutant));
-    Host::new(config)
+    let mutants = mutant.map_or_else(Mutants::default, |mutant| Mutants::default().with(mutant));
+    Host::new(world.config()).with_mutants(mutants)
 }
 
 /// Run one turn of `scenario` with the correct host and with `mutant`, in separate worlds.
@@ -258,13 +257,11 @@ async fn execute_before_ready() {
 #[test]
 fn mapping_in_dsh_home() {
     let home = std::ffi::OsStr::new("/home/user/.dsh");
-    let mutated = dsh_host::session_store::SessionStore::chosen(
-        &Mutants::default().with(Mutant::MappingInDshHome),
-        Some(home),
-    );
+    let mutated = Mutants::default()
+        .with(Mutant::MappingInDshHome)
+        .session_store_in(Some(home));
     assert!(mutated.is_some_and(|store| store.dir().starts_with(home)));
-    let correct = dsh_host::session_store::SessionStore::chosen(&Mutants::default(), Some(home));
-    assert!(correct.is_none_or(|store| !store.dir().starts_with(home)));
+    assert!(Mutants::default().session_store_in(Some(home)).is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
