@@ -72,15 +72,17 @@ struct Active {
 
 type Replies = mpsc::UnboundedSender<Value>;
 
-/// A driver binary's whole life: `--help` and `--version` answered, anything else refused (exit 2);
-/// with no argument, the host `make_host` builds from the environment's [`HostConfig`] serves the
-/// driver protocol on stdin/stdout. Returns the exit code.
+/// A driver binary's whole life, given its arguments (program name excluded): `--help` and
+/// `--version` answered, anything else refused (exit 2); with no argument, the host `make_host`
+/// builds from the environment's [`HostConfig`] serves the driver protocol on stdin/stdout.
+/// Returns the exit code.
 pub fn main(
     name: &str,
     help: &str,
+    args: &[String],
     make_host: impl FnOnce(HostConfig) -> Result<Host, String>,
 ) -> i32 {
-    match std::env::args().nth(1).as_deref() {
+    match args.first().map(String::as_str) {
         None => {}
         Some("--help" | "-h") => {
             print!("{help}");

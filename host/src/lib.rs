@@ -9,7 +9,7 @@
 //! - [`process`]: the platform part: owning, signalling and reaping a process tree.
 //! - [`driver`]: the driver protocol of docs/host-driver.md, used by `dsh-host-driver`.
 //! - `mutants` (the `mutants` feature only, never in a release): deliberate bugs for the kit's
-//!   mutant gallery, switched on by `dsh-host-mutant-driver`'s `DSH_HOST_MUTANT`.
+//!   mutant gallery, switched on by `dsh-host-mutant-driver --mutant <name>`.
 
 pub mod codes;
 pub mod discovery;

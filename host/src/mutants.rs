@@ -1,7 +1,7 @@
 //! Deliberate bugs for the kit's mutant gallery (issue 7), compiled only with the `mutants` cargo
 //! feature: the kit's own tests and `cargo xtask mutants` build it (the `dsh-host-mutant-driver`
-//! binary reads `DSH_HOST_MUTANT=<name>[,<name>...]`); the released `dsh-host-driver` has no
-//! mutant in it and no switch for one.
+//! binary takes `--mutant <name>[,<name>...]`); the released `dsh-host-driver` has no mutant in it
+//! and no switch for one.
 //!
 //! The correct host is written inline in its modules. Each bug is one `#[cfg(feature = "mutants")]`
 //! statement there that calls a hook here (or in `run/mutants.rs`, the run loop's hooks), and a hook
@@ -194,25 +194,11 @@ impl Mutants {
         {
             let mutant = Mutant::from_name(name).ok_or_else(|| {
                 let known: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
-                format!(
-                    "unknown DSH_HOST_MUTANT {name:?} (known: {})",
-                    known.join(", ")
-                )
+                format!("unknown mutant {name:?} (known: {})", known.join(", "))
             })?;
             set.insert(mutant);
         }
         Ok(Self(set))
-    }
-
-    /// From `DSH_HOST_MUTANT` (unset or empty: none).
-    pub fn from_env() -> Result<Self, String> {
-        match std::env::var("DSH_HOST_MUTANT") {
-            Ok(list) => Self::parse(&list),
-            Err(std::env::VarError::NotPresent) => Ok(Self::default()),
-            Err(std::env::VarError::NotUnicode(_)) => {
-                Err("DSH_HOST_MUTANT is not UTF-8".to_string())
-            }
-        }
     }
 
     pub fn on(&self, mutant: Mutant) -> bool {

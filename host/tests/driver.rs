@@ -23,21 +23,23 @@ struct Driver {
 impl Driver {
     /// The released driver, `dsh-host-driver`.
     fn start(world: &World, extra_env: &[(&str, &str)]) -> Driver {
-        Self::start_binary("dsh-host-driver", world, extra_env)
+        Self::start_binary("dsh-host-driver", &[], world, extra_env)
     }
 
-    /// The kit's test-only `dsh-host-mutant-driver` with `DSH_HOST_MUTANT=mutant`.
+    /// The kit's test-only `dsh-host-mutant-driver --mutant <mutant>`.
     fn mutant(world: &World, mutant: &str) -> Driver {
-        Self::start_binary(
-            "dsh-host-mutant-driver",
-            world,
-            &[("DSH_HOST_MUTANT", mutant)],
-        )
+        Self::start_binary("dsh-host-mutant-driver", &["--mutant", mutant], world, &[])
     }
 
-    fn start_binary(binary: &str, world: &World, extra_env: &[(&str, &str)]) -> Driver {
+    fn start_binary(
+        binary: &str,
+        args: &[&str],
+        world: &World,
+        extra_env: &[(&str, &str)],
+    ) -> Driver {
         let mut command = Command::new(fake_dsh::locate::binary(binary));
         command
+            .args(args)
             .current_dir(world.root.path())
             .env("DSH_BIN", world.dsh())
             .env(
@@ -52,7 +54,6 @@ impl Driver {
             .env("RUNTIME_DATA_DIR", world.data_dir())
             .env("DEEPSEEK_API_KEY", CANARY)
             .env("DSH_CONFORMANCE", "1")
-            .env_remove("DSH_HOST_MUTANT")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -465,11 +466,17 @@ fn the_released_driver_has_no_mutant_switch() {
     let mut driver = released(&world, "no-such-bug");
     assert_eq!(handshake(&mut driver)["driver"], json!("dsh-host-driver"));
     driver.shutdown();
-    let output = Command::new(fake_dsh::locate::binary("dsh-host-driver"))
-        .arg("--list-mutants")
-        .output()
-        .unwrap_or_else(|e| panic!("dsh-host-driver: {e}"));
-    assert_eq!(output.status.code(), Some(2), "--list-mutants is unknown");
+    for args in [&["--list-mutants"][..], &["--mutant", "key-in-argv"]] {
+        let output = Command::new(fake_dsh::locate::binary("dsh-host-driver"))
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("dsh-host-driver: {e}"));
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?} is an unknown argument"
+        );
+    }
     let help = Command::new(fake_dsh::locate::binary("dsh-host-driver"))
         .arg("--help")
         .output()
@@ -477,8 +484,8 @@ fn the_released_driver_has_no_mutant_switch() {
     assert!(!String::from_utf8_lossy(&help.stdout).contains("MUTANT"));
 }
 
-/// One run on the driver `start` gives with `DSH_HOST_MUTANT=key-in-argv`: whether the
-/// credential reached the runtime's argv.
+/// One run on the driver `start` gives for the mutant `key-in-argv`: whether the credential
+/// reached the runtime's argv.
 fn key_leaked_into_argv(start: impl Fn(&World, &str) -> Driver) -> bool {
     let world = World::for_driver(json!({}));
     let mut driver = start(&world, "key-in-argv");

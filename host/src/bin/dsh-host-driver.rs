@@ -25,7 +25,10 @@ Environment:
 ";
 
 fn main() {
-    let code = driver::main("dsh-host-driver", HELP, |config| Ok(Host::new(config)));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = driver::main("dsh-host-driver", HELP, &args, |config| {
+        Ok(Host::new(config))
+    });
     // Exit without waiting for the blocking stdin reader thread, which may never return.
     std::process::exit(code);
 }
