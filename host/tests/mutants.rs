@@ -358,6 +358,20 @@ async fn ignore_reasoning_effort() {
 }
 
 #[test]
+fn every_mutant_is_listed_in_the_reference_host_doc() {
+    let doc = include_str!("../../docs/reference-host.md");
+    let unlisted: Vec<&str> = Mutant::ALL
+        .iter()
+        .map(|mutant| mutant.name())
+        .filter(|name| !doc.contains(&format!("\n| `{name}` | ")))
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "docs/reference-host.md's mutant table lacks {unlisted:?}"
+    );
+}
+
+#[test]
 fn every_mutant_has_a_test_here() {
     let source = include_str!("mutants.rs");
     // The driver-level mutants are switched on through `dsh-host-mutant-driver`, in
