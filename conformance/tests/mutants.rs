@@ -1,5 +1,5 @@
-//! The kill matrix stays honest: every mutant of the reference host (`DSH_HOST_MUTANT`) has an
-//! entry in docs/kill-matrix.json, each entry names at least one case, and the cases it names still
+//! The kill matrix stays honest: every mutant of the reference host (`dsh-host-mutant-driver
+//! --mutant <name>`, built only with the host's test-only `mutants` feature) has an entry in docs/kill-matrix.json, each entry names at least one case, and the cases it names still
 //! fail against that mutant (while the corpus test shows they pass against the correct host).
 //! `cargo xtask mutants` regenerates the file from a full corpus run per mutant.
 
@@ -31,10 +31,10 @@ fn kill_matrix() -> serde_json::Map<String, Value> {
 }
 
 fn driver_mutants() -> BTreeSet<String> {
-    let output = Command::new(fake_dsh::locate::binary("dsh-host-driver"))
+    let output = Command::new(fake_dsh::locate::binary("dsh-host-mutant-driver"))
         .arg("--list-mutants")
         .output()
-        .expect("dsh-host-driver runs");
+        .expect("dsh-host-mutant-driver runs");
     assert!(output.status.success(), "--list-mutants failed");
     String::from_utf8_lossy(&output.stdout)
         .lines()
@@ -74,16 +74,16 @@ fn recorded_cases_still_catch_each_mutant() {
         let json_path = scratch.path().join(format!("{mutant}.json"));
         let mut run = Command::new(fake_dsh::locate::binary("dsh-conformance"));
         run.arg("run")
-            .arg("--host")
-            .arg(fake_dsh::locate::binary("dsh-host-driver"))
+            .arg("--host-arg")
+            .arg(fake_dsh::locate::binary("dsh-host-mutant-driver"))
+            .arg(format!("--host-arg=--mutant={mutant}"))
             .arg("--fake-dsh")
             .arg(fake_dsh::locate::binary("fake-dsh"))
             .arg("--fixtures")
             .arg(root.join("fixtures"))
             .arg("--json")
             .arg(&json_path)
-            .args(["--jobs", "2"])
-            .env("DSH_HOST_MUTANT", &mutant);
+            .args(["--jobs", "2"]);
         for id in checked {
             run.arg("--case").arg(id);
         }

@@ -824,7 +824,7 @@ fn the_reference_driver_answers_help_and_version() {
         .arg("--help")
         .assert()
         .success()
-        .stdout(predicates::str::contains("DSH_HOST_MUTANT"))
+        .stdout(predicates::str::contains("DSH_HOST_RUN_TIMEOUT_MS"))
         .stdout(predicates::str::contains("Usage: dsh-host-driver"));
     assert_cmd::Command::new(&driver)
         .arg("--version")

@@ -1,4 +1,5 @@
-//! Finds the kit's own binaries (`fake-dsh`, `dsh-host-driver`, `dsh-conformance`) from tests and
+//! Finds the kit's own binaries (`fake-dsh`, `dsh-host-driver`, `dsh-host-mutant-driver`,
+//! `dsh-conformance`) from tests and
 //! tools, so `cargo test -p <crate>` works alone: integration tests can only name binaries of their
 //! own package through `CARGO_BIN_EXE_*`.
 
@@ -6,12 +7,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-/// The package that builds each kit binary.
-fn package_of(binary: &str) -> Option<&'static str> {
+/// The package that builds each kit binary, and the features it needs (the mutant driver exists
+/// only with the reference host's test-only `mutants` feature).
+fn package_of(binary: &str) -> Option<(&'static str, &'static [&'static str])> {
     match binary {
-        "fake-dsh" => Some("fake-dsh"),
-        "dsh-host-driver" => Some("dsh-host"),
-        "dsh-conformance" => Some("dsh-conformance"),
+        "fake-dsh" => Some(("fake-dsh", &[])),
+        "dsh-host-driver" => Some(("dsh-host", &[])),
+        "dsh-host-mutant-driver" => Some(("dsh-host", &["mutants"])),
+        "dsh-conformance" => Some(("dsh-conformance", &[])),
         _ => None,
     }
 }
@@ -39,9 +42,14 @@ pub fn binary(name: &str) -> PathBuf {
     let dir = target_profile_dir().expect("cannot tell where the running executable lives");
     let path = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     if !built.iter().any(|done| done == name) {
-        if let (Some(cargo), Some(package)) = (std::env::var_os("CARGO"), package_of(name)) {
+        if let (Some(cargo), Some((package, features))) =
+            (std::env::var_os("CARGO"), package_of(name))
+        {
             let mut build = Command::new(cargo);
             build.args(["build", "--quiet", "--package", package, "--bin", name]);
+            for feature in features {
+                build.args(["--features", feature]);
+            }
             if dir.file_name().is_some_and(|profile| profile == "release") {
                 build.arg("--release");
             }

@@ -443,14 +443,24 @@ pub fn untested_warning(version: &Version) -> Option<String> {
     })
 }
 
-/// Resolve, version, probe: the whole spec-5 gate. `skip_probe` exists for the `skip-probe-gate`
-/// mutant only.
+/// Resolve, version, probe: the whole spec-5 gate.
 pub async fn discover(
     env: &DiscoveryEnv,
     bounds: DiscoveryBounds,
     redactor: &Redactor,
-    skip_probe: bool,
 ) -> Discovery {
+    let mut discovery = locate(env, bounds).await;
+    if let (None, Some(executable)) = (&discovery.unavailable, &discovery.executable) {
+        match probe(executable, bounds.probe, redactor).await {
+            Ok(info) => discovery.probe = Some(info),
+            Err(diagnostic) => discovery.unavailable = Some(diagnostic),
+        }
+    }
+    discovery
+}
+
+/// The first two steps of spec 5: resolve the executable and read its version (no probe yet).
+pub async fn locate(env: &DiscoveryEnv, bounds: DiscoveryBounds) -> Discovery {
     let mut discovery = Discovery {
         executable: None,
         version: None,
@@ -473,16 +483,6 @@ pub async fn discover(
             discovery.warnings.extend(untested_warning(&version));
             discovery.version = Some(version);
         }
-        Err(diagnostic) => {
-            discovery.unavailable = Some(diagnostic);
-            return discovery;
-        }
-    }
-    if skip_probe {
-        return discovery;
-    }
-    match probe(&resolved.path, bounds.probe, redactor).await {
-        Ok(info) => discovery.probe = Some(info),
         Err(diagnostic) => discovery.unavailable = Some(diagnostic),
     }
     discovery

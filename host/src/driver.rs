@@ -7,8 +7,7 @@
 use crate::codes::Diagnostic;
 use crate::discovery::Discovery;
 use crate::events::Event;
-use crate::host::Host;
-use crate::mutants::Mutant;
+use crate::host::{Host, HostConfig};
 use crate::run::{Outcome, RunRequest};
 use dsh_protocol::frames::ModelRoute;
 use dsh_protocol::{LineEvent, LineFramer};
@@ -66,9 +65,63 @@ enum Work {
 #[derive(Default)]
 struct Active {
     runs: Vec<(String, watch::Sender<bool>)>,
+    /// The `cancel-all-runs` mutant (test builds of the kit only).
+    #[cfg(feature = "mutants")]
+    cancel_all: bool,
 }
 
 type Replies = mpsc::UnboundedSender<Value>;
+
+/// A driver binary's whole life, given its arguments (program name excluded): `--help` and
+/// `--version` answered, anything else refused (exit 2); with no argument, the host `make_host`
+/// builds from the environment's [`HostConfig`] serves the driver protocol on stdin/stdout.
+/// Returns the exit code.
+pub fn main(
+    name: &str,
+    help: &str,
+    args: &[String],
+    make_host: impl FnOnce(HostConfig) -> Result<Host, String>,
+) -> i32 {
+    match args.first().map(String::as_str) {
+        None => {}
+        Some("--help" | "-h") => {
+            print!("{help}");
+            return 0;
+        }
+        Some("--version" | "-V") => {
+            println!("{name} {}", env!("CARGO_PKG_VERSION"));
+            return 0;
+        }
+        Some(other) => {
+            eprintln!("{name}: unknown argument {other:?} (the driver speaks on stdin; see docs/host-driver.md)");
+            return 2;
+        }
+    }
+    let host = match HostConfig::from_env().and_then(make_host) {
+        Ok(host) => host,
+        Err(error) => {
+            eprintln!("{name}: {error}");
+            return 2;
+        }
+    };
+    crate::process::adopt_orphans();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("{name}: cannot start the async runtime: {error}");
+            return 2;
+        }
+    };
+    runtime.block_on(serve(
+        Arc::new(host),
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    ))
+}
 
 /// Serve the driver protocol until `shutdown` (or the input ends). Returns the exit code.
 pub async fn serve<R, W>(host: Arc<Host>, input: R, output: W) -> i32
@@ -78,7 +131,13 @@ where
 {
     let (replies, reply_queue) = mpsc::unbounded_channel::<Value>();
     let writer = tokio::spawn(write_replies(output, reply_queue));
-    let active = Arc::new(Mutex::new(Active::default()));
+    let active = Active::default();
+    #[cfg(feature = "mutants")]
+    let active = Active {
+        cancel_all: host.mutant(crate::mutants::Mutant::CancelAllRuns),
+        ..active
+    };
+    let active = Arc::new(Mutex::new(active));
     let (work, work_queue) = mpsc::unbounded_channel::<Work>();
     let worker = tokio::spawn(do_work(
         host.clone(),
@@ -87,8 +146,7 @@ where
         active.clone(),
     ));
 
-    let cancel_all = host.config().mutants.on(Mutant::CancelAllRuns);
-    if read_requests(input, &replies, &work, &active, cancel_all).await == Flow::InputEnded {
+    if read_requests(input, &replies, &work, &active).await == Flow::InputEnded {
         // Nobody is listening any more: end the accepted runs promptly (spec 10).
         cancel_active(&active, None);
     }
@@ -117,6 +175,8 @@ async fn write_replies<W: AsyncWrite + Unpin>(
 /// Cancel the run named `id` (every accepted run, when `None`).
 fn cancel_active(active: &Mutex<Active>, id: Option<&str>) {
     let Ok(active) = active.lock() else { return };
+    #[cfg(feature = "mutants")]
+    let id = id.filter(|_| !active.cancel_all);
     for (run_id, cancel) in &active.runs {
         if id.is_none_or(|id| id == run_id) {
             let _ = cancel.send(true);
@@ -134,7 +194,6 @@ async fn read_requests<R: AsyncRead + Unpin>(
     replies: &Replies,
     work: &mpsc::UnboundedSender<Work>,
     active: &Mutex<Active>,
-    cancel_all: bool,
 ) -> Flow {
     let mut framer = LineFramer::with_limit(MAX_REQUEST_BYTES);
     let mut chunk = vec![0u8; 64 * 1024];
@@ -159,7 +218,7 @@ async fn read_requests<R: AsyncRead + Unpin>(
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            if handle_request(&line, replies, work, active, cancel_all) == Flow::Shutdown {
+            if handle_request(&line, replies, work, active) == Flow::Shutdown {
                 return Flow::Shutdown;
             }
         }
@@ -189,7 +248,6 @@ fn handle_request(
     replies: &Replies,
     work: &mpsc::UnboundedSender<Work>,
     active: &Mutex<Active>,
-    cancel_all: bool,
 ) -> Flow {
     let request: Value = match serde_json::from_slice(line) {
         Ok(request) => request,
@@ -272,8 +330,7 @@ fn handle_request(
                 cancelled,
             });
         }
-        // The mutant `cancel-all-runs` ends every run in flight (spec 10 forbids it).
-        "cancel" => cancel_active(active, (!cancel_all).then_some(id.as_str())),
+        "cancel" => cancel_active(active, Some(id.as_str())),
         "shutdown" => return Flow::Shutdown,
         other => {
             let _ = replies.send(error_reply(

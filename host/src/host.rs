@@ -1,9 +1,8 @@
-//! The reference host as one value: its configuration (environment, bounds, session store,
-//! mutants) and its three operations: discover, setup, run.
+//! The reference host as one value: its configuration (environment, bounds, session store) and
+//! its three operations: discover, setup, run.
 
 use crate::codes::Diagnostic;
 use crate::discovery::{self, Discovery, DiscoveryBounds, DiscoveryEnv, ProbeInfo, Version};
-use crate::mutants::{Mutant, Mutants};
 use crate::redact::Redactor;
 use crate::run::RunBounds;
 use crate::session_store::SessionStore;
@@ -23,7 +22,6 @@ pub struct HostConfig {
     pub discovery_bounds: DiscoveryBounds,
     pub setup_bounds: SetupBounds,
     pub run_bounds: RunBounds,
-    pub mutants: Mutants,
     /// Credential values of the environment, redacted wherever the host keeps text.
     pub credentials: Redactor,
     pub log: Log,
@@ -31,7 +29,7 @@ pub struct HostConfig {
 
 impl HostConfig {
     /// From the process environment: `DSH_BIN`, `PATH`, `RUNTIME_DATA_DIR`, credential-looking
-    /// variables, `DSH_HOST_MUTANT`, and the optional `DSH_HOST_*_MS` bounds (docs/reference-host.md).
+    /// variables, and the optional `DSH_HOST_*_MS` bounds (docs/reference-host.md).
     pub fn from_env() -> Result<Self, String> {
         let mut run_bounds = RunBounds::default();
         for (name, slot) in [
@@ -53,15 +51,12 @@ impl HostConfig {
                 *slot = Duration::from_millis(millis);
             }
         }
-        let mutants = Mutants::from_env()?;
-        let store = SessionStore::chosen(&mutants, std::env::var_os("DSH_HOME").as_deref());
         Ok(Self {
             env: DiscoveryEnv::from_process(),
-            store,
+            store: SessionStore::from_env(),
             discovery_bounds: DiscoveryBounds::default(),
             setup_bounds: SetupBounds::default(),
             run_bounds,
-            mutants,
             credentials: Redactor::from_process_env(),
             log: Arc::new(|line| eprintln!("dsh-host: {line}")),
         })
@@ -91,6 +86,9 @@ impl FileStamp {
 pub struct Host {
     pub(crate) config: HostConfig,
     version_cache: Mutex<Option<(FileStamp, Version)>>,
+    /// The deliberate bugs switched on (test builds of the kit only, see [`crate::mutants`]).
+    #[cfg(feature = "mutants")]
+    pub(crate) mutants: crate::mutants::Mutants,
 }
 
 impl Host {
@@ -98,6 +96,8 @@ impl Host {
         Self {
             config,
             version_cache: Mutex::new(None),
+            #[cfg(feature = "mutants")]
+            mutants: crate::mutants::Mutants::default(),
         }
     }
 
@@ -109,19 +109,23 @@ impl Host {
         (self.config.log)(line);
     }
 
-    pub(crate) fn mutant(&self, mutant: Mutant) -> bool {
-        self.config.mutants.on(mutant)
-    }
-
     /// Spec 5: resolve, `--version`, probe gate.
     pub async fn discover(&self) -> Discovery {
+        #[cfg(feature = "mutants")]
+        if let Some(discovery) = self.discovery_without_probe().await {
+            return self.noted(discovery);
+        }
         let discovery = discovery::discover(
             &self.config.env,
             self.config.discovery_bounds,
             &self.config.credentials,
-            self.mutant(Mutant::SkipProbeGate),
         )
         .await;
+        self.noted(discovery)
+    }
+
+    /// Log a discovery's notes and remember the version it read.
+    fn noted(&self, discovery: Discovery) -> Discovery {
         for note in &discovery.notes {
             self.log(note);
         }
@@ -140,13 +144,19 @@ impl Host {
         for note in &resolved.notes {
             self.log(note);
         }
+        #[cfg(feature = "mutants")]
+        if let Some(installed) = self
+            .install_without_hash_check(&resolved.path, tarball, manifest)
+            .await
+        {
+            return installed;
+        }
         setup::install_bundle(
             &resolved.path,
             tarball,
             manifest,
             self.config.setup_bounds,
             &self.config.credentials,
-            self.mutant(Mutant::SkipHashCheck),
         )
         .await
     }

@@ -8,7 +8,8 @@
 //! - [`models`]: the `--models` catalog and the picked route (spec 12).
 //! - [`process`]: the platform part: owning, signalling and reaping a process tree.
 //! - [`driver`]: the driver protocol of docs/host-driver.md, used by `dsh-host-driver`.
-//! - [`mutants`]: deliberate bugs switched on by `DSH_HOST_MUTANT`, for the kit's mutant gallery.
+//! - `mutants` (the `mutants` feature only, never in a release): deliberate bugs for the kit's
+//!   mutant gallery, switched on by `dsh-host-mutant-driver --mutant <name>`.
 
 pub mod codes;
 pub mod discovery;
@@ -16,6 +17,7 @@ pub mod driver;
 pub mod events;
 pub mod host;
 pub mod models;
+#[cfg(feature = "mutants")]
 pub mod mutants;
 pub mod process;
 pub mod redact;

@@ -13,7 +13,6 @@
 use crate::codes::{self, Diagnostic};
 use crate::discovery::{self, describe_exit, truncate, PROFILE};
 use crate::host::Host;
-use crate::mutants::Mutant;
 use crate::run::{Outcome, RunRequest};
 use crate::short_command::{self, Finished};
 use dsh_protocol::frames::{ModelRoute, Status};
@@ -26,9 +25,6 @@ pub const MAX_MODELS_BYTES: usize = 64 * 1024;
 
 /// The route that leaves the model to the runtime.
 pub const DEFAULT_ROUTE: &str = "default";
-
-/// The model the `model-for-default` mutant sends for the `default` route.
-const MUTANT_DEFAULT_MODEL: (&str, &str) = ("deepseek-official", "deepseek-chat");
 
 /// One model of the picker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,13 +45,6 @@ pub struct ReasoningOption {
     pub default: Option<bool>,
 }
 
-/// How lenient the parser is: both `false` in the correct host (the mutants switch them on).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Leniency {
-    pub keep_duplicates: bool,
-    pub accept_empty: bool,
-}
-
 fn invalid(why: String) -> Diagnostic {
     Diagnostic::new(
         codes::MODELS_INVALID,
@@ -65,8 +54,15 @@ fn invalid(why: String) -> Diagnostic {
     )
 }
 
-/// Parse the stdout of `--models` into the catalog the picker shows.
-pub fn parse_catalog(stdout: &[u8], leniency: Leniency) -> Result<Vec<CatalogModel>, Diagnostic> {
+/// Parse the stdout of `--models` into the catalog the picker shows: the frame's models, each
+/// repeat dropped (the first wins), and an empty list refused as "no models".
+pub fn parse_catalog(stdout: &[u8]) -> Result<Vec<CatalogModel>, Diagnostic> {
+    let models = parse_models_frame(stdout)?;
+    refuse_empty(without_duplicates(models))
+}
+
+/// The `models` frame's models, every one validated, in order and as listed (repeats kept).
+pub fn parse_models_frame(stdout: &[u8]) -> Result<Vec<CatalogModel>, Diagnostic> {
     if stdout.len() > MAX_MODELS_BYTES {
         return Err(invalid(format!("is larger than {MAX_MODELS_BYTES} bytes")));
     }
@@ -100,16 +96,35 @@ pub fn parse_catalog(stdout: &[u8], leniency: Leniency) -> Result<Vec<CatalogMod
         .get("models")
         .and_then(Value::as_array)
         .ok_or_else(|| invalid("has no `models` array".to_string()))?;
-    let mut models = Vec::new();
+    entries
+        .iter()
+        .enumerate()
+        .map(|(index, entry)| {
+            parse_model(entry).map_err(|why| invalid(format!("model {index} {why}")))
+        })
+        .collect()
+}
+
+/// The catalog without a repeated `provider/id`, nor a repeated effort id within a model: the
+/// first of each wins.
+pub fn without_duplicates(models: Vec<CatalogModel>) -> Vec<CatalogModel> {
     let mut seen = HashSet::new();
-    for (index, entry) in entries.iter().enumerate() {
-        let model =
-            parse_model(entry, leniency).map_err(|why| invalid(format!("model {index} {why}")))?;
-        if seen.insert((model.provider.clone(), model.id.clone())) || leniency.keep_duplicates {
-            models.push(model);
+    let mut kept = Vec::new();
+    for mut model in models {
+        if seen.insert((model.provider.clone(), model.id.clone())) {
+            let mut efforts = HashSet::new();
+            model
+                .reasoning_options
+                .retain(|option| efforts.insert(option.id.clone()));
+            kept.push(model);
         }
     }
-    if models.is_empty() && !leniency.accept_empty {
+    kept
+}
+
+/// An empty catalog is "no models": the runtime has nothing to run.
+pub fn refuse_empty(models: Vec<CatalogModel>) -> Result<Vec<CatalogModel>, Diagnostic> {
+    if models.is_empty() {
         return Err(Diagnostic::new(
             codes::MODELS_EMPTY,
             "the open-design profile lists no models: DeepSeek Harness has no model to run; \
@@ -129,21 +144,18 @@ fn non_empty(object: &Map<String, Value>, member: &str) -> Result<String, String
     }
 }
 
-fn parse_model(entry: &Value, leniency: Leniency) -> Result<CatalogModel, String> {
+fn parse_model(entry: &Value) -> Result<CatalogModel, String> {
     let object = entry.as_object().ok_or("is not an object")?;
     let options = match object.get("reasoning_options") {
         None => &Vec::new(),
         Some(Value::Array(options)) => options,
         Some(_) => return Err("has `reasoning_options` that is not an array".to_string()),
     };
-    let mut reasoning_options = Vec::new();
-    let mut seen = HashSet::new();
-    for (index, option) in options.iter().enumerate() {
-        let option = parse_option(option).map_err(|why| format!("option {index} {why}"))?;
-        if seen.insert(option.id.clone()) || leniency.keep_duplicates {
-            reasoning_options.push(option);
-        }
-    }
+    let reasoning_options = options
+        .iter()
+        .enumerate()
+        .map(|(index, option)| parse_option(option).map_err(|why| format!("option {index} {why}")))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(CatalogModel {
         provider: non_empty(object, "provider")?,
         provider_name: non_empty(object, "provider_name")?,
@@ -229,27 +241,26 @@ impl Host {
             }
             Finished::Exited { stdout, .. } => stdout,
         };
-        let leniency = Leniency {
-            keep_duplicates: self.mutant(Mutant::KeepDuplicateModels),
-            accept_empty: self.mutant(Mutant::AcceptEmptyCatalog),
-        };
-        parse_catalog(&stdout, leniency)
+        #[cfg(feature = "mutants")]
+        if let Some(lenient) = self.lenient_catalog(&stdout) {
+            return lenient;
+        }
+        parse_catalog(&stdout)
     }
 
     /// The `model` of `execute`: the picked route, nothing for `default`.
     pub(crate) fn execute_model(&self, request: &RunRequest) -> Option<ModelRoute> {
-        match &request.model {
-            None if self.mutant(Mutant::ModelForDefault) => Some(ModelRoute {
-                provider: MUTANT_DEFAULT_MODEL.0.to_string(),
-                id: MUTANT_DEFAULT_MODEL.1.to_string(),
-            }),
-            model => model.clone(),
+        #[cfg(feature = "mutants")]
+        if let Some(model) = self.model_for_default(request) {
+            return model;
         }
+        request.model.clone()
     }
 
     /// The `reasoning_effort` of `execute`: exactly the picked one, none when none was picked.
     pub(crate) fn execute_effort(&self, request: &RunRequest) -> Option<String> {
-        if self.mutant(Mutant::IgnoreReasoningEffort) {
+        #[cfg(feature = "mutants")]
+        if self.mutant(crate::mutants::Mutant::IgnoreReasoningEffort) {
             return None;
         }
         request.reasoning_effort.clone()
@@ -292,9 +303,7 @@ mod tests {
     }
 
     fn code(stdout: &[u8]) -> Option<&'static str> {
-        parse_catalog(stdout, Leniency::default())
-            .err()
-            .map(|d| d.code)
+        parse_catalog(stdout).err().map(|d| d.code)
     }
 
     #[test]
@@ -304,20 +313,13 @@ mod tests {
             model("b", &[]),
             model("a", &["max"])
         ]));
-        let catalog = parse_catalog(&stdout, Leniency::default()).unwrap_or_default();
+        let catalog = parse_catalog(&stdout).unwrap_or_default();
         let routes: Vec<(&str, usize)> = catalog
             .iter()
             .map(|m| (m.id.as_str(), m.reasoning_options.len()))
             .collect();
         assert_eq!(routes, vec![("a", 2), ("b", 0)]);
-        let lenient = Leniency {
-            keep_duplicates: true,
-            accept_empty: false,
-        };
-        assert_eq!(
-            parse_catalog(&stdout, lenient).map(|c| c.len()).ok(),
-            Some(3)
-        );
+        assert_eq!(parse_models_frame(&stdout).map(|c| c.len()).ok(), Some(3));
     }
 
     #[test]

@@ -1,18 +1,23 @@
-//! Deliberate bugs for the kit's mutant gallery (issue 7): `DSH_HOST_MUTANT=<name>[,<name>...]`
-//! switches each on as a flag inside the one real implementation. Unset, the host is correct.
+//! Deliberate bugs for the kit's mutant gallery (issue 7), compiled only with the `mutants` cargo
+//! feature: the kit's own tests and `cargo xtask mutants` build it (the `dsh-host-mutant-driver`
+//! binary takes `--mutant <name>[,<name>...]`); the released `dsh-host-driver` has no mutant in it
+//! and no switch for one.
 //!
-//! This module is also the one seam through which they reach the run loop (`crate::run`): each
-//! deviation point is a named method of [`Mutants`] below whose answer, with no mutant on, is the
-//! correct behaviour, so the run loop reads as the spec's steps without the bugs in the way.
+//! The correct host is written inline in its modules. Each bug is one `#[cfg(feature = "mutants")]`
+//! statement there that calls a hook here (or in `run/mutants.rs`, the run loop's hooks), and a hook
+//! can only make the host worse: with its mutant off it answers exactly what the host computed.
 
-use crate::run::{checker_after_ready, frame_of, RunRequest};
-use crate::session_store::{CompatibilityKey, Lookup, SessionMapping, SessionStore};
-use dsh_protocol::frames::{Execute, Result as RunResult};
-use dsh_protocol::{
-    HostCommand, LineEvent, RunContext, RuntimeFrame, StreamChecker, Violation, ViolationCode,
-};
+use crate::codes::Diagnostic;
+use crate::discovery::{self, Discovery, ProbeInfo};
+use crate::host::Host;
+use crate::models::{self, CatalogModel};
+use crate::run::RunRequest;
+use crate::session_store::SessionStore;
+use crate::setup;
+use dsh_protocol::frames::ModelRoute;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::ffi::OsStr;
+use std::path::Path;
 
 /// One deliberate bug; [`Mutant::summary`] says which.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -189,25 +194,11 @@ impl Mutants {
         {
             let mutant = Mutant::from_name(name).ok_or_else(|| {
                 let known: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
-                format!(
-                    "unknown DSH_HOST_MUTANT {name:?} (known: {})",
-                    known.join(", ")
-                )
+                format!("unknown mutant {name:?} (known: {})", known.join(", "))
             })?;
             set.insert(mutant);
         }
         Ok(Self(set))
-    }
-
-    /// From `DSH_HOST_MUTANT` (unset or empty: none).
-    pub fn from_env() -> Result<Self, String> {
-        match std::env::var("DSH_HOST_MUTANT") {
-            Ok(list) => Self::parse(&list),
-            Err(std::env::VarError::NotPresent) => Ok(Self::default()),
-            Err(std::env::VarError::NotUnicode(_)) => {
-                Err("DSH_HOST_MUTANT is not UTF-8".to_string())
-            }
-        }
     }
 
     pub fn on(&self, mutant: Mutant) -> bool {
@@ -220,206 +211,92 @@ impl Mutants {
     }
 }
 
-/// The seam: the run loop's deviation points, in the order a turn meets them.
+/// The model the `model-for-default` mutant sends for the `default` route.
+const MUTANT_DEFAULT_MODEL: (&str, &str) = ("deepseek-official", "deepseek-chat");
+
 impl Mutants {
-    /// Extra runtime arguments (`key-in-argv`: the credential).
-    pub fn extra_runtime_args(&self) -> Vec<String> {
-        match std::env::var("DEEPSEEK_API_KEY") {
-            Ok(key) if self.on(Mutant::KeyInArgv) => vec![format!("--api-key={key}")],
-            _ => Vec::new(),
-        }
-    }
-
-    /// The project cwd as the run uses it: canonical (`no-cwd-canonicalize`: as given).
-    pub fn project_cwd(&self, given: &Path) -> std::io::Result<PathBuf> {
-        if self.on(Mutant::NoCwdCanonicalize) {
-            Ok(given.to_path_buf())
-        } else {
-            std::fs::canonicalize(given)
-        }
-    }
-
-    /// Whether stderr is read only after the runtime exits (`no-stderr-drain`).
-    pub fn drains_stderr_late(&self) -> bool {
-        self.on(Mutant::NoStderrDrain)
-    }
-
-    /// `execute-before-ready`: the line written right after spawning (a new session with the
-    /// bootstrap: the compatibility key needs `ready`); `None` for the correct host.
-    pub fn execute_before_ready(
-        &self,
-        request: &RunRequest,
-        request_id: &str,
-        cwd: &str,
-    ) -> Option<String> {
-        if !self.on(Mutant::ExecuteBeforeReady) {
-            return None;
-        }
-        let prompt = if request.bootstrap.is_empty() {
-            request.prompt.clone()
-        } else {
-            format!("{}\n\n{}", request.bootstrap, request.prompt)
-        };
-        let execute = HostCommand::Execute(Execute {
-            request_id: request_id.to_string(),
-            cwd: cwd.to_string(),
-            prompt,
-            resume_session_id: None,
-            model: request.model.clone(),
-            reasoning_effort: request.reasoning_effort.clone(),
-            mcp_servers: Vec::new(),
-        });
-        Some(execute.to_line())
-    }
-
-    /// Whether `execute` already went out before `ready` (`execute-before-ready`).
-    pub fn executed_early(&self) -> bool {
-        self.on(Mutant::ExecuteBeforeReady)
-    }
-
-    /// Whether a stored key still matches (`resume-under-changed-cwd`: the cwd is ignored).
-    pub fn keys_match(&self, stored: &CompatibilityKey, current: &CompatibilityKey) -> bool {
-        if self.on(Mutant::ResumeUnderChangedCwd) {
-            let mut stored = stored.clone();
-            stored.cwd.clone_from(&current.cwd);
-            return stored == *current;
-        }
-        stored == current
-    }
-
-    /// The conversation's stored mapping (`salvage-torn-mapping`: a file that does not parse still
-    /// yields the `session_id` written in its text, and the key it lost is taken as `current`).
-    pub fn lookup(
-        &self,
-        store: &SessionStore,
-        conversation_id: &str,
-        current: &CompatibilityKey,
-    ) -> Lookup {
-        let lookup = store.load(conversation_id);
-        if !self.on(Mutant::SalvageTornMapping) || lookup.mapping.is_some() {
-            return lookup;
-        }
-        let text = std::fs::read(store.file_of(conversation_id)).unwrap_or_default();
-        let salvaged =
-            session_id_in(&String::from_utf8_lossy(&text)).map(|session_id| SessionMapping {
-                session_id,
-                key: current.clone(),
-            });
-        Lookup {
-            mapping: salvaged,
-            warning: lookup.warning,
-        }
-    }
-
-    /// Whether a new session gets the bootstrap (`no-bootstrap-on-new-session`: it does not).
-    pub fn bootstrap_on_new_session(&self) -> bool {
-        !self.on(Mutant::NoBootstrapOnNewSession)
-    }
-
-    /// Whether the prompt is logged (`log-prompt-to-stderr`).
-    pub fn logs_prompt(&self) -> bool {
-        self.on(Mutant::LogPromptToStderr)
-    }
-
-    /// The checker's context for a resume (`ignore-resume-mismatch`: told nothing).
-    pub fn run_context(&self, request_id: &str, resume: Option<&String>) -> RunContext {
-        match resume {
-            Some(session) if !self.on(Mutant::IgnoreResumeMismatch) => {
-                RunContext::resuming(request_id.to_string(), session.clone())
-            }
-            _ => RunContext::new(request_id.to_string()),
-        }
-    }
-
-    /// Whether a cancel skips the protocol steps and SIGKILLs (`sigkill-without-cancel`).
-    pub fn cancels_by_kill(&self) -> bool {
-        self.on(Mutant::SigkillWithoutCancel)
-    }
-
-    /// The request the protocol `cancel` names (`cancel-wrong-request`: a fresh one).
-    pub fn cancel_target(&self, active: &str, fresh: impl FnOnce() -> String) -> String {
-        if self.on(Mutant::CancelWrongRequest) {
-            fresh()
-        } else {
-            active.to_string()
-        }
-    }
-
-    /// Whether a foreign frame is normalized into this run's events (`foreign-frame-leaks`).
-    pub fn relays_foreign_frames(&self) -> bool {
-        self.on(Mutant::ForeignFrameLeaks)
-    }
-
-    /// The mutants that tolerate a violation: a replacement checker, and the frame to accept
-    /// instead (or `None` to re-check the line with the replacement).
-    pub fn tolerate(
-        &self,
-        violation: &Violation,
-        event: &LineEvent,
-        request_id: &str,
-        ready_lines: &[LineEvent],
-    ) -> Option<(StreamChecker, Option<RuntimeFrame>)> {
-        let rebuild = |context: RunContext| checker_after_ready(context, ready_lines);
-        let frame = frame_of(event)?;
-        match (violation.code, &frame) {
-            (ViolationCode::ContentBeforeSession, _) if self.on(Mutant::AcceptSessionAfterText) => {
-                Some((rebuild(RunContext::new(request_id)), Some(frame)))
-            }
-            (ViolationCode::ResumeMismatch, RuntimeFrame::Session(session))
-                if self.on(Mutant::IgnoreResumeMismatch) =>
-            {
-                let context = if session.resumed {
-                    RunContext::resuming(request_id, session.session_id.clone())
-                } else {
-                    RunContext::new(request_id)
-                };
-                Some((rebuild(context), None))
+    /// `mapping-in-dsh-home`: the session store the mutant keeps in the user's Harness home
+    /// `dsh_home` (`None`: the host's own store stands).
+    pub fn session_store_in(&self, dsh_home: Option<&OsStr>) -> Option<SessionStore> {
+        match dsh_home {
+            Some(home) if self.on(Mutant::MappingInDshHome) => {
+                Some(SessionStore::new(Path::new(home)))
             }
             _ => None,
         }
-    }
-
-    /// A second `result` that replaces the first (`accept-second-result`); `None`: the
-    /// violation stands.
-    pub fn second_result(&self, violation: &Violation, event: &LineEvent) -> Option<RunResult> {
-        if !self.on(Mutant::AcceptSecondResult) || violation.code != ViolationCode::DuplicateResult
-        {
-            return None;
-        }
-        match frame_of(event) {
-            Some(RuntimeFrame::Result(result)) => Some(result),
-            _ => None,
-        }
-    }
-
-    /// Whether EOF without a result reports `completed` (`eof-is-success`).
-    pub fn eof_is_success(&self) -> bool {
-        self.on(Mutant::EofIsSuccess)
-    }
-
-    /// Whether signals reach the direct child only, and the tree is not waited for nor its
-    /// escaped daemons killed (`kill-direct-child-only`).
-    pub fn signals_leader_only(&self) -> bool {
-        self.on(Mutant::KillDirectChildOnly)
-    }
-
-    /// Whether a rejected resume is retried silently as a new session
-    /// (`missing-resume-new-session`).
-    pub fn retries_rejected_resume(&self) -> bool {
-        self.on(Mutant::MissingResumeNewSession)
     }
 }
 
-/// The string after `"session_id":` in a JSON text that may be cut anywhere after it.
-fn session_id_in(text: &str) -> Option<String> {
-    let (_, after) = text.split_once("\"session_id\"")?;
-    let value = after
-        .trim_start()
-        .strip_prefix(':')?
-        .trim_start()
-        .strip_prefix('"')?;
-    let (id, _) = value.split_once('"')?;
-    Some(id.to_string()).filter(|id| !id.is_empty())
+impl Host {
+    /// This host with `mutants` switched on.
+    pub fn with_mutants(mut self, mutants: Mutants) -> Self {
+        self.mutants = mutants;
+        self
+    }
+
+    /// Whether `mutant` is on.
+    pub(crate) fn mutant(&self, mutant: Mutant) -> bool {
+        self.mutants.on(mutant)
+    }
+
+    /// `skip-probe-gate`: discovery without its probe.
+    pub(crate) async fn discovery_without_probe(&self) -> Option<Discovery> {
+        if !self.mutant(Mutant::SkipProbeGate) {
+            return None;
+        }
+        Some(discovery::locate(&self.config.env, self.config.discovery_bounds).await)
+    }
+
+    /// `skip-hash-check`: the bundle installed without checking its hash.
+    pub(crate) async fn install_without_hash_check(
+        &self,
+        executable: &Path,
+        tarball: &Path,
+        manifest: &Path,
+    ) -> Option<Result<ProbeInfo, Diagnostic>> {
+        if !self.mutant(Mutant::SkipHashCheck) {
+            return None;
+        }
+        if let Err(diagnostic) = setup::read_manifest(manifest) {
+            return Some(Err(diagnostic));
+        }
+        let (bounds, credentials) = (self.config.setup_bounds, &self.config.credentials);
+        Some(setup::install_verified(executable, tarball, bounds, credentials).await)
+    }
+
+    /// `keep-duplicate-models` and `accept-empty-catalog`: the catalog with repeats kept or an
+    /// empty list offered (`None`: neither is on).
+    pub(crate) fn lenient_catalog(
+        &self,
+        stdout: &[u8],
+    ) -> Option<Result<Vec<CatalogModel>, Diagnostic>> {
+        let keep_duplicates = self.mutant(Mutant::KeepDuplicateModels);
+        let accept_empty = self.mutant(Mutant::AcceptEmptyCatalog);
+        if !keep_duplicates && !accept_empty {
+            return None;
+        }
+        let parsed = models::parse_models_frame(stdout).map(|models| {
+            if keep_duplicates {
+                models
+            } else {
+                models::without_duplicates(models)
+            }
+        });
+        Some(match parsed {
+            Ok(models) if !accept_empty => models::refuse_empty(models),
+            parsed => parsed,
+        })
+    }
+
+    /// `model-for-default`: a fixed `model` for the `default` route.
+    pub(crate) fn model_for_default(&self, request: &RunRequest) -> Option<Option<ModelRoute>> {
+        (self.mutant(Mutant::ModelForDefault) && request.model.is_none()).then(|| {
+            Some(ModelRoute {
+                provider: MUTANT_DEFAULT_MODEL.0.to_string(),
+                id: MUTANT_DEFAULT_MODEL.1.to_string(),
+            })
+        })
+    }
 }
 
 #[cfg(test)]

@@ -121,7 +121,8 @@ impl OwnedTree {
         imp::signal_group(self.leader, how)
     }
 
-    /// Signal the direct child only (used by the `kill-direct-child-only` mutant).
+    /// Signal the direct child only (the `kill-direct-child-only` mutant; test builds only).
+    #[cfg(feature = "mutants")]
     pub fn stop_leader_only(&self, how: Stop) -> io::Result<()> {
         imp::signal_process(self.leader, how)
     }

@@ -14,23 +14,24 @@
 //! 7. **Outcome** ([`Host::conclude`]): the session mapping, and the outcome reported only now.
 //!
 //! The plumbing lives in `pipes`. The deliberate bugs of the kit's mutant gallery are not written
-//! here: each step asks the one seam, [`crate::mutants::Mutants`], at a named point, and with no
-//! mutant on every answer is the correct behaviour.
+//! here: each is one `#[cfg(feature = "mutants")]` statement calling into `run/mutants.rs`, compiled
+//! only in the kit's test builds. Delete those statements and the host is the same: correct.
 
+#[cfg(feature = "mutants")]
+mod mutants;
 mod pipes;
 
 use crate::codes::{self, Diagnostic};
 use crate::discovery::{self, PROFILE};
 use crate::events::{Event, Normalizer};
 use crate::host::Host;
-use crate::mutants::Mutants;
 use crate::process::{self, spawn_owned, OwnedTree, Stop};
 use crate::redact::Redactor;
 use crate::session_store::{CompatibilityKey, SessionMapping, RUNTIME_ID};
 use dsh_protocol::frames::{Execute, ModelRoute, Result as RunResult, RuntimeIdentity, Status};
 use dsh_protocol::{
-    FrameRef, HostCommand, LineEvent, RunContext, RuntimeFrame, Step, StreamChecker, Terminal,
-    Violation, ViolationCode,
+    FrameRef, HostCommand, LineEvent, RunContext, Step, StreamChecker, Terminal, Violation,
+    ViolationCode,
 };
 use pipes::{cancel_requested, sleep_until_some, FrameReader, StderrDrain, StdinWriter, TreeGuard};
 use std::path::PathBuf;
@@ -136,14 +137,10 @@ enum End {
     CancelledBeforeExecute,
     CancelGraceExpired,
     /// The `sigkill-without-cancel` mutant's cancel.
+    #[cfg(feature = "mutants")]
     KilledOnCancel,
     ReadyTimeout,
     RunTimeout,
-}
-
-struct AttemptResult {
-    outcome: Outcome,
-    resume_rejected: bool,
 }
 
 /// The session decision of step 3: the current compatibility key, the session to resume (if
@@ -177,10 +174,6 @@ struct Turn {
 }
 
 impl Host {
-    fn mutants(&self) -> &Mutants {
-        &self.config.mutants
-    }
-
     /// Run one turn. Events go to `emit` as they happen; the outcome is returned only after the
     /// runtime's process tree is gone.
     pub async fn run(
@@ -193,33 +186,20 @@ impl Host {
         redactor.add_prompt(&request.prompt);
         redactor.add_prompt(&request.bootstrap);
         let outcome = match self.prepare(request).await {
-            Err(diagnostic) => self.spawn_failure(request, diagnostic.message).outcome,
+            Err(diagnostic) => self.spawn_failure(request, diagnostic.message),
             Ok(prepared) => {
-                let first = self
-                    .attempt(
-                        request,
-                        &prepared,
-                        &redactor,
-                        cancel.clone(),
-                        &mut *emit,
-                        false,
-                    )
-                    .await;
-                if first.resume_rejected && self.mutants().retries_rejected_resume() {
-                    self.attempt(request, &prepared, &redactor, cancel, &mut *emit, true)
-                        .await
-                        .outcome
-                } else {
-                    first.outcome
+                #[cfg(feature = "mutants")]
+                if let Some(retried) = self
+                    .retry_rejected_resume(request, &prepared, &redactor, &cancel, &mut *emit)
+                    .await
+                {
+                    return failure_reported(retried, emit);
                 }
+                self.attempt(request, &prepared, &redactor, cancel, &mut *emit)
+                    .await
             }
         };
-        if let (Status::Failed, Some(code), Some(message)) =
-            (outcome.status, &outcome.code, &outcome.message)
-        {
-            emit(Event::failure(code, message));
-        }
-        outcome
+        failure_reported(outcome, emit)
     }
 
     /// One attempt, step by step (see the module documentation).
@@ -230,17 +210,18 @@ impl Host {
         redactor: &Redactor,
         mut cancel: CancelSignal,
         emit: EventSink<'_>,
-        force_new_session: bool,
-    ) -> AttemptResult {
-        let mut turn = match self.spawn_runtime(request, prepared, redactor) {
+    ) -> Outcome {
+        let mut turn = match self.spawn_runtime(prepared, redactor) {
             Ok(turn) => turn,
             Err(message) => return self.spawn_failure(request, message),
         };
+        #[cfg(feature = "mutants")]
+        self.execute_before_ready(&turn.stdin, request, &turn.request_id, &prepared.cwd_text);
         let mut plan = None;
         let end = match self.await_ready(&mut turn, &mut cancel).await {
             Err(end) => end,
             Ok(identity) => {
-                let decided = self.decide_session(request, prepared, &identity, force_new_session);
+                let decided = self.decide_session(request, prepared, &identity);
                 self.send_execute(&mut turn, request, prepared, &decided);
                 plan = Some(decided);
                 let end = self.stream(&mut turn, &mut cancel, emit).await;
@@ -261,9 +242,7 @@ impl Host {
         for note in &resolved.notes {
             self.log(note);
         }
-        let cwd = self
-            .mutants()
-            .project_cwd(&request.cwd)
+        let cwd = std::fs::canonicalize(&request.cwd)
             .ok()
             .filter(|cwd| cwd.is_dir())
             .ok_or_else(|| {
@@ -275,6 +254,8 @@ impl Host {
                     ),
                 )
             })?;
+        #[cfg(feature = "mutants")]
+        let cwd = self.cwd_as_given(request, cwd);
         let version_family = self
             .version_of(&resolved.path)
             .await
@@ -293,24 +274,20 @@ impl Host {
     }
 
     /// Step 1, spawn: the runtime in its own process tree, its stderr drained at once.
-    fn spawn_runtime(
-        &self,
-        request: &RunRequest,
-        prepared: &Prepared,
-        redactor: &Redactor,
-    ) -> Result<Turn, String> {
+    fn spawn_runtime(&self, prepared: &Prepared, redactor: &Redactor) -> Result<Turn, String> {
         let bounds = self.config.run_bounds;
         let started = Instant::now();
         let request_id = next_request_id();
         let mut command = tokio::process::Command::new(&prepared.executable);
         command
             .args(["--profile", PROFILE, "--stdio"])
-            .args(self.mutants().extra_runtime_args())
             .current_dir(&prepared.cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        #[cfg(feature = "mutants")]
+        self.key_in_argv(&mut command);
         let (mut child, tree) = spawn_owned(&mut command).map_err(|error| {
             format!(
                 "`{} --profile {PROFILE} --stdio` could not be started: {error}",
@@ -318,15 +295,12 @@ impl Host {
             )
         })?;
         let stdin = StdinWriter::new(child.stdin.take());
-        if let Some(line) =
-            self.mutants()
-                .execute_before_ready(request, &request_id, &prepared.cwd_text)
-        {
-            stdin.send(line);
-        }
         let reader = FrameReader::new(child.stdout.take());
-        let late = self.mutants().drains_stderr_late();
-        let stderr = StderrDrain::start(child.stderr.take(), redactor, late);
+        #[cfg(feature = "mutants")]
+        let undrained = self.stderr_left_alone(&mut child);
+        let stderr = StderrDrain::start(child.stderr.take(), redactor);
+        #[cfg(feature = "mutants")]
+        let stderr = undrained.unwrap_or(stderr);
         let run_deadline = started + bounds.run;
         Ok(Turn {
             provisional: StreamChecker::new(RunContext::new(request_id.clone())),
@@ -388,35 +362,33 @@ impl Host {
         request: &RunRequest,
         prepared: &Prepared,
         identity: &RuntimeIdentity,
-        force_new_session: bool,
     ) -> SessionPlan {
         let key = compatibility_key(request, prepared, identity);
         let lookup = self
             .config
             .store
             .as_ref()
-            .map(|store| self.mutants().lookup(store, &request.conversation_id, &key));
+            .map(|store| store.load(&request.conversation_id));
         if let Some(warning) = lookup.as_ref().and_then(|lookup| lookup.warning.as_ref()) {
             self.log(warning);
         }
-        let (resume, stale) = match lookup.and_then(|lookup| lookup.mapping) {
-            Some(_) if self.mutants().executed_early() => (None, true),
-            Some(mapping)
-                if !force_new_session && self.mutants().keys_match(&mapping.key, &key) =>
-            {
-                (Some(mapping.session_id), false)
-            }
+        let mapping = lookup.and_then(|lookup| lookup.mapping);
+        #[cfg(feature = "mutants")]
+        let mapping = self.worse_mapping(mapping, request, &key);
+        let (resume, stale) = match mapping {
+            // Every field of the key equal: the stored session continues.
+            Some(mapping) if mapping.key == key => (Some(mapping.session_id), false),
             Some(mapping) => {
-                if !force_new_session {
-                    self.log(&format!(
-                        "compatibility key changed ({}): starting a new session with bootstrap context",
-                        mapping.key.differences(&key).join(", ")
-                    ));
-                }
+                self.log(&format!(
+                    "compatibility key changed ({}): starting a new session with bootstrap context",
+                    mapping.key.differences(&key).join(", ")
+                ));
                 (None, true)
             }
             None => (None, false),
         };
+        #[cfg(feature = "mutants")]
+        let (resume, stale) = self.no_resume_after_early_execute(resume, stale);
         SessionPlan { key, resume, stale }
     }
 
@@ -430,14 +402,15 @@ impl Host {
         plan: &SessionPlan,
     ) {
         let prompt = match &plan.resume {
-            None if !request.bootstrap.is_empty() && self.mutants().bootstrap_on_new_session() => {
+            None if !request.bootstrap.is_empty() => {
                 format!("{}\n\n{}", request.bootstrap, request.prompt)
             }
             _ => request.prompt.clone(),
         };
-        if self.mutants().logs_prompt() {
-            self.log(&format!("execute prompt: {prompt}"));
-        }
+        #[cfg(feature = "mutants")]
+        let prompt = self.prompt_without_bootstrap(request, prompt);
+        #[cfg(feature = "mutants")]
+        self.log_prompt(&prompt);
         let route = (self.execute_model(request), self.execute_effort(request));
         let execute = execute_command(
             route,
@@ -446,13 +419,19 @@ impl Host {
             plan.resume.clone(),
             prompt,
         );
-        let context = self
-            .mutants()
-            .run_context(&turn.request_id, plan.resume.as_ref());
+        // On a resume the checker holds the runtime to the session it was asked to continue.
+        let context = match &plan.resume {
+            Some(session) => RunContext::resuming(turn.request_id.clone(), session.clone()),
+            None => RunContext::new(turn.request_id.clone()),
+        };
+        #[cfg(feature = "mutants")]
+        let context = self.context_without_resume(context, &turn.request_id);
         turn.checker = checker_after_ready(context, &turn.ready_lines);
-        if !self.mutants().executed_early() {
-            turn.stdin.send(execute.to_line());
+        #[cfg(feature = "mutants")]
+        if self.executed_early() {
+            return;
         }
+        turn.stdin.send(execute.to_line());
     }
 
     /// Step 4, stream: every stdout line through the checker until the terminal result, a
@@ -485,12 +464,13 @@ impl Host {
     /// `cancel_grace` for `result: cancelled` (the stream goes on meanwhile).
     fn send_cancel(&self, turn: &mut Turn) -> Option<End> {
         turn.cancel_sent = true;
-        if self.mutants().cancels_by_kill() {
+        #[cfg(feature = "mutants")]
+        if self.cancels_by_kill() {
             return Some(End::KilledOnCancel);
         }
-        let named = self
-            .mutants()
-            .cancel_target(&turn.request_id, next_request_id);
+        let named = turn.request_id.clone();
+        #[cfg(feature = "mutants")]
+        let named = self.cancel_target(named);
         turn.stdin.send(HostCommand::cancel(named).to_line());
         turn.checker.note_cancel_sent();
         turn.cancel_deadline = Some(Instant::now() + self.config.run_bounds.cancel_grace);
@@ -508,11 +488,8 @@ impl Host {
         match self.check_line(turn, event) {
             Step::Skipped => None,
             Step::Foreign => {
-                if self.mutants().relays_foreign_frames() {
-                    if let Some(frame) = frame_of(event) {
-                        normalizer.frame(&frame).into_iter().for_each(&mut *emit);
-                    }
-                }
+                #[cfg(feature = "mutants")]
+                self.relay_foreign_frame(event, normalizer, &mut *emit);
                 None
             }
             Step::Accepted(FrameRef::Result(result)) => {
@@ -535,26 +512,12 @@ impl Host {
         }
     }
 
-    /// The checker's verdict on one line (a mutant may tolerate a violation).
+    /// The checker's verdict on one line.
     fn check_line<'e>(&self, turn: &mut Turn, event: &'e LineEvent) -> Step<'e> {
         let step = turn.checker.check_event(event);
-        let Step::Violation(violation) = &step else {
-            return step;
-        };
-        let tolerated =
-            self.mutants()
-                .tolerate(violation, event, &turn.request_id, &turn.ready_lines);
-        let Some((checker, accepted)) = tolerated else {
-            return step;
-        };
-        turn.checker = checker;
-        if turn.cancel_sent {
-            turn.checker.note_cancel_sent();
-        }
-        match accepted {
-            Some(frame) => Step::Accepted(frame.into()),
-            None => turn.checker.check_event(event),
-        }
+        #[cfg(feature = "mutants")]
+        let step = self.tolerate_violation(turn, event, step);
+        step
     }
 
     /// Step 5, after the terminal result: close stdin and read to EOF within the exit grace, so a
@@ -572,7 +535,12 @@ impl Host {
         };
         let deadline = Instant::now() + grace;
         turn.exit_deadline = Some(deadline);
-        let mut end = end;
+        self.read_to_eof(turn, end, deadline).await
+    }
+
+    /// Step 5's reading: every line after the result through the checker until EOF or
+    /// `deadline`; any line it does not skip (a second result, say) fails the run.
+    async fn read_to_eof(&self, turn: &mut Turn, end: End, deadline: Instant) -> End {
         loop {
             let event = tokio::select! {
                 () = sleep_until(deadline) => return end,
@@ -580,10 +548,11 @@ impl Host {
             };
             let Some(event) = event else { return end };
             if let Step::Violation(violation) = turn.checker.check_event(&event) {
-                match self.mutants().second_result(&violation, &event) {
-                    Some(result) => end = End::Result(result),
-                    None => return End::Violation(violation),
+                #[cfg(feature = "mutants")]
+                if let Some(second) = self.second_result(&violation, &event) {
+                    return Box::pin(self.read_to_eof(turn, second, deadline)).await;
                 }
+                return End::Violation(violation);
             }
         }
     }
@@ -595,6 +564,7 @@ impl Host {
         let stdout_drain = turn.reader.drain_in_background();
         let bounds = self.config.run_bounds;
         let first_bound = match (end, turn.exit_deadline) {
+            #[cfg(feature = "mutants")]
             (End::KilledOnCancel, _) => None,
             (End::Result(_), Some(deadline)) => {
                 Some(deadline.saturating_duration_since(Instant::now()))
@@ -604,7 +574,9 @@ impl Host {
         let tree_gone = self
             .stop_tree(&mut turn.child, turn.tree, first_bound)
             .await;
-        turn.guard.armed = !tree_gone && !self.mutants().signals_leader_only();
+        turn.guard.armed = !tree_gone;
+        #[cfg(feature = "mutants")]
+        self.disarm_for_leader_only(&mut turn.guard);
         self.end_escaped_daemons();
         turn.tree.release();
         turn.stdin.abort();
@@ -647,13 +619,13 @@ impl Host {
         gone
     }
 
+    /// Signal every process of the tree.
     fn signal_tree(&self, tree: OwnedTree, how: Stop) {
-        let sent = if self.mutants().signals_leader_only() {
-            tree.stop_leader_only(how)
-        } else {
-            tree.stop(how)
-        };
-        if let Err(error) = sent {
+        #[cfg(feature = "mutants")]
+        if self.signal_leader_only(tree, how) {
+            return;
+        }
+        if let Err(error) = tree.stop(how) {
             self.log(&format!(
                 "signalling the runtime tree of pid {} failed: {error}",
                 tree.leader_pid()
@@ -670,7 +642,8 @@ impl Host {
         {
             return false;
         }
-        if self.mutants().signals_leader_only() {
+        #[cfg(feature = "mutants")]
+        if self.leader_only() {
             return true;
         }
         tree.wait_empty(deadline.saturating_duration_since(Instant::now()))
@@ -681,7 +654,8 @@ impl Host {
     /// host is a child subreaper, so a daemon that double-forked and called `setsid`/`setpgid` was
     /// re-parented to it; kill every such orphan (see `process::end_adopted_orphans`).
     fn end_escaped_daemons(&self) {
-        if self.mutants().signals_leader_only() {
+        #[cfg(feature = "mutants")]
+        if self.leader_only() {
             return;
         }
         let killed = process::end_adopted_orphans(self.config.run_bounds.kill_wait);
@@ -701,25 +675,22 @@ impl Host {
         plan: Option<SessionPlan>,
         end: &End,
         stderr: String,
-    ) -> AttemptResult {
+    ) -> Outcome {
         let (status, code, message) = self.classify(end, turn.cancel_sent);
         let resume_rejected = matches!(end, End::Result(result) if result.status == Status::Failed && result.resume_rejected);
         let validated = turn.checker.session_id().map(str::to_string);
         let session_id = self.update_mapping(request, plan, resume_rejected, validated.as_ref());
-        AttemptResult {
-            outcome: Outcome {
-                status,
-                session_id,
-                resumed: turn.session_resumed && validated.is_some(),
-                code,
-                message,
-                foreign_frames: turn
-                    .checker
-                    .foreign_frames()
-                    .max(turn.provisional.foreign_frames()),
-                stderr,
-            },
-            resume_rejected,
+        Outcome {
+            status,
+            session_id,
+            resumed: turn.session_resumed && validated.is_some(),
+            code,
+            message,
+            foreign_frames: turn
+                .checker
+                .foreign_frames()
+                .max(turn.provisional.foreign_frames()),
+            stderr,
         }
     }
 
@@ -781,16 +752,18 @@ impl Host {
             {
                 (Status::Cancelled, None, None)
             }
+            #[cfg(feature = "mutants")]
             End::Violation(violation)
-                if violation.code == ViolationCode::MissingResult
-                    && self.mutants().eof_is_success() =>
+                if violation.code == ViolationCode::MissingResult && self.eof_is_success() =>
             {
                 (Status::Completed, None, None)
             }
             End::Violation(violation) => failed(violation.code.as_str(), violation.message.clone()),
-            End::CancelledBeforeExecute | End::CancelGraceExpired | End::KilledOnCancel => {
+            End::CancelledBeforeExecute | End::CancelGraceExpired => {
                 (Status::Cancelled, None, None)
             }
+            #[cfg(feature = "mutants")]
+            End::KilledOnCancel => (Status::Cancelled, None, None),
             End::ReadyTimeout => failed(
                 codes::READY_TIMEOUT,
                 format!("the runtime sent no ready frame within {:?}", bounds.ready),
@@ -802,20 +775,27 @@ impl Host {
         }
     }
 
-    fn spawn_failure(&self, request: &RunRequest, message: String) -> AttemptResult {
-        AttemptResult {
-            outcome: Outcome {
-                status: Status::Failed,
-                session_id: self.mapped_session(&request.conversation_id),
-                resumed: false,
-                code: Some(codes::SPAWN_FAILED.to_string()),
-                message: Some(message),
-                foreign_frames: 0,
-                stderr: String::new(),
-            },
-            resume_rejected: false,
+    fn spawn_failure(&self, request: &RunRequest, message: String) -> Outcome {
+        Outcome {
+            status: Status::Failed,
+            session_id: self.mapped_session(&request.conversation_id),
+            resumed: false,
+            code: Some(codes::SPAWN_FAILED.to_string()),
+            message: Some(message),
+            foreign_frames: 0,
+            stderr: String::new(),
         }
     }
+}
+
+/// A failed run's outcome is also an event (the last of the run).
+fn failure_reported(outcome: Outcome, emit: EventSink<'_>) -> Outcome {
+    if let (Status::Failed, Some(code), Some(message)) =
+        (outcome.status, &outcome.code, &outcome.message)
+    {
+        emit(Event::failure(code, message));
+    }
+    outcome
 }
 
 /// The outcome fields a terminal `result` frame gives.
@@ -903,14 +883,4 @@ pub(crate) fn checker_after_ready(context: RunContext, ready_lines: &[LineEvent]
         checker.check_event(event);
     }
     checker
-}
-
-/// The frame a line holds, parsed on its own (for mutants that bypass the checker).
-pub(crate) fn frame_of(event: &LineEvent) -> Option<RuntimeFrame> {
-    match event {
-        LineEvent::Line { bytes, .. } | LineEvent::Truncated { bytes, .. } => {
-            RuntimeFrame::parse_line(bytes).ok()
-        }
-        LineEvent::TooLarge { .. } => None,
-    }
 }

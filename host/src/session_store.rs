@@ -121,20 +121,6 @@ impl SessionStore {
         Some(Self::new(&Path::new(&home).join(".local").join("share")))
     }
 
-    /// The store a host uses: [`SessionStore::from_env`], except that the `mapping-in-dsh-home`
-    /// mutant keeps it in the user's Harness home `dsh_home`.
-    pub fn chosen(
-        mutants: &crate::mutants::Mutants,
-        dsh_home: Option<&std::ffi::OsStr>,
-    ) -> Option<Self> {
-        match dsh_home {
-            Some(home) if mutants.on(crate::mutants::Mutant::MappingInDshHome) => {
-                Some(Self::new(Path::new(home)))
-            }
-            _ => Self::from_env(),
-        }
-    }
-
     pub fn dir(&self) -> &Path {
         &self.dir
     }

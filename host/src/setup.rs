@@ -131,19 +131,26 @@ impl Default for SetupBounds {
     }
 }
 
-/// Verify, install, probe. `skip_hash_check` exists for the `skip-hash-check` mutant only.
+/// Verify, install, probe.
 pub async fn install_bundle(
     executable: &Path,
     tarball: &Path,
     manifest_path: &Path,
     bounds: SetupBounds,
     redactor: &Redactor,
-    skip_hash_check: bool,
 ) -> Result<ProbeInfo, Diagnostic> {
     let manifest = read_manifest(manifest_path)?;
-    if !skip_hash_check {
-        verify_bundle(tarball, &manifest)?;
-    }
+    verify_bundle(tarball, &manifest)?;
+    install_verified(executable, tarball, bounds, redactor).await
+}
+
+/// Install a bundle whose hash was verified (`dsh plugin --profile open-design add`), then probe.
+pub async fn install_verified(
+    executable: &Path,
+    tarball: &Path,
+    bounds: SetupBounds,
+    redactor: &Redactor,
+) -> Result<ProbeInfo, Diagnostic> {
     let args = [
         "plugin".as_ref(),
         "--profile".as_ref(),

@@ -21,9 +21,25 @@ struct Driver {
 }
 
 impl Driver {
+    /// The released driver, `dsh-host-driver`.
     fn start(world: &World, extra_env: &[(&str, &str)]) -> Driver {
-        let mut command = Command::new(fake_dsh::locate::binary("dsh-host-driver"));
+        Self::start_binary("dsh-host-driver", &[], world, extra_env)
+    }
+
+    /// The kit's test-only `dsh-host-mutant-driver --mutant <mutant>`.
+    fn mutant(world: &World, mutant: &str) -> Driver {
+        Self::start_binary("dsh-host-mutant-driver", &["--mutant", mutant], world, &[])
+    }
+
+    fn start_binary(
+        binary: &str,
+        args: &[&str],
+        world: &World,
+        extra_env: &[(&str, &str)],
+    ) -> Driver {
+        let mut command = Command::new(fake_dsh::locate::binary(binary));
         command
+            .args(args)
             .current_dir(world.root.path())
             .env("DSH_BIN", world.dsh())
             .env(
@@ -38,7 +54,6 @@ impl Driver {
             .env("RUNTIME_DATA_DIR", world.data_dir())
             .env("DEEPSEEK_API_KEY", CANARY)
             .env("DSH_CONFORMANCE", "1")
-            .env_remove("DSH_HOST_MUTANT")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -310,7 +325,8 @@ fn cancel_while_a_run_is_active() {
 
 /// Two conversations' runs in flight at once: the first streams (answering a cancel with
 /// `result: cancelled`, should one reach it), the second is cancelled. Returns both outcomes.
-fn cancel_one_of_two_runs(extra_env: &[(&str, &str)]) -> (Value, Value) {
+/// Two runs in flight, the second cancelled: their outcomes (`mutant`: on the mutant driver).
+fn cancel_one_of_two_runs(mutant: Option<&str>) -> (Value, Value) {
     let mut streaming = vec![
         json!({"ready": {}}),
         json!({"read_execute": {}}),
@@ -324,7 +340,10 @@ fn cancel_one_of_two_runs(extra_env: &[(&str, &str)]) -> (Value, Value) {
     let world = World::for_driver(json!({"stdio": [streaming, [
         {"ready": {}}, {"read_execute": {}}, {"session": {}}, {"text": "other"},
         {"wait_cancel": {"timeout_ms": 5000}}, {"result": {"status": "cancelled"}}]]}));
-    let mut driver = Driver::start(&world, extra_env);
+    let mut driver = match mutant {
+        Some(mutant) => Driver::mutant(&world, mutant),
+        None => Driver::start(&world, &[]),
+    };
     handshake(&mut driver);
     driver.send(run_request(&world, "a", 0, "Create a landing page"));
     let mut second = run_request(&world, "b", 1, "Create a pricing page");
@@ -361,14 +380,14 @@ fn cancel_one_of_two_runs(extra_env: &[(&str, &str)]) -> (Value, Value) {
 
 #[test]
 fn a_cancel_ends_only_the_run_it_names_while_another_is_in_flight() {
-    let (first, second) = cancel_one_of_two_runs(&[]);
+    let (first, second) = cancel_one_of_two_runs(None);
     assert_eq!(first["status"], json!("completed"), "{first}");
     assert_eq!(second["status"], json!("cancelled"), "{second}");
 }
 
 #[test]
 fn the_cancel_all_runs_mutant_ends_the_other_conversations_run_too() {
-    let (first, second) = cancel_one_of_two_runs(&[("DSH_HOST_MUTANT", "cancel-all-runs")]);
+    let (first, second) = cancel_one_of_two_runs(Some("cancel-all-runs"));
     assert_eq!(first["status"], json!("cancelled"), "{first}");
     assert_eq!(second["status"], json!("cancelled"), "{second}");
 }
@@ -415,7 +434,7 @@ fn setup_replies_in_the_documented_shape() {
 #[test]
 fn an_unknown_mutant_name_refuses_to_start() {
     let world = World::for_driver(json!({}));
-    let mut driver = Driver::start(&world, &[("DSH_HOST_MUTANT", "no-such-bug")]);
+    let mut driver = Driver::mutant(&world, "no-such-bug");
     let status = driver.child.wait().unwrap_or_else(|e| panic!("wait: {e}"));
     assert_eq!(status.code(), Some(2));
     let stderr = driver
@@ -428,20 +447,56 @@ fn an_unknown_mutant_name_refuses_to_start() {
 
 #[test]
 fn the_key_in_argv_mutant_leaks_the_canary_into_argv() {
+    assert!(
+        key_leaked_into_argv(Driver::mutant),
+        "the mutant must put the key in argv (the correct host never does)"
+    );
+}
+
+#[test]
+fn the_released_driver_has_no_mutant_switch() {
+    let released =
+        |world: &World, mutant: &str| Driver::start(world, &[("DSH_HOST_MUTANT", mutant)]);
+    assert!(
+        !key_leaked_into_argv(released),
+        "dsh-host-driver must ignore DSH_HOST_MUTANT"
+    );
+    // Not even an unknown name is looked at: the driver starts and serves.
     let world = World::for_driver(json!({}));
-    let mut driver = Driver::start(&world, &[("DSH_HOST_MUTANT", "key-in-argv")]);
+    let mut driver = released(&world, "no-such-bug");
+    assert_eq!(handshake(&mut driver)["driver"], json!("dsh-host-driver"));
+    driver.shutdown();
+    for args in [&["--list-mutants"][..], &["--mutant", "key-in-argv"]] {
+        let output = Command::new(fake_dsh::locate::binary("dsh-host-driver"))
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("dsh-host-driver: {e}"));
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?} is an unknown argument"
+        );
+    }
+    let help = Command::new(fake_dsh::locate::binary("dsh-host-driver"))
+        .arg("--help")
+        .output()
+        .unwrap_or_else(|e| panic!("dsh-host-driver: {e}"));
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("MUTANT"));
+}
+
+/// One run on the driver `start` gives for the mutant `key-in-argv`: whether the credential
+/// reached the runtime's argv.
+fn key_leaked_into_argv(start: impl Fn(&World, &str) -> Driver) -> bool {
+    let world = World::for_driver(json!({}));
+    let mut driver = start(&world, "key-in-argv");
     handshake(&mut driver);
     driver.send(run_request(&world, "r1", 0, "Create a landing page"));
     driver.until_outcome("r1");
     driver.shutdown();
-    let leaked = world
+    world
         .journal()
         .iter()
-        .any(|entry| entry["event"] == "start" && entry["argv"].to_string().contains(CANARY));
-    assert!(
-        leaked,
-        "the mutant must put the key in argv (the correct host never does)"
-    );
+        .any(|entry| entry["event"] == "start" && entry["argv"].to_string().contains(CANARY))
 }
 
 #[test]

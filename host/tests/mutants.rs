@@ -1,5 +1,6 @@
-//! Every `DSH_HOST_MUTANT` flag really switches on its bug: for each, a scenario the correct host
-//! handles and the mutant visibly gets wrong (the kit's corpus must catch the same difference).
+//! Every mutant of the `mutants` feature (the host's own test builds switch it on) really switches
+//! on its bug: for each, a scenario the correct host handles and the mutant visibly gets wrong (the
+//! kit's corpus must catch the same difference).
 
 mod support;
 
@@ -10,9 +11,8 @@ use serde_json::{json, Value};
 use support::{run, run_cancelling_on, World};
 
 fn host_with(world: &World, mutant: Option<Mutant>) -> Host {
-    let mut config = world.config();
-    config.mutants = mutant.map_or_else(Mutants::default, |mutant| Mutants::default().with(mutant));
-    Host::new(config)
+    let mutants = mutant.map_or_else(Mutants::default, |mutant| Mutants::default().with(mutant));
+    Host::new(world.config()).with_mutants(mutants)
 }
 
 /// Run one turn of `scenario` with the correct host and with `mutant`, in separate worlds.
@@ -106,9 +106,9 @@ async fn no_stderr_drain() {
         {"stderr_flood": {"bytes": 16 * 1024 * 1024}}, {"result": {"status": "completed"}}]]}),
     );
     let mut config = world.config();
-    config.mutants = Mutants::default().with(Mutant::NoStderrDrain);
     config.run_bounds.run = std::time::Duration::from_secs(2);
-    let (outcome, _) = run(&Host::new(config), &world.request("c1", "p")).await;
+    let host = Host::new(config).with_mutants(Mutants::default().with(Mutant::NoStderrDrain));
+    let (outcome, _) = run(&host, &world.request("c1", "p")).await;
     assert_eq!(
         outcome.code.as_deref(),
         Some("DSH_PROFILE_RUN_TIMEOUT"),
@@ -258,13 +258,11 @@ async fn execute_before_ready() {
 #[test]
 fn mapping_in_dsh_home() {
     let home = std::ffi::OsStr::new("/home/user/.dsh");
-    let mutated = dsh_host::session_store::SessionStore::chosen(
-        &Mutants::default().with(Mutant::MappingInDshHome),
-        Some(home),
-    );
+    let mutated = Mutants::default()
+        .with(Mutant::MappingInDshHome)
+        .session_store_in(Some(home));
     assert!(mutated.is_some_and(|store| store.dir().starts_with(home)));
-    let correct = dsh_host::session_store::SessionStore::chosen(&Mutants::default(), Some(home));
-    assert!(correct.is_none_or(|store| !store.dir().starts_with(home)));
+    assert!(Mutants::default().session_store_in(Some(home)).is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -360,13 +358,28 @@ async fn ignore_reasoning_effort() {
 }
 
 #[test]
+fn every_mutant_is_listed_in_the_reference_host_doc() {
+    let doc = include_str!("../../docs/reference-host.md");
+    let unlisted: Vec<&str> = Mutant::ALL
+        .iter()
+        .map(|mutant| mutant.name())
+        .filter(|name| !doc.contains(&format!("\n| `{name}` | ")))
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "docs/reference-host.md's mutant table lacks {unlisted:?}"
+    );
+}
+
+#[test]
 fn every_mutant_has_a_test_here() {
     let source = include_str!("mutants.rs");
-    // The driver-level mutants are switched on through the driver binary, in tests/driver.rs.
+    // The driver-level mutants are switched on through `dsh-host-mutant-driver`, in
+    // tests/driver.rs.
     let driver_tests = include_str!("driver.rs");
     for mutant in Mutant::ALL {
         let test_name = format!("fn {}()", mutant.name().replace('-', "_"));
-        let by_driver = format!("(\"DSH_HOST_MUTANT\", \"{}\")", mutant.name());
+        let by_driver = format!("\"{}\")", mutant.name());
         let covered = source.contains(&test_name) || driver_tests.contains(&by_driver);
         assert!(covered, "no test for mutant {}", mutant.name());
     }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// The kit's binaries in the target dir, and the repo's fixture corpus.
+#[derive(Clone)]
 pub struct Kit {
     pub fake_dsh: PathBuf,
     pub host_driver: PathBuf,

@@ -258,6 +258,19 @@ fn bench() -> Outcome {
 
 fn kill_matrix() -> Outcome {
     build_kit_binaries(false, false)?;
+    // The mutant driver exists only with the reference host's test-only `mutants` feature.
+    let mut mutant_driver = cargo();
+    mutant_driver.args([
+        "build",
+        "--quiet",
+        "--package",
+        "dsh-host",
+        "--bin",
+        mutants::MUTANT_DRIVER,
+        "--features",
+        "mutants",
+    ]);
+    run("build the mutant driver", mutant_driver)?;
     mutants::regenerate(&Kit::built(false), &workspace_root()).map_err(|message| Failure {
         message: format!("mutants: {message}"),
         code: 2,

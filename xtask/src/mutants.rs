@@ -1,11 +1,15 @@
 //! `cargo xtask mutants`: runs the whole corpus against each deliberately buggy variant of the
-//! reference host (`DSH_HOST_MUTANT`), records which cases catch it in `docs/kill-matrix.json`,
+//! reference host (`dsh-host-mutant-driver --mutant <name>`, built with the host's test-only
+//! `mutants` feature), records which cases catch it in `docs/kill-matrix.json`,
 //! and rewrites the README's kill matrix. `conformance/tests/mutants.rs` keeps the file honest.
 
 use crate::kit::Kit;
 use serde_json::{json, Map, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The reference host with its mutants reachable (never a release binary).
+pub const MUTANT_DRIVER: &str = "dsh-host-mutant-driver";
 
 const README_START: &str = "<!-- kill-matrix:start -->";
 const README_END: &str = "<!-- kill-matrix:end -->";
@@ -30,11 +34,11 @@ fn failing_cases(kit: &Kit, mutant: &str, scratch: &Path) -> Result<Vec<String>,
     let json_path = scratch.join(format!("{mutant}.json"));
     let status = kit
         .conformance_run()
+        .arg(format!("--host-arg=--mutant={mutant}"))
         .arg("--json")
         .arg(&json_path)
         // Cases wait far more than they compute: overlap them, as `cargo xtask suite` does.
         .args(["--jobs", "8"])
-        .env("DSH_HOST_MUTANT", mutant)
         .stdout(std::process::Stdio::null())
         .status()
         .map_err(|e| format!("dsh-conformance: {e}"))?;
@@ -58,7 +62,18 @@ fn failing_cases(kit: &Kit, mutant: &str, scratch: &Path) -> Result<Vec<String>,
     Ok(killers)
 }
 
+/// `dsh-host-mutant-driver` next to `host_driver`.
+fn mutant_driver(host_driver: &Path) -> PathBuf {
+    host_driver.with_file_name(format!("{MUTANT_DRIVER}{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// The kill matrix from `kit` with its host driver replaced by the mutant driver.
 pub fn regenerate(kit: &Kit, root: &Path) -> Result<(), String> {
+    let kit = Kit {
+        host_driver: mutant_driver(&kit.host_driver),
+        ..kit.clone()
+    };
+    let kit = &kit;
     let scratch = std::env::temp_dir().join(format!("dsh-mutants-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
     let mut mutants = Map::new();

@@ -1,7 +1,7 @@
 //! The plumbing of one turn, kept out of the run loop's reading path: stdout framed without
 //! losing data to a cancelled read, stdin written without ever blocking the loop, stderr drained
-//! (or, for the `no-stderr-drain` mutant, left alone until the end), the guard that kills the tree
-//! of an abandoned run, and the two small futures the loop waits on.
+//! from the spawn on, the guard that kills the tree of an abandoned run, and the two small futures
+//! the loop waits on.
 
 use crate::process::{OwnedTree, Stop};
 use crate::redact::Redactor;
@@ -158,20 +158,18 @@ impl Drop for TreeGuard {
 }
 
 /// The runtime's stderr: drained concurrently from the spawn on (a runtime blocked on a full
-/// stderr pipe never stalls the run), or, under the `no-stderr-drain` mutant, read only at the end.
+/// stderr pipe never stalls the run).
 pub enum StderrDrain {
     Draining(StderrCapture),
+    /// A stream left alone until the end (none: nothing to read).
     Late(Option<ChildStderr>),
 }
 
 impl StderrDrain {
-    pub fn start(stderr: Option<ChildStderr>, redactor: &Redactor, late: bool) -> Self {
-        match (stderr, late) {
-            (stderr, true) => Self::Late(stderr),
-            (Some(stderr), false) => {
-                Self::Draining(StderrCapture::start(stderr, redactor.longest_secret()))
-            }
-            (None, false) => Self::Late(None),
+    pub fn start(stderr: Option<ChildStderr>, redactor: &Redactor) -> Self {
+        match stderr {
+            Some(stderr) => Self::Draining(StderrCapture::start(stderr, redactor.longest_secret())),
+            None => Self::Late(None),
         }
     }
 

@@ -7,7 +7,6 @@
 use dsh_host::discovery::{DiscoveryBounds, DiscoveryEnv};
 use dsh_host::events::Event;
 use dsh_host::host::Log;
-use dsh_host::mutants::Mutants;
 use dsh_host::redact::Redactor;
 use dsh_host::run::RunBounds;
 use dsh_host::session_store::SessionStore;
@@ -154,7 +153,6 @@ impl World {
                 run: std::time::Duration::from_secs(30),
                 ..RunBounds::default()
             },
-            mutants: Mutants::default(),
             credentials,
             log,
         }
