@@ -10,6 +10,7 @@
 //! - [`record`]: `record` and `fixture-from-transcript`.
 //! - [`model_server`]: `model-server`, a scripted loopback chat-completions endpoint.
 //! - [`report`]: the hosts x variants matrix (HTML, JSON, Markdown) and `diff`.
+//! - [`scratch`]: the kit's temp dirs (0700, marked, swept after a killed run).
 
 pub mod check_runtime;
 pub mod corpus;
@@ -20,4 +21,5 @@ pub mod output;
 pub mod record;
 pub mod report;
 pub mod run;
+pub mod scratch;
 pub mod validate;

@@ -16,6 +16,7 @@ pub use crate::fixture;
 
 mod case;
 mod checks;
+pub mod child_env;
 pub mod codes;
 mod driver;
 mod events;
@@ -139,6 +140,11 @@ pub struct Flags {
     /// Extra env for fake-dsh in this variant, KEY=VALUE (repeatable).
     #[arg(long = "variant-env")]
     pub variant_env: Vec<String>,
+    /// Pass this variable of the caller's environment to the driver (`NAME` or `PREFIX*`,
+    /// repeatable); besides these the driver gets only PATH, HOME, the user, locale, TZ, TMPDIR,
+    /// TERM and what the harness sets (docs/host-driver.md, "Environment").
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub pass_env: Vec<String>,
 }
 
 pub fn main(args: Args) -> ExitCode {
@@ -203,6 +209,18 @@ fn run_cli(args: &Args) -> Result<u8, String> {
     let corpus = crate::corpus::locate(args.fixtures.as_deref())?;
     corpus.announce("run");
     let config = config_from_args(args, corpus.path().to_path_buf())?;
+    // A planted link at an output path stops the run before any case: nothing is written.
+    for path in [
+        &args.junit,
+        &args.markdown,
+        &args.json,
+        &args.write_expectations,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        crate::output::file::refuse_symlink(path).map_err(|e| e.to_string())?;
+    }
     let suite = Suite::prepare(&config).map_err(|e| e.to_string())?;
     if args.list {
         return list(args, &suite);
@@ -369,6 +387,9 @@ fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
     if let Some(name) = &args.host_name {
         out.extend(["--host-name".to_string(), name.clone()]);
     }
+    for name in &args.pass_env {
+        out.extend(["--pass-env".to_string(), name.clone()]);
+    }
     out
 }
 
@@ -419,13 +440,7 @@ fn write_outputs(args: &Flags, report: &SuiteReport, stopped: Option<&str>) -> s
         }
     }
     stdout.flush()?;
-    let write_file = |path: &Path,
-                      render: &dyn Fn(&mut dyn Write) -> std::io::Result<()>|
-     -> std::io::Result<()> {
-        let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
-        render(&mut file)?;
-        file.flush()
-    };
+    let write_file = crate::output::file::write_rendered;
     if let Some(path) = &args.junit {
         write_file(path, &|out| crate::output::write_junit(report, out))?;
     }
@@ -463,6 +478,8 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
             .split_once('=')
             .filter(|(key, _)| !key.is_empty())
             .ok_or_else(|| format!("--variant-env {pair:?} is not KEY=VALUE"))?;
+        child_env::check_variant_env(key, value)
+            .map_err(|why| format!("--variant-env {pair:?}: {why}"))?;
         variant.env.insert(key.to_string(), value.to_string());
     }
     let expectations = args
@@ -490,6 +507,7 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
         expectations,
         verify: args.verify,
         driver_per_case: args.driver_per_case,
+        pass_env: args.pass_env.clone(),
     })
 }
 

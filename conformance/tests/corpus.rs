@@ -30,6 +30,7 @@ fn main() {
         expectations: None,
         verify: 1,
         driver_per_case: false,
+        pass_env: Vec::new(),
     };
     let suite = match Suite::prepare(&config) {
         Ok(suite) => Arc::new(suite),

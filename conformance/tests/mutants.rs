@@ -83,6 +83,7 @@ fn recorded_cases_still_catch_each_mutant() {
             .arg("--json")
             .arg(&json_path)
             .args(["--jobs", "2"])
+            .args(["--pass-env", "DSH_HOST_MUTANT"])
             .env("DSH_HOST_MUTANT", &mutant);
         for id in checked {
             run.arg("--case").arg(id);

@@ -34,6 +34,7 @@ fn failing_cases(kit: &Kit, mutant: &str, scratch: &Path) -> Result<Vec<String>,
         .arg(&json_path)
         // Cases wait far more than they compute: overlap them, as `cargo xtask suite` does.
         .args(["--jobs", "8"])
+        .args(["--pass-env", "DSH_HOST_MUTANT"])
         .env("DSH_HOST_MUTANT", mutant)
         .stdout(std::process::Stdio::null())
         .status()

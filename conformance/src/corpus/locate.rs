@@ -112,9 +112,7 @@ pub fn locate_from(
     {
         return named(found, Source::Found, "fixtures");
     }
-    let temp = tempfile::Builder::new()
-        .prefix("dsh-conformance-corpus-")
-        .tempdir()
+    let temp = crate::scratch::tempdir("dsh-conformance-corpus-")
         .map_err(|e| format!("cannot create a temp dir for the embedded corpus: {e}"))?;
     let path = embedded::export(temp.path())?;
     Ok(CorpusDir {

@@ -188,6 +188,10 @@ impl MatrixConfig {
             {
                 return Err(format!("variant name {:?} is used twice", variant.name));
             }
+            for (name, value) in &variant.env {
+                crate::run::child_env::check_variant_env(name, value)
+                    .map_err(|why| format!("variant {:?}: \"env\": {why}", variant.name))?;
+            }
         }
         Ok(())
     }
@@ -278,6 +282,14 @@ mod tests {
                 "unknown field",
             ),
             ("{\n  \"hosts\": 3\n}", "c.json:2:"),
+            (
+                r#"{"variants":[{"name":"v","env":{"X;touch pwned;Y":"1"}}]}"#,
+                "is not an environment variable name",
+            ),
+            (
+                r#"{"variants":[{"name":"v","env":{"X":"a\u0000b"}}]}"#,
+                "NUL",
+            ),
         ];
         for (text, expected) in cases {
             let error = MatrixConfig::parse(text, Path::new("c.json")).unwrap_err();
