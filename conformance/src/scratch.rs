@@ -12,8 +12,9 @@ use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-/// Every kit temp dir's name starts with one of these (`run`, `report`; `check-runtime`).
-pub const PREFIXES: [&str; 2] = ["dsh-conformance-", "dsh-check-runtime-"];
+/// Every kit temp dir's name starts with one of these (`run`, `report`; the pre-flight
+/// handshake; `check-runtime`).
+pub const PREFIXES: [&str; 3] = ["dsh-conformance-", "dsh-preflight-", "dsh-check-runtime-"];
 /// The marker file inside each kit temp dir.
 pub const MARKER: &str = ".dsh-conformance-owner";
 
