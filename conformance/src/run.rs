@@ -372,8 +372,8 @@ fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
     if args.fixtures.is_some() {
         out.extend(["--fixtures".to_string(), path(&config.fixtures)]);
     }
-    if let Some(fake_dsh) = &args.fake_dsh {
-        out.extend(["--fake-dsh".to_string(), path(fake_dsh)]);
+    if args.fake_dsh.is_some() || fake_dsh_from_env().is_some() {
+        out.extend(["--fake-dsh".to_string(), path(&config.fake_dsh)]);
     }
     if args.time_scale != 1.0 {
         out.extend(["--time-scale".to_string(), args.time_scale.to_string()]);
@@ -463,9 +463,17 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
     if host.is_empty() {
         return Err("--host is empty".to_string());
     }
-    let fake_dsh = match (&args.fake_dsh, std::env::var_os("FAKE_DSH_BIN")) {
+    let fake_dsh = match (&args.fake_dsh, fake_dsh_from_env()) {
         (Some(path), _) => path.clone(),
-        (None, Some(path)) if !path.is_empty() => PathBuf::from(path),
+        (None, Some(path)) => {
+            // A runtime change from the environment is said out loud (and lands in the report's
+            // re-run flags), never silent.
+            eprintln!(
+                "dsh-conformance run: note: the runtime is $FAKE_DSH_BIN = {}, not the fake-dsh beside this executable",
+                path.display()
+            );
+            path
+        }
         _ => sibling_of_exe("fake-dsh")?,
     };
     let mut variant = args
@@ -509,6 +517,13 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
         driver_per_case: args.driver_per_case,
         pass_env: args.pass_env.clone(),
     })
+}
+
+/// `$FAKE_DSH_BIN` when set and not empty.
+fn fake_dsh_from_env() -> Option<PathBuf> {
+    std::env::var_os("FAKE_DSH_BIN")
+        .filter(|path| !path.is_empty())
+        .map(PathBuf::from)
 }
 
 fn sibling_of_exe(name: &str) -> Result<PathBuf, String> {

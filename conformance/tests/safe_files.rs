@@ -307,3 +307,45 @@ fn dirs_a_killed_run_left_are_private_and_swept_by_the_next_run() {
         "the killed run's dirs are swept"
     );
 }
+
+#[test]
+fn a_runtime_chosen_by_fake_dsh_bin_is_named_not_silent() {
+    let kit = kit();
+    let json = kit.path().join("report.json");
+    let fake_dsh = fake_dsh::locate::binary("fake-dsh");
+    let output = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
+        .arg("run")
+        .arg("--host")
+        .arg(kit.driver())
+        .arg("--fixtures")
+        .arg(kit.fixtures())
+        .args(["--pass-env", "HOSTILE_PID_DIR"])
+        .env("HOSTILE_PID_DIR", kit.pid_dir())
+        .env("FAKE_DSH_BIN", &fake_dsh)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("$FAKE_DSH_BIN"),
+        "{}",
+        text(&output.stderr)
+    );
+    let report: Value = serde_json::from_str(&fs::read_to_string(&json).expect("json")).unwrap();
+    let rerun: Vec<&str> = report["rerun_args"]
+        .as_array()
+        .expect("rerun_args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        rerun,
+        [
+            "--fake-dsh",
+            fake_dsh.to_str().unwrap(),
+            "--pass-env",
+            "HOSTILE_PID_DIR"
+        ]
+    );
+}
