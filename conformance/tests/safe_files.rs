@@ -339,13 +339,9 @@ fn a_runtime_chosen_by_fake_dsh_bin_is_named_not_silent() {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert_eq!(
-        rerun,
-        [
-            "--fake-dsh",
-            fake_dsh.to_str().unwrap(),
-            "--pass-env",
-            "HOSTILE_PID_DIR"
-        ]
-    );
+    let at = rerun
+        .iter()
+        .position(|arg| *arg == "--fake-dsh")
+        .expect("--fake-dsh is named");
+    assert_eq!(rerun[at + 1], fake_dsh.to_str().unwrap());
 }
