@@ -24,6 +24,9 @@ pub struct HostSpec {
     pub command: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expectations: Option<PathBuf>,
+    /// The caller's variables this host's driver gets besides the allowlist (`run --pass-env`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_env: Vec<String>,
 }
 
 /// A runtime variant: fake-dsh with this environment (`FAKE_DSH_VERSION`, ...) for every process.
@@ -72,6 +75,7 @@ pub fn reference_host() -> HostSpec {
         name: REFERENCE_HOST.to_string(),
         command: vec![program],
         expectations: None,
+        pass_env: Vec::new(),
     }
 }
 
@@ -177,6 +181,8 @@ impl MatrixConfig {
             {
                 return Err(format!("host name {:?} is used twice", host.name));
             }
+            crate::run::child_env::check_pass_env(&host.pass_env)
+                .map_err(|why| format!("host {:?}: \"pass_env\": {why}", host.name))?;
         }
         for (index, variant) in self.variants.iter().enumerate() {
             if variant.name.trim().is_empty() {
@@ -289,6 +295,10 @@ mod tests {
             (
                 r#"{"variants":[{"name":"v","env":{"X":"a\u0000b"}}]}"#,
                 "NUL",
+            ),
+            (
+                r#"{"hosts":[{"name":"a","command":["x"],"pass_env":["FAKE_DSH_VERSION"]}]}"#,
+                "\"pass_env\"",
             ),
         ];
         for (text, expected) in cases {

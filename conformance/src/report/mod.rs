@@ -207,7 +207,7 @@ fn harness_cell(
         expectations,
         verify: 1,
         driver_per_case: false,
-        pass_env: Vec::new(),
+        pass_env: host.pass_env.clone(),
     };
     run::run_suite(&config).map_err(|error| error.to_string())
 }
