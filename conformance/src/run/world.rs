@@ -271,10 +271,13 @@ impl World {
             "exec {} \"$@\"\n",
             shell_quote(&path_string(&self.fake_dsh))
         ));
-        let temp = self.bin_dir().join(".dsh.tmp");
-        fs::write(&temp, script)?;
-        set_executable(&temp)?;
-        fs::rename(&temp, self.dsh())
+        // A fresh temp name (O_EXCL): a link the host planted in bin/ is never written through.
+        let mut temp = tempfile::Builder::new()
+            .prefix(".dsh.")
+            .tempfile_in(self.bin_dir())?;
+        io::Write::write_all(&mut temp, script.as_bytes())?;
+        set_executable(temp.path())?;
+        temp.persist(self.dsh()).map(drop).map_err(|error| error.error)
     }
 
     /// Builds the bundle of a `setup` step; returns (tarball, manifest) paths.
