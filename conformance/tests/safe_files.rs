@@ -15,29 +15,15 @@ mod shell_driver_support;
 
 use shell_driver_support::ShellDriverKit;
 
-/// A driver that dumps its environment into the pid dir on handshake, answers discover (or
-/// hangs on it when the case's scenario says `hostile-hang`) and shutdown.
-const ENV_DRIVER: &str = r#"#!/bin/sh
-env > "$HOSTILE_PID_DIR/env.txt"
-while IFS= read -r line; do
-  id=$(printf '%s' "$line" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
-  case "$line" in
-    *'"type":"handshake"'*)
-      printf '%s\n' '{"v":1,"type":"handshake","driver":"sh-env","version":"0.0.1","capabilities":["discover"]}' ;;
-    *'"type":"discover"'*)
-      if grep -q hostile-hang scenario.json 2>/dev/null; then sleep 600 & wait; fi
-      printf '{"v":1,"type":"discovered","id":"%s","available":true,"version":"0.1.7-rc.1","warnings":[],"diagnostic":null,"code":null}\n' "$id" ;;
-    *'"type":"shutdown"'*)
-      printf '%s\n' '{"v":1,"type":"bye"}'
-      exit 0 ;;
-  esac
-done
-"#;
+/// A canned driver that first dumps its environment into the pid dir, and hangs at start when
+/// the case's scenario says `hostile-hang`.
+const ENV_PRELUDE: &str = r#"env > "$HOSTILE_PID_DIR/env.txt"
+if grep -q hostile-hang scenario.json 2>/dev/null; then sleep 600 & wait; fi"#;
 
 const CASE_ID: &str = "discovery.safe-files";
 
 fn kit() -> ShellDriverKit {
-    let kit = ShellDriverKit::new(ENV_DRIVER);
+    let kit = ShellDriverKit::new(&shell_driver_support::canned_driver(ENV_PRELUDE));
     kit.write_case(
         CASE_ID,
         &format!(

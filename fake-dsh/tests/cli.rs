@@ -219,16 +219,21 @@ fn real_dsh_home(home: &std::path::Path) -> Vec<u8> {
     manifest
 }
 
-#[test]
-fn a_home_holding_a_real_dsh_installation_is_never_written() {
-    let world = World::without_profile();
-    let manifest = real_dsh_home(&world.home());
+/// `plugin --profile open-design add` of a bundle file in the world.
+fn add_a_bundle(world: &World) -> assert_cmd::assert::Assert {
     let tarball = world.root.path().join("open-design-runtime.tgz");
     std::fs::write(&tarball, b"packed bundle").unwrap();
     world
         .cmd(&["plugin", "--profile", "open-design", "add"])
         .arg(&tarball)
         .assert()
+}
+
+#[test]
+fn a_home_holding_a_real_dsh_installation_is_never_written() {
+    let world = World::without_profile();
+    let manifest = real_dsh_home(&world.home());
+    add_a_bundle(&world)
         .code(2)
         .stderr(predicate::str::contains(
             "will not write into the Harness home",
@@ -272,13 +277,7 @@ fn without_dsh_home_a_real_installation_in_home_dot_dsh_is_refused() {
 #[test]
 fn an_empty_home_is_marked_as_fake_dsh_s_own_on_first_write() {
     let world = World::without_profile();
-    let tarball = world.root.path().join("open-design-runtime.tgz");
-    std::fs::write(&tarball, b"packed bundle").unwrap();
-    world
-        .cmd(&["plugin", "--profile", "open-design", "add"])
-        .arg(&tarball)
-        .assert()
-        .success();
+    add_a_bundle(&world).success();
     assert!(world.home().join(fake_dsh::home::MARKER).is_file());
 }
 

@@ -277,7 +277,9 @@ impl World {
             .tempfile_in(self.bin_dir())?;
         io::Write::write_all(&mut temp, script.as_bytes())?;
         set_executable(temp.path())?;
-        temp.persist(self.dsh()).map(drop).map_err(|error| error.error)
+        temp.persist(self.dsh())
+            .map(drop)
+            .map_err(|error| error.error)
     }
 
     /// Builds the bundle of a `setup` step; returns (tarball, manifest) paths.
