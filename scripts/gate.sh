@@ -47,15 +47,12 @@ if [[ "${GATE_HTML_REPORT:-false}" == "true" ]]; then
   if [[ -n "${GATE_EXPECTATIONS:-}" ]]; then
     expectations=",\"expectations\":$(json_string "$(cd "$(dirname "$GATE_EXPECTATIONS")" && pwd)/$(basename "$GATE_EXPECTATIONS")")"
   fi
-  # Outside $out (uploaded as an artifact): the host command line may hold a credential.
-  config_dir=$(mktemp -d "${TMPDIR:-/tmp}/dsh-gate-config-XXXXXX") || fail "cannot create a private temp dir"
-  trap 'rm -rf "$config_dir"' EXIT
-  cat >"$config_dir/report-config.json" <<JSON
+  cat >"$out/report-config.json" <<JSON
 {"include_reference":false,
  "hosts":[{"name":"host","command":["sh","-c",$(json_string "$host")]$expectations}],
  "variants":[{"name":"dsh-0.1.7-rc.1","env":{"FAKE_DSH_VERSION":"0.1.7-rc.1"}}]}
 JSON
-  report_args=(report --config "$config_dir/report-config.json" --out "$out/report"
+  report_args=(report --config "$out/report-config.json" --out "$out/report"
     --time-scale "${GATE_TIME_SCALE:-1}")
   [[ -z "${GATE_FIXTURES:-}" ]] || report_args+=(--fixtures "$GATE_FIXTURES")
   "$kit" "${report_args[@]}" || echo "gate: the HTML report run exited $?" >&2
