@@ -247,9 +247,7 @@ pub fn install_bundle(
         .ok()
         .filter(|path| path.exists())
         .ok_or_else(|| CannotRun(format!("--bundle {}: no such file", tarball.display())))?;
-    let root = tempfile::Builder::new()
-        .prefix("dsh-check-runtime-home-")
-        .tempdir()
+    let root = crate::scratch::tempdir("dsh-check-runtime-home-")
         .map_err(|error| CannotRun(format!("cannot create a temp home: {error}")))?;
     let tarball = if bundle.is_dir() {
         pack_directory(&bundle, root.path())?

@@ -21,6 +21,7 @@ use super::supervisor;
 use super::transcript::Transcript;
 use super::verdict::*;
 use super::world::World;
+use crate::output::secrets::display_command;
 
 use checks::MIN_SCANNED_PROMPT;
 
@@ -46,6 +47,8 @@ pub struct CaseEnv {
     pub time_scale: f64,
     /// Rule id -> interpretation entry, for the catalog's `interpretation` rules.
     pub interpreted_rules: BTreeMap<String, String>,
+    /// The caller's variables the driver gets besides the allowed ones (`super::child_env`).
+    pub pass_env: Vec<String>,
 }
 
 impl CaseEnv {
@@ -427,7 +430,8 @@ impl<'a> Runner<'a> {
         } else {
             format!("{}:{path}", world.bin_dir().display())
         };
-        let env = vec![
+        let mut env = super::child_env::inherited(&self.env.pass_env);
+        env.extend([
             ("DSH_BIN".to_string(), world.dsh().display().to_string()),
             ("PATH".to_string(), path),
             (
@@ -441,7 +445,7 @@ impl<'a> Runner<'a> {
             ("DEEPSEEK_API_KEY".to_string(), world.canary.clone()),
             ("DSH_CONFORMANCE".to_string(), "1".to_string()),
             (CASE_TOKEN_ENV.to_string(), world.case_token.clone()),
-        ];
+        ]);
         let mut stderr_needles = vec![
             (
                 "the canary credential".to_string(),
@@ -474,8 +478,10 @@ impl<'a> Runner<'a> {
     fn start_driver(&mut self, world: &World) -> Option<Driver> {
         let spec = self.driver_spec(world);
         let canary = self.stdout_needles(world);
-        self.transcript
-            .push(format!("== start driver: {}", spec.command.join(" ")));
+        self.transcript.push(format!(
+            "== start driver: {}",
+            display_command(&spec.command)
+        ));
         match Driver::start(&spec, canary) {
             Ok(driver) => self.handshake(driver),
             Err(error) => {
