@@ -605,7 +605,7 @@ impl Host {
             .stop_tree(&mut turn.child, turn.tree, first_bound)
             .await;
         turn.guard.armed = !tree_gone && !self.mutants().signals_leader_only();
-        self.end_escaped_daemons();
+        self.end_escaped_daemons(&turn.tree);
         turn.tree.release();
         turn.stdin.abort();
         stdout_drain.abort();
@@ -679,12 +679,13 @@ impl Host {
 
     /// Spec 10 "terminate the owned process tree", for the part that left the group: on Linux the
     /// host is a child subreaper, so a daemon that double-forked and called `setsid`/`setpgid` was
-    /// re-parented to it; kill every such orphan (see `process::end_adopted_orphans`).
-    fn end_escaped_daemons(&self) {
+    /// re-parented to it; kill every such orphan of this run's tree, never another run's (see
+    /// `process::end_adopted_orphans`).
+    fn end_escaped_daemons(&self, tree: &OwnedTree) {
         if self.mutants().signals_leader_only() {
             return;
         }
-        let killed = process::end_adopted_orphans(self.config.run_bounds.kill_wait);
+        let killed = process::end_adopted_orphans(tree, self.config.run_bounds.kill_wait);
         if !killed.is_empty() {
             self.log(&format!(
                 "killed {} process(es) that escaped the runtime's process group: pids {killed:?}",

@@ -67,7 +67,10 @@ const KIT_CODES: &[(&str, CodeClass)] = &[
     ("DSH_PROFILE_RESUME_MISMATCH", CodeClass::SessionMismatch),
     ("DSH_PROFILE_SESSION_MISMATCH", CodeClass::SessionMismatch),
     ("DSH_PROFILE_UNREQUESTED_RESUME", CodeClass::SessionMismatch),
-    ("DSH_PROFILE_UNANNOUNCED_SESSION", CodeClass::SessionMismatch),
+    (
+        "DSH_PROFILE_UNANNOUNCED_SESSION",
+        CodeClass::SessionMismatch,
+    ),
     ("DSH_PROFILE_RESUME_REJECTED", CodeClass::ResumeRejected),
     ("DSH_PROFILE_RUN_FAILED", CodeClass::RuntimeFailed),
     (
