@@ -1,22 +1,10 @@
 //! Runs the whole corpus against the independent Node.js host (`examples/node-host`) and its own
 //! `node --test` unit tests; skipped when `node` is not installed.
 
-use std::path::{Path, PathBuf};
+mod node_support;
+
+use node_support::{node_available, repo_root};
 use std::process::{Command, Output};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the conformance crate lives inside the workspace")
-        .to_path_buf()
-}
-
-fn node_available() -> bool {
-    Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success())
-}
 
 fn describe(output: &Output) -> String {
     format!(
@@ -61,7 +49,6 @@ fn supervised() -> String {
 #[test]
 fn node_host_passes_the_corpus() {
     if !node_available() {
-        println!("skipped: node not installed");
         return;
     }
     let output = run_corpus(&supervised(), "conformance-expectations.json", &[]);
@@ -75,7 +62,6 @@ fn node_host_passes_the_corpus() {
 #[test]
 fn node_host_unit_tests_pass() {
     if !node_available() {
-        println!("skipped: node not installed");
         return;
     }
     let dir = repo_root().join("examples/node-host");
@@ -101,7 +87,6 @@ fn node_host_unit_tests_pass() {
 #[test]
 fn opendesign_shapes_fail_no_case() {
     if !node_available() {
-        println!("skipped: node not installed");
         return;
     }
     let output = run_corpus(

@@ -13,23 +13,12 @@
 //!
 //! The Node.js ones skip, saying so, when `node` is not installed.
 
+mod node_support;
+
+use node_support::{node_available, repo_root};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the conformance crate lives inside the workspace")
-        .to_path_buf()
-}
-
-fn node_available() -> bool {
-    Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success())
-}
 
 fn kit() -> PathBuf {
     fake_dsh::locate::binary("dsh-conformance")
@@ -71,6 +60,12 @@ fn verdict_of(report: &Value, id: &str) -> (String, String, String) {
         .unwrap_or_else(|| panic!("{id} is not in the report: {report}"));
     let text = |member: &str| case[member].as_str().unwrap_or("").to_string();
     (text("verdict"), text("rule"), text("why"))
+}
+
+/// (verdict, rule, why) of the one case `id` run against `host`.
+fn judge(host: &str, id: &str) -> (String, String, String) {
+    let (_, report) = run_cases(host, &[id]);
+    verdict_of(&report, id)
 }
 
 /// A file in a fresh temp dir, executable.
@@ -117,7 +112,6 @@ host.on("exit", (code) => process.exit(code ?? 1));
 #[test]
 fn a_driver_running_concurrent_turns_one_at_a_time_is_untestable() {
     if !node_available() {
-        println!("skipped: node not installed");
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -147,7 +141,6 @@ fn a_driver_running_concurrent_turns_one_at_a_time_is_untestable() {
 #[test]
 fn a_host_killing_escaped_daemons_only_at_shutdown_fails_at_the_run() {
     if !node_available() {
-        println!("skipped: node not installed");
         return;
     }
     // The whole Node driver under one subreaper: it kills the daemons only once the driver exits.
@@ -156,9 +149,7 @@ fn a_host_killing_escaped_daemons_only_at_shutdown_fails_at_the_run() {
         kit().display(),
         repo_root().join("examples/node-host/driver.mjs").display()
     );
-    let id = "hygiene.daemon-setsid-cleared-env";
-    let (_, report) = run_cases(&host, &[id]);
-    let (verdict, rule, why) = verdict_of(&report, id);
+    let (verdict, rule, why) = judge(&host, "hygiene.daemon-setsid-cleared-env");
     assert_eq!(verdict, "fail", "{why}");
     assert_eq!(rule, "s10.owned-processes-force-killed", "{why}");
     assert!(
@@ -195,7 +186,6 @@ exit $status
 #[test]
 fn a_host_killing_every_daemon_at_each_run_end_kills_the_other_conversation_s() {
     if !node_available() {
-        println!("skipped: node not installed");
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -205,9 +195,7 @@ fn a_host_killing_every_daemon_at_each_run_end_kills_the_other_conversation_s() 
         repo_root().join("examples/node-host/driver.mjs").display(),
         supervisor.display()
     );
-    let id = "hygiene.concurrent-daemons-own-run-only";
-    let (_, report) = run_cases(&host, &[id]);
-    let (verdict, rule, why) = verdict_of(&report, id);
+    let (verdict, rule, why) = judge(&host, "hygiene.concurrent-daemons-own-run-only");
     assert_eq!(verdict, "fail", "{why}");
     assert_eq!(rule, "s10.no-kill-other-runtime", "{why}");
     assert!(

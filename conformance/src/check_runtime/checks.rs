@@ -839,14 +839,19 @@ fn second_execute(target: &Target, world: &World) -> Result<Outcome, SpawnError>
     }
 }
 
-fn cancel_honoured(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+/// A turn whose cancel goes out right after the execute, before any frame of the run.
+fn cancelled_at_once(target: &Target, world: &World) -> Result<turn::TurnRecord, SpawnError> {
     let plan = Plan {
         after_execute: world.cancel_line(&world.request_id),
         cancels: true,
         result_bound_ms: Some(ANSWER_MS),
         ..Plan::default()
     };
-    let record = turn::run(target, world, &plan)?;
+    turn::run(target, world, &plan)
+}
+
+fn cancel_honoured(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let record = cancelled_at_once(target, world)?;
     let Some(result) = record.result_frame() else {
         return Ok(fail(format!("after the cancel: {}", no_result(&record))));
     };
@@ -875,13 +880,7 @@ fn cancelled_names_announced_session(
     target: &Target,
     world: &World,
 ) -> Result<Outcome, SpawnError> {
-    let plan = Plan {
-        after_execute: world.cancel_line(&world.request_id),
-        cancels: true,
-        result_bound_ms: Some(ANSWER_MS),
-        ..Plan::default()
-    };
-    let record = turn::run(target, world, &plan)?;
+    let record = cancelled_at_once(target, world)?;
     let Some(result) = record.result_frame() else {
         return Ok(inconclusive(format!(
             "after the cancel: {}",

@@ -264,42 +264,40 @@ mod tests {
 
     #[test]
     fn a_tree_follows_ppid_and_child_entries_and_nothing_else() {
-        let entries: Vec<Entry> = [
+        let entries = entries_of(&[
             r#"{"event":"start","pid":10,"ppid":1,"mode":"stdio"}"#,
             r#"{"event":"start","pid":20,"ppid":1,"mode":"stdio"}"#,
             r#"{"event":"child","pid":10,"child_pid":11}"#,
             r#"{"event":"start","pid":12,"ppid":11,"mode":"child"}"#,
             r#"{"event":"start","pid":21,"ppid":20,"mode":"child"}"#,
             r#"{"event":"exit","pid":30,"code":0}"#,
-        ]
-        .iter()
-        .enumerate()
-        .map(|(line, text)| Entry {
-            line,
-            value: serde_json::from_str(text).expect("JSON"),
-        })
-        .collect();
+        ]);
         assert_eq!(tree_of(&entries, 10), BTreeSet::from([10, 11, 12]));
         assert_eq!(tree_of(&entries, 20), BTreeSet::from([20, 21]));
         assert_eq!(tree_of(&entries, 99), BTreeSet::from([99]));
     }
 
+    /// Entries from JSON lines, numbered from 0.
+    fn entries_of(lines: &[&str]) -> Vec<Entry> {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(line, text)| Entry {
+                line,
+                value: serde_json::from_str(text).expect("JSON"),
+            })
+            .collect()
+    }
+
     #[test]
     fn a_child_in_another_group_than_its_parent_left_it() {
-        let entries: Vec<Entry> = [
+        let entries = entries_of(&[
             r#"{"event":"start","pid":10,"ppid":1,"pgid":10,"mode":"stdio"}"#,
             r#"{"event":"child","pid":10,"child_pid":11}"#,
             r#"{"event":"start","pid":11,"ppid":10,"pgid":10,"mode":"child"}"#,
             r#"{"event":"child","pid":10,"child_pid":12}"#,
             r#"{"event":"start","pid":12,"ppid":1,"pgid":12,"mode":"child"}"#,
-        ]
-        .iter()
-        .enumerate()
-        .map(|(line, text)| Entry {
-            line,
-            value: serde_json::from_str(text).expect("JSON"),
-        })
-        .collect();
+        ]);
         assert!(!left_its_group(&entries, 11), "a grandchild in the group");
         assert!(left_its_group(&entries, 12), "a setsid daemon");
         assert!(
