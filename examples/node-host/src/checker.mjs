@@ -140,7 +140,7 @@ export class StreamChecker {
         );
       }
     } else if (session.resumed) {
-      return this.#fail("DSH_PROFILE_SESSION_MISMATCH", number, "claims resumed: true although no resume was requested (spec 6)");
+      return this.#fail("DSH_PROFILE_UNREQUESTED_RESUME", number, "claims resumed: true although no resume was requested (spec 6)");
     }
     this.sessionId = session.session_id;
     this.resumed = session.resumed;
@@ -162,7 +162,7 @@ export class StreamChecker {
     const resuming = this.resumeSessionId;
     if (result.resume_rejected) {
       if (resuming === null) {
-        return this.#fail("DSH_PROFILE_SESSION_MISMATCH", number, "has resume_rejected: true although no resume was requested (spec 6)");
+        return this.#fail("DSH_PROFILE_UNREQUESTED_RESUME", number, "has resume_rejected: true although no resume was requested (spec 6)");
       }
       if (this.sessionId !== null) {
         return this.#fail("DSH_PROFILE_RESUME_MISMATCH", number, "has resume_rejected: true after the session was confirmed as resumed (spec 6)");
@@ -175,7 +175,7 @@ export class StreamChecker {
       return this.#fail("DSH_PROFILE_SESSION_MISMATCH", number, "names another session than the requested resume id, and no session frame arrived (spec 6)");
     }
     if (result.status === "completed" && this.sessionId === null) {
-      return this.#fail("DSH_PROFILE_SESSION_MISMATCH", number, "is result: completed without a prior session frame (spec 6, 7)");
+      return this.#fail("DSH_PROFILE_UNANNOUNCED_SESSION", number, "is result: completed without a prior session frame (spec 6, 7)");
     }
     if (result.status === "cancelled" && !this.cancelSent) {
       return this.#fail("DSH_PROFILE_UNSOLICITED_CANCELLED", number, "is result: cancelled although the host sent no cancel (spec 6, 10)");

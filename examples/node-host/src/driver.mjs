@@ -50,10 +50,15 @@ export function requestProblem(request) {
  * `cancel` reaches only the run it names. `write(reply)` sends one reply line.
  */
 export class Driver {
-  /** `dialect`: `"kit"` (the kit's event shapes and codes) or `"opendesign"` (OpenDesign's). */
-  constructor({ write, env = process.env, log = (message) => process.stderr.write(`node-host: ${message}\n`), dialect = "kit" }) {
+  /**
+   * `dialect`: `"kit"` (the kit's event shapes and codes) or `"opendesign"` (OpenDesign's).
+   * `supervisor`: the path of `dsh-conformance`, whose `supervise` runs each runtime under a child
+   * subreaper (escaped daemons, see src/processes.mjs), or null to spawn the runtime directly.
+   */
+  constructor({ write, env = process.env, log = (message) => process.stderr.write(`node-host: ${message}\n`), dialect = "kit", supervisor = null }) {
     this.write = write;
     this.dialect = dialect;
+    this.supervisor = supervisor;
     this.env = env;
     this.log = log;
     this.store = new SessionStore(dataDir(env), { warn: log });
@@ -178,6 +183,7 @@ export class Driver {
       bounds: boundsFromEnv(this.env),
       env: this.env,
       log: this.log,
+      supervisor: this.supervisor,
     });
     entry.turn = turn;
     this.runs.set(request.id, entry);
@@ -208,12 +214,18 @@ function modelsBound(env) {
 /** Run the driver on this process's stdin/stdout until `shutdown` or end of input. */
 export function main() {
   const write = (reply) => process.stdout.write(`${JSON.stringify(reply)}\n`);
-  const dialect = process.argv.includes("--dialect") ? process.argv[process.argv.indexOf("--dialect") + 1] : "kit";
+  const flag = (name) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+  const dialect = flag("--dialect") ?? "kit";
   if (!["kit", "opendesign"].includes(dialect)) {
     process.stderr.write(`node-host: unknown --dialect ${JSON.stringify(dialect)} (kit or opendesign)\n`);
     process.exit(2);
   }
-  const driver = new Driver({ write, dialect });
+  const supervisor = flag("--supervisor") ?? null;
+  if (process.argv.includes("--supervisor") && !supervisor) {
+    process.stderr.write("node-host: --supervisor needs the path of dsh-conformance\n");
+    process.exit(2);
+  }
+  const driver = new Driver({ write, dialect, supervisor });
   const input = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   let finished = false;
   const finish = async () => {

@@ -11,6 +11,19 @@ export function spawnInOwnGroup(command, args, { cwd, env = process.env }) {
   return spawn(command, args, { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
 }
 
+/**
+ * Spawn the runtime in a new process group; with `supervisor` (the path of `dsh-conformance`),
+ * through `dsh-conformance supervise`, which leads that group as a child subreaper. Node.js cannot
+ * make itself a subreaper, so without it a daemon the runtime detached (`setsid`, `setpgid`, a
+ * cleared environment) is re-parented to init where this host cannot find it; with it, the
+ * supervisor adopts such a daemon and kills it once the runtime has exited, before it exits
+ * itself, so the child's `exit` means the runtime's whole tree is gone (spec 6 and 10 step 5).
+ */
+export function spawnRuntime(command, args, { cwd, env = process.env, supervisor = null }) {
+  if (!supervisor) return spawnInOwnGroup(command, args, { cwd, env });
+  return spawnInOwnGroup(supervisor, ["supervise", "--", command, ...args], { cwd, env });
+}
+
 /** Send `signal` to every process of the group led by `groupId`; false when the group is gone. */
 export function signalGroup(groupId, signal) {
   try {

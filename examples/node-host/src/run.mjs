@@ -10,7 +10,7 @@ import { StreamChecker } from "./checker.mjs";
 import { DiscoveryError, PROFILE, readVersion, resolveBinary } from "./discovery.mjs";
 import { LineFramer } from "./lines.mjs";
 import { EventNormalizer } from "./normalize.mjs";
-import { groupAlive, signalGroup, sleep, spawnInOwnGroup, terminateGroup } from "./processes.mjs";
+import { groupAlive, signalGroup, sleep, spawnRuntime, terminateGroup } from "./processes.mjs";
 import { compatibilityKey, sameKey } from "./sessions.mjs";
 import { StderrCapture, credentialValues } from "./stderr.mjs";
 
@@ -49,8 +49,9 @@ export function newSessionPrompt(bootstrap, prompt) {
  * once the runtime's process group is gone. `cancel()` may be called at any time.
  */
 export class Turn {
-  constructor({ request, store, emit, bounds = boundsFromEnv(), env = process.env, log = () => {} }) {
+  constructor({ request, store, emit, bounds = boundsFromEnv(), env = process.env, log = () => {}, supervisor = null }) {
     this.request = request;
+    this.supervisor = supervisor;
     this.store = store;
     this.emit = emit;
     this.bounds = bounds;
@@ -100,7 +101,7 @@ export class Turn {
     const secrets = [...credentialValues(this.env), request.prompt, request.bootstrap, newSessionPrompt(request.bootstrap, request.prompt)];
 
     try {
-      this.child = spawnInOwnGroup(binary, ["--profile", PROFILE, "--stdio"], { cwd, env: this.env });
+      this.child = spawnRuntime(binary, ["--profile", PROFILE, "--stdio"], { cwd, env: this.env, supervisor: this.supervisor });
     } catch (error) {
       return this.#spawnFailed(`could not start ${binary}: ${error.code ?? error.message}`);
     }
