@@ -266,7 +266,15 @@ fn dirs_a_killed_run_left_are_private_and_swept_by_the_next_run() {
         .spawn()
         .expect("starts");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while kit_dirs(tmp.path()).len() < 2 {
+    // Both of the case's dirs exist and carry their marker (a dir is made a moment before its
+    // marker is written; one killed in between is, by design, not the kit's to sweep).
+    let marked = |dirs: &[PathBuf]| {
+        dirs.len() >= 2
+            && dirs.iter().all(|dir| {
+                fs::metadata(dir.join(".dsh-conformance-owner")).is_ok_and(|m| m.len() > 0)
+            })
+    };
+    while !marked(&kit_dirs(tmp.path())) {
         assert!(Instant::now() < deadline, "no case temp dir appeared");
         std::thread::sleep(Duration::from_millis(20));
     }
