@@ -51,9 +51,10 @@ pub fn run(args: &[String]) -> ! {
     });
     let cwd = std::env::current_dir().unwrap_or_default();
     let outcome = Arc::new(Mutex::new(Outcome::default()));
+    // The full profile: headless has the file tools.
     let flavor = Flavor {
         persona: Persona::V015,
-        minimal: true,
+        minimal: false,
     };
     let log_root = crate::home::dsh_home()
         .ok()

@@ -141,10 +141,11 @@ fn handle_line(bytes: &[u8]) {
     let params = &request["params"];
     match method {
         "initialize" => initialize(id.clone(), params.clone()),
-        "session/prompt" => match prompt(params) {
-            Ok(message_id) => wire().respond(id, json!({"messageId": message_id})),
-            Err(message) => wire().fail(id, &message),
-        },
+        "session/prompt" => {
+            if let Err(message) = prompt(id, params) {
+                wire().fail(id, &message);
+            }
+        }
         "shutdown" => shutdown(id.clone()),
         other => wire().fail(
             id,
@@ -233,9 +234,9 @@ fn check_initialize(params: &Value) -> Result<(), String> {
     }
 }
 
-/// `session/prompt`: queues one user message and returns its id. The receipt, and for an idle
-/// session `running` and the new turn's start, are written before the response.
-fn prompt(params: &Value) -> Result<String, String> {
+/// `session/prompt`: queues one user message and answers with its id. The receipt, and for an
+/// idle session `running` and the new turn's start, are written before the response.
+fn prompt(id: &Value, params: &Value) -> Result<(), String> {
     let server = server();
     if server.shutting_down.load(Ordering::SeqCst) {
         return Err("SDK server is shutting down".to_string());
@@ -251,9 +252,11 @@ fn prompt(params: &Value) -> Result<String, String> {
         json!([])
     });
     let script = next_script(&session::message_text(&message), &live);
-    let message_id = message["id"].as_str().unwrap_or_default().to_string();
-    enqueue(live, message, script);
-    Ok(message_id)
+    let message_id = message["id"].clone();
+    enqueue(live, message, script, || {
+        wire().respond(id, json!({"messageId": message_id}))
+    });
+    Ok(())
 }
 
 /// The session for an id, created on first use; a session a previous process left in the log
@@ -307,16 +310,19 @@ fn next_script(prompt: &str, live: &Live) -> TurnScript {
 }
 
 /// Writes the receipt; an idle session starts the turn on its own thread, a running one queues it.
-fn enqueue(live: Live, message: Value, script: TurnScript) {
+/// `accepted` runs under the session lock once the turn is started or queued (the response).
+fn enqueue(live: Live, message: Value, script: TurnScript, accepted: impl FnOnce()) {
     let mut session = live.lock().unwrap_or_else(|p| p.into_inner());
     session.receipt(&message);
     if session.running {
         session.queue.push_back((message, script));
+        accepted();
         return;
     }
     session.running = true;
     status(&session, "running");
     session.start_turn();
+    accepted();
     drop(session);
     std::thread::spawn(move || play_turns(live, message, script));
 }
@@ -401,7 +407,7 @@ fn finish_subagent(live: Live, child: SubagentScript) {
         ..Default::default()
     };
     let notice = session::user_message(json!([{"type": "text", "text": "subagent finished"}]));
-    enqueue(live, notice, wake);
+    enqueue(live, notice, wake, || {});
 }
 
 /// `shutdown`: from now on prompts fail; after the scenario's drain the `{}` response is the last

@@ -37,8 +37,9 @@ impl Flavor {
     fn chunks(self) -> bool {
         self.persona == Persona::V011
     }
+    /// `sdk` 0.1.5 only: neither `sdk-minimal` nor 0.1.1's bundled config has file tools.
     fn file_tools(self) -> bool {
-        self.persona == Persona::V015
+        self.persona == Persona::V015 && !self.minimal
     }
     /// 0.1.5 rejects a prompt until `initialize` has answered; 0.1.1 accepts it.
     pub fn rejects_early_prompt(self) -> bool {
@@ -184,7 +185,9 @@ pub fn message_text(message: &Value) -> String {
 pub type Stop = dyn Fn() -> bool + Send + Sync;
 
 /// Plays one turn's body (after [`Session::start_turn`]) and its `turn/end`, taking the session
-/// lock for each event and releasing it for pauses. Returns false when stopped mid-way.
+/// lock for each event and releasing it while the model "thinks" (a step's `delay_ms`, after the
+/// step's start). A turn that ends in `error` has one more step: the failed model attempt.
+/// Returns false when stopped mid-way (no more events, no `turn/end`).
 pub fn play_turn(
     session: &std::sync::Mutex<Session>,
     message: &Value,
@@ -193,16 +196,29 @@ pub fn play_turn(
 ) -> bool {
     let lock = || session.lock().unwrap_or_else(|p| p.into_inner());
     let turn = lock().turn;
-    for (index, step) in script.steps.iter().enumerate() {
-        if step.delay_ms > 0 {
-            std::thread::sleep(std::time::Duration::from_millis(step.delay_ms));
+    let count = script.steps.len() + usize::from(script.end == EndKind::Error);
+    for index in 0..count {
+        let number = index as u64 + 1;
+        {
+            let mut session = lock();
+            session.emit("step/start", json!({"turn": turn, "step": number}));
+            if index == 0 {
+                preamble(&mut session, turn, message);
+            }
+        }
+        let step = script.steps.get(index);
+        if let Some(delay) = step.map(|step| step.delay_ms).filter(|ms| *ms > 0) {
+            std::thread::sleep(std::time::Duration::from_millis(delay));
         }
         if stop() {
             return false;
         }
         let mut session = lock();
-        let first = (index == 0).then_some(message);
-        play_step(&mut session, turn, index as u64 + 1, step, first);
+        match step {
+            Some(step) => answer(&mut session, turn, number, step),
+            None => failed_attempt(&mut session, turn, number, &error_of(script)),
+        }
+        session.emit("step/end", json!({"turn": turn, "step": number}));
     }
     if stop() {
         return false;
@@ -211,17 +227,8 @@ pub fn play_turn(
     true
 }
 
-fn play_step(
-    session: &mut Session,
-    turn: u64,
-    step: u64,
-    script: &StepScript,
-    first: Option<&Value>,
-) {
-    session.emit("step/start", json!({"turn": turn, "step": step}));
-    if let Some(message) = first {
-        preamble(session, turn, message);
-    }
+/// The model's answer in one step: `assistant/message` (after 0.1.1's chunks), then its tools.
+fn answer(session: &mut Session, turn: u64, step: u64, script: &StepScript) {
     let mut content = Vec::new();
     if let Some(reasoning) = &script.reasoning {
         content.push(json!({"type": "reasoning", "text": reasoning}));
@@ -251,12 +258,32 @@ fn play_step(
     for (id, call) in &calls {
         tool(session, turn, step, id, call);
     }
-    session.emit("step/end", json!({"turn": turn, "step": step}));
 }
 
-/// What the first step of a turn records before the model answers.
+/// The failed model request of an `error` turn (0.1.5 records it; 0.1.1 records nothing).
+fn failed_attempt(session: &mut Session, turn: u64, step: u64, error: &Value) {
+    if session.flavor.persona == Persona::V015 {
+        session.emit(
+            "assistant/attempt",
+            json!({"turn": turn, "step": step, "stream": [{"type": "chunk", "time": now_ms(),
+                   "chunk": {"type": "finish", "reason": {"kind": "error", "failure": error}}}]}),
+        );
+    }
+}
+
+/// The error an `error` turn reports (default: an AUTH failure like a 401's).
+fn error_of(script: &TurnScript) -> Value {
+    script.error.clone().unwrap_or_else(
+        || json!({"message": "fake-dsh: scripted model failure", "code": "AUTH", "status": 401}),
+    )
+}
+
+/// What the first step of a turn records before the model answers: the user message; on the
+/// session's first turn also the system prompt, the runtime context (`sdk`), the request
+/// header and context, and the title (0.1.1 titles before the request, 0.1.5 after it).
 fn preamble(session: &mut Session, turn: u64, message: &Value) {
-    if session.flavor.system_message() {
+    let first_turn = turn == 1;
+    if first_turn && session.flavor.system_message() {
         session.emit(
             "system/message",
             json!({"turn": turn, "step": 1, "message": {"role": "system",
@@ -268,6 +295,9 @@ fn preamble(session: &mut Session, turn: u64, message: &Value) {
         message.clone(),
         Some(("surfaceOp", json!("append"))),
     );
+    if !first_turn {
+        return;
+    }
     if session.flavor.policy_events() {
         session.emit_with(
             "user/message",
@@ -277,6 +307,10 @@ fn preamble(session: &mut Session, turn: u64, message: &Value) {
             Some(("surfaceOp", json!("append"))),
         );
     }
+    let early_title = session.flavor.persona == Persona::V011;
+    if early_title {
+        title(session, message);
+    }
     session.emit(
         "request/header",
         json!({"header": {"config": {"provider": PROVIDER, "model": MODEL}}}),
@@ -285,15 +319,18 @@ fn preamble(session: &mut Session, turn: u64, message: &Value) {
         "request/context",
         json!({"provider": PROVIDER, "model": MODEL, "contextWindow": 1_000_000}),
     );
-    if turn == 1 {
-        let title: String = message_text(message).chars().take(40).collect();
-        let seq = session.seq;
-        session.emit(
-            "session/title",
-            json!({"title": title, "messageSeqs": [seq.saturating_sub(4)],
-                   "source": {"kind": "fallback"}}),
-        );
+    if !early_title {
+        title(session, message);
     }
+}
+
+/// `session/title` from the first prompt (the fallback title: its first words).
+fn title(session: &mut Session, message: &Value) {
+    let title: String = message_text(message).chars().take(40).collect();
+    session.emit(
+        "session/title",
+        json!({"title": title, "source": {"kind": "fallback"}}),
+    );
 }
 
 /// 0.1.1's streaming: one `assistant/chunk` per block start, delta and end, then usage and finish.
@@ -373,8 +410,7 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
     );
 }
 
-/// `write` and `read` on real files under the session's cwd (0.1.5 only: 0.1.1's bundled config
-/// has no file tools).
+/// `write` and `read` on real files under the session's cwd (`sdk` 0.1.5 and `headless` only).
 fn run_tool(session: &Session, call: &ToolCallScript) -> Result<String, String> {
     let unknown = || {
         Err(format!(
@@ -411,17 +447,7 @@ fn run_tool(session: &Session, call: &ToolCallScript) -> Result<String, String> 
 fn end_turn(session: &mut Session, turn: u64, script: &TurnScript) {
     let mut reason = json!({"kind": script.end.name()});
     if script.end == EndKind::Error {
-        let error = script.error.clone().unwrap_or_else(
-            || json!({"message": "fake-dsh: scripted model failure", "code": "AUTH", "status": 401}),
-        );
-        if session.flavor.persona == Persona::V015 {
-            session.emit(
-                "assistant/attempt",
-                json!({"turn": turn, "step": 1, "stream": [{"type": "chunk", "time": now_ms(),
-                       "chunk": {"type": "finish", "reason": {"kind": "error", "failure": error}}}]}),
-            );
-        }
-        reason["error"] = error;
+        reason["error"] = error_of(script);
     }
     session.emit("turn/end", json!({"turn": turn, "reason": reason}));
 }
@@ -500,7 +526,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let flavor = Flavor {
             persona: Persona::V015,
-            minimal: true,
+            minimal: false,
         };
         let (seen, session) = recording(flavor, dir.path());
         let message = user_message(json!([{"type": "text", "text": "Make a landing page"}]));
@@ -511,8 +537,9 @@ mod tests {
         assert!(std::fs::read_to_string(dir.path().join("index.html"))
             .unwrap()
             .contains("<html"));
-        let expected = "agent/inbox/spliced turn/start agent/inbox/spliced step/start \
-            system/message user/message request/header request/context session/title \
+        let expected = "permission/preset sandbox/mode approval/policy agent/inbox/spliced \
+            turn/start agent/inbox/spliced step/start system/message user/message user/message \
+            request/header request/context session/title \
             assistant/message tool/call tool/result step/end step/start assistant/message \
             step/end turn/end";
         assert_eq!(
@@ -528,6 +555,30 @@ mod tests {
         assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
         let last = seen.lock().unwrap().last().cloned().unwrap();
         assert_eq!(last["data"]["reason"], json!({"kind": "completed"}));
+    }
+
+    #[test]
+    fn sdk_minimal_has_no_file_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let flavor = Flavor {
+            persona: Persona::V015,
+            minimal: true,
+        };
+        let (seen, session) = recording(flavor, dir.path());
+        let message = user_message(json!([{"type": "text", "text": "hi"}]));
+        session.lock().unwrap().start_turn();
+        assert!(play_turn(
+            &session,
+            &message,
+            &default_turn("hi", dir.path()),
+            &|| false
+        ));
+        assert!(!dir.path().join("index.html").exists());
+        assert!(!kinds(&seen).contains(&"permission/preset".to_string()));
+        let seen = seen.lock().unwrap();
+        let result = seen.iter().find(|e| e["type"] == "tool/result").unwrap();
+        let text = &result["data"]["message"]["content"][0]["content"][0]["text"];
+        assert_eq!(text, "Error: unknown tool \"write\"");
     }
 
     #[test]
@@ -582,10 +633,16 @@ mod tests {
             &default_turn("x", dir.path()),
             &|| true
         ));
+        let after: Vec<String> = kinds(&seen)[before..].to_vec();
         assert_eq!(
-            seen.lock().unwrap().len(),
-            before + 2,
-            "only turn/start and the splice"
+            after,
+            [
+                "turn/start",
+                "agent/inbox/spliced",
+                "step/start",
+                "user/message"
+            ],
+            "a stopped turn ends where it was: no answer, no turn/end"
         );
     }
 
