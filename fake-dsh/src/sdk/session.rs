@@ -406,7 +406,7 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
     session.emit(
         "tool/result",
         json!({"turn": turn, "step": step, "message": {"source": {"kind": "tool", "callId": id},
-               "content": [result], "role": "tool"}}),
+               "content": [result], "role": "user", "id": uuid::Uuid::new_v4().to_string()}}),
     );
 }
 
