@@ -3,6 +3,7 @@
 //! - [`model`]: the results model every output renders.
 //! - [`validate`]: `validate`, checking one captured stdout stream.
 //! - [`run`]: `run`, the corpus against one host (runner, world, driver, verdicts).
+//! - [`sdk_corpus`]: `run --surface sdk`, the client corpus for SDK clients.
 //! - [`fixture`]: the typed case-file model.
 //! - [`corpus`]: loading and linting the fixture corpus and its rule catalog.
 //! - [`output`]: terminal table, JSON, JUnit XML, Markdown.
@@ -20,4 +21,5 @@ pub mod output;
 pub mod record;
 pub mod report;
 pub mod run;
+pub mod sdk_corpus;
 pub mod validate;

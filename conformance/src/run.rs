@@ -139,6 +139,17 @@ pub struct Flags {
     /// Extra env for fake-dsh in this variant, KEY=VALUE (repeatable).
     #[arg(long = "variant-env")]
     pub variant_env: Vec<String>,
+    /// What `--host` is: an open-design host driver (the fixture corpus), or an SDK client
+    /// (`sdk`: the client corpus of docs/sdk-surfaces.md, against fake-dsh's SDK runtime).
+    #[arg(long, value_enum, default_value_t = Surface::OpenDesign)]
+    pub surface: Surface,
+}
+
+/// The surface a run tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Surface {
+    OpenDesign,
+    Sdk,
 }
 
 pub fn main(args: Args) -> ExitCode {
@@ -200,6 +211,13 @@ fn catch_stop_signals() {
 
 fn run_cli(args: &Args) -> Result<u8, String> {
     let args: &Flags = &args.flags;
+    if args.surface == Surface::Sdk {
+        let host = args
+            .host
+            .as_deref()
+            .ok_or("--surface sdk needs --host CLIENT")?;
+        return crate::sdk_corpus::run(host, args.fake_dsh.as_deref(), args.time_scale);
+    }
     let corpus = crate::corpus::locate(args.fixtures.as_deref())?;
     corpus.announce("run");
     let config = config_from_args(args, corpus.path().to_path_buf())?;
