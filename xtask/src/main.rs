@@ -13,6 +13,7 @@
 mod bench;
 mod bench_real_dsh;
 mod bench_runs;
+mod bench_sdk;
 mod dist;
 mod kit;
 mod mutants;
@@ -311,6 +312,7 @@ fn bench() -> Outcome {
     let measured = (|| {
         let mut figures = bench::checker_throughput(&checker_bench)?;
         figures.push(bench::cold_start(&kit)?);
+        figures.extend(bench_sdk::rows(&kit)?);
         figures.extend(bench_real_dsh::rows(&kit, &workspace_root())?);
         let corpus = bench::corpus(&kit, bench::spawn_cost()?)?;
         let cases = corpus.cases;
