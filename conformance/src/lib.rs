@@ -4,6 +4,7 @@
 //! - [`validate`]: `validate`, checking one captured stdout stream.
 //! - [`run`]: `run`, the corpus against one host (runner, world, driver, verdicts).
 //! - [`sdk_corpus`]: `run --surface sdk`, the client corpus for SDK clients.
+//! - [`sdk_check`]: `check-runtime --surface sdk|...|headless`, and the SDK wire driver.
 //! - [`fixture`]: the typed case-file model.
 //! - [`corpus`]: loading and linting the fixture corpus and its rule catalog.
 //! - [`output`]: terminal table, JSON, JUnit XML, Markdown.
@@ -21,5 +22,6 @@ pub mod output;
 pub mod record;
 pub mod report;
 pub mod run;
+pub mod sdk_check;
 pub mod sdk_corpus;
 pub mod validate;
