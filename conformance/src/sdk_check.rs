@@ -393,22 +393,35 @@ impl World {
     }
 }
 
-/// Runs the JSON-RPC surface with `script` through `steps`.
-fn rpc(target: &Target, script: &Script, steps: &[Step]) -> Result<Wire, String> {
+/// A fresh world, the model server playing `script`, and the runtime's command in that world
+/// (its arguments from `args`) with the script's fake-dsh side.
+fn staged(
+    target: &Target,
+    script: &Script,
+    args: impl FnOnce(&World) -> Result<Vec<String>, String>,
+) -> Result<(World, ModelServer, Command), String> {
     let world = World::new()?;
     let server = ModelServer::start(
         &target.conformance,
         script.model.as_ref(),
         world.root.path(),
     )?;
-    let args: Vec<String> = target
-        .surface
-        .args()
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
-    let mut command = world.command(&target.dsh, &args, &server.url);
+    let mut command = world.command(&target.dsh, &args(&world)?, &server.url);
     world.scripted(&mut command, script)?;
+    Ok((world, server, command))
+}
+
+/// Runs the JSON-RPC surface with `script` through `steps`.
+fn rpc(target: &Target, script: &Script, steps: &[Step]) -> Result<Wire, String> {
+    let surface_args = |_: &World| {
+        Ok(target
+            .surface
+            .args()
+            .iter()
+            .map(|a| a.to_string())
+            .collect())
+    };
+    let (world, _server, command) = staged(target, script, surface_args)?;
     drive(command, steps, &world, target.limit)
 }
 
@@ -420,20 +433,28 @@ fn expect(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
     }
 }
 
+/// `initialize`, its response, then prompt 2 on session `s-1`, followed by `then`.
+fn one_prompt(text: &str, then: &[Step]) -> Vec<Step> {
+    let mut steps = vec![
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", text)),
+    ];
+    steps.extend_from_slice(then);
+    steps
+}
+
 fn conversation(target: &Target) -> Result<(), String> {
-    let wire = rpc(
-        target,
-        &DEFAULT,
+    let steps = one_prompt(
+        "Make a landing page",
         &[
-            Step::Send(initialize()),
-            Step::Response(json!(1)),
-            Step::Send(prompt(2, "s-1", "Make a landing page")),
             Step::Idle("s-1"),
             Step::Send(request(json!("x"), "bogus/method", json!({}))),
             Step::Response(json!("x")),
             Step::Send(request(json!(4), "shutdown", json!({}))),
         ],
-    )?;
+    );
+    let wire = rpc(target, &DEFAULT, &steps)?;
     let shapes = shapes(&wire.frames);
     let at = |wanted: &str| shapes.iter().position(|s| s.starts_with(wanted));
     let show = || format!("{shapes:#?}");
@@ -513,17 +534,11 @@ fn signal_exit(target: &Target, signal: nix::sys::signal::Signal, code: i32) -> 
         ),
         fake: Some(json!({"sdk": {"turns": [{"steps": [{"delay_ms": 30000, "text": "slow"}]}]}})),
     };
-    let wire = rpc(
-        target,
-        &slow,
-        &[
-            Step::Send(initialize()),
-            Step::Response(json!(1)),
-            Step::Send(prompt(2, "s-1", "hello")),
-            Step::Event("request/context"),
-            Step::Signal(signal),
-        ],
-    )?;
+    let steps = one_prompt(
+        "hello",
+        &[Step::Event("request/context"), Step::Signal(signal)],
+    );
+    let wire = rpc(target, &slow, &steps)?;
     let ended = shapes(&wire.frames).iter().any(|s| s.contains("turn/end"));
     expect(!ended, || {
         "a turn cut by the signal has no turn/end".to_string()
@@ -546,17 +561,13 @@ type HeadlessRun = (Option<i32>, String, String, Vec<String>);
 
 /// `headless TASK` with `script`.
 fn headless_run(target: &Target, script: &Script, task: &[&str]) -> Result<HeadlessRun, String> {
-    let world = World::new()?;
-    let server = ModelServer::start(
-        &target.conformance,
-        script.model.as_ref(),
-        world.root.path(),
-    )?;
-    let mut args = vec!["--profile".to_string(), "headless".into(), "--patch".into()];
-    args.push(world.no_title_patch()?.to_string_lossy().into_owned());
-    args.extend(task.iter().map(|t| t.to_string()));
-    let mut command = world.command(&target.dsh, &args, &server.url);
-    world.scripted(&mut command, script)?;
+    let headless_args = |world: &World| {
+        let mut args = vec!["--profile".to_string(), "headless".into(), "--patch".into()];
+        args.push(world.no_title_patch()?.to_string_lossy().into_owned());
+        args.extend(task.iter().map(|t| t.to_string()));
+        Ok(args)
+    };
+    let (world, _server, command) = staged(target, script, headless_args)?;
     let output = crate::check_runtime::output_within(command, Stdio::null(), target.limit)
         .map_err(|e| format!("could not run: {e:?}"))?;
     Ok((

@@ -5,48 +5,26 @@
 //! loopback port as their model (`initialize` contacts no model). Timings are printed, never
 //! asserted.
 
-use crate::bench::{first_line_latency, millis, Figure, Scratch};
+use crate::bench::{first_line_latency, first_line_latency_after, millis, Figure, Scratch};
 use crate::kit::Kit;
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"cwd":".","provider":"deepseek-official","model":"deepseek-flash"}}"#;
 
-/// Spawn, write `initialize`, read the first stdout line: median of `rounds`.
+/// Spawn, write `initialize`, read the first stdout line (which must be its response): median
+/// of `rounds`.
 pub fn initialize_latency(
-    mut make: impl FnMut() -> Command,
+    make: impl FnMut() -> Command,
     rounds: usize,
 ) -> Result<Duration, String> {
-    let mut samples = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let mut command = make();
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        let started = Instant::now();
-        let mut child = command.spawn().map_err(|e| format!("spawn: {e}"))?;
-        let mut stdin = child.stdin.take().ok_or("no stdin")?;
-        stdin
-            .write_all(format!("{INITIALIZE}\n").as_bytes())
-            .map_err(|e| e.to_string())?;
-        let mut line = String::new();
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .map_err(|e| e.to_string())?;
-        samples.push(started.elapsed());
-        drop(stdin);
-        let _ = child.kill();
-        let _ = child.wait();
-        if !line.contains("\"id\":1") {
-            return Err(format!("the first line was not the response: {line:?}"));
-        }
+    let (latency, line) =
+        first_line_latency_after(make, rounds, format!("{INITIALIZE}\n").as_bytes())?;
+    if !line.contains("\"id\":1") {
+        return Err(format!("the first line was not the response: {line:?}"));
     }
-    samples.sort();
-    Ok(samples[samples.len() / 2])
+    Ok(latency)
 }
 
 fn runtime(program: &Path, args: &[&str], scratch: &Scratch) -> Command {
