@@ -1,8 +1,8 @@
 //! The example SDK clients (`examples/sdk-client-python`, `examples/sdk-client-node`) against
 //! the SDK client corpus (`dsh-conformance run --surface sdk --host CMD`, cases in
 //! `dsh_conformance::sdk_corpus`): both pass every case, through the CLI; and the kill matrix:
-//! each deliberately buggy variant of the Python client fails at least one strict case. A client
-//! whose interpreter is missing is skipped, saying so.
+//! each deliberately buggy variant of each client (`DSH_SDK_CLIENT_MUTANT`) fails at least one
+//! strict case. A client whose interpreter is missing is skipped, saying so.
 
 use dsh_conformance::sdk_corpus::{cases, run_case, Setup, Strength};
 use std::path::{Path, PathBuf};
@@ -68,35 +68,36 @@ fn both_example_clients_pass_the_client_corpus_through_the_cli() {
 }
 
 #[test]
-fn every_buggy_python_client_fails_a_strict_case() {
-    if !available("python3") {
-        return;
-    }
-    let script = examples().join("sdk-client-python/dsh_sdk_client.py");
-    for mutant in [
-        "settle-on-response",
-        "drop-early-notifications",
-        "ignore-children",
-    ] {
-        let setup = Setup {
-            client: vec!["python3".into(), script.to_string_lossy().into_owned()],
-            fake_dsh: fake_dsh::locate::binary("fake-dsh"),
-            limit: Duration::from_secs(60),
-            env: vec![
-                ("DSH_SDK_CLIENT_MUTANT".into(), mutant.into()),
-                ("DSH_SDK_TIMEOUT".into(), "4".into()),
-            ],
-        };
-        let killed_by: Vec<&str> = cases()
-            .iter()
-            .filter(|case| case.strength == Strength::Strict && run_case(&setup, case).is_err())
-            .map(|case| case.id)
-            .collect();
-        eprintln!("kill matrix: {mutant} killed by {killed_by:?}");
-        assert!(
-            !killed_by.is_empty(),
-            "mutant {mutant} passes every strict case"
-        );
+fn every_buggy_client_fails_a_strict_case() {
+    for (interpreter, script) in clients() {
+        if !available(interpreter) {
+            continue;
+        }
+        for mutant in [
+            "settle-on-response",
+            "drop-early-notifications",
+            "ignore-children",
+        ] {
+            let setup = Setup {
+                client: vec![interpreter.into(), script.to_string_lossy().into_owned()],
+                fake_dsh: fake_dsh::locate::binary("fake-dsh"),
+                limit: Duration::from_secs(60),
+                env: vec![
+                    ("DSH_SDK_CLIENT_MUTANT".into(), mutant.into()),
+                    ("DSH_SDK_TIMEOUT".into(), "4".into()),
+                ],
+            };
+            let killed_by: Vec<&str> = cases()
+                .iter()
+                .filter(|case| case.strength == Strength::Strict && run_case(&setup, case).is_err())
+                .map(|case| case.id)
+                .collect();
+            eprintln!("kill matrix: {interpreter} {mutant} killed by {killed_by:?}");
+            assert!(
+                !killed_by.is_empty(),
+                "{interpreter} mutant {mutant} passes every strict case"
+            );
+        }
     }
 }
 

@@ -17,6 +17,11 @@ import { createInterface } from "node:readline";
 
 const TIMEOUT_MS = Number(process.env.DSH_SDK_TIMEOUT ?? "60") * 1000;
 const SESSION_ID = process.env.DSH_SDK_SESSION ?? "client-session-1";
+// Deliberately buggy variants, for the kit's kill matrix (conformance/tests/sdk_clients.rs):
+// `settle-on-response` settles when the prompt's response arrives; `drop-early-notifications`
+// drops what arrives before the response (the receipt with it); `ignore-children` settles on the
+// first idle even while a background child runs.
+const MUTANT = process.env.DSH_SDK_CLIENT_MUTANT ?? "";
 
 /** The runtime subprocess: frames in arrival order, requests by id. */
 class Runtime {
@@ -115,7 +120,7 @@ class Turn {
 
   observe(frame) {
     if (this.messageId === null) {
-      this.pending.push(frame);
+      if (MUTANT !== "drop-early-notifications") this.pending.push(frame);
       return;
     }
     const params = frame.params ?? {};
@@ -154,6 +159,8 @@ class Turn {
   }
 
   settled() {
+    if (MUTANT === "settle-on-response") return true;
+    if (MUTANT === "ignore-children") return this.receipt && this.idleAfterReceipt;
     return this.receipt && this.idleAfterReceipt && this.runningChildren.size === 0;
   }
 }
