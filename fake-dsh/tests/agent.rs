@@ -1,5 +1,6 @@
 //! The default agent over `--stdio`: a full turn, cancels (active, early, foreign), stray
-//! commands, resume failures and a two-process cold resume that edits the same HTML file.
+//! commands, resume failures (with a scenario-set code), a two-process cold resume that edits the
+//! same HTML file, and a turn whose cwd does not exist yet.
 
 mod support;
 
@@ -14,6 +15,19 @@ fn types(frames: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// The frames of a whole turn of the default agent, after `ready`.
+const FULL_TURN: [&str; 9] = [
+    "session",
+    "thinking",
+    "text",
+    "text",
+    "tool_call",
+    "tool_result",
+    "text",
+    "usage",
+    "result",
+];
+
 #[test]
 fn a_full_turn_writes_the_html_file_and_ends_with_completed() {
     let world = World::new();
@@ -24,20 +38,7 @@ fn a_full_turn_writes_the_html_file_and_ends_with_completed() {
     assert_eq!(ready["runtime"], "open-design");
     dsh.send(&world.execute("r1", "Create a landing page called \"Acme\"", None));
     let frames = dsh.rest();
-    assert_eq!(
-        types(&frames),
-        [
-            "session",
-            "thinking",
-            "text",
-            "text",
-            "tool_call",
-            "tool_result",
-            "text",
-            "usage",
-            "result"
-        ]
-    );
+    assert_eq!(types(&frames), FULL_TURN);
     assert!(frames
         .iter()
         .all(|frame| frame["v"] == 1 && frame["request_id"] == "r1"));
@@ -375,20 +376,7 @@ fn a_turn_whose_cwd_does_not_exist_creates_it_and_completes_as_the_real_dsh_does
     dsh.next_frame();
     dsh.send(&execute);
     let frames = dsh.rest();
-    assert_eq!(
-        types(&frames),
-        [
-            "session",
-            "thinking",
-            "text",
-            "text",
-            "tool_call",
-            "tool_result",
-            "text",
-            "usage",
-            "result"
-        ]
-    );
+    assert_eq!(types(&frames), FULL_TURN);
     let tool_result = &frames[5];
     assert_eq!(tool_result["is_error"], false, "{tool_result}");
     let result = frames.last().unwrap();
