@@ -62,6 +62,10 @@ pub struct Args {
     /// List the checks and their rule ids, and exit.
     #[arg(long)]
     pub list: bool,
+    /// Check one of dsh's SDK surfaces instead of the open-design profile (docs/sdk-surfaces.md):
+    /// `--dsh` is then the runtime executable (for `jsonrpc-agent`, the 0.1.1 binary itself).
+    #[arg(long, value_enum, conflicts_with_all = ["dsh_home", "bundle"])]
+    pub surface: Option<crate::sdk_check::SdkSurface>,
 }
 
 /// `--jobs`: 1 to 64.
@@ -437,6 +441,18 @@ pub fn main(args: Args) -> ExitCode {
         eprintln!("dsh-conformance check-runtime: could not run: --dsh PATH is required");
         return ExitCode::from(2);
     };
+    if let Some(surface) = args.surface {
+        let Ok(conformance) = std::env::current_exe() else {
+            eprintln!("dsh-conformance check-runtime: could not run: cannot find myself");
+            return ExitCode::from(2);
+        };
+        return crate::sdk_check::main(&crate::sdk_check::Target {
+            dsh: std::path::absolute(&dsh).unwrap_or(dsh),
+            surface,
+            conformance,
+            limit: std::time::Duration::from_secs_f64(60.0 * args.time_scale.max(0.1)),
+        });
+    }
     // Lives until the checks are done: the fresh home a --bundle was installed into.
     let bundle_home = match &args.bundle {
         None => None,

@@ -3,6 +3,9 @@
 //! - [`model`]: the results model every output renders.
 //! - [`validate`]: `validate`, checking one captured stdout stream.
 //! - [`run`]: `run`, the corpus against one host (runner, world, driver, verdicts).
+//! - [`sdk_corpus`]: `run --surface sdk`, the client corpus for SDK clients.
+//! - [`sdk_check`]: `check-runtime --surface sdk|...|headless`, and the SDK wire driver.
+//! - [`sdk_record`]: `sdk-scenario-from-transcript`, a recorded SDK session -> fake-dsh scenario.
 //! - [`fixture`]: the typed case-file model.
 //! - [`corpus`]: loading and linting the fixture corpus and its rule catalog.
 //! - [`output`]: terminal table, JSON, JUnit XML, Markdown.
@@ -24,4 +27,7 @@ pub mod record;
 pub mod report;
 pub mod run;
 pub mod scratch;
+pub mod sdk_check;
+pub mod sdk_corpus;
+pub mod sdk_record;
 pub mod validate;

@@ -37,6 +37,8 @@ enum Command {
     Record(record::Args),
     /// Turn a recorded transcript into a redacted fixture scenario.
     FixtureFromTranscript(record::FixtureArgs),
+    /// Turn a recorded SDK runtime session into a keyless fake-dsh `sdk` scenario.
+    SdkScenarioFromTranscript(dsh_conformance::sdk_record::Args),
     /// The fixture corpus built into this binary: `export DIR`, `info`.
     Corpus(corpus::CorpusArgs),
     /// Serve a scripted OpenAI-compatible chat-completions endpoint on 127.0.0.1 (keyless runs).
@@ -79,6 +81,7 @@ fn main() -> ExitCode {
         Command::CheckRuntime(args) => check_runtime::main(args),
         Command::Record(args) => record::main(args),
         Command::FixtureFromTranscript(args) => record::fixture_main(args),
+        Command::SdkScenarioFromTranscript(args) => dsh_conformance::sdk_record::main(args),
         Command::Corpus(args) => corpus::corpus_main(args),
         Command::ModelServer(args) => model_server::main(args),
         Command::Supervise(args) => run::supervisor::runtime_main(args),

@@ -149,6 +149,17 @@ pub struct Flags {
     /// TERM and what the harness sets (docs/host-driver.md, "Environment").
     #[arg(long = "pass-env", value_name = "NAME")]
     pub pass_env: Vec<String>,
+    /// What `--host` is: an open-design host driver (the fixture corpus), or an SDK client
+    /// (`sdk`: the client corpus of docs/sdk-surfaces.md, against fake-dsh's SDK runtime).
+    #[arg(long, value_enum, default_value_t = Surface::OpenDesign)]
+    pub surface: Surface,
+}
+
+/// The surface a run tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Surface {
+    OpenDesign,
+    Sdk,
 }
 
 pub fn main(args: Args) -> ExitCode {
@@ -216,6 +227,13 @@ fn catch_stop_signals() {
 
 fn run_cli(args: &Args) -> Result<u8, String> {
     let args: &Flags = &args.flags;
+    if args.surface == Surface::Sdk {
+        let host = args
+            .host
+            .as_deref()
+            .ok_or("--surface sdk needs --host CLIENT")?;
+        return crate::sdk_corpus::run(host, args.fake_dsh.as_deref(), args.time_scale);
+    }
     let corpus = crate::corpus::choose(args.fixtures.as_deref(), args.embedded_corpus)?;
     corpus.announce("run");
     let mut config = config_from_args(args, corpus.path().to_path_buf())?;

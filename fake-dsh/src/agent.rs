@@ -110,19 +110,25 @@ struct Served {
     resumed: bool,
 }
 
+/// The session an execute asks for: the stored one it resumes (else the rejection's code and
+/// message; the scenario's `agent.resume_rejected_code` replaces the code), or a new one.
 fn resolve_session(context: &Context, execute: &Execute) -> Result<Served, (String, String)> {
     if let Some(resume) = &execute.resume_session_id {
+        let code = |default: &str| {
+            let set = context.knobs.resume_rejected_code.as_deref();
+            set.unwrap_or(default).to_string()
+        };
         return match sessions::load(&context.dsh_home, resume) {
             Ok(record) => Ok(Served {
                 record,
                 resumed: true,
             }),
             Err(LoadError::NotFound) => Err((
-                "SESSION_NOT_FOUND".to_string(),
+                code("SESSION_NOT_FOUND"),
                 format!("no session {resume:?} in this Harness home"),
             )),
             Err(LoadError::Corrupt(_)) => Err((
-                "SESSION_CORRUPT".to_string(),
+                code("SESSION_CORRUPT"),
                 format!("the record of session {resume:?} cannot be read"),
             )),
         };
@@ -317,7 +323,9 @@ struct ToolCallPlan {
 
 /// Writes the design file only where it stays inside the project once symlinks are resolved:
 /// a symlinked `index.html` (or directory) pointing out of `cwd`, or a dangling link, is
-/// refused with `PermissionDenied` (the tool_result reports the error).
+/// refused with `PermissionDenied` (the tool_result reports the error). A `cwd` that does not
+/// exist is created first, as the real dsh's `write` tool creates a missing directory
+/// (docs/fake-dsh.md, "A missing cwd").
 fn write_inside_project(cwd: &Path, path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let outside = || {
         std::io::Error::new(
@@ -325,6 +333,9 @@ fn write_inside_project(cwd: &Path, path: &Path, contents: &[u8]) -> std::io::Re
             "refusing to write outside the project directory",
         )
     };
+    if std::fs::symlink_metadata(cwd).is_err() {
+        std::fs::create_dir_all(cwd)?;
+    }
     let root = cwd.canonicalize()?;
     let is_link = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
     let resolved = if is_link {

@@ -9,11 +9,13 @@
 //! - [`inbox`]: host commands from stdin; [`journal`]: the journal; [`process`]: signals,
 //!   watchdog, grandchildren; [`home`]: `DSH_HOME` and the profile; [`sessions`]: session records.
 //! - [`locate`]: finds the kit's binaries from tests.
+//! - [`sdk`]: the SDK JSON-RPC runtime surfaces; [`headless`]: `--profile headless TASK`.
 
 pub mod agent;
 pub mod cli;
 pub mod design;
 pub mod frames;
+pub mod headless;
 pub mod home;
 pub mod inbox;
 pub mod journal;
@@ -22,5 +24,6 @@ pub mod output;
 pub mod process;
 pub mod run;
 pub mod scenario;
+pub mod sdk;
 pub mod sessions;
 pub mod stdio;

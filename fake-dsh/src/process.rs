@@ -102,7 +102,7 @@ pub fn watchdog_limit() -> Duration {
 
 /// Starts the watchdog: after the limit it kills this process's children, journals `exit` with
 /// reason `watchdog` and ends the process, whatever it is doing.
-fn start_watchdog() {
+pub fn start_watchdog() {
     let limit = watchdog_limit();
     std::thread::spawn(move || {
         std::thread::sleep(limit);

@@ -7,7 +7,7 @@ use crate::inbox::{remaining, Inbound, Inbox, Wait};
 use crate::journal::ExitReason;
 use crate::output::{self, FrameEntries, Stdout};
 use crate::process::{self, finish};
-use crate::scenario::{Action, AgentKnobs, TextLineSpec};
+use crate::scenario::{Action, AgentKnobs, ExecuteBranches, ExecuteKind, TextLineSpec};
 use crate::sessions::{self, SessionRecord};
 use dsh_protocol::frames::TokenCounts;
 use serde_json::{json, Value};
@@ -203,8 +203,10 @@ impl Context {
             .is_some_and(|execute| self.cancelled.contains(&execute.request_id))
     }
 
-    /// Stores (creates or extends) the record of a session a scripted `session` frame announced.
-    fn remember_scripted_session(&self, session_id: &str) {
+    /// Stores the record of a session a scripted `session` or `result` frame named, so a later
+    /// process can resume it: the active request's turn is added (once) and, for a terminal
+    /// `status`, finished with it.
+    fn remember_scripted_session(&self, session_id: &str, status: Option<&str>) {
         if !sessions::is_storable_id(session_id) {
             return;
         }
@@ -218,10 +220,27 @@ impl Context {
         };
         let mut record = sessions::load(&self.dsh_home, session_id)
             .unwrap_or_else(|_| SessionRecord::new(session_id, &cwd));
-        record.begin_turn(&request_id, &prompt, &cwd);
+        if record.turns.last().map(|turn| turn.request_id.as_str()) != Some(request_id.as_str()) {
+            record.begin_turn(&request_id, &prompt, &cwd);
+        }
+        if let Some(status) = status {
+            record.finish_turn(status);
+        }
         if let Err(error) = sessions::save(&self.dsh_home, &record) {
             eprintln!("fake-dsh: cannot store session record: {error}");
         }
+    }
+
+    /// What the bound execute asks for: a new session, or the resume of a session the Harness
+    /// home holds or does not hold (an unreadable record counts as not held). None before an
+    /// execute was read.
+    pub fn execute_kind(&self) -> Option<ExecuteKind> {
+        let execute = self.execute.as_ref()?;
+        Some(match &execute.resume_session_id {
+            None => ExecuteKind::New,
+            Some(resume) if sessions::load(&self.dsh_home, resume).is_ok() => ExecuteKind::Resume,
+            Some(_) => ExecuteKind::UnknownResume,
+        })
     }
 }
 
@@ -268,11 +287,10 @@ fn play(context: &mut Context, action: &Action) {
     match action {
         Action::ReadExecute(timeout) => read_execute(context, timeout.duration()),
         Action::Agent(_) => {
-            if context.execute.is_none() {
-                read_execute(context, Duration::from_secs(u64::MAX / 4));
-            }
+            await_execute(context);
             agent::run_turn(context);
         }
+        Action::OnExecute(branches) => on_execute(context, branches),
         Action::Repeat(repeat) => {
             context
                 .out
@@ -352,6 +370,26 @@ fn result_on_cancel(context: &mut Context, timeout: Duration) {
     context.out.write_frame(&frame);
     wait_until(context, CLOSE_AFTER_RESULT, |_| false);
     finish(0, ExitReason::ResultSent)
+}
+
+/// Reads the execute unless one was read, waiting as long as it takes (stdin closing first ends
+/// the process).
+fn await_execute(context: &mut Context) {
+    if context.execute.is_none() {
+        read_execute(context, Duration::from_secs(u64::MAX / 4));
+    }
+}
+
+/// `on_execute`: plays the branch for what the bound execute asks for (the store is consulted
+/// now, so a session an earlier process stored counts).
+fn on_execute(context: &mut Context, branches: &ExecuteBranches) {
+    await_execute(context);
+    let Some(kind) = context.execute_kind() else {
+        return;
+    };
+    for action in branches.branch(kind) {
+        play(context, action);
+    }
 }
 
 fn read_execute(context: &mut Context, timeout: Duration) {
@@ -442,7 +480,7 @@ fn frame_of(context: &mut Context, action: &Action) -> Value {
                 .as_ref()
                 .is_some_and(|execute| execute.resume_session_id.is_some());
             let resumed = spec.resumed.unwrap_or(asked_to_resume);
-            context.remember_scripted_session(&session_id);
+            context.remember_scripted_session(&session_id, None);
             context.session_sent = Some(session_id.clone());
             frames::session(&request_id(context, &spec.request_id), &session_id, resumed)
         }
@@ -514,6 +552,7 @@ fn frame_of(context: &mut Context, action: &Action) -> Value {
                 }
                 None => {}
             }
+            remember_scripted_result(context, &frame);
             frame
         }
         Action::ProtocolError(spec) => {
@@ -532,6 +571,17 @@ fn frame_of(context: &mut Context, action: &Action) -> Value {
         }
         Action::Frame(members) => context.fill_value(&Value::Object(members.clone())),
         _ => unreachable!("only frame-writing actions are rendered"),
+    }
+}
+
+/// Stores the turn a scripted terminal result ends (completed, failed or cancelled, naming a
+/// session by a string id, not rejecting a resume), so a later process can resume it.
+fn remember_scripted_result(context: &Context, frame: &Value) {
+    let status = frame["status"].as_str();
+    let terminal = matches!(status, Some("completed" | "failed" | "cancelled"));
+    let rejected = frame["resume_rejected"] == json!(true);
+    if let (true, false, Some(session_id)) = (terminal, rejected, frame["session_id"].as_str()) {
+        context.remember_scripted_session(session_id, status);
     }
 }
 

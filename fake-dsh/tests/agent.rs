@@ -1,5 +1,6 @@
 //! The default agent over `--stdio`: a full turn, cancels (active, early, foreign), stray
-//! commands, resume failures and a two-process cold resume that edits the same HTML file.
+//! commands, resume failures (with a scenario-set code), a two-process cold resume that edits the
+//! same HTML file, and a turn whose cwd does not exist yet.
 
 mod support;
 
@@ -14,6 +15,19 @@ fn types(frames: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// The frames of a whole turn of the default agent, after `ready`.
+const FULL_TURN: [&str; 9] = [
+    "session",
+    "thinking",
+    "text",
+    "text",
+    "tool_call",
+    "tool_result",
+    "text",
+    "usage",
+    "result",
+];
+
 #[test]
 fn a_full_turn_writes_the_html_file_and_ends_with_completed() {
     let world = World::new();
@@ -24,20 +38,7 @@ fn a_full_turn_writes_the_html_file_and_ends_with_completed() {
     assert_eq!(ready["runtime"], "open-design");
     dsh.send(&world.execute("r1", "Create a landing page called \"Acme\"", None));
     let frames = dsh.rest();
-    assert_eq!(
-        types(&frames),
-        [
-            "session",
-            "thinking",
-            "text",
-            "text",
-            "tool_call",
-            "tool_result",
-            "text",
-            "usage",
-            "result"
-        ]
-    );
+    assert_eq!(types(&frames), FULL_TURN);
     assert!(frames
         .iter()
         .all(|frame| frame["v"] == 1 && frame["request_id"] == "r1"));
@@ -341,4 +342,45 @@ fn the_default_agent_does_not_write_through_a_symlink_out_of_the_project() {
         result["output"].as_str().unwrap().contains("cannot write"),
         "{result}"
     );
+}
+
+#[test]
+fn a_scenario_sets_the_code_of_a_rejected_resume() {
+    let world = World::new();
+    world.scenario(json!({"agent": {"resume_rejected_code": "DSH_PROFILE_SESSION_NOT_FOUND"}}));
+    let sessions = world.home().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    std::fs::write(sessions.join("od-corrupt.json"), b"{").unwrap();
+    for resume in ["od-00000000-0000-4000-8000-000000000000", "od-corrupt"] {
+        let mut dsh = world.stdio();
+        dsh.next_frame();
+        dsh.send(&world.execute("r1", "again", Some(resume)));
+        let frames = dsh.rest();
+        assert_eq!(types(&frames), ["result"], "{resume}");
+        assert_eq!(frames[0]["resume_rejected"], true);
+        assert_eq!(
+            frames[0]["error"]["code"], "DSH_PROFILE_SESSION_NOT_FOUND",
+            "{resume}"
+        );
+        assert_eq!(code(dsh.wait()), 0);
+    }
+}
+
+#[test]
+fn a_turn_whose_cwd_does_not_exist_creates_it_and_completes_as_the_real_dsh_does() {
+    let world = World::new();
+    let missing = world.project().join("not-yet/made");
+    let mut execute = world.execute("r1", "A landing page", None);
+    execute["cwd"] = json!(missing.to_string_lossy());
+    let mut dsh = world.stdio();
+    dsh.next_frame();
+    dsh.send(&execute);
+    let frames = dsh.rest();
+    assert_eq!(types(&frames), FULL_TURN);
+    let tool_result = &frames[5];
+    assert_eq!(tool_result["is_error"], false, "{tool_result}");
+    let result = frames.last().unwrap();
+    assert_eq!(result["status"], "completed", "{result}");
+    assert!(missing.join("index.html").is_file());
+    assert_eq!(code(dsh.wait()), 0);
 }

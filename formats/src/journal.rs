@@ -19,6 +19,10 @@ pub enum Mode {
     Plugin,
     Child,
     Error,
+    /// The SDK JSON-RPC runtime (`--profile sdk`, `sdk-minimal`, `dsh-jsonrpc-agent`).
+    Sdk,
+    /// `--profile headless TASK`.
+    Headless,
 }
 
 /// Why a process ended.

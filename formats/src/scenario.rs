@@ -23,6 +23,9 @@ pub struct Scenario {
     pub profile: Option<ProfileState>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stdio: Vec<Vec<Action>>,
+    /// The script of every `--stdio` process without one of its own in `stdio`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdio_default: Option<Vec<Action>>,
     #[serde(default, skip_serializing_if = "AgentKnobs::is_default")]
     pub agent: AgentKnobs,
 }
@@ -84,6 +87,9 @@ pub struct AgentKnobs {
     pub html_file: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_delay_ms: Option<u64>,
+    /// The `error.code` of a rejected resume, instead of `SESSION_NOT_FOUND` / `SESSION_CORRUPT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_rejected_code: Option<String>,
 }
 
 impl AgentKnobs {
@@ -265,6 +271,49 @@ pub enum Detach {
     Setpgid,
 }
 
+/// The scripts `on_execute` chooses from, by what the bound execute asks for.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteBranches {
+    /// Played when the execute starts a new session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new: Option<Vec<Action>>,
+    /// Played when the execute resumes a session the Harness home holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<Vec<Action>>,
+    /// Played when the execute resumes a session the Harness home does not hold (or cannot read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown_resume: Option<Vec<Action>>,
+}
+
+/// What an execute asks for, as `on_execute` tells it apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecuteKind {
+    New,
+    Resume,
+    UnknownResume,
+}
+
+impl ExecuteBranches {
+    /// The script for an execute of this kind (none: play nothing).
+    pub fn branch(&self, kind: ExecuteKind) -> &[Action] {
+        let branch = match kind {
+            ExecuteKind::New => &self.new,
+            ExecuteKind::Resume => &self.resume,
+            ExecuteKind::UnknownResume => &self.unknown_resume,
+        };
+        branch.as_deref().unwrap_or_default()
+    }
+
+    /// Every branch's actions, in the order new, resume, unknown_resume.
+    pub fn all(&self) -> impl Iterator<Item = &Action> {
+        [&self.new, &self.resume, &self.unknown_resume]
+            .into_iter()
+            .flatten()
+            .flatten()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FloodSpec {
@@ -286,6 +335,8 @@ pub enum Action {
     Result(ResultSpec),
     ProtocolError(ProtocolErrorSpec),
     Agent(NoOptions),
+    /// Plays the branch that matches the bound execute (new, known resume, unknown resume).
+    OnExecute(ExecuteBranches),
     Frame(serde_json::Map<String, Value>),
     Raw(String),
     RawBase64(String),
@@ -332,13 +383,20 @@ impl Action {
 }
 
 impl Action {
-    /// The actions this one holds (`drip`'s action, `coalesce`'s list), none for the others.
+    /// The actions this one holds (`drip`'s action, `coalesce`'s list, `on_execute`'s
+    /// branches), none for the others.
     pub fn inner(&self) -> Vec<&Action> {
         match self {
             Action::Drip(drip) => vec![drip.action.as_ref()],
             Action::Coalesce(actions) => actions.iter().collect(),
+            Action::OnExecute(branches) => branches.all().collect(),
             _ => Vec::new(),
         }
+    }
+
+    /// Whether this action may hold only frame-writing actions (`drip`, `coalesce`).
+    fn holds_only_frames(&self) -> bool {
+        matches!(self, Action::Drip(_) | Action::Coalesce(_))
     }
 
     /// A rough count of the host's bounds the action makes a run wait out (for scheduling only):
@@ -359,10 +417,18 @@ impl Action {
 }
 
 impl Scenario {
-    /// The script of the `index`-th `--stdio` process, if the scenario has one.
+    /// The script of the `index`-th `--stdio` process: its own in `stdio`, else `stdio_default`,
+    /// else none (the default agent).
     pub fn script(&self, index: Option<u64>) -> Option<&[Action]> {
-        let index = usize::try_from(index?).ok()?;
-        self.stdio.get(index).map(Vec::as_slice)
+        let own = index
+            .and_then(|index| usize::try_from(index).ok())
+            .and_then(|index| self.stdio.get(index));
+        own.or(self.stdio_default.as_ref()).map(Vec::as_slice)
+    }
+
+    /// Every script: the per-process ones, then the default one.
+    pub fn scripts(&self) -> impl Iterator<Item = &Vec<Action>> {
+        self.stdio.iter().chain(self.stdio_default.iter())
     }
 
     /// Every action of every script, the ones `drip` and `coalesce` hold included.
@@ -372,7 +438,7 @@ impl Scenario {
             all.extend(action.inner().into_iter().flat_map(with_inner));
             all
         }
-        self.stdio.iter().flatten().flat_map(with_inner)
+        self.scripts().flatten().flat_map(with_inner)
     }
 
     /// Whether the harness pre-installs the open-design profile in `DSH_HOME` (default: yes).
@@ -409,15 +475,23 @@ pub fn from_value(scenario: Value) -> Result<Scenario, Vec<String>> {
     }
     let typed: Scenario =
         serde_json::from_value(scenario).map_err(|error| vec![format!("/: {error}")])?;
-    let nested: Vec<String> = typed
+    let scripts = typed
         .stdio
         .iter()
         .enumerate()
-        .flat_map(|(process, script)| {
+        .map(|(process, script)| (format!("/stdio/{process}"), script))
+        .chain(
+            typed
+                .stdio_default
+                .iter()
+                .map(|script| ("/stdio_default".to_string(), script)),
+        );
+    let nested: Vec<String> = scripts
+        .flat_map(|(pointer, script)| {
             script.iter().enumerate().filter_map(move |(step, action)| {
                 check_nested(action)
                     .err()
-                    .map(|why| format!("/stdio/{process}/{step}: {why}"))
+                    .map(|why| format!("{pointer}/{step}: {why}"))
             })
         })
         .collect();
@@ -462,12 +536,14 @@ pub fn parse(text: &str, source: &str) -> Result<Scenario, String> {
     })
 }
 
-/// Whether a `drip` or `coalesce` holds only frame-writing actions.
+/// Whether every `drip` or `coalesce` holds only frame-writing actions, also inside an
+/// `on_execute` branch.
 fn check_nested(action: &Action) -> Result<(), &'static str> {
-    match action.inner().iter().all(|inner| inner.is_frame_writing()) {
-        true => Ok(()),
-        false => Err("drip and coalesce may only hold frame-writing actions"),
+    let inner = action.inner();
+    if action.holds_only_frames() && !inner.iter().all(|inner| inner.is_frame_writing()) {
+        return Err("drip and coalesce may only hold frame-writing actions");
     }
+    inner.into_iter().try_for_each(check_nested)
 }
 
 /// Loads a scenario file (or a case file holding one in `runtime`).
@@ -581,6 +657,48 @@ mod tests {
             }
         }
         assert!(checked > 50, "only {checked} scenarios found");
+    }
+
+    #[test]
+    fn the_default_script_serves_processes_without_their_own_and_branches_are_walked() {
+        let scenario = parse(
+            r#"{"stdio": [[{"exit": 1}]], "stdio_default": [{"on_execute": {
+                "new": [{"hang": {}}], "unknown_resume": [{"coalesce": [{"text": "a"}]}]}}],
+                "agent": {"resume_rejected_code": "X"}}"#,
+            "f",
+        )
+        .unwrap();
+        assert_eq!(scenario.script(Some(0)), Some(&[Action::Exit(1)][..]));
+        let default = scenario.stdio_default.as_deref();
+        assert_eq!(scenario.script(Some(1)), default);
+        assert_eq!(scenario.script(None), default);
+        assert_eq!(Scenario::default().script(Some(0)), None);
+        let Some([Action::OnExecute(branches)]) = default else {
+            panic!("{default:?}");
+        };
+        assert_eq!(
+            branches.branch(ExecuteKind::New),
+            &[Action::Hang(NoOptions {})]
+        );
+        assert!(branches.branch(ExecuteKind::Resume).is_empty());
+        // exit, on_execute, hang, coalesce, text
+        assert_eq!(scenario.actions().count(), 5);
+        assert_eq!(
+            scenario.actions().map(Action::bounds_waited).sum::<usize>(),
+            1
+        );
+
+        let nested = parse(
+            r#"{"stdio": [[{"on_execute": {"resume": [{"on_execute": {"new": [
+                {"coalesce": [{"sleep_ms": 1}]}]}}]}}]]}"#,
+            "f",
+        )
+        .unwrap_err();
+        assert!(nested.contains("/stdio/0/0"), "{nested}");
+        let unknown_branch = parse(r#"{"stdio_default": [{"on_execute": {"old": []}}]}"#, "f");
+        assert!(unknown_branch
+            .unwrap_err()
+            .contains("/stdio_default/0/on_execute"));
     }
 
     #[test]

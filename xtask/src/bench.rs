@@ -59,10 +59,21 @@ pub fn installed_dsh_home(root: &Path) -> Result<PathBuf, String> {
 
 /// Spawn-to-first-line latency of `command`, median of `rounds`.
 pub fn first_line_latency(
-    mut make: impl FnMut() -> Command,
+    make: impl FnMut() -> Command,
     rounds: usize,
 ) -> Result<Duration, String> {
+    first_line_latency_after(make, rounds, b"").map(|(latency, _)| latency)
+}
+
+/// Spawn-to-first-line latency of `command` when `input` is written to its stdin right after the
+/// spawn, median of `rounds`; also the last run's first line.
+pub fn first_line_latency_after(
+    mut make: impl FnMut() -> Command,
+    rounds: usize,
+    input: &[u8],
+) -> Result<(Duration, String), String> {
     let mut samples = Vec::with_capacity(rounds);
+    let mut line = String::new();
     for _ in 0..rounds {
         let mut command = make();
         command
@@ -71,19 +82,24 @@ pub fn first_line_latency(
             .stderr(Stdio::null());
         let started = Instant::now();
         let mut child = command.spawn().map_err(|e| format!("spawn: {e}"))?;
-        let mut line = String::new();
+        if !input.is_empty() {
+            let stdin = child.stdin.as_mut().ok_or("no stdin")?;
+            std::io::Write::write_all(stdin, input).map_err(|e| e.to_string())?;
+        }
+        line.clear();
         let stdout = child.stdout.take().ok_or("no stdout")?;
         BufReader::new(stdout)
             .read_line(&mut line)
             .map_err(|e| e.to_string())?;
         samples.push(started.elapsed());
         drop(child.stdin.take());
+        let _ = child.kill();
         let _ = child.wait();
         if line.is_empty() {
             return Err("the process wrote no line".into());
         }
     }
-    Ok(median(samples))
+    Ok((median(samples), line))
 }
 
 pub fn cold_start(kit: &Kit) -> Result<Figure, String> {

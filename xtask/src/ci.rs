@@ -17,6 +17,7 @@ pub fn ci() -> Outcome {
     oldest_toolchain()?;
     // The differential and end-to-end tests need the real runtime; no registry fails CI loudly.
     real_dsh::install()?;
+    crate::real_runtime_bin::ensure_installed()?;
     tests()
 }
 

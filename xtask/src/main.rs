@@ -8,17 +8,20 @@
 //! - `bench`: the performance figures of docs/performance.md.
 //! - `mutants`: the kill matrix: which cases catch each deliberately buggy reference host.
 //! - `dist`: release archives with checksums and the npm packages (see [`dist`]).
-//! - `real-dsh`: install the real `@deepseek-ai/dsh` under `target/real-dsh/` (print its wrapper).
+//! - `real-dsh`: install the real `@deepseek-ai/dsh` under `target/real-dsh/` (print its wrapper);
+//!   `real-dsh --runtime-bin`: the real SDK runtime wheels under `target/real-dsh-runtime-bin/`.
 
 mod bench;
 mod bench_real_dsh;
 mod bench_runs;
+mod bench_sdk;
 mod ci;
 mod dist;
 mod install;
 mod kit;
 mod mutants;
 mod real_dsh;
+mod real_runtime_bin;
 
 use clap::{Parser, Subcommand};
 use kit::Kit;
@@ -60,8 +63,13 @@ enum Task {
     /// Release archives with checksums and npm tarballs in target/dist/ for this platform.
     Dist(dist::Args),
     /// Install the real @deepseek-ai/dsh (pinned) under target/real-dsh/ from the npm registry and
-    /// print the path of its `dsh` wrapper; a second call reuses the install.
-    RealDsh,
+    /// print the path of its `dsh` wrapper; a second call reuses the install. With `--runtime-bin`:
+    /// the SDK runtime wheels (PyPI `deepseek-harness-runtime-bin`, pinned) under
+    /// target/real-dsh-runtime-bin/ instead, printing its `dsh` and `dsh-jsonrpc-agent` wrappers.
+    RealDsh {
+        #[arg(long)]
+        runtime_bin: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -73,7 +81,8 @@ fn main() -> ExitCode {
         Task::Bench => bench(),
         Task::Mutants => kill_matrix(),
         Task::Dist(args) => dist::main(&args),
-        Task::RealDsh => real_dsh::install(),
+        Task::RealDsh { runtime_bin: false } => real_dsh::install(),
+        Task::RealDsh { runtime_bin: true } => real_runtime_bin::install(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -235,6 +244,7 @@ fn bench() -> Outcome {
     let measured = (|| {
         let mut figures = bench::checker_throughput(&checker_bench)?;
         figures.push(bench::cold_start(&kit)?);
+        figures.extend(bench_sdk::rows(&kit)?);
         figures.extend(bench_real_dsh::rows(&kit, &workspace_root())?);
         let corpus = bench::corpus(&kit, bench::spawn_cost()?)?;
         let cases = corpus.cases;

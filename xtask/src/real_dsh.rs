@@ -249,7 +249,7 @@ fn pnpm_install(dir: &Path) -> Outcome {
 }
 
 /// A child's stdout sent to our stderr, so our stdout holds only the wrapper's path.
-fn stderr_copy() -> std::process::Stdio {
+pub(crate) fn stderr_copy() -> std::process::Stdio {
     use std::os::fd::AsFd;
     std::io::stderr()
         .as_fd()
@@ -289,7 +289,7 @@ fn check_version(dir: &Path) -> Outcome {
     Ok(())
 }
 
-fn write_file(path: &Path, text: &str) -> Outcome {
+pub(crate) fn write_file(path: &Path, text: &str) -> Outcome {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| failure(format!("cannot create {}: {e}", parent.display())))?;

@@ -1,0 +1,84 @@
+//! `check-runtime --surface sdk|sdk-minimal|jsonrpc-agent|headless`: fake-dsh passes every check
+//! of every surface; a runtime that only echoes its input (`cat`) fails; the real SDK runtime
+//! (`cargo xtask real-dsh --runtime-bin`) passes every check, skipped with a message when absent.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn check(surface: &str, dsh: &Path, config: Option<&str>) -> (Option<i32>, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    command
+        .args(["check-runtime", "--surface", surface, "--dsh"])
+        .arg(dsh);
+    match config {
+        Some(config) => command.env("DSH_CORDIS_CONFIG", config),
+        None => command.env_remove("DSH_CORDIS_CONFIG"),
+    };
+    let output = command.output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+/// fake-dsh under the 0.1.1 binary's name, in a temp dir.
+fn fake_agent(dir: &Path) -> PathBuf {
+    let agent = dir.join("dsh-jsonrpc-agent");
+    std::os::unix::fs::symlink(fake_dsh::locate::binary("fake-dsh"), &agent).unwrap();
+    agent
+}
+
+#[test]
+fn fake_dsh_passes_every_check_of_every_sdk_surface() {
+    let fake = fake_dsh::locate::binary("fake-dsh");
+    for surface in ["sdk", "sdk-minimal", "headless"] {
+        let (code, table) = check(surface, &fake, None);
+        assert_eq!(code, Some(0), "{surface}:\n{table}");
+        assert!(table.contains("0 check(s) failed"), "{table}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (code, table) = check("jsonrpc-agent", &fake_agent(dir.path()), Some("cordis.yml"));
+    assert_eq!(code, Some(0), "jsonrpc-agent:\n{table}");
+}
+
+#[test]
+fn a_runtime_that_echoes_its_input_fails_the_checks() {
+    let (code, table) = check("sdk-minimal", Path::new("/bin/cat"), None);
+    assert_eq!(code, Some(1), "{table}");
+    assert!(table.contains("FAIL  sdk.conversation"), "{table}");
+    assert!(table.contains("FAIL  sdk.dropped-input"), "{table}");
+}
+
+#[test]
+fn the_real_sdk_runtime_passes_every_check() {
+    let Some(target) =
+        fake_dsh::locate::target_profile_dir().and_then(|d| d.parent().map(Path::to_path_buf))
+    else {
+        return;
+    };
+    let dir = target.join("real-dsh-runtime-bin");
+    if !dir.join("dsh").is_file() {
+        eprintln!(
+            "skipped: the real SDK runtime is not installed in {}",
+            dir.display()
+        );
+        return;
+    }
+    // The four surfaces at once: each boots the real runtime several times.
+    let runs: Vec<_> = [
+        ("sdk", "dsh"),
+        ("sdk-minimal", "dsh"),
+        ("headless", "dsh"),
+        ("jsonrpc-agent", "dsh-jsonrpc-agent"),
+    ]
+    .into_iter()
+    .map(|(surface, program)| {
+        let dsh = dir.join(program);
+        std::thread::spawn(move || (surface, check(surface, &dsh, None)))
+    })
+    .collect();
+    for run in runs {
+        let (surface, (code, table)) = run.join().unwrap();
+        assert_eq!(code, Some(0), "{surface}:\n{table}");
+    }
+}

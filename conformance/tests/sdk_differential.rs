@@ -1,0 +1,277 @@
+//! fake-dsh against the real SDK runtime (the PyPI wheel `deepseek-harness-runtime-bin`,
+//! installed by `cargo xtask real-dsh --runtime-bin` under `target/real-dsh-runtime-bin/`): the
+//! same scripted model conversation through both, on every SDK surface (`--profile sdk`,
+//! `--profile sdk-minimal`, 0.1.1's `dsh-jsonrpc-agent`, `--profile headless`), comparing the wire:
+//! methods, notification kinds and order, ids, error messages, exit codes, the stdout/stderr
+//! split and the files left in the project. Any difference is a fake-dsh bug unless
+//! docs/sdk-surfaces.md explains it. The real runtime talks only to the kit's model server on
+//! 127.0.0.1 (`dsh-conformance model-server`), with a dummy key; everything it writes stays in the
+//! test's temp dir. Skips, saying so, when the real runtime is not installed.
+
+use dsh_conformance::sdk_check::{
+    drive, initialize, prompt, request, shapes, ModelServer, Step, World,
+};
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The longest any one run may take (the real 0.1.5 boots in 2 to 5 s).
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+/// The real runtime's wrappers, or `None` after saying why the test skips.
+fn real_runtime() -> Option<PathBuf> {
+    let target = fake_dsh::locate::target_profile_dir()?
+        .parent()?
+        .to_path_buf();
+    let dir = target.join("real-dsh-runtime-bin");
+    if dir.join("dsh").is_file() && dir.join("dsh-jsonrpc-agent").is_file() {
+        return Some(dir);
+    }
+    eprintln!(
+        "skipped: the real SDK runtime is not installed in {} (run `cargo xtask real-dsh \
+         --runtime-bin`)",
+        dir.display()
+    );
+    None
+}
+
+/// One side of the comparison.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Side {
+    Real,
+    Fake,
+}
+
+/// The command for one side: the real wrapper, or fake-dsh (as the 0.1.1 persona for
+/// `dsh-jsonrpc-agent`) with `scenario` mirroring the model script.
+fn command(
+    world: &World,
+    side: Side,
+    real: &Path,
+    program: &str,
+    args: &[&str],
+    model: &str,
+    scenario: Option<&Value>,
+) -> Command {
+    let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let program = match side {
+        Side::Real => real.join(program),
+        Side::Fake => {
+            if program == "dsh-jsonrpc-agent" {
+                args.splice(0..0, ["--persona".into(), "0.1.1".into()]);
+                args.push("cordis.yml".into());
+            }
+            fake_dsh::locate::binary("fake-dsh")
+        }
+    };
+    let mut command = world.command(&program, &args, model);
+    if let (Side::Fake, Some(scenario)) = (side, scenario) {
+        let file = world.path("scenario.json");
+        std::fs::write(&file, scenario.to_string()).unwrap();
+        command.env("FAKE_DSH_SCENARIO", file);
+    }
+    command
+}
+
+/// What a comparison keys on: shapes, non-JSON lines, exit, whether stderr is empty, files.
+type Seen = (Vec<String>, usize, Option<i32>, bool, Vec<String>);
+
+/// Runs `steps` through the real runtime (against `model_script`) and fake-dsh (with
+/// `fake_scenario`) and fails on any difference.
+fn compare(
+    program: &str,
+    args: &[&str],
+    model_script: Option<Value>,
+    fake_scenario: Option<Value>,
+    steps: &[Step],
+) {
+    let Some(real) = real_runtime() else { return };
+    let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    let mut seen: Vec<Seen> = Vec::new();
+    for side in [Side::Real, Side::Fake] {
+        let world = World::new().unwrap();
+        let server =
+            ModelServer::start(conformance, model_script.as_ref(), world.root.path()).unwrap();
+        let scenario = fake_scenario.as_ref();
+        let command = command(&world, side, &real, program, args, &server.url, scenario);
+        let wire = drive(command, steps, &world, RUN_LIMIT).unwrap();
+        let stderr_empty = wire.stderr.is_empty();
+        seen.push((
+            shapes(&wire.frames),
+            wire.junk,
+            wire.exit,
+            stderr_empty,
+            wire.files,
+        ));
+    }
+    assert_eq!(
+        seen[0], seen[1],
+        "{program} {args:?}: the real runtime (left) and fake-dsh (right) differ on the wire"
+    );
+}
+
+/// A full conversation: initialize, one prompt (a `write` then text, the model server's default
+/// script), an unknown method, shutdown, a prompt after it.
+fn conversation() -> Vec<Step> {
+    vec![
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "Make a landing page")),
+        Step::Idle("s-1"),
+        Step::Send(request(json!(3), "bogus/method", json!({}))),
+        Step::Response(json!(3)),
+        Step::Send(request(json!(4), "shutdown", json!({}))),
+        Step::Send(prompt(5, "s-1", "too late")),
+    ]
+}
+
+#[test]
+fn sdk_profile_conversation_matches_the_real_runtime() {
+    compare("dsh", &["--profile", "sdk"], None, None, &conversation());
+}
+
+#[test]
+fn sdk_minimal_profile_conversation_matches_the_real_runtime() {
+    compare(
+        "dsh",
+        &["--profile", "sdk-minimal"],
+        None,
+        None,
+        &conversation(),
+    );
+}
+
+#[test]
+fn jsonrpc_agent_0_1_1_conversation_matches_the_real_runtime() {
+    compare("dsh-jsonrpc-agent", &[], None, None, &conversation());
+}
+
+#[test]
+fn an_error_turn_then_a_completed_one_and_junk_input_match_the_real_runtime() {
+    // The 401 is used once (a 401 is not retried), so the next turn gets the text.
+    let model = json!({"replies": [{"status": 401}, {"text": "ok answer", "reuse": true}]});
+    let error =
+        json!({"message": "model-server: scripted HTTP 401", "code": "AUTH", "status": 401});
+    let scenario = json!({"sdk": {"turns": [
+        {"end": "error", "error": error},
+        {"steps": [{"text": "ok answer"}]}]}});
+    let steps = vec![
+        Step::Send(prompt(9, "s-0", "before initialize")),
+        Step::Response(json!(9)),
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(json!("not a request")),
+        Step::Send(json!([request(json!(7), "bogus", json!({}))])),
+        Step::Send(json!({"jsonrpc": "2.0", "id": null, "method": "bogus"})),
+        Step::Send(request(json!(8), "session/prompt", json!({}))),
+        Step::Response(json!(8)),
+        Step::Send(prompt(2, "s-1", "fail please")),
+        Step::Idle("s-1"),
+        Step::Send(prompt(3, "s-1", "now succeed")),
+        Step::Idle("s-1"),
+        Step::Eof,
+    ];
+    compare(
+        "dsh",
+        &["--profile", "sdk-minimal"],
+        Some(model),
+        Some(scenario),
+        &steps,
+    );
+}
+
+/// A slow turn, cut by a signal or EOF once the model request is out: no `turn/end`, the
+/// runtime's exit code.
+fn cut_turn(program: &str, args: &[&str], cut: Step) {
+    let model = json!({"replies": [{"text": "slow answer that streams for a long while",
+                                    "chunk_chars": 2, "drip_ms": 400, "reuse": true}]});
+    let scenario = json!({"sdk": {"turns": [{"steps": [{"delay_ms": 30000, "text": "never"}]}]}});
+    let steps = vec![
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "hello")),
+        Step::Response(json!(2)),
+        Step::Event("request/context"),
+        cut,
+    ];
+    compare(program, args, Some(model), Some(scenario), &steps);
+}
+
+#[test]
+fn sigterm_mid_turn_exits_0_like_the_real_runtime() {
+    cut_turn(
+        "dsh",
+        &["--profile", "sdk-minimal"],
+        Step::Signal(Signal::SIGTERM),
+    );
+}
+
+#[test]
+fn sigint_mid_turn_exits_130_like_the_real_runtime() {
+    cut_turn("dsh-jsonrpc-agent", &[], Step::Signal(Signal::SIGINT));
+}
+
+#[test]
+fn stdin_eof_mid_turn_exits_0_like_the_real_runtime() {
+    cut_turn("dsh-jsonrpc-agent", &[], Step::Eof);
+}
+
+/// `--profile headless`: exit code, stdout, the `dsh: `/`error: ` lines of stderr, the files.
+fn headless(args: &[&str], model: Option<Value>, scenario: Option<Value>) {
+    let Some(real) = real_runtime() else { return };
+    let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    let mut seen = Vec::new();
+    for side in [Side::Real, Side::Fake] {
+        let world = World::new().unwrap();
+        let server = ModelServer::start(conformance, model.as_ref(), world.root.path()).unwrap();
+        let patch = world.no_title_patch().unwrap();
+        let mut full = vec!["--profile", "headless", "--patch", patch.to_str().unwrap()];
+        full.extend_from_slice(args);
+        let command = command(
+            &world,
+            side,
+            &real,
+            "dsh",
+            &full,
+            &server.url,
+            scenario.as_ref(),
+        );
+        let output =
+            dsh_conformance::check_runtime::output_within(command, Stdio::null(), RUN_LIMIT)
+                .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let reported: Vec<String> = stderr
+            .lines()
+            .filter(|l| l.starts_with("dsh: ") || l.starts_with("error: "))
+            .map(str::to_string)
+            .collect();
+        seen.push((
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            reported,
+            world.project_files(),
+        ));
+    }
+    assert_eq!(
+        seen[0], seen[1],
+        "headless {args:?}: real (left) and fake-dsh (right) differ"
+    );
+}
+
+#[test]
+fn headless_writes_the_file_and_prints_the_final_text_like_the_real_runtime() {
+    headless(&["Make a landing page"], None, None);
+}
+
+#[test]
+fn headless_failed_turn_and_usage_errors_match_the_real_runtime() {
+    let model = json!({"replies": [{"status": 401, "reuse": true}]});
+    let error =
+        json!({"message": "model-server: scripted HTTP 401", "code": "AUTH", "status": 401});
+    let scenario = json!({"sdk": {"turns": [{"end": "error", "error": error}]}});
+    headless(&["say hi"], Some(model), Some(scenario));
+    headless(&[], None, None);
+    headless(&["--bogus", "x"], None, None);
+}

@@ -1,0 +1,210 @@
+#!/usr/bin/env node
+// A minimal DeepSeek Harness SDK client in plain Node.js (no dependencies), on the wire the
+// official TypeScript SDK speaks (docs/sdk-surfaces.md): it starts the runtime as a subprocess,
+// sends `initialize`, then each prompt with `session/prompt`, and settles a prompt when it has
+// seen the prompt's receipt (the `agent/inbox/spliced` event carrying its `messageId`) and then
+// the session `idle` with no background child still running. Notifications that arrive before a
+// response are kept, responses are matched by id (they may come out of order), lines that are not
+// JSON and unknown notifications are skipped. At the end it sends `shutdown` and reaps the process.
+//
+// The driver contract (the kit's tests run it this way):
+//   DSH_SDK_COMMAND='["fake-dsh", "--profile", "sdk"]' node dsh-sdk-client.mjs PROMPT [PROMPT...]
+// prints one JSON line per prompt: {"messageId", "turn_ends": [kinds], "text": last assistant
+// text, "children": background children seen}, and exits 0; 2 when the runtime cannot be used.
+
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+
+const TIMEOUT_MS = Number(process.env.DSH_SDK_TIMEOUT ?? "60") * 1000;
+const SESSION_ID = process.env.DSH_SDK_SESSION ?? "client-session-1";
+// Deliberately buggy variants, for the kit's kill matrix (conformance/tests/sdk_clients.rs):
+// `settle-on-response` settles when the prompt's response arrives; `drop-early-notifications`
+// drops what arrives before the response (the receipt with it); `ignore-children` settles on the
+// first idle even while a background child runs.
+const MUTANT = process.env.DSH_SDK_CLIENT_MUTANT ?? "";
+
+/** The runtime subprocess: frames in arrival order, requests by id. */
+class Runtime {
+  constructor(argv) {
+    this.child = spawn(argv[0], argv.slice(1), { stdio: ["pipe", "pipe", "ignore"] });
+    this.nextId = 1;
+    this.frames = [];
+    this.waiters = [];
+    this.closed = false;
+    const lines = createInterface({ input: this.child.stdout, crlfDelay: Infinity });
+    lines.on("line", (line) => {
+      let frame;
+      try {
+        frame = JSON.parse(line);
+      } catch {
+        return; // not JSON: tolerated, like the official clients
+      }
+      this.frames.push(frame);
+      this.wake();
+    });
+    lines.on("close", () => {
+      this.closed = true;
+      this.wake();
+    });
+    this.child.stdin.on("error", () => {});
+  }
+
+  wake() {
+    for (const waiter of this.waiters.splice(0)) waiter();
+  }
+
+  send(method, params) {
+    const id = this.nextId++;
+    this.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
+    return id;
+  }
+
+  /** The next frame, in order. */
+  async frame() {
+    const deadline = Date.now() + TIMEOUT_MS;
+    while (this.frames.length === 0) {
+      if (this.closed) throw new Error("the runtime closed stdout");
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error("the runtime went silent");
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return this.frames.shift();
+  }
+
+  async close() {
+    if (!this.closed) {
+      this.send("shutdown", {});
+      this.child.stdin.end();
+    }
+    const exited = new Promise((resolve) => {
+      if (this.child.exitCode !== null || this.child.signalCode !== null) resolve();
+      else this.child.on("exit", resolve);
+    });
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), 10000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+/** Sends one request and returns its result, handing notifications to `onNotification`. */
+async function call(runtime, method, params, onNotification) {
+  const id = runtime.send(method, params);
+  for (;;) {
+    const frame = await runtime.frame();
+    if ("method" in frame) onNotification(frame);
+    else if (frame.id === id) {
+      if (frame.error) throw new Error(`${method}: ${frame.error.message}`);
+      return frame.result;
+    }
+  }
+}
+
+/** What one prompt settles on. */
+class Turn {
+  constructor() {
+    this.messageId = null;
+    this.receipt = false;
+    this.turnEnds = [];
+    this.text = "";
+    this.children = 0;
+    this.runningChildren = new Set();
+    this.idleAfterReceipt = false;
+    this.pending = [];
+  }
+
+  observe(frame) {
+    if (this.messageId === null) {
+      if (MUTANT !== "drop-early-notifications") this.pending.push(frame);
+      return;
+    }
+    const params = frame.params ?? {};
+    if (frame.method === "subagent.started" && params.parentSessionId === SESSION_ID) {
+      this.children += 1;
+      this.runningChildren.add(params.childSessionId);
+    } else if (frame.method === "subagent.finished" && params.parentSessionId === SESSION_ID) {
+      // The root wakes for another turn with the child's result: wait for its idle.
+      this.runningChildren.delete(params.childSessionId);
+      this.idleAfterReceipt = false;
+    } else if (params.sessionId !== SESSION_ID) {
+      return;
+    } else if (frame.method === "session.event") {
+      this.event(params.event ?? {});
+    } else if (frame.method === "session.status" && this.receipt) {
+      this.idleAfterReceipt = params.status === "idle";
+    }
+  }
+
+  event(event) {
+    const data = event.data ?? {};
+    if (event.type === "agent/inbox/spliced") {
+      if ((data.inserted ?? []).some((m) => m.id === this.messageId)) this.receipt = true;
+    } else if (event.type === "assistant/message") {
+      for (const part of data.message?.content ?? []) {
+        if (part.type === "text" && part.text) this.text = part.text;
+      }
+    } else if (event.type === "turn/end" && this.receipt) {
+      this.turnEnds.push(data.reason?.kind);
+    }
+  }
+
+  known(messageId) {
+    this.messageId = messageId;
+    for (const frame of this.pending.splice(0)) this.observe(frame);
+  }
+
+  settled() {
+    if (MUTANT === "settle-on-response") return true;
+    if (MUTANT === "ignore-children") return this.receipt && this.idleAfterReceipt;
+    return this.receipt && this.idleAfterReceipt && this.runningChildren.size === 0;
+  }
+}
+
+async function prompt(runtime, text) {
+  const turn = new Turn();
+  const result = await call(
+    runtime,
+    "session/prompt",
+    { sessionId: SESSION_ID, contentBlocks: [{ type: "text", text }] },
+    (frame) => turn.observe(frame),
+  );
+  turn.known(result.messageId);
+  while (!turn.settled()) turn.observe(await runtime.frame());
+  return { messageId: turn.messageId, turn_ends: turn.turnEnds, text: turn.text, children: turn.children };
+}
+
+async function main() {
+  let argv;
+  try {
+    argv = JSON.parse(process.env.DSH_SDK_COMMAND ?? "");
+    if (!Array.isArray(argv) || argv.length === 0) throw new Error("not a non-empty array");
+  } catch (error) {
+    process.stderr.write(`dsh-sdk-client: DSH_SDK_COMMAND must be a JSON array: ${error.message}\n`);
+    return 2;
+  }
+  const runtime = new Runtime(argv);
+  try {
+    await call(
+      runtime,
+      "initialize",
+      { cwd: process.cwd(), provider: "deepseek-official", model: "deepseek-flash" },
+      () => {},
+    );
+    for (const text of process.argv.slice(2)) {
+      process.stdout.write(`${JSON.stringify(await prompt(runtime, text))}\n`);
+    }
+    return 0;
+  } catch (error) {
+    process.stderr.write(`dsh-sdk-client: ${error.message}\n`);
+    return 2;
+  } finally {
+    await runtime.close();
+  }
+}
+
+process.exitCode = await main();

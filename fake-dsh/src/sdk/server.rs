@@ -1,0 +1,459 @@
+//! The SDK runtime's request loop, as the real one behaves on the wire (docs/sdk-surfaces.md):
+//! newline-terminated JSON-RPC requests on stdin (junk, batches, notifications and `null` ids
+//! dropped; a last line without its newline never processed), three methods, `-32603` for every
+//! failure, one thread per running session so turns overlap, the receipt and `running` before
+//! the `session/prompt` response, `shutdown` answered last, stdin EOF and SIGTERM exit 0, SIGINT
+//! 130.
+
+use super::scenario::{self, SdkScenario, SubagentScript, TurnScript};
+use super::session::{self, Flavor, Session, Sink};
+use super::wire::wire;
+use crate::journal::{self, Event, ExitReason};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// One live session.
+type Live = Arc<Mutex<Session>>;
+
+/// The server's state, shared by the request loop and the session threads.
+struct Server {
+    flavor: Flavor,
+    scenario: SdkScenario,
+    initialized: AtomicBool,
+    shutting_down: AtomicBool,
+    /// Accepted prompts so far: the index of the next scripted turn.
+    prompts: AtomicUsize,
+    cwd: Mutex<PathBuf>,
+    sessions: Mutex<HashMap<String, Live>>,
+    /// Where session logs live (`$DSH_HOME/sessions`, or 0.1.1's `./.sessions`).
+    log_root: Option<PathBuf>,
+}
+
+static SERVER: OnceLock<Server> = OnceLock::new();
+
+fn server() -> &'static Server {
+    SERVER.get().expect("the server is set before any request")
+}
+
+/// Serves the SDK runtime on stdin/stdout; never returns.
+pub fn run(flavor: Flavor) -> ! {
+    let scenario = scenario::load_from_env().unwrap_or_else(|message| {
+        crate::output::stderr_bytes(format!("{message}\n").as_bytes());
+        crate::process::finish(2, ExitReason::Error)
+    });
+    if let Some(text) = &scenario.stderr {
+        crate::output::stderr_bytes(text.as_bytes());
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let log_root = match flavor.persona {
+        session::Persona::V011 => std::env::var_os("DSH_SESSION_ROOT")
+            .map(PathBuf::from)
+            .or_else(|| Some(cwd.join(".sessions"))),
+        session::Persona::V015 => crate::home::dsh_home().ok().map(|h| h.join("sessions")),
+    };
+    let _ = SERVER.set(Server {
+        flavor,
+        scenario,
+        initialized: AtomicBool::new(false),
+        shutting_down: AtomicBool::new(false),
+        prompts: AtomicUsize::new(0),
+        cwd: Mutex::new(cwd),
+        sessions: Mutex::new(HashMap::new()),
+        log_root,
+    });
+    start_signal_thread();
+    crate::process::start_watchdog();
+    read_requests()
+}
+
+/// SIGTERM ends the process with 0 (the real runtime drains, then exits 0), SIGINT with 130,
+/// SIGHUP with 129; the frame being written is finished first.
+fn start_signal_thread() {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        set.add(signal);
+    }
+    std::thread::spawn(move || loop {
+        let Ok(signal) = set.wait() else { continue };
+        journal::record(Event::Signal {
+            signal: signal.as_str().to_string(),
+            ignored: false,
+        });
+        let code = if signal == Signal::SIGTERM {
+            0
+        } else {
+            128 + signal as i32
+        };
+        wire().end(None, code, ExitReason::Signal);
+    });
+}
+
+/// Reads newline-terminated lines until EOF; the bytes after the last newline are never handled.
+fn read_requests() -> ! {
+    let stdin = std::io::stdin();
+    let mut reader = stdin.lock();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) if line.ends_with(b"\n") => handle_line(&line),
+            Ok(_) => break,
+        }
+    }
+    journal::record(Event::StdinClosed);
+    if server().shutting_down.load(Ordering::SeqCst) {
+        // The shutdown thread writes the response and ends the process.
+        crate::process::hang();
+    }
+    wire().end(None, 0, ExitReason::StdinClosed)
+}
+
+/// One line: journaled, then handled when it is a request (an object with a method and a
+/// non-null id); anything else is dropped, as the real runtime does.
+fn handle_line(bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_end_matches(['\n', '\r']);
+    let parsed: Option<Value> = serde_json::from_str(text).ok();
+    journal::record(match &parsed {
+        Some(value) => Event::Command {
+            command: Some(value.clone()),
+            raw: None,
+        },
+        None => Event::Command {
+            command: None,
+            raw: Some(text.to_string()),
+        },
+    });
+    let Some(request) = parsed.filter(Value::is_object) else {
+        return;
+    };
+    let id = &request["id"];
+    let (Some(method), true) = (request["method"].as_str(), id.is_number() || id.is_string())
+    else {
+        return;
+    };
+    let params = &request["params"];
+    match method {
+        "initialize" => initialize(id.clone(), params.clone()),
+        "session/prompt" => {
+            if let Err(message) = prompt(id, params) {
+                wire().fail(id, &message);
+            }
+        }
+        "shutdown" => shutdown(id.clone()),
+        other => wire().fail(
+            id,
+            &format!("unknown DeepSeek Harness SDK runtime method: {other}"),
+        ),
+    }
+}
+
+/// `initialize`: validated like the real one, answered after the scenario's delay (requests read
+/// meanwhile are handled first).
+fn initialize(id: Value, params: Value) {
+    if let Err(message) = check_initialize(&params) {
+        return wire().fail(&id, &message);
+    }
+    let answer = move || {
+        let base = server()
+            .cwd
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(cwd) = params["cwd"].as_str() {
+            *server().cwd.lock().unwrap_or_else(|p| p.into_inner()) = resolve(&base, cwd);
+        }
+        server().initialized.store(true, Ordering::SeqCst);
+        wire().respond(
+            &id,
+            json!({"serverInfo": {"name": "deepseek-harness-sdk-runtime", "version": "0.0.1"}}),
+        );
+        for line in &server().scenario.stdout_noise {
+            wire().raw(format!("{line}\n").as_bytes());
+        }
+    };
+    match server().scenario.initialize_delay_ms {
+        0 => answer(),
+        delay => {
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(delay));
+                answer();
+            });
+        }
+    }
+}
+
+/// `path.resolve(base, cwd)`: `cwd` made absolute against `base`, `.` and `..` folded away.
+fn resolve(base: &std::path::Path, cwd: &str) -> PathBuf {
+    use std::path::Component;
+    let mut resolved = PathBuf::new();
+    for component in base.join(cwd).components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                resolved.pop();
+            }
+            other => resolved.push(other),
+        }
+    }
+    resolved
+}
+
+/// The real runtime's checks, with its messages.
+fn check_initialize(params: &Value) -> Result<(), String> {
+    let effort = &params["reasoningEffort"];
+    if !effort.is_null() && effort.as_str().is_none_or(str::is_empty) {
+        return Err("initialize reasoningEffort must be a non-empty string".to_string());
+    }
+    let max = &params["maxTokens"];
+    if !max.is_null() && max.as_u64().is_none_or(|n| n == 0 || n > (1 << 53) - 1) {
+        return Err("initialize maxTokens must be a positive safe integer".to_string());
+    }
+    if !params["cwd"].is_string() {
+        return Err(format!(
+            "The \"paths[0]\" argument must be of type string. Received {}",
+            if params["cwd"].is_null() {
+                "undefined".to_string()
+            } else {
+                params["cwd"].to_string()
+            }
+        ));
+    }
+    match params["provider"].as_str() {
+        Some("deepseek-official") => Ok(()),
+        other => Err(format!(
+            "no adapter registered for provider \"{}\"",
+            other.unwrap_or("undefined")
+        )),
+    }
+}
+
+/// `session/prompt`: queues one user message and answers with its id. The receipt, and for an
+/// idle session `running` and the new turn's start, are written before the response.
+fn prompt(id: &Value, params: &Value) -> Result<(), String> {
+    let server = server();
+    if server.shutting_down.load(Ordering::SeqCst) {
+        return Err("SDK server is shutting down".to_string());
+    }
+    if server.flavor.rejects_early_prompt() && !server.initialized.load(Ordering::SeqCst) {
+        return Err("SDK server is not initialized".to_string());
+    }
+    let live = live_session(params["sessionId"].as_str())?;
+    let content = params["contentBlocks"].clone();
+    let message = session::user_message(if content.is_array() {
+        content
+    } else {
+        json!([])
+    });
+    let script = next_script(&session::message_text(&message), &live);
+    let message_id = message["id"].clone();
+    enqueue(live, message, script, || {
+        wire().respond(id, json!({"messageId": message_id}))
+    });
+    Ok(())
+}
+
+/// The session for an id, created on first use; a session a previous process left in the log
+/// root is refused like the real runtime refuses it.
+fn live_session(id: Option<&str>) -> Result<Live, String> {
+    let server = server();
+    let mut sessions = server.sessions.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(id) = id else {
+        return Err(format!(
+            "agent id \"undefined\" does not match session id \"session-{}\"",
+            sessions.len() + 1
+        ));
+    };
+    if let Some(live) = sessions.get(id) {
+        return Ok(live.clone());
+    }
+    let cwd = server.cwd.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let session = Session::create(id, &cwd, server.flavor, server.log_root.as_deref(), sink())?;
+    let live = Arc::new(Mutex::new(session));
+    sessions.insert(id.to_string(), live.clone());
+    Ok(live)
+}
+
+/// Session events as `session.event` notifications.
+fn sink() -> Sink {
+    Box::new(|session_id, event| {
+        wire().notify(
+            "session.event",
+            json!({"sessionId": session_id, "event": event}),
+        )
+    })
+}
+
+fn status(session: &Session, status: &str) {
+    wire().notify(
+        "session.status",
+        json!({"sessionId": session.id, "status": status}),
+    );
+}
+
+/// The scenario's turn for this prompt, else the default agent's.
+fn next_script(prompt: &str, live: &Live) -> TurnScript {
+    let index = server().prompts.fetch_add(1, Ordering::SeqCst);
+    match server().scenario.turns.get(index) {
+        Some(script) => script.clone(),
+        None => {
+            let cwd = live.lock().unwrap_or_else(|p| p.into_inner()).cwd.clone();
+            session::default_turn(prompt, &cwd)
+        }
+    }
+}
+
+/// Writes the receipt; an idle session starts the turn on its own thread, a running one queues it.
+/// `accepted` runs under the session lock once the turn is started or queued (the response).
+fn enqueue(live: Live, message: Value, script: TurnScript, accepted: impl FnOnce()) {
+    let mut session = live.lock().unwrap_or_else(|p| p.into_inner());
+    session.receipt(&message);
+    if session.running {
+        session.queue.push_back((message, script));
+        accepted();
+        return;
+    }
+    session.running = true;
+    status(&session, "running");
+    session.start_turn();
+    accepted();
+    drop(session);
+    std::thread::spawn(move || play_turns(live, message, script));
+}
+
+fn stopping() -> bool {
+    server().shutting_down.load(Ordering::SeqCst)
+}
+
+/// Plays turns until the queue is empty, then reports `idle` (and lets a background subagent
+/// finish after that).
+fn play_turns(live: Live, mut message: Value, mut script: TurnScript) {
+    loop {
+        if script.background_subagent.is_some() {
+            let session = live.lock().unwrap_or_else(|p| p.into_inner());
+            wire().notify(
+                "subagent.started",
+                json!({"parentSessionId": session.id, "childSessionId": child_id(&session.id)}),
+            );
+        }
+        if !session::play_turn(&live, &message, &script, &stopping) {
+            return;
+        }
+        let background = script.background_subagent.clone();
+        let mut session = live.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((next_message, next_script)) = session.queue.pop_front() {
+            session.start_turn();
+            (message, script) = (next_message, next_script);
+            continue;
+        }
+        session.running = false;
+        status(&session, "idle");
+        drop(session);
+        if let Some(child) = background {
+            finish_subagent(live, child);
+        }
+        return;
+    }
+}
+
+fn child_id(parent: &str) -> String {
+    format!("{parent}-child-1")
+}
+
+/// The background child's run and `subagent.finished`, then the root's wake-up turn.
+fn finish_subagent(live: Live, child: SubagentScript) {
+    std::thread::sleep(std::time::Duration::from_millis(child.finish_after_ms));
+    if stopping() {
+        return;
+    }
+    let (parent, cwd) = {
+        let session = live.lock().unwrap_or_else(|p| p.into_inner());
+        (session.id.clone(), session.cwd.clone())
+    };
+    let child_session_id = child_id(&parent);
+    let reply = TurnScript {
+        steps: vec![scenario::StepScript {
+            text: Some(child.text.clone()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    if let Ok(session) = Session::create(&child_session_id, &cwd, server().flavor, None, sink()) {
+        let session = Mutex::new(session);
+        session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .start_turn();
+        let task = session::user_message(json!([{"type": "text", "text": "background task"}]));
+        session::play_turn(&session, &task, &reply, &stopping);
+    }
+    wire().notify(
+        "subagent.finished",
+        json!({"provider": "local", "agentId": child_session_id, "parentSessionId": parent,
+               "childSessionId": child_session_id, "status": "ok", "stopReason": "completed",
+               "lastAssistantMessage": child.text}),
+    );
+    let wake = TurnScript {
+        steps: vec![scenario::StepScript {
+            text: Some(child.wake_text),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let notice = session::user_message(json!([{"type": "text", "text": "subagent finished"}]));
+    enqueue(live, notice, wake, || {});
+}
+
+/// `shutdown`: from now on prompts fail; after the scenario's drain the `{}` response is the last
+/// frame and the process exits 0 (a running turn gets no `turn/end`).
+fn shutdown(id: Value) {
+    if server().shutting_down.swap(true, Ordering::SeqCst) {
+        // A racing second shutdown: the first one's response ends the process.
+        return;
+    }
+    let drain = server().scenario.shutdown_drain_ms;
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(drain.max(20)));
+        wire().end(Some((&id, json!({}))), 0, ExitReason::ScriptEnd)
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initialize_is_checked_like_the_real_runtime() {
+        let ok = json!({"cwd": ".", "provider": "deepseek-official", "model": "m"});
+        assert!(check_initialize(&ok).is_ok());
+        let mut bad = ok.clone();
+        bad["reasoningEffort"] = json!("");
+        assert!(check_initialize(&bad)
+            .unwrap_err()
+            .contains("reasoningEffort"));
+        let mut bad = ok.clone();
+        bad["maxTokens"] = json!(0);
+        assert!(check_initialize(&bad)
+            .unwrap_err()
+            .contains("positive safe integer"));
+        let mut bad = ok.clone();
+        bad["provider"] = json!("openai");
+        assert_eq!(
+            check_initialize(&bad).unwrap_err(),
+            "no adapter registered for provider \"openai\""
+        );
+        assert!(check_initialize(&json!({}))
+            .unwrap_err()
+            .contains("Received undefined"));
+        let base = std::path::Path::new("/w/project");
+        assert_eq!(resolve(base, "."), PathBuf::from("/w/project"));
+        assert_eq!(resolve(base, "../other/./x"), PathBuf::from("/w/other/x"));
+        assert_eq!(resolve(base, "/abs"), PathBuf::from("/abs"));
+    }
+}

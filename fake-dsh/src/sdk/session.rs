@@ -1,0 +1,662 @@
+//! One SDK session: its event log (`seq` from 0, kept on disk like the real runtime's
+//! `$DSH_HOME/sessions/<cwd slug>/<id>/session.v3.jsonl`) and the playing of a turn as session
+//! events: steps with reasoning, text and tool calls that really read and write files in the
+//! session's cwd, then `turn/end`. Which events a turn carries depends on the [`Flavor`].
+
+use super::scenario::{EndKind, StepScript, ToolCallScript, TurnScript};
+use crate::journal::now_ms;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The runtime generation a fake-dsh process imitates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Persona {
+    /// `dsh-jsonrpc-agent` of 0.1.0-rc.6 to 0.1.1: `assistant/chunk` streaming, no file tools,
+    /// prompts accepted before `initialize`.
+    V011,
+    /// `dsh` 0.1.5: `--profile sdk`, `sdk-minimal`, `headless`.
+    V015,
+}
+
+/// What a surface's event stream carries (docs/sdk-surfaces.md, "Notifications").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flavor {
+    pub persona: Persona,
+    /// `sdk-minimal` (and 0.1.1): no permission, sandbox or runtime-context events.
+    pub minimal: bool,
+}
+
+impl Flavor {
+    fn policy_events(self) -> bool {
+        self.persona == Persona::V015 && !self.minimal
+    }
+    fn system_message(self) -> bool {
+        self.persona == Persona::V015
+    }
+    fn chunks(self) -> bool {
+        self.persona == Persona::V011
+    }
+    /// `sdk` 0.1.5 only: neither `sdk-minimal` nor 0.1.1's bundled config has file tools.
+    fn file_tools(self) -> bool {
+        self.persona == Persona::V015 && !self.minimal
+    }
+    /// 0.1.5 rejects a prompt until `initialize` has answered; 0.1.1 accepts it.
+    pub fn rejects_early_prompt(self) -> bool {
+        self.persona == Persona::V015
+    }
+}
+
+/// Where a session's events go.
+pub type Sink = Box<dyn Fn(&str, &Value) + Send + Sync>;
+
+/// The model name the events report.
+const MODEL: &str = "deepseek-flash";
+const PROVIDER: &str = "deepseek-official";
+
+/// One session's log and counters.
+pub struct Session {
+    pub id: String,
+    pub cwd: PathBuf,
+    pub flavor: Flavor,
+    seq: u64,
+    /// The last turn number used.
+    pub turn: u64,
+    log: Option<std::fs::File>,
+    sink: Sink,
+    /// Whether a turn is being played (the session is `running`).
+    pub running: bool,
+    /// Prompts accepted while running, each with the turn it will play.
+    pub queue: std::collections::VecDeque<(Value, TurnScript)>,
+}
+
+/// The real runtime's session directory name for a cwd: the path without its leading `/`, every
+/// `/` a `-`, wrapped in `--` (`/tmp/a/project` is `--tmp-a-project--`).
+pub fn cwd_slug(cwd: &Path) -> String {
+    let path = cwd.to_string_lossy();
+    format!("--{}--", path.trim_start_matches('/').replace('/', "-"))
+}
+
+impl Session {
+    /// A new session whose log lives under `log_root/<cwd slug>/<id>/` (when a root is given).
+    /// A log that already exists means a previous process made this session: the real runtime
+    /// refuses it (`session "ID" already exists`), and so does this.
+    pub fn create(
+        id: &str,
+        cwd: &Path,
+        flavor: Flavor,
+        log_root: Option<&Path>,
+        sink: Sink,
+    ) -> Result<Session, String> {
+        let log = match log_root {
+            Some(root) if crate::sessions::is_storable_id(id) => Some(open_log(root, id, cwd)?),
+            _ => None,
+        };
+        let mut session = Session {
+            id: id.to_string(),
+            cwd: cwd.to_path_buf(),
+            flavor,
+            seq: 0,
+            turn: 0,
+            log,
+            sink,
+            running: false,
+            queue: Default::default(),
+        };
+        if flavor.policy_events() {
+            session.emit("permission/preset", json!({"preset": "workspace-write"}));
+            session.emit("sandbox/mode", json!({"mode": "workspace-write"}));
+            session.emit("approval/policy", json!({"policy": "ask"}));
+        }
+        Ok(session)
+    }
+
+    /// Appends one event to the log and hands it to the sink.
+    pub fn emit(&mut self, kind: &str, data: Value) {
+        self.emit_with(kind, data, None);
+    }
+
+    fn emit_with(&mut self, kind: &str, data: Value, extra: Option<(&str, Value)>) {
+        let mut event = json!({"type": kind, "seq": self.seq, "time": now_ms(), "data": data});
+        if let Some((name, value)) = extra {
+            event[name] = value;
+        }
+        self.seq += 1;
+        if let Some(log) = self.log.as_mut() {
+            let _ = writeln!(log, "{event}");
+        }
+        (self.sink)(&self.id, &event);
+    }
+
+    /// The receipt: the queued user message spliced into the inbox.
+    pub fn receipt(&mut self, message: &Value) {
+        self.emit(
+            "agent/inbox/spliced",
+            json!({"target": "next-turn", "start": 0, "inserted": [message]}),
+        );
+    }
+
+    /// `turn/start` and the inbox splice that takes the message out; returns the turn number.
+    pub fn start_turn(&mut self) -> u64 {
+        self.turn += 1;
+        self.emit("turn/start", json!({"turn": self.turn}));
+        self.emit(
+            "agent/inbox/spliced",
+            json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}),
+        );
+        self.turn
+    }
+}
+
+fn open_log(root: &Path, id: &str, cwd: &Path) -> Result<std::fs::File, String> {
+    let dir = root.join(cwd_slug(cwd)).join(id);
+    let path = dir.join("session.v3.jsonl");
+    if path.exists() {
+        return Err(format!("session {} already exists", Value::from(id)));
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("cannot create session {}: {e}", dir.display()))?;
+    let mut file = std::fs::OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| format!("cannot create session {}: {e}", path.display()))?;
+    let header = json!({"type": "session", "version": 3, "id": id, "createdAt": now_ms(),
+        "cwd": cwd.to_string_lossy(), "isSeeded": false, "delegationDepth": 0});
+    let _ = writeln!(file, "{header}");
+    Ok(file)
+}
+
+/// A user message as the runtime queues it (a fresh UUID as its id).
+pub fn user_message(content: Value) -> Value {
+    json!({"content": content, "source": {"kind": "user"}, "role": "user",
+           "id": uuid::Uuid::new_v4().to_string()})
+}
+
+/// The text of a user message's content blocks.
+pub fn message_text(message: &Value) -> String {
+    let blocks = message["content"].as_array().cloned().unwrap_or_default();
+    let texts: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+    texts.join("\n")
+}
+
+/// Whether the process is ending: a session stops emitting at once (an aborted turn gets no
+/// `turn/end`).
+pub type Stop = dyn Fn() -> bool + Send + Sync;
+
+/// Plays one turn's body (after [`Session::start_turn`]) and its `turn/end`, taking the session
+/// lock for each event and releasing it while the model "thinks" (a step's `delay_ms`, after the
+/// step's start). A turn that ends in `error` has one more step: the failed model attempt.
+/// Returns false when stopped mid-way (no more events, no `turn/end`).
+pub fn play_turn(
+    session: &std::sync::Mutex<Session>,
+    message: &Value,
+    script: &TurnScript,
+    stop: &Stop,
+) -> bool {
+    let lock = || session.lock().unwrap_or_else(|p| p.into_inner());
+    let turn = lock().turn;
+    let count = script.steps.len() + usize::from(script.end == EndKind::Error);
+    for index in 0..count {
+        let number = index as u64 + 1;
+        {
+            let mut session = lock();
+            session.emit("step/start", json!({"turn": turn, "step": number}));
+            if index == 0 {
+                preamble(&mut session, turn, message);
+            }
+        }
+        let step = script.steps.get(index);
+        if let Some(delay) = step.map(|step| step.delay_ms).filter(|ms| *ms > 0) {
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+        }
+        if stop() {
+            return false;
+        }
+        let mut session = lock();
+        match step {
+            Some(step) => answer(&mut session, turn, number, step),
+            None => failed_attempt(&mut session, turn, number, &error_of(script)),
+        }
+        session.emit("step/end", json!({"turn": turn, "step": number}));
+    }
+    if stop() {
+        return false;
+    }
+    end_turn(&mut lock(), turn, script);
+    true
+}
+
+/// The model's answer in one step: `assistant/message` (after 0.1.1's chunks), then its tools.
+fn answer(session: &mut Session, turn: u64, step: u64, script: &StepScript) {
+    let mut content = Vec::new();
+    if let Some(reasoning) = &script.reasoning {
+        content.push(json!({"type": "reasoning", "text": reasoning}));
+    }
+    if let Some(text) = &script.text {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    let calls: Vec<(String, &ToolCallScript)> = script
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(n, call)| (format!("call_{turn}_{step}_{n}"), call))
+        .collect();
+    for (id, call) in &calls {
+        content.push(json!({"type": "tool-call", "id": id, "name": call.name,
+                            "arguments": call.arguments.to_string()}));
+    }
+    if session.flavor.chunks() {
+        chunks(session, turn, step, &content, !calls.is_empty());
+    }
+    session.emit(
+        "assistant/message",
+        json!({"turn": turn, "step": step, "message": {"role": "assistant", "content": content,
+               "source": {"kind": "model", "provider": PROVIDER, "model": MODEL},
+               "id": uuid::Uuid::new_v4().to_string()}}),
+    );
+    for (id, call) in &calls {
+        tool(session, turn, step, id, call);
+    }
+}
+
+/// The failed model request of an `error` turn (0.1.5 records it; 0.1.1 records nothing).
+fn failed_attempt(session: &mut Session, turn: u64, step: u64, error: &Value) {
+    if session.flavor.persona == Persona::V015 {
+        session.emit(
+            "assistant/attempt",
+            json!({"turn": turn, "step": step, "stream": [{"type": "chunk", "time": now_ms(),
+                   "chunk": {"type": "finish", "reason": {"kind": "error", "failure": error}}}]}),
+        );
+    }
+}
+
+/// The error an `error` turn reports (default: an AUTH failure like a 401's).
+fn error_of(script: &TurnScript) -> Value {
+    script.error.clone().unwrap_or_else(
+        || json!({"message": "fake-dsh: scripted model failure", "code": "AUTH", "status": 401}),
+    )
+}
+
+/// What the first step of a turn records before the model answers: the user message; on the
+/// session's first turn also the system prompt, the runtime context (`sdk`), the request
+/// header and context, and the title (0.1.1 titles before the request, 0.1.5 after it).
+fn preamble(session: &mut Session, turn: u64, message: &Value) {
+    let first_turn = turn == 1;
+    if first_turn && session.flavor.system_message() {
+        session.emit(
+            "system/message",
+            json!({"turn": turn, "step": 1, "message": {"role": "system",
+                   "content": [{"type": "text", "text": "You are fake-dsh's default agent."}]}}),
+        );
+    }
+    session.emit_with(
+        "user/message",
+        message.clone(),
+        Some(("surfaceOp", json!("append"))),
+    );
+    if !first_turn {
+        return;
+    }
+    if session.flavor.policy_events() {
+        session.emit_with(
+            "user/message",
+            json!({"content": [{"type": "text", "text": "Current runtime context."}],
+                   "source": {"kind": "runtime-context"}, "role": "user",
+                   "id": uuid::Uuid::new_v4().to_string()}),
+            Some(("surfaceOp", json!("append"))),
+        );
+    }
+    let early_title = session.flavor.persona == Persona::V011;
+    if early_title {
+        title(session, message);
+    }
+    session.emit(
+        "request/header",
+        json!({"header": {"config": {"provider": PROVIDER, "model": MODEL}}}),
+    );
+    session.emit(
+        "request/context",
+        json!({"provider": PROVIDER, "model": MODEL, "contextWindow": 1_000_000}),
+    );
+    if !early_title {
+        title(session, message);
+    }
+}
+
+/// `session/title` from the first prompt (the fallback title: its first words).
+fn title(session: &mut Session, message: &Value) {
+    let title: String = message_text(message).chars().take(40).collect();
+    session.emit(
+        "session/title",
+        json!({"title": title, "source": {"kind": "fallback"}}),
+    );
+}
+
+/// 0.1.1's streaming: one `assistant/chunk` per block start, delta and end, then usage and finish.
+fn chunks(session: &mut Session, turn: u64, step: u64, content: &[Value], tool_calls: bool) {
+    let chunk = |session: &mut Session, chunk: Value| {
+        session.emit(
+            "assistant/chunk",
+            json!({"turn": turn, "step": step, "chunk": chunk}),
+        );
+    };
+    for (index, block) in content.iter().enumerate() {
+        let kind = block["type"].as_str().unwrap_or("text");
+        chunk(
+            session,
+            json!({"type": "block-start", "index": index, "blockType": kind}),
+        );
+        let delta = match kind {
+            "tool-call" => json!({"type": "tool-call-delta", "index": index, "id": block["id"],
+                                  "name": block["name"], "argumentsDelta": block["arguments"]}),
+            _ => json!({"type": format!("{kind}-delta"), "index": index, "text": block["text"]}),
+        };
+        chunk(session, delta);
+    }
+    for (index, block) in content.iter().enumerate() {
+        chunk(
+            session,
+            json!({"type": "block-end", "index": index, "block": block}),
+        );
+    }
+    chunk(
+        session,
+        json!({"type": "usage", "usage": {"inputTokens": 1000, "outputTokens": 20, "cacheReadTokens": 0}}),
+    );
+    let reason = if tool_calls { "tool-calls" } else { "stop" };
+    chunk(
+        session,
+        json!({"type": "finish", "reason": {"kind": reason}}),
+    );
+}
+
+/// Runs one tool call for real and records `tool/call` and `tool/result` (with the approval
+/// nobody answers first, when the call needs one).
+fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallScript) {
+    if call.needs_approval {
+        session.emit(
+            "approval/asked",
+            json!({"turn": turn, "step": step, "callId": id, "name": call.name}),
+        );
+        session.emit(
+            "approval/decided",
+            json!({"turn": turn, "step": step, "callId": id, "outcome": "unavailable"}),
+        );
+    }
+    session.emit(
+        "tool/call",
+        json!({"turn": turn, "step": step, "callId": id, "name": call.name,
+               "arguments": call.arguments.to_string()}),
+    );
+    let outcome = if call.needs_approval {
+        Err("Error: approval unavailable: no one can answer approvals on this surface".to_string())
+    } else {
+        run_tool(session, call)
+    };
+    let (text, is_error) = match outcome {
+        Ok(text) => (text, false),
+        Err(text) => (text, true),
+    };
+    let mut result = json!({"type": "tool-result", "toolCallId": id,
+                            "content": [{"type": "text", "text": text}]});
+    if is_error {
+        result["isError"] = json!(true);
+    }
+    session.emit(
+        "tool/result",
+        json!({"turn": turn, "step": step, "message": {"source": {"kind": "tool", "callId": id},
+               "content": [result], "role": "user", "id": uuid::Uuid::new_v4().to_string()}}),
+    );
+}
+
+/// `write` and `read` on real files under the session's cwd (`sdk` 0.1.5 and `headless` only).
+fn run_tool(session: &Session, call: &ToolCallScript) -> Result<String, String> {
+    let unknown = || {
+        Err(format!(
+            "Error: unknown tool {}",
+            Value::from(call.name.as_str())
+        ))
+    };
+    if !session.flavor.file_tools() {
+        return unknown();
+    }
+    let path = call.arguments["file_path"]
+        .as_str()
+        .map(|p| session.cwd.join(p));
+    match (call.name.as_str(), path) {
+        ("write", Some(path)) => {
+            let content = call.arguments["content"].as_str().unwrap_or_default();
+            std::fs::write(&path, content)
+                .map(|()| {
+                    format!(
+                        "<path>{}</path>\nWrote {} bytes.",
+                        path.display(),
+                        content.len()
+                    )
+                })
+                .map_err(|e| format!("Error: cannot write {}: {e}", path.display()))
+        }
+        ("read", Some(path)) => std::fs::read_to_string(&path)
+            .map_err(|e| format!("Error: cannot read {}: {e}", path.display())),
+        ("write" | "read", None) => Err("Error: file_path is required".to_string()),
+        _ => unknown(),
+    }
+}
+
+fn end_turn(session: &mut Session, turn: u64, script: &TurnScript) {
+    let mut reason = json!({"kind": script.end.name()});
+    if script.end == EndKind::Error {
+        reason["error"] = error_of(script);
+    }
+    session.emit("turn/end", json!({"turn": turn, "reason": reason}));
+}
+
+/// The default agent's turn for a prompt, the kit's default model conversation: a `write` of
+/// `index.html` then `I wrote index.html.`; a prompt saying "green" on a session whose cwd has the
+/// page reads it first and writes a green one.
+pub fn default_turn(prompt: &str, cwd: &Path) -> TurnScript {
+    let write = |content: String| ToolCallScript {
+        name: "write".to_string(),
+        arguments: json!({"file_path": "index.html", "content": content}),
+        needs_approval: false,
+    };
+    let step = |reasoning: &str, text: Option<&str>, calls: Vec<ToolCallScript>| StepScript {
+        reasoning: Some(reasoning.to_string()),
+        text: text.map(str::to_string),
+        tool_calls: calls,
+        delay_ms: 0,
+    };
+    let green = prompt.to_lowercase().contains("green") && cwd.join("index.html").is_file();
+    let steps = if green {
+        let read = ToolCallScript {
+            name: "read".to_string(),
+            arguments: json!({"file_path": "index.html"}),
+            needs_approval: false,
+        };
+        let page = crate::design::page(&crate::design::hero_for(prompt, 2));
+        vec![
+            step("I will read index.html first.", None, vec![read]),
+            step("Now I make it green.", None, vec![write(page)]),
+            step("Done.", Some("I made index.html green."), vec![]),
+        ]
+    } else {
+        let page = crate::design::page(&crate::design::hero_for(prompt, 1));
+        vec![
+            step(
+                "The user wants a page: I will write index.html.",
+                None,
+                vec![write(page)],
+            ),
+            step(
+                "The file is written; I will say so.",
+                Some("I wrote index.html."),
+                vec![],
+            ),
+        ]
+    };
+    TurnScript {
+        steps,
+        ..TurnScript::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    fn recording(flavor: Flavor, cwd: &Path) -> (Arc<Mutex<Vec<Value>>>, Mutex<Session>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let copy = seen.clone();
+        let sink: Sink = Box::new(move |_, event| copy.lock().unwrap().push(event.clone()));
+        let session = Session::create("s-1", cwd, flavor, None, sink).unwrap();
+        (seen, Mutex::new(session))
+    }
+
+    fn kinds(seen: &Mutex<Vec<Value>>) -> Vec<String> {
+        let seen = seen.lock().unwrap();
+        seen.iter()
+            .map(|e| e["type"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_default_turn_writes_the_page_and_records_the_real_event_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let flavor = Flavor {
+            persona: Persona::V015,
+            minimal: false,
+        };
+        let (seen, session) = recording(flavor, dir.path());
+        let message = user_message(json!([{"type": "text", "text": "Make a landing page"}]));
+        session.lock().unwrap().receipt(&message);
+        session.lock().unwrap().start_turn();
+        let script = default_turn("Make a landing page", dir.path());
+        assert!(play_turn(&session, &message, &script, &|| false));
+        assert!(std::fs::read_to_string(dir.path().join("index.html"))
+            .unwrap()
+            .contains("<html"));
+        let expected = "permission/preset sandbox/mode approval/policy agent/inbox/spliced \
+            turn/start agent/inbox/spliced step/start system/message user/message user/message \
+            request/header request/context session/title \
+            assistant/message tool/call tool/result step/end step/start assistant/message \
+            step/end turn/end";
+        assert_eq!(
+            kinds(&seen).join(" "),
+            expected.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+        let seqs: Vec<u64> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_u64().unwrap())
+            .collect();
+        assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+        let last = seen.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(last["data"]["reason"], json!({"kind": "completed"}));
+    }
+
+    #[test]
+    fn sdk_minimal_has_no_file_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let flavor = Flavor {
+            persona: Persona::V015,
+            minimal: true,
+        };
+        let (seen, session) = recording(flavor, dir.path());
+        let message = user_message(json!([{"type": "text", "text": "hi"}]));
+        session.lock().unwrap().start_turn();
+        assert!(play_turn(
+            &session,
+            &message,
+            &default_turn("hi", dir.path()),
+            &|| false
+        ));
+        assert!(!dir.path().join("index.html").exists());
+        assert!(!kinds(&seen).contains(&"permission/preset".to_string()));
+        let seen = seen.lock().unwrap();
+        let result = seen.iter().find(|e| e["type"] == "tool/result").unwrap();
+        let text = &result["data"]["message"]["content"][0]["content"][0]["text"];
+        assert_eq!(text, "Error: unknown tool \"write\"");
+    }
+
+    #[test]
+    fn the_old_persona_streams_chunks_and_has_no_file_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let flavor = Flavor {
+            persona: Persona::V011,
+            minimal: true,
+        };
+        let (seen, session) = recording(flavor, dir.path());
+        let message = user_message(json!([{"type": "text", "text": "hi"}]));
+        session.lock().unwrap().start_turn();
+        play_turn(&session, &message, &default_turn("hi", dir.path()), &|| {
+            false
+        });
+        assert!(kinds(&seen).contains(&"assistant/chunk".to_string()));
+        assert!(!kinds(&seen).contains(&"system/message".to_string()));
+        assert!(!dir.path().join("index.html").exists());
+        let result = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == "tool/result")
+            .cloned()
+            .unwrap();
+        assert_eq!(result["data"]["message"]["content"][0]["isError"], true);
+    }
+
+    #[test]
+    fn an_error_turn_and_a_stopped_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let flavor = Flavor {
+            persona: Persona::V015,
+            minimal: false,
+        };
+        let (seen, session) = recording(flavor, dir.path());
+        let message = user_message(json!([{"type": "text", "text": "x"}]));
+        session.lock().unwrap().start_turn();
+        let failing = TurnScript {
+            end: EndKind::Error,
+            ..TurnScript::default()
+        };
+        assert!(play_turn(&session, &message, &failing, &|| false));
+        let last = seen.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(last["data"]["reason"]["kind"], "error");
+        assert_eq!(last["data"]["reason"]["error"]["code"], "AUTH");
+        let before = seen.lock().unwrap().len();
+        session.lock().unwrap().start_turn();
+        assert!(!play_turn(
+            &session,
+            &message,
+            &default_turn("x", dir.path()),
+            &|| true
+        ));
+        let after: Vec<String> = kinds(&seen)[before..].to_vec();
+        assert_eq!(
+            after,
+            [
+                "turn/start",
+                "agent/inbox/spliced",
+                "step/start",
+                "user/message"
+            ],
+            "a stopped turn ends where it was: no answer, no turn/end"
+        );
+    }
+
+    #[test]
+    fn a_session_a_previous_process_made_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let flavor = Flavor {
+            persona: Persona::V015,
+            minimal: true,
+        };
+        let sink = || -> Sink { Box::new(|_, _| {}) };
+        Session::create("s-1", dir.path(), flavor, Some(dir.path()), sink()).unwrap();
+        let refused = Session::create("s-1", dir.path(), flavor, Some(dir.path()), sink());
+        assert_eq!(refused.err().unwrap(), "session \"s-1\" already exists");
+        assert_eq!(cwd_slug(Path::new("/tmp/a/project")), "--tmp-a-project--");
+    }
+}

@@ -1,0 +1,82 @@
+//! The JSON-RPC side of stdout: responses, errors and notifications, each one line in one
+//! `write` under one lock, journaled as a `frame` entry named after the notification's method (or
+//! `response` / `error`). Once the process has decided to end ([`Wire::end`]), nothing more is
+//! written: the last frame is whole and is the last.
+
+use crate::journal::{self, Event, ExitReason};
+use crate::output::Stdout;
+use crate::process::finish;
+use serde_json::{json, Value};
+use std::sync::Mutex;
+
+/// The runtime's one error code, for every failure (unknown methods included).
+pub const INTERNAL_ERROR: i64 = -32603;
+
+/// The process's stdout, shared by the request loop and the session threads.
+pub struct Wire {
+    stdout: Mutex<Stdout>,
+}
+
+static WIRE: std::sync::OnceLock<Wire> = std::sync::OnceLock::new();
+
+/// The process-wide wire.
+pub fn wire() -> &'static Wire {
+    WIRE.get_or_init(|| Wire {
+        stdout: Mutex::new(Stdout::new()),
+    })
+}
+
+impl Wire {
+    fn write(&self, frame_type: &str, value: &Value) {
+        let mut stdout = self.stdout.lock().unwrap_or_else(|p| p.into_inner());
+        let mut line = serde_json::to_vec(value).expect("frames serialize");
+        line.push(b'\n');
+        stdout.write_bytes(&line);
+        journal::record(Event::frame(frame_type));
+    }
+
+    /// A notification.
+    pub fn notify(&self, method: &str, params: Value) {
+        self.write(
+            method,
+            &json!({"jsonrpc": "2.0", "method": method, "params": params}),
+        );
+    }
+
+    /// A successful response.
+    pub fn respond(&self, id: &Value, result: Value) {
+        self.write(
+            "response",
+            &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        );
+    }
+
+    /// An error response (always `-32603`, as the real runtime answers every failure).
+    pub fn fail(&self, id: &Value, message: &str) {
+        self.write(
+            "error",
+            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": INTERNAL_ERROR, "message": message}}),
+        );
+    }
+
+    /// Raw bytes (a scenario's junk lines).
+    pub fn raw(&self, bytes: &[u8]) {
+        let mut stdout = self.stdout.lock().unwrap_or_else(|p| p.into_inner());
+        stdout.write_bytes(bytes);
+        journal::record(Event::frame("raw"));
+    }
+
+    /// Writes `last` (if any) and ends the process with `code`, holding the lock so no other
+    /// frame starts after it.
+    pub fn end(&self, last: Option<(&Value, Value)>, code: i32, reason: ExitReason) -> ! {
+        let mut stdout = self.stdout.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((id, result)) = last {
+            let frame = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            let mut line = serde_json::to_vec(&frame).expect("frames serialize");
+            line.push(b'\n');
+            stdout.write_bytes(&line);
+            journal::record(Event::frame("response"));
+        }
+        finish(code, reason)
+    }
+}

@@ -1,0 +1,453 @@
+//! fake-dsh's SDK surfaces end to end, keylessly (no real runtime needed; the differential test
+//! `conformance/tests/sdk_differential.rs` holds them to the real one): the JSON-RPC wire of
+//! `--profile sdk`/`sdk-minimal` and the 0.1.1 persona, scripted turns (errors, background
+//! subagents, unanswered approvals), process endings, the journal, and `--profile headless`.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// A temp world: `project/` (cwd) and `home/` (`DSH_HOME`).
+struct World {
+    root: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("project")).unwrap();
+        std::fs::create_dir_all(root.path().join("home")).unwrap();
+        World { root }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.root.path().join(name)
+    }
+
+    fn command(&self, args: &[&str], scenario: Option<Value>) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_fake-dsh"));
+        command
+            .args(args)
+            .current_dir(self.path("project"))
+            .env("DSH_HOME", self.path("home"))
+            .env("FAKE_DSH_JOURNAL", self.path("journal.jsonl"))
+            .env("FAKE_DSH_WATCHDOG_SECS", "60")
+            .env_remove("FAKE_DSH_SCENARIO")
+            .env_remove("DSH_CORDIS_CONFIG");
+        if let Some(scenario) = scenario {
+            let file = self.path("scenario.json");
+            std::fs::write(&file, scenario.to_string()).unwrap();
+            command.env("FAKE_DSH_SCENARIO", file);
+        }
+        command
+    }
+
+    fn journal(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.path("journal.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+}
+
+/// A running SDK process, its stdout lines arriving on a channel; killed and reaped on drop.
+struct Client {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<Value>,
+}
+
+impl Client {
+    fn start(mut command: Command) -> Client {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let (send, lines) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = send.send(line);
+            }
+        });
+        Client {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.child.stdin.as_mut().unwrap().write_all(bytes).unwrap();
+    }
+
+    fn request(&mut self, value: Value) {
+        self.send(format!("{value}\n").as_bytes());
+    }
+
+    /// Reads until `done` holds for a line (panics after the limit).
+    fn until(&mut self, done: impl Fn(&Value) -> bool) {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("timed out; seen: {:#?}", self.seen));
+            let value: Value = serde_json::from_str(&line).expect("stdout holds only JSON lines");
+            self.seen.push(value.clone());
+            if done(&value) {
+                return;
+            }
+        }
+    }
+
+    fn until_idle(&mut self, session: &str) {
+        self.until(|v| {
+            v["method"] == "session.status"
+                && v["params"]["sessionId"] == session
+                && v["params"]["status"] == "idle"
+        });
+    }
+
+    /// Closes stdin (if still open), reads the rest and returns the exit code.
+    fn finish(mut self) -> (Option<i32>, Vec<Value>) {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + LIMIT;
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            self.seen.push(serde_json::from_str(&line).unwrap());
+        }
+        let status = self.child.wait().unwrap();
+        (status.code(), std::mem::take(&mut self.seen))
+    }
+
+    fn signal(&self, signal: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, signal).unwrap();
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn request(id: Value, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+fn initialize() -> Value {
+    request(
+        json!(1),
+        "initialize",
+        json!({"cwd": ".", "provider": "deepseek-official", "model": "deepseek-flash"}),
+    )
+}
+
+fn prompt(id: u64, session: &str, text: &str) -> Value {
+    request(
+        json!(id),
+        "session/prompt",
+        json!({"sessionId": session, "contentBlocks": [{"type": "text", "text": text}]}),
+    )
+}
+
+/// `event TYPE` / `status S` / `response ID` / `error ID` for each frame.
+fn shapes(seen: &[Value]) -> Vec<String> {
+    seen.iter()
+        .map(|v| match v["method"].as_str() {
+            Some("session.event") => {
+                format!("event {}", v["params"]["event"]["type"].as_str().unwrap())
+            }
+            Some("session.status") => format!("status {}", v["params"]["status"].as_str().unwrap()),
+            Some(other) => other.to_string(),
+            None if v.get("error").is_some() => format!("error {}", v["id"]),
+            None => format!("response {}", v["id"]),
+        })
+        .collect()
+}
+
+fn position(shapes: &[String], wanted: &str) -> usize {
+    shapes
+        .iter()
+        .position(|s| s == wanted)
+        .unwrap_or_else(|| panic!("no {wanted} in {shapes:#?}"))
+}
+
+#[test]
+fn a_prompt_gets_its_receipt_and_running_before_the_response_and_shutdown_answers_last() {
+    let world = World::new();
+    let mut client = Client::start(world.command(&["--profile", "sdk"], None));
+    client.request(initialize());
+    client.request(prompt(2, "s-1", "Make a landing page"));
+    client.until_idle("s-1");
+    client.request(request(json!("x"), "bogus", json!({})));
+    client.request(request(json!(4), "shutdown", json!({})));
+    client.request(prompt(5, "s-1", "too late"));
+    client.until(|v| v["id"] == 4);
+    let (exit, seen) = client.finish();
+    assert_eq!(exit, Some(0));
+    let shapes = shapes(&seen);
+    let receipt = position(&shapes, "event agent/inbox/spliced");
+    assert!(receipt < position(&shapes, "status running"));
+    assert!(position(&shapes, "status running") < position(&shapes, "response 2"));
+    assert!(position(&shapes, "response 2") < position(&shapes, "event turn/end"));
+    assert_eq!(
+        shapes.last().unwrap(),
+        "response 4",
+        "shutdown's response is last"
+    );
+    let message_id = &seen[position(&shapes, "response 2")]["result"]["messageId"];
+    let inserted = &seen[receipt]["params"]["event"]["data"]["inserted"][0]["id"];
+    assert_eq!(message_id, inserted, "the receipt carries the messageId");
+    let unknown = &seen[position(&shapes, "error \"x\"")]["error"];
+    assert_eq!(unknown["code"], -32603);
+    assert_eq!(
+        unknown["message"],
+        "unknown DeepSeek Harness SDK runtime method: bogus"
+    );
+    assert_eq!(
+        seen[position(&shapes, "error 5")]["error"]["message"],
+        "SDK server is shutting down"
+    );
+    let end = &seen[position(&shapes, "event turn/end")]["params"]["event"]["data"];
+    assert_eq!(end["reason"], json!({"kind": "completed"}));
+    let page = std::fs::read_to_string(world.path("project/index.html")).unwrap();
+    assert!(page.contains("<html"), "the write tool wrote a real file");
+    let journal = world.journal();
+    assert_eq!(journal[0]["mode"], "sdk");
+    assert_eq!(journal.last().unwrap()["event"], "exit");
+    for entry in &journal {
+        let checked = dsh_protocol::schema::validate("journal.schema.json", entry);
+        assert!(checked.is_ok(), "{entry}: {checked:?}");
+    }
+}
+
+#[test]
+fn junk_batches_null_ids_and_a_last_line_without_newline_are_never_answered() {
+    let world = World::new();
+    let mut client = Client::start(world.command(&["--profile", "sdk-minimal"], None));
+    let bogus = |id: Value| request(id, "bogus\u{2028}x", json!({}));
+    client.send(b"not json\n");
+    client.request(json!([bogus(json!(7))]));
+    client.request(bogus(Value::Null));
+    client.request(json!({"jsonrpc": "2.0", "method": "bogus"}));
+    client.send(format!("{}\r\n", bogus(json!(1))).as_bytes());
+    client.send(bogus(json!(2)).to_string().as_bytes());
+    let (exit, seen) = client.finish();
+    assert_eq!(exit, Some(0), "stdin EOF exits 0");
+    assert_eq!(
+        shapes(&seen),
+        ["error 1"],
+        "only the CRLF request is answered: {seen:#?}"
+    );
+}
+
+#[test]
+fn a_prompt_before_initialize_is_refused_by_0_1_5_and_accepted_by_the_0_1_1_persona() {
+    for (args, refused) in [
+        (&["--profile", "sdk-minimal"][..], true),
+        (&["--persona", "0.1.1", "cordis.yml"][..], false),
+    ] {
+        let world = World::new();
+        let mut client = Client::start(world.command(args, None));
+        client.request(prompt(2, "s-0", "early"));
+        client.until(|v| v["id"] == 2);
+        let answer = client.seen.last().unwrap().clone();
+        if refused {
+            assert_eq!(answer["error"]["message"], "SDK server is not initialized");
+        } else {
+            assert!(answer["result"]["messageId"].is_string(), "{answer}");
+            client.until_idle("s-0");
+            let chunks = shapes(&client.seen).contains(&"event assistant/chunk".to_string());
+            assert!(chunks, "0.1.1 streams assistant/chunk");
+        }
+    }
+}
+
+#[test]
+fn signals_mid_turn_end_the_process_like_the_real_runtime() {
+    use nix::sys::signal::Signal;
+    let slow = json!({"sdk": {"turns": [{"steps": [{"delay_ms": 20000, "text": "never"}]}]}});
+    for (signal, code) in [(Signal::SIGTERM, 0), (Signal::SIGINT, 130)] {
+        let world = World::new();
+        let mut client = Client::start(world.command(&["--profile", "sdk"], Some(slow.clone())));
+        client.request(initialize());
+        client.request(prompt(2, "s-1", "hello"));
+        client.until(|v| v["params"]["event"]["type"] == "request/context");
+        client.signal(signal);
+        let deadline = Instant::now() + LIMIT;
+        let status = loop {
+            if let Some(status) = client.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{signal} did not end the process"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(status.code(), Some(code), "{signal}");
+        let (_, seen) = client.finish();
+        assert!(
+            !shapes(&seen).contains(&"event turn/end".to_string()),
+            "{signal}: a cut turn has no turn/end"
+        );
+    }
+}
+
+#[test]
+fn scripted_turns_error_then_complete_and_a_background_child_wakes_the_root() {
+    let world = World::new();
+    let scenario = json!({"sdk": {"turns": [
+        {"end": "error"},
+        {"steps": [{"text": "started a child", "tool_calls": [
+            {"name": "write", "arguments": {"file_path": "x.txt", "content": "x"}, "needs_approval": true}]}],
+         "background_subagent": {"finish_after_ms": 50, "wake_text": "child is done"}},
+        {"steps": [{"text": "cut short"}], "end": "max-tokens"}]}});
+    let mut client = Client::start(world.command(&["--profile", "sdk"], Some(scenario)));
+    client.request(initialize());
+    client.request(prompt(2, "s-1", "first"));
+    client.until_idle("s-1");
+    client.request(prompt(3, "s-1", "second"));
+    client.until(|v| v["method"] == "subagent.finished");
+    client.until_idle("s-1");
+    client.request(prompt(4, "s-1", "third"));
+    client.until_idle("s-1");
+    let (_, seen) = client.finish();
+    let ends: Vec<&Value> = seen
+        .iter()
+        .filter(|v| v["params"]["event"]["type"] == "turn/end" && v["params"]["sessionId"] == "s-1")
+        .map(|v| &v["params"]["event"]["data"]["reason"]["kind"])
+        .collect();
+    assert_eq!(
+        ends,
+        ["error", "completed", "completed", "max-tokens"],
+        "error, child turn, wake turn, max-tokens"
+    );
+    let shapes = shapes(&seen);
+    let started = position(&shapes, "subagent.started");
+    let finished = position(&shapes, "subagent.finished");
+    let idles: Vec<usize> = shapes
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| *s == "status idle")
+        .map(|(i, _)| i)
+        .collect();
+    assert!(
+        idles.iter().any(|&i| started < i && i < finished),
+        "the root goes idle before its child finishes"
+    );
+    let decided = seen
+        .iter()
+        .find(|v| v["params"]["event"]["type"] == "approval/decided")
+        .unwrap();
+    assert_eq!(decided["params"]["event"]["data"]["outcome"], "unavailable");
+    assert!(
+        !world.path("project/x.txt").exists(),
+        "the unapproved write did not happen"
+    );
+}
+
+#[test]
+fn a_session_an_earlier_process_made_is_refused_like_the_real_runtime() {
+    let world = World::new();
+    for attempt in 0..2 {
+        let mut client = Client::start(world.command(&["--profile", "sdk-minimal"], None));
+        client.request(initialize());
+        client.request(prompt(2, "s-1", "hello"));
+        client.until(|v| v["id"] == 2);
+        let answer = client.seen.last().unwrap().clone();
+        if attempt == 0 {
+            assert!(answer["result"]["messageId"].is_string());
+            client.until_idle("s-1");
+        } else {
+            assert_eq!(answer["error"]["message"], "session \"s-1\" already exists");
+        }
+    }
+    let log = world.path("home/sessions").join(format!(
+        "--{}--",
+        world
+            .path("project")
+            .to_string_lossy()
+            .trim_start_matches('/')
+            .replace('/', "-")
+    ));
+    assert!(
+        log.join("s-1/session.v3.jsonl").is_file(),
+        "the session log is kept like the real one"
+    );
+}
+
+fn headless(
+    world: &World,
+    args: &[&str],
+    scenario: Option<Value>,
+) -> (Option<i32>, String, String) {
+    let mut full = vec!["--profile", "headless"];
+    full.extend_from_slice(args);
+    let output = world
+        .command(&full, scenario)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn headless_prints_the_final_text_streams_reasoning_and_fails_with_exit_1() {
+    let world = World::new();
+    let (exit, stdout, stderr) = headless(
+        &world,
+        &["--patch", "p.yml", "Make a", "landing page"],
+        None,
+    );
+    assert_eq!((exit, stdout.as_str()), (Some(0), "I wrote index.html.\n"));
+    assert!(stderr.starts_with("dsh: reasoning:\n"), "{stderr}");
+    assert!(world.path("project/index.html").is_file());
+    assert_eq!(world.journal()[0]["mode"], "headless");
+    let failing =
+        json!({"sdk": {"turns": [{"end": "error", "error": {"code": "AUTH", "message": "nope"}}]}});
+    let (exit, stdout, stderr) = headless(&world, &["say hi"], Some(failing));
+    assert_eq!(
+        (exit, stdout.as_str(), stderr.as_str()),
+        (Some(1), "\n", "dsh: AUTH: nope\n")
+    );
+    let (exit, stdout, stderr) = headless(&world, &[], None);
+    assert_eq!((exit, stdout.is_empty()), (Some(1), true));
+    assert!(stderr.starts_with("error: a task is required"), "{stderr}");
+}
+
+#[test]
+fn a_bad_sdk_scenario_exits_2_naming_the_file() {
+    let world = World::new();
+    let scenario = json!({"sdk": {"turns": [{"end": "bored"}]}});
+    let output = world
+        .command(&["--profile", "sdk"], Some(scenario))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("scenario.json") && stderr.contains("bored"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+}
