@@ -7,7 +7,7 @@
 
 use crate::run::{checker_after_ready, frame_of, RunRequest};
 use crate::session_store::{CompatibilityKey, Lookup, SessionMapping, SessionStore};
-use dsh_protocol::frames::{Execute, Result as RunResult};
+use dsh_protocol::frames::{Execute, ResultFrame as RunResult};
 use dsh_protocol::{
     HostCommand, LineEvent, RunContext, RuntimeFrame, StreamChecker, Violation, ViolationCode,
 };
