@@ -10,6 +10,8 @@
 //! - [`record`]: `record` and `fixture-from-transcript`.
 //! - [`model_server`]: `model-server`, a scripted loopback chat-completions endpoint.
 //! - [`report`]: the hosts x variants matrix (HTML, JSON, Markdown) and `diff`.
+//! - [`procfs`]: what `/proc` says about a process (the runner, `record` and `check-runtime`
+//!   judge process trees with it).
 
 pub mod check_runtime;
 pub mod corpus;
@@ -17,6 +19,7 @@ pub mod fixture;
 pub mod model;
 pub mod model_server;
 pub mod output;
+pub mod procfs;
 pub mod record;
 pub mod report;
 pub mod run;

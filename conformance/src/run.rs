@@ -13,6 +13,8 @@
 //! This module holds the CLI: flags, exit codes, output.
 
 pub use crate::fixture;
+/// The `/proc` helpers, at their old path (they are the crate's [`crate::procfs`]).
+pub use crate::procfs;
 
 mod case;
 mod checks;
@@ -24,7 +26,6 @@ pub mod expectations;
 mod journal;
 mod leftovers;
 mod preflight;
-pub mod procfs;
 pub mod project_files;
 pub mod selection;
 pub mod suite;

@@ -5,7 +5,7 @@ use super::live::{LiveValidator, RecordedViolation};
 use super::redact::Redactor;
 use super::signals;
 use super::transcript::{self, Meta};
-use crate::run::procfs;
+use crate::procfs;
 use dsh_protocol::LineFramer;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
