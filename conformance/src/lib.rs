@@ -1,6 +1,8 @@
 //! The conformance harness: fixture loading, the runner, verdicts and reports.
 //!
 //! - [`model`]: the results model every output renders.
+//! - [`codes`]: the error-code vocabulary (the kit's code classes, a host's declared codes) that
+//!   the runner judges with and the results model describes.
 //! - [`validate`]: `validate`, checking one captured stdout stream.
 //! - [`run`]: `run`, the corpus against one host (runner, world, driver, verdicts).
 //! - [`fixture`]: the typed case-file model.
@@ -14,6 +16,7 @@
 //!   judge process trees with it).
 
 pub mod check_runtime;
+pub mod codes;
 pub mod corpus;
 pub mod fixture;
 pub mod model;
