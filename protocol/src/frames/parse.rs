@@ -280,25 +280,7 @@ fn build_frame<'a, M: Members<'a>>(members: &M) -> Result<FrameRef<'a>, FrameErr
     };
     let frame = match type_name.as_ref() {
         "probe" | "ready" => {
-            let compatibility_generation =
-                r.optional::<String>("compatibility_generation", "a string")?;
-            if let Some(generation) = &compatibility_generation {
-                if !valid_compatibility_generation(generation) {
-                    return Err(FrameError::invalid(format!(
-                        "{}: `compatibility_generation` must match [A-Za-z0-9._:-]{{1,128}}",
-                        r.what
-                    )));
-                }
-            }
-            let identity = RuntimeIdentity {
-                runtime: r.required("runtime", "a string")?,
-                protocol_version: r.count("protocol_version")?,
-                plugin_version: r.id("plugin_version")?,
-                compatibility_generation,
-                capabilities: r
-                    .object("capabilities", "an object of booleans")?
-                    .ok_or_else(|| r.missing("capabilities"))?,
-            };
+            let identity = build_identity(&r)?;
             if type_name == "probe" {
                 FrameRef::Probe(identity)
             } else {
@@ -355,6 +337,28 @@ fn build_frame<'a, M: Members<'a>>(members: &M) -> Result<FrameRef<'a>, FrameErr
         _ => unreachable!("FRAME_WHAT lists exactly FRAME_TYPES"),
     };
     Ok(frame)
+}
+
+/// The identity a `probe` or `ready` frame carries.
+fn build_identity<'a, M: Members<'a>>(r: &Reader<'_, M>) -> Result<RuntimeIdentity, FrameError> {
+    let compatibility_generation = r.optional::<String>("compatibility_generation", "a string")?;
+    if let Some(generation) = &compatibility_generation {
+        if !valid_compatibility_generation(generation) {
+            return Err(FrameError::invalid(format!(
+                "{}: `compatibility_generation` must match [A-Za-z0-9._:-]{{1,128}}",
+                r.what
+            )));
+        }
+    }
+    Ok(RuntimeIdentity {
+        runtime: r.required("runtime", "a string")?,
+        protocol_version: r.count("protocol_version")?,
+        plugin_version: r.id("plugin_version")?,
+        compatibility_generation,
+        capabilities: r
+            .object("capabilities", "an object of booleans")?
+            .ok_or_else(|| r.missing("capabilities"))?,
+    })
 }
 
 /// Each frame type and how errors name it.
