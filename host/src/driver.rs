@@ -184,18 +184,14 @@ fn text(request: &Value, member: &str) -> String {
         .to_string()
 }
 
-fn handle_request(
-    line: &[u8],
-    replies: &Replies,
-    work: &mpsc::UnboundedSender<Work>,
-    active: &Mutex<Active>,
-    cancel_all: bool,
-) -> Flow {
+/// One request line as JSON valid against `driver/request.schema.json`, with its `id`; otherwise
+/// the error is replied and None returned.
+fn parse_request(line: &[u8], replies: &Replies) -> Option<(String, Value)> {
     let request: Value = match serde_json::from_slice(line) {
         Ok(request) => request,
         Err(error) => {
             let _ = replies.send(error_reply(None, format!("request is not JSON: {error}")));
-            return Flow::Continue;
+            return None;
         }
     };
     let id = request
@@ -208,9 +204,63 @@ fn handle_request(
             id.as_deref(),
             format!("invalid request ({})", reasons.join("; ")),
         ));
-        return Flow::Continue;
+        return None;
     }
-    let id = id.unwrap_or_default();
+    Some((id.unwrap_or_default(), request))
+}
+
+/// A `run` request: its model route checked, then queued with a cancel switch of its own.
+fn queue_run(
+    id: String,
+    request: &Value,
+    work: &mpsc::UnboundedSender<Work>,
+    active: &Mutex<Active>,
+) {
+    let model = match picked_route(request) {
+        Ok(model) => model,
+        Err(diagnostic) => {
+            let conversation_id = text(request, "conversation_id");
+            let _ = work.send(Work::RejectRoute {
+                id,
+                conversation_id,
+                diagnostic,
+            });
+            return;
+        }
+    };
+    let request = RunRequest {
+        conversation_id: text(request, "conversation_id"),
+        project_id: text(request, "project_id"),
+        cwd: PathBuf::from(text(request, "cwd")),
+        prompt: text(request, "prompt"),
+        bootstrap: text(request, "bootstrap"),
+        model,
+        reasoning_effort: request
+            .get("reasoning_effort")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    };
+    let (cancel, cancelled) = watch::channel(false);
+    if let Ok(mut active) = active.lock() {
+        active.runs.push((id.clone(), cancel));
+    }
+    let _ = work.send(Work::Run {
+        id,
+        request: Box::new(request),
+        cancelled,
+    });
+}
+
+fn handle_request(
+    line: &[u8],
+    replies: &Replies,
+    work: &mpsc::UnboundedSender<Work>,
+    active: &Mutex<Active>,
+    cancel_all: bool,
+) -> Flow {
+    let Some((id, request)) = parse_request(line, replies) else {
+        return Flow::Continue;
+    };
     match request
         .get("type")
         .and_then(Value::as_str)
@@ -237,41 +287,7 @@ fn handle_request(
         "models" => {
             let _ = work.send(Work::Models { id });
         }
-        "run" => {
-            let model = match picked_route(&request) {
-                Ok(model) => model,
-                Err(diagnostic) => {
-                    let conversation_id = text(&request, "conversation_id");
-                    let _ = work.send(Work::RejectRoute {
-                        id,
-                        conversation_id,
-                        diagnostic,
-                    });
-                    return Flow::Continue;
-                }
-            };
-            let request = RunRequest {
-                conversation_id: text(&request, "conversation_id"),
-                project_id: text(&request, "project_id"),
-                cwd: PathBuf::from(text(&request, "cwd")),
-                prompt: text(&request, "prompt"),
-                bootstrap: text(&request, "bootstrap"),
-                model,
-                reasoning_effort: request
-                    .get("reasoning_effort")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-            };
-            let (cancel, cancelled) = watch::channel(false);
-            if let Ok(mut active) = active.lock() {
-                active.runs.push((id.clone(), cancel));
-            }
-            let _ = work.send(Work::Run {
-                id,
-                request: Box::new(request),
-                cancelled,
-            });
-        }
+        "run" => queue_run(id, &request, work, active),
         // The mutant `cancel-all-runs` ends every run in flight (spec 10 forbids it).
         "cancel" => cancel_active(active, (!cancel_all).then_some(id.as_str())),
         "shutdown" => return Flow::Shutdown,
