@@ -12,10 +12,10 @@
 //!
 //! This module holds the CLI: flags, exit codes, output.
 
-pub use crate::fixture;
 /// The error-code vocabulary, at its old path (it is the crate's [`crate::codes`], which the
 /// results model shares).
 pub use crate::codes;
+pub use crate::fixture;
 /// The `/proc` helpers, at their old path (they are the crate's [`crate::procfs`]).
 pub use crate::procfs;
 
