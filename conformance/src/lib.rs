@@ -1,6 +1,8 @@
 //! The conformance harness: fixture loading, the runner, verdicts and reports.
 //!
 //! - [`model`]: the results model every output renders.
+//! - [`codes`]: the error-code vocabulary (the kit's code classes, a host's declared codes) that
+//!   the runner judges with and the results model describes.
 //! - [`validate`]: `validate`, checking one captured stdout stream.
 //! - [`run`]: `run`, the corpus against one host (runner, world, driver, verdicts).
 //! - [`sdk_corpus`]: `run --surface sdk`, the client corpus for SDK clients.
@@ -14,15 +16,19 @@
 //! - [`model_server`]: `model-server`, the CLI of the `dsh-model-server` crate.
 //! - [`input`]: reading the files a user names as input, bounded.
 //! - [`report`]: the hosts x variants matrix (HTML, JSON, Markdown) and `diff`.
+//! - [`procfs`]: what `/proc` says about a process (the runner, `record` and `check-runtime`
+//!   judge process trees with it).
 //! - [`scratch`]: the kit's temp dirs (0700, marked, swept after a killed run).
 
 pub mod check_runtime;
+pub mod codes;
 pub mod corpus;
 pub mod fixture;
 pub mod input;
 pub mod model;
 pub mod model_server;
 pub mod output;
+pub mod procfs;
 pub mod record;
 pub mod report;
 pub mod run;

@@ -212,12 +212,12 @@ impl SuiteReport {
                 _ => format!("{area} {judged} ({skipped} skipped)"),
             })
             .collect();
-        let vocabulary = crate::run::codes::Vocabulary::from_handshake(&self.host.handshake)
+        let vocabulary = crate::codes::Vocabulary::from_handshake(&self.host.handshake)
             .ok()
             .flatten();
         vec![
             format!("judged per area: {}", judged.join(", ")),
-            crate::run::codes::describe(vocabulary.as_ref()),
+            crate::codes::describe(vocabulary.as_ref()),
         ]
     }
 }

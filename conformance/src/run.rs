@@ -12,12 +12,16 @@
 //!
 //! This module holds the CLI: flags, exit codes, output.
 
+/// The error-code vocabulary, at its old path (it is the crate's [`crate::codes`], which the
+/// results model shares).
+pub use crate::codes;
 pub use crate::fixture;
+/// The `/proc` helpers, at their old path (they are the crate's [`crate::procfs`]).
+pub use crate::procfs;
 
 mod case;
 mod checks;
 pub mod child_env;
-pub mod codes;
 mod driver;
 mod events;
 mod expect;
@@ -25,7 +29,6 @@ pub mod expectations;
 mod journal;
 mod leftovers;
 mod preflight;
-pub mod procfs;
 pub mod project_files;
 pub mod selection;
 pub mod suite;

@@ -153,7 +153,7 @@ pub fn validate(args: &Args) -> Result<Report, String> {
     })
 }
 
-fn describe_outcome(result: &dsh_protocol::frames::Result) -> String {
+fn describe_outcome(result: &dsh_protocol::frames::ResultFrame) -> String {
     match result.status {
         Status::Completed => "result completed".to_string(),
         Status::Cancelled => "result cancelled".to_string(),

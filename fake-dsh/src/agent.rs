@@ -164,43 +164,117 @@ pub fn run_turn(context: &mut Context) -> TurnEnd {
     let Some(execute) = context.execute.clone() else {
         return TurnEnd::Failed;
     };
-    let request_id = execute.request_id.clone();
+    let mut served = match open_session(context, &execute) {
+        Ok(served) => served,
+        Err(end) => return end,
+    };
+    let turn = Turn::new(context, execute, &served);
+    match play_turn(context, &turn, &mut served.record) {
+        Ok(end) => end,
+        Err(Cancelled) => cancel(context, &turn.request_id, &mut served.record),
+    }
+}
+
+/// A cancel arrived between two frames: the turn ends with a cancelled result.
+struct Cancelled;
+
+/// What one turn works with, decided once its session is open.
+struct Turn {
+    execute: Execute,
+    request_id: String,
+    session_id: String,
+    html_name: String,
+    /// The turn's number in its session (1 for the first).
+    revision: usize,
+    /// Whether the turn edits an existing design (resumed, or not the session's first turn).
+    edit: bool,
+}
+
+impl Turn {
+    fn new(context: &Context, execute: Execute, served: &Served) -> Turn {
+        let revision = served.record.turns.len();
+        Turn {
+            request_id: execute.request_id.clone(),
+            session_id: served.record.session_id.clone(),
+            html_name: context.knobs.html_file().to_string(),
+            revision,
+            edit: served.resumed || revision > 1,
+            execute,
+        }
+    }
+}
+
+/// The design file written, and the tool result that reported it.
+struct ToolOutcome {
+    plan: ToolCallPlan,
+    output: String,
+    is_error: bool,
+}
+
+/// Opens the turn's session: a cancel that came first, or a session that cannot be resumed, ends
+/// the turn here (its result written); otherwise the turn is recorded and `session` announced
+/// once per process.
+fn open_session(context: &mut Context, execute: &Execute) -> Result<Served, TurnEnd> {
+    let request_id = &execute.request_id;
     if context.active_cancelled() {
         let session = context
             .session_sent
             .clone()
             .unwrap_or_else(|| context.session_id());
-        let frame = frames::result_cancelled(&request_id, &session);
+        let frame = frames::result_cancelled(request_id, &session);
         context.out.write_frame(&frame);
-        return TurnEnd::Cancelled;
+        return Err(TurnEnd::Cancelled);
     }
-    let mut served = match resolve_session(context, &execute) {
+    let mut served = match resolve_session(context, execute) {
         Ok(served) => served,
         Err((code, message)) => {
             let requested = context.session_id();
-            let frame = frames::result_failed(&request_id, &requested, true, &code, &message);
+            let frame = frames::result_failed(request_id, &requested, true, &code, &message);
             context.out.write_frame(&frame);
-            return TurnEnd::Failed;
+            return Err(TurnEnd::Failed);
         }
     };
     let record = &mut served.record;
     let announced_by_script =
         record.turns.last().map(|turn| turn.request_id.as_str()) == Some(request_id.as_str());
     if !announced_by_script {
-        record.begin_turn(&request_id, &execute.prompt, &execute.cwd);
+        record.begin_turn(request_id, &execute.prompt, &execute.cwd);
     }
     store(context, record);
     let session_id = record.session_id.clone();
     if context.session_sent.as_deref() != Some(session_id.as_str()) {
-        let frame = frames::session(&request_id, &session_id, served.resumed);
+        let frame = frames::session(request_id, &session_id, served.resumed);
         context.out.write_frame(&frame);
-        context.session_sent = Some(session_id.clone());
+        context.session_sent = Some(session_id);
     }
+    Ok(served)
+}
 
-    let html_name = context.knobs.html_file().to_string();
-    let revision = record.turns.len();
-    let edit = served.resumed || revision > 1;
-    let (thinking, opening, plan) = if edit {
+/// The turn after its session: narrate, use the tool, close, and the terminal result.
+fn play_turn(
+    context: &mut Context,
+    turn: &Turn,
+    record: &mut SessionRecord,
+) -> Result<TurnEnd, Cancelled> {
+    narrate(context, turn)?;
+    let outcome = write_design(context, turn, record)?;
+    close(context, turn, &outcome)?;
+    Ok(finish(context, turn, record, &outcome))
+}
+
+/// Writes `frame` unless a cancel arrived before it.
+fn step(context: &mut Context, frame: &Value) -> Result<(), Cancelled> {
+    if between_frames(context) {
+        return Err(Cancelled);
+    }
+    context.out.write_frame(frame);
+    Ok(())
+}
+
+/// The thinking and the two texts that say what the turn will do.
+fn narrate(context: &mut Context, turn: &Turn) -> Result<(), Cancelled> {
+    let (request_id, html_name) = (&turn.request_id, &turn.html_name);
+    let (thinking, opening, plan) = if turn.edit {
         (
             "A follow-up turn in the same session: edit the existing design instead of starting over.",
             format!("Picking up the existing design in `{html_name}`."),
@@ -214,47 +288,50 @@ pub fn run_turn(context: &mut Context) -> TurnEnd {
         )
     };
     let steps: [Value; 3] = [
-        frames::thinking(&request_id, thinking),
-        frames::text(&request_id, &opening),
-        frames::text(&request_id, &plan),
+        frames::thinking(request_id, thinking),
+        frames::text(request_id, &opening),
+        frames::text(request_id, &plan),
     ];
-    for frame in steps {
-        if between_frames(context) {
-            return cancel(context, &request_id, record);
-        }
-        context.out.write_frame(&frame);
+    for frame in &steps {
+        step(context, frame)?;
     }
+    Ok(())
+}
 
+/// The tool call, the write it stands for (inside the project only), and its tool result.
+fn write_design(
+    context: &mut Context,
+    turn: &Turn,
+    record: &mut SessionRecord,
+) -> Result<ToolOutcome, Cancelled> {
     if between_frames(context) {
-        return cancel(context, &request_id, record);
+        return Err(Cancelled);
     }
-    let html_path = Path::new(&execute.cwd).join(&html_name);
-    let hero = design::hero_for(&execute.prompt, revision);
-    let call = plan_tool_call(&html_path, &html_name, &hero, edit);
-    let call_id = format!("call_{}_{revision}", &short_id(&session_id));
+    let (request_id, html_name, revision) = (&turn.request_id, &turn.html_name, turn.revision);
+    let cwd = Path::new(&turn.execute.cwd);
+    let html_path = cwd.join(html_name);
+    let hero = design::hero_for(&turn.execute.prompt, revision);
+    let plan = plan_tool_call(&html_path, html_name, &hero, turn.edit);
+    let call_id = format!("call_{}_{revision}", &short_id(&turn.session_id));
     context.out.write_frame(&frames::tool_call(
-        &request_id,
+        request_id,
         &call_id,
-        call.name,
-        &call.arguments,
+        plan.name,
+        &plan.arguments,
     ));
-    let outcome = write_inside_project(
-        Path::new(&execute.cwd),
-        &html_path,
-        call.new_contents.as_bytes(),
-    );
-    if outcome.is_ok() {
+    let written = write_inside_project(cwd, &html_path, plan.new_contents.as_bytes());
+    if written.is_ok() {
         record.html_file = Some(html_path.to_string_lossy().into_owned());
     }
     if between_frames(context) {
-        return cancel(context, &request_id, record);
+        return Err(Cancelled);
     }
-    let (output, is_error) = match &outcome {
-        Ok(()) if call.name == "edit_file" => {
+    let (output, is_error) = match &written {
+        Ok(()) if plan.name == "edit_file" => {
             (format!("Edited {html_name} (revision {revision})"), false)
         }
         Ok(()) => (
-            format!("Wrote {} bytes to {html_name}", call.new_contents.len()),
+            format!("Wrote {} bytes to {html_name}", plan.new_contents.len()),
             false,
         ),
         Err(error) => (
@@ -263,45 +340,69 @@ pub fn run_turn(context: &mut Context) -> TurnEnd {
         ),
     };
     context.out.write_frame(&frames::tool_result(
-        &request_id,
+        request_id,
         &call_id,
         frames::TOOL_RESULT_NAME,
         &output,
         is_error,
     ));
+    Ok(ToolOutcome {
+        plan,
+        output,
+        is_error,
+    })
+}
 
-    let closing = if is_error {
+/// The closing text and the usage of the turn.
+fn close(context: &mut Context, turn: &Turn, outcome: &ToolOutcome) -> Result<(), Cancelled> {
+    let html_name = &turn.html_name;
+    let closing = if outcome.is_error {
         format!(" I could not write `{html_name}`.")
     } else {
-        format!(" Done: `{html_name}` now shows revision {revision}.")
+        format!(" Done: `{html_name}` now shows revision {}.", turn.revision)
     };
+    let written = &outcome.plan.new_contents;
     for frame in [
-        frames::text(&request_id, &closing),
-        usage_frame(&execute, &call.new_contents, edit, revision),
+        frames::text(&turn.request_id, &closing),
+        usage_frame(&turn.execute, written, turn.edit, turn.revision),
     ] {
-        if between_frames(context) {
-            return cancel(context, &request_id, record);
-        }
-        context.out.write_frame(&frame);
+        step(context, &frame)?;
     }
     if between_frames(context) {
-        return cancel(context, &request_id, record);
+        return Err(Cancelled);
     }
-    if is_error {
+    Ok(())
+}
+
+/// The terminal result (failed when the write failed), with the session record updated first.
+fn finish(
+    context: &mut Context,
+    turn: &Turn,
+    record: &mut SessionRecord,
+    outcome: &ToolOutcome,
+) -> TurnEnd {
+    let (request_id, session_id) = (&turn.request_id, &turn.session_id);
+    if outcome.is_error {
         record.finish_turn("failed");
         store(context, record);
-        let frame = frames::result_failed(&request_id, &session_id, false, "TOOL_FAILED", &output);
+        let frame = frames::result_failed(
+            request_id,
+            session_id,
+            false,
+            "TOOL_FAILED",
+            &outcome.output,
+        );
         context.out.write_frame(&frame);
         return TurnEnd::Failed;
     }
     record.finish_turn("completed");
     store(context, record);
-    let summary = if edit {
-        format!("Updated {html_name}")
+    let summary = if turn.edit {
+        format!("Updated {}", turn.html_name)
     } else {
-        format!("Created {html_name}")
+        format!("Created {}", turn.html_name)
     };
-    let frame = frames::result_completed(&request_id, &session_id, &summary);
+    let frame = frames::result_completed(request_id, session_id, &summary);
     context.out.write_frame(&frame);
     TurnEnd::Completed
 }

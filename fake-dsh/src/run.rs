@@ -70,43 +70,50 @@ pub fn main() -> ! {
             require_profile();
             frame_surface(frames::models(), scenario.models.as_ref())
         }
-        Invocation::PluginAdd { tarball } => {
-            let dsh_home = home::dsh_home().unwrap_or_else(|message| fail(&message));
-            if tarball.is_file() {
-                home::claim(&dsh_home).unwrap_or_else(|message| fail(&message));
-            }
-            match home::install_profile(&dsh_home, &tarball, frames::PLUGIN_VERSION) {
-                Ok(_) => {
-                    let line = format!(
-                        "Installed {}@{} into profile {}\n",
-                        home::BUNDLE_PACKAGE,
-                        frames::PLUGIN_VERSION,
-                        home::PROFILE_NAME
-                    );
-                    Stdout::new().write_bytes(line.as_bytes());
-                    finish(0, ExitReason::ScriptEnd)
-                }
-                Err(message) => plugin_add_failed(&dsh_home, &message),
-            }
-        }
-        Invocation::Stdio => {
-            let dsh_home = require_profile();
-            home::claim(&dsh_home).unwrap_or_else(|message| fail(&message));
-            let index = match journaled_index {
-                Some(index) => Some(index),
-                None if !scenario.stdio.is_empty() => home::next_stdio_invocation(&dsh_home).ok(),
-                None => None,
-            };
-            let context = Context::new(dsh_home, scenario.agent.clone());
-            match scenario.script(index) {
-                Some(script) => stdio::run_script(context, script),
-                None => stdio::run_default_agent(context),
-            }
-        }
+        Invocation::PluginAdd { tarball } => plugin_add(&tarball),
+        Invocation::Stdio => stdio_surface(&scenario, journaled_index),
         Invocation::Child { .. }
         | Invocation::Help(_)
         | Invocation::Usage(_)
         | Invocation::NoSuchProfile(_) => unreachable!("handled above"),
+    }
+}
+
+/// `plugin add <tarball>`: installs the profile bundle into the Harness home.
+fn plugin_add(tarball: &std::path::Path) -> ! {
+    let dsh_home = home::dsh_home().unwrap_or_else(|message| fail(&message));
+    if tarball.is_file() {
+        home::claim(&dsh_home).unwrap_or_else(|message| fail(&message));
+    }
+    match home::install_profile(&dsh_home, tarball, frames::PLUGIN_VERSION) {
+        Ok(_) => {
+            let line = format!(
+                "Installed {}@{} into profile {}\n",
+                home::BUNDLE_PACKAGE,
+                frames::PLUGIN_VERSION,
+                home::PROFILE_NAME
+            );
+            Stdout::new().write_bytes(line.as_bytes());
+            finish(0, ExitReason::ScriptEnd)
+        }
+        Err(message) => plugin_add_failed(&dsh_home, &message),
+    }
+}
+
+/// `--stdio`: the scenario's script for this invocation (counted in the journal, else in the
+/// Harness home when the scenario scripts stdio), or the default agent.
+fn stdio_surface(scenario: &Scenario, journaled_index: Option<u64>) -> ! {
+    let dsh_home = require_profile();
+    home::claim(&dsh_home).unwrap_or_else(|message| fail(&message));
+    let index = match journaled_index {
+        Some(index) => Some(index),
+        None if !scenario.stdio.is_empty() => home::next_stdio_invocation(&dsh_home).ok(),
+        None => None,
+    };
+    let context = Context::new(dsh_home, scenario.agent.clone());
+    match scenario.script(index) {
+        Some(script) => stdio::run_script(context, script),
+        None => stdio::run_default_agent(context),
     }
 }
 

@@ -7,7 +7,10 @@ use crate::inbox::{remaining, Inbound, Inbox, Wait};
 use crate::journal::ExitReason;
 use crate::output::{self, FrameEntries, Stdout};
 use crate::process::{self, finish};
-use crate::scenario::{Action, AgentKnobs, ExecuteBranches, ExecuteKind, TextLineSpec};
+use crate::scenario::{
+    Action, AgentKnobs, ExecuteBranches, ExecuteKind, ProtocolErrorSpec, ResultSpec, SessionSpec,
+    TextLineSpec, UsageSpec,
+};
 use crate::sessions::{self, SessionRecord};
 use dsh_protocol::frames::TokenCounts;
 use serde_json::{json, Value};
@@ -456,11 +459,8 @@ fn text_line(context: &Context, spec: &TextLineSpec) -> (Vec<u8>, Vec<Option<Val
     (line, vec![Some(frame)])
 }
 
+/// The frame a frame-writing action stands for, its placeholders filled from the context.
 fn frame_of(context: &mut Context, action: &Action) -> Value {
-    let request_id = |context: &Context, explicit: &Option<String>| match explicit {
-        Some(explicit) => context.fill(explicit),
-        None => context.request_id(),
-    };
     match action {
         Action::Ready(ready) => {
             let mut frame = frames::ready();
@@ -469,106 +469,27 @@ fn frame_of(context: &mut Context, action: &Action) -> Value {
             }
             frame
         }
-        Action::Session(spec) => {
-            let session_id = spec
-                .session_id
-                .as_deref()
-                .map(|id| context.fill(id))
-                .unwrap_or_else(|| context.session_id());
-            let asked_to_resume = context
-                .execute
-                .as_ref()
-                .is_some_and(|execute| execute.resume_session_id.is_some());
-            let resumed = spec.resumed.unwrap_or(asked_to_resume);
-            context.remember_scripted_session(&session_id, None);
-            context.session_sent = Some(session_id.clone());
-            frames::session(&request_id(context, &spec.request_id), &session_id, resumed)
-        }
+        Action::Session(spec) => scripted_session(context, spec),
         Action::Thinking(content) => {
             frames::thinking(&context.request_id(), &context.fill(content))
         }
         Action::Text(content) => frames::text(&context.request_id(), &context.fill(content)),
         Action::ToolCall(spec) => frames::tool_call(
-            &request_id(context, &spec.request_id),
+            &explicit_or_bound_request_id(context, &spec.request_id),
             &context.fill(spec.call_id.as_deref().unwrap_or("call_1")),
             &context.fill(spec.name.as_deref().unwrap_or("write_file")),
             &context.fill_value(spec.arguments.as_ref().unwrap_or(&json!({}))),
         ),
         Action::ToolResult(spec) => frames::tool_result(
-            &request_id(context, &spec.request_id),
+            &explicit_or_bound_request_id(context, &spec.request_id),
             &context.fill(spec.call_id.as_deref().unwrap_or("call_1")),
             &context.fill(spec.name.as_deref().unwrap_or("write_file")),
             &context.fill(spec.output.as_deref().unwrap_or("ok")),
             spec.is_error.unwrap_or(false),
         ),
-        Action::Usage(members) => {
-            let (provider, model) = match context.execute.as_ref() {
-                Some(execute) => (execute.provider.clone(), execute.model.clone()),
-                None => (
-                    frames::DEFAULT_PROVIDER.to_string(),
-                    frames::DEFAULT_MODEL.to_string(),
-                ),
-            };
-            let tokens = TokenCounts {
-                input_tokens: 1200,
-                output_tokens: 300,
-                cache_read_tokens: None,
-                cache_write_tokens: None,
-            };
-            let mut frame = frames::usage(&context.request_id(), &provider, &model, &tokens);
-            for (name, value) in members {
-                frame[name.as_str()] = context.fill_value(value);
-            }
-            frame
-        }
-        Action::Result(spec) => {
-            let status = spec.status.as_deref().unwrap_or("completed");
-            let session_id = match &spec.session_id {
-                Some(explicit) => context.fill_value(explicit),
-                None => json!(context
-                    .session_sent
-                    .clone()
-                    .unwrap_or_else(|| context.session_id())),
-            };
-            let mut frame = json!({
-                "v": 1,
-                "type": "result",
-                "request_id": request_id(context, &spec.request_id),
-                "status": status,
-                "session_id": session_id,
-                "resume_rejected": spec.resume_rejected.unwrap_or(false),
-            });
-            if let Some(output) = &spec.output {
-                frame["output"] = json!(context.fill(output));
-            }
-            if let Some(stop_reason) = &spec.stop_reason {
-                frame["stop_reason"] = json!(context.fill(stop_reason));
-            }
-            match &spec.error {
-                Some(Value::Null) => {}
-                Some(error) => frame["error"] = context.fill_value(error),
-                None if status == "failed" => {
-                    frame["error"] = json!({"code": "RUN_FAILED", "message": "scripted failure"});
-                }
-                None => {}
-            }
-            remember_scripted_result(context, &frame);
-            frame
-        }
-        Action::ProtocolError(spec) => {
-            let request_id = match &spec.request_id {
-                Some(explicit) => Some(context.fill(explicit)),
-                None => context
-                    .execute
-                    .as_ref()
-                    .map(|execute| execute.request_id.clone()),
-            };
-            frames::protocol_error(
-                request_id.as_deref(),
-                &context.fill(spec.code.as_deref().unwrap_or("PROTOCOL_ERROR")),
-                &context.fill(spec.message.as_deref().unwrap_or("scripted protocol error")),
-            )
-        }
+        Action::Usage(members) => scripted_usage(context, members),
+        Action::Result(spec) => scripted_result(context, spec),
+        Action::ProtocolError(spec) => scripted_protocol_error(context, spec),
         Action::Frame(members) => context.fill_value(&Value::Object(members.clone())),
         _ => unreachable!("only frame-writing actions are rendered"),
     }
@@ -583,6 +504,106 @@ fn remember_scripted_result(context: &Context, frame: &Value) {
     if let (true, false, Some(session_id)) = (terminal, rejected, frame["session_id"].as_str()) {
         context.remember_scripted_session(session_id, status);
     }
+}
+
+/// The action's own `request_id` (filled), else the bound execute's.
+fn explicit_or_bound_request_id(context: &Context, explicit: &Option<String>) -> String {
+    match explicit {
+        Some(explicit) => context.fill(explicit),
+        None => context.request_id(),
+    }
+}
+
+/// A `session` frame, remembered as the one this process announced.
+fn scripted_session(context: &mut Context, spec: &SessionSpec) -> Value {
+    let session_id = spec
+        .session_id
+        .as_deref()
+        .map(|id| context.fill(id))
+        .unwrap_or_else(|| context.session_id());
+    let asked_to_resume = context
+        .execute
+        .as_ref()
+        .is_some_and(|execute| execute.resume_session_id.is_some());
+    let resumed = spec.resumed.unwrap_or(asked_to_resume);
+    context.remember_scripted_session(&session_id, None);
+    context.session_sent = Some(session_id.clone());
+    let request_id = explicit_or_bound_request_id(context, &spec.request_id);
+    frames::session(&request_id, &session_id, resumed)
+}
+
+/// A `usage` frame for the execute's route, its members overridden by the action's.
+fn scripted_usage(context: &Context, members: &UsageSpec) -> Value {
+    let (provider, model) = match context.execute.as_ref() {
+        Some(execute) => (execute.provider.clone(), execute.model.clone()),
+        None => (
+            frames::DEFAULT_PROVIDER.to_string(),
+            frames::DEFAULT_MODEL.to_string(),
+        ),
+    };
+    let tokens = TokenCounts {
+        input_tokens: 1200,
+        output_tokens: 300,
+        cache_read_tokens: None,
+        cache_write_tokens: None,
+    };
+    let mut frame = frames::usage(&context.request_id(), &provider, &model, &tokens);
+    for (name, value) in members {
+        frame[name.as_str()] = context.fill_value(value);
+    }
+    frame
+}
+
+/// A `result` frame, written as JSON so a script can make it wrong on purpose.
+fn scripted_result(context: &Context, spec: &ResultSpec) -> Value {
+    let status = spec.status.as_deref().unwrap_or("completed");
+    let session_id = match &spec.session_id {
+        Some(explicit) => context.fill_value(explicit),
+        None => json!(context
+            .session_sent
+            .clone()
+            .unwrap_or_else(|| context.session_id())),
+    };
+    let mut frame = json!({
+        "v": 1,
+        "type": "result",
+        "request_id": explicit_or_bound_request_id(context, &spec.request_id),
+        "status": status,
+        "session_id": session_id,
+        "resume_rejected": spec.resume_rejected.unwrap_or(false),
+    });
+    if let Some(output) = &spec.output {
+        frame["output"] = json!(context.fill(output));
+    }
+    if let Some(stop_reason) = &spec.stop_reason {
+        frame["stop_reason"] = json!(context.fill(stop_reason));
+    }
+    match &spec.error {
+        Some(Value::Null) => {}
+        Some(error) => frame["error"] = context.fill_value(error),
+        None if status == "failed" => {
+            frame["error"] = json!({"code": "RUN_FAILED", "message": "scripted failure"});
+        }
+        None => {}
+    }
+    remember_scripted_result(context, &frame);
+    frame
+}
+
+/// A `protocol_error` frame, for the bound run unless the action names one.
+fn scripted_protocol_error(context: &Context, spec: &ProtocolErrorSpec) -> Value {
+    let request_id = match &spec.request_id {
+        Some(explicit) => Some(context.fill(explicit)),
+        None => context
+            .execute
+            .as_ref()
+            .map(|execute| execute.request_id.clone()),
+    };
+    frames::protocol_error(
+        request_id.as_deref(),
+        &context.fill(spec.code.as_deref().unwrap_or("PROTOCOL_ERROR")),
+        &context.fill(spec.message.as_deref().unwrap_or("scripted protocol error")),
+    )
 }
 
 /// Decodes standard base64 (padding optional); None when it is not base64.

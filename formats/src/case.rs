@@ -569,10 +569,32 @@ fn parse_expect<T: serde::de::DeserializeOwned + Default>(
     serde_json::from_value(value).map_err(|e| format!("{step} step: invalid expect: {e}"))
 }
 
+impl RawStep {
+    /// How many action members the step has (exactly one is valid).
+    fn action_count(&self) -> usize {
+        [
+            self.discover.is_some(),
+            self.models.is_some(),
+            self.setup.is_some(),
+            self.run.is_some(),
+            self.restart.is_some(),
+            self.runtime_version.is_some(),
+            self.corrupt_session.is_some(),
+            self.delete_session.is_some(),
+            self.truncate_host_data.is_some(),
+            self.concurrent.is_some(),
+        ]
+        .iter()
+        .filter(|present| **present)
+        .count()
+    }
+}
+
 impl TryFrom<RawStep> for Step {
     type Error = String;
 
     fn try_from(raw: RawStep) -> Result<Self, String> {
+        let present = raw.action_count();
         let RawStep {
             discover,
             models,
@@ -586,21 +608,6 @@ impl TryFrom<RawStep> for Step {
             concurrent,
             expect,
         } = raw;
-        let present = [
-            discover.is_some(),
-            models.is_some(),
-            setup.is_some(),
-            run.is_some(),
-            restart.is_some(),
-            runtime_version.is_some(),
-            corrupt_session.is_some(),
-            delete_session.is_some(),
-            truncate_host_data.is_some(),
-            concurrent.is_some(),
-        ]
-        .iter()
-        .filter(|present| **present)
-        .count();
         if present != 1 {
             return Err(format!(
                 "a step must have exactly one action member, found {present}"

@@ -307,32 +307,9 @@ pub(crate) fn non_empty_lines(stdout: &[u8]) -> Vec<&[u8]> {
         .collect()
 }
 
-/// Apply the probe gate to the probe's stdout.
-pub fn check_probe_output(stdout: &[u8]) -> Result<ProbeInfo, Diagnostic> {
-    let invalid = |why: String| {
-        Diagnostic::new(
-            codes::PROBE_INVALID,
-            format!("the open-design profile probe {why}; reinstall the profile (setup)"),
-        )
-    };
-    let lines = non_empty_lines(stdout);
-    let [line] = lines.as_slice() else {
-        return Err(invalid(format!(
-            "printed {} non-empty lines instead of exactly one probe frame",
-            lines.len()
-        )));
-    };
-    let frame: Value = serde_json::from_slice(line)
-        .map_err(|error| invalid(format!("printed a line that is not JSON ({error})")))?;
-    let Some(object) = frame.as_object() else {
-        return Err(invalid("printed JSON that is not an object".to_string()));
-    };
-    if object.get("type") != Some(&Value::from("probe")) || object.get("v") != Some(&Value::from(1))
-    {
-        return Err(invalid(
-            "did not print a generation-1 probe frame (`\"v\":1,\"type\":\"probe\"`)".to_string(),
-        ));
-    }
+/// The probe gate's identity checks: OpenDesign's runtime, this host's protocol version, and
+/// every required capability.
+fn check_probe_identity(object: &serde_json::Map<String, Value>) -> Result<(), Diagnostic> {
     match object.get("runtime") {
         Some(Value::String(runtime)) if runtime == dsh_protocol::RUNTIME_ID => {}
         other => {
@@ -378,6 +355,36 @@ pub fn check_probe_output(stdout: &[u8]) -> Result<ProbeInfo, Diagnostic> {
             ),
         ));
     }
+    Ok(())
+}
+
+/// Apply the probe gate to the probe's stdout.
+pub fn check_probe_output(stdout: &[u8]) -> Result<ProbeInfo, Diagnostic> {
+    let invalid = |why: String| {
+        Diagnostic::new(
+            codes::PROBE_INVALID,
+            format!("the open-design profile probe {why}; reinstall the profile (setup)"),
+        )
+    };
+    let lines = non_empty_lines(stdout);
+    let [line] = lines.as_slice() else {
+        return Err(invalid(format!(
+            "printed {} non-empty lines instead of exactly one probe frame",
+            lines.len()
+        )));
+    };
+    let frame: Value = serde_json::from_slice(line)
+        .map_err(|error| invalid(format!("printed a line that is not JSON ({error})")))?;
+    let Some(object) = frame.as_object() else {
+        return Err(invalid("printed JSON that is not an object".to_string()));
+    };
+    if object.get("type") != Some(&Value::from("probe")) || object.get("v") != Some(&Value::from(1))
+    {
+        return Err(invalid(
+            "did not print a generation-1 probe frame (`\"v\":1,\"type\":\"probe\"`)".to_string(),
+        ));
+    }
+    check_probe_identity(object)?;
     if let Err(errors) = dsh_protocol::schema::validate("frames/probe.schema.json", &frame) {
         let first = errors.first().map(ToString::to_string).unwrap_or_default();
         return Err(invalid(format!(

@@ -28,7 +28,9 @@ use crate::host::Host;
 use crate::process::{self, spawn_owned, OwnedTree, Stop};
 use crate::redact::Redactor;
 use crate::session_store::{CompatibilityKey, SessionMapping, RUNTIME_ID};
-use dsh_protocol::frames::{Execute, ModelRoute, Result as RunResult, RuntimeIdentity, Status};
+use dsh_protocol::frames::{
+    Execute, ModelRoute, ResultFrame as RunResult, RuntimeIdentity, Status,
+};
 use dsh_protocol::{
     FrameRef, HostCommand, LineEvent, RunContext, Step, StreamChecker, Terminal, Violation,
     ViolationCode,

@@ -203,43 +203,52 @@ fn check_transcript(bytes: &[u8]) -> usize {
     accepted
 }
 
-fn main() {
+/// The command line: `--megabytes N`, `--no-node`, `--checker-only`.
+struct Args {
+    megabytes: usize,
+    node: bool,
+    checker_only: bool,
+}
+
+fn parse_args() -> Args {
     let mut args = std::env::args().skip(1);
-    let mut megabytes = 100;
-    let mut node = true;
-    let mut checker_only = false;
+    let mut parsed = Args {
+        megabytes: 100,
+        node: true,
+        checker_only: false,
+    };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--megabytes" => {
-                megabytes = args.next().and_then(|n| n.parse().ok()).unwrap_or_else(|| {
+                parsed.megabytes = args.next().and_then(|n| n.parse().ok()).unwrap_or_else(|| {
                     eprintln!("--megabytes takes a whole number");
                     std::process::exit(2)
                 })
             }
-            "--no-node" => node = false,
-            "--checker-only" => checker_only = true,
+            "--no-node" => parsed.node = false,
+            "--checker-only" => parsed.checker_only = true,
             other => {
                 eprintln!("unknown argument {other}");
                 std::process::exit(2)
             }
         }
     }
-    if checker_only {
-        let (bytes, _) = transcript(megabytes);
-        let (times, _) = timed(|| check_transcript(&bytes));
-        println!(
-            "{}",
-            serde_json::json!({ "checker": { "seconds": times.wall } })
-        );
-        return;
-    }
-    let (bytes, frames) = transcript(megabytes);
-    let text = std::str::from_utf8(&bytes).expect("generated transcript is UTF-8");
+    parsed
+}
 
-    // The three contenders take turns, round after round, so a burst of load on this shared
-    // machine hurts each about equally; each keeps its best round.
+/// The best round of each contender.
+struct Best {
+    serde: Times,
+    checker: Times,
+    node: Result<Times, String>,
+}
+
+/// The three contenders take turns, round after round, so a burst of load on this shared
+/// machine hurts each about equally; each keeps its best round.
+fn race(bytes: &[u8], frames: usize, node: bool) -> Best {
+    let text = std::str::from_utf8(bytes).expect("generated transcript is UTF-8");
     let file = if node {
-        TempTranscript::write(&bytes).map_err(|why| why.to_string())
+        TempTranscript::write(bytes).map_err(|why| why.to_string())
     } else {
         Err("--no-node".to_string())
     };
@@ -253,7 +262,7 @@ fn main() {
         });
         assert_eq!(count, frames, "serde_json parsed every generated line");
         serde_best = serde_best.min(times);
-        let (times, count) = timed(|| check_transcript(&bytes));
+        let (times, count) = timed(|| check_transcript(bytes));
         assert_eq!(count, frames, "the checker accepted every generated frame");
         checker_best = checker_best.min(times);
         node_best = match (&file, node_best) {
@@ -262,6 +271,27 @@ fn main() {
             (Ok(file), Err(_)) => node_times(&file.0, frames),
         };
     }
+    Best {
+        serde: serde_best,
+        checker: checker_best,
+        node: node_best,
+    }
+}
+
+fn main() {
+    let args = parse_args();
+    let megabytes = args.megabytes;
+    if args.checker_only {
+        let (bytes, _) = transcript(megabytes);
+        let (times, _) = timed(|| check_transcript(&bytes));
+        println!(
+            "{}",
+            serde_json::json!({ "checker": { "seconds": times.wall } })
+        );
+        return;
+    }
+    let (bytes, frames) = transcript(megabytes);
+    let best = race(&bytes, frames, args.node);
     let mb = bytes.len() as f64 / (1024.0 * 1024.0);
     let figures = |times: Times| {
         serde_json::json!({
@@ -271,7 +301,7 @@ fn main() {
             "frames_per_s": frames as f64 / times.cpu,
         })
     };
-    let node = match node_best {
+    let node = match best.node {
         Ok(seconds) => figures(seconds),
         Err(why) => serde_json::json!({ "skipped": why }),
     };
@@ -281,8 +311,8 @@ fn main() {
             "megabytes": megabytes,
             "frames": frames,
             "rounds": ROUNDS,
-            "checker": figures(checker_best),
-            "serde_json": figures(serde_best),
+            "checker": figures(best.checker),
+            "serde_json": figures(best.serde),
             "node": node,
         })
     );

@@ -8,7 +8,7 @@
 //! it ([`FrameRef::into_owned`], [`Step::into_owned`]); one that only checks allocates nothing.
 
 use crate::frame_ref::FrameRef;
-use crate::frames::{FrameErrorKind, Result as RunResult, Status};
+use crate::frames::{FrameErrorKind, ResultFrame, Status};
 use crate::lines::LineEvent;
 use std::collections::HashSet;
 use std::fmt;
@@ -166,7 +166,7 @@ impl std::error::Error for Violation {}
 #[derive(Debug, Clone, PartialEq)]
 pub enum Terminal {
     /// The single accepted terminal `result`.
-    Result(RunResult),
+    Result(ResultFrame),
     /// The stream broke a rule; the run fails with this.
     Violation(Violation),
 }
@@ -691,7 +691,7 @@ impl StreamChecker {
                 "result: cancelled although the host never sent cancel (spec 6, 10)",
             ));
         }
-        self.terminal = Some(Terminal::Result(RunResult::clone(result)));
+        self.terminal = Some(Terminal::Result(ResultFrame::clone(result)));
         self.accept(frame)
     }
 

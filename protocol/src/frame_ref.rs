@@ -9,8 +9,8 @@
 //! checks never pays for it.
 
 use crate::frames::{
-    Delta, Models, ProtocolError, Result as RunResult, RuntimeFrame, RuntimeIdentity, Session,
-    TokenCounts, ToolCall, ToolResult, Usage,
+    Delta, Models, ProtocolError, ResultFrame, RuntimeFrame, RuntimeIdentity, Session, TokenCounts,
+    ToolCall, ToolResult, Usage,
 };
 use std::borrow::Cow;
 
@@ -27,7 +27,7 @@ pub enum FrameRef<'a> {
     ToolResult(ToolResultRef<'a>),
     Usage(UsageRef<'a>),
     /// Boxed: the largest frame, once per run (it keeps every step small to move).
-    Result(Box<RunResult>),
+    Result(Box<ResultFrame>),
     ProtocolError(ProtocolError),
 }
 

@@ -4,8 +4,8 @@
 
 use dsh_protocol::frames::{
     Capabilities, Delta, Execute, ModelInfo, ModelRoute, Models, ProtocolError, ReasoningOption,
-    Result, RunError, RuntimeIdentity, Session, Status, TokenCounts, ToolCall, ToolResult, Usage,
-    MAX_COUNT,
+    ResultFrame, RunError, RuntimeIdentity, Session, Status, TokenCounts, ToolCall, ToolResult,
+    Usage, MAX_COUNT,
 };
 use dsh_protocol::{schema, HostCommand, RuntimeFrame};
 use proptest::prelude::*;
@@ -73,7 +73,7 @@ fn models() -> impl Strategy<Value = Models> {
         .prop_map(|(runtime, models)| Models { runtime, models })
 }
 
-fn result() -> impl Strategy<Value = Result> {
+fn result() -> impl Strategy<Value = ResultFrame> {
     (
         id(),
         prop_oneof![
@@ -94,7 +94,7 @@ fn result() -> impl Strategy<Value = Result> {
                     _ => error,
                 }
                 .map(|(code, message)| RunError { code, message });
-                Result {
+                ResultFrame {
                     request_id,
                     status,
                     session_id,
@@ -296,7 +296,7 @@ fn mutate(document: &mut Value, mutation: &Mutation) {
 }
 
 /// Parses through the hot path (the line parser), as the checker does.
-fn parse_document(document: &Value) -> std::result::Result<RuntimeFrame, String> {
+fn parse_document(document: &Value) -> Result<RuntimeFrame, String> {
     let line = serde_json::to_string(document).expect("serializes");
     RuntimeFrame::parse_line(line.as_bytes()).map_err(|error| error.message)
 }

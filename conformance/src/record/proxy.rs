@@ -5,15 +5,16 @@ use super::live::{LiveValidator, RecordedViolation};
 use super::redact::Redactor;
 use super::signals;
 use super::transcript::{self, Meta};
-use crate::run::procfs;
+use crate::procfs;
 use dsh_protocol::LineFramer;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::ffi::OsString;
+use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -59,37 +60,18 @@ pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String>
     let started_unix_ms = transcript::unix_ms_now();
     let dir = transcript::create_dir(out, started_unix_ms)?;
     let open = |name: &str| transcript::create_file(&dir.join(name)).map(BufWriter::new);
-    let mut stdout_file = open(transcript::STDOUT_FILE)?;
-    let mut stdin_file = open(transcript::STDIN_FILE)?;
+    let stdout_file = open(transcript::STDOUT_FILE)?;
+    let stdin_file = open(transcript::STDIN_FILE)?;
     let redactor = Redactor::new(super::redact::credential_values_from_env());
     let mut meta = Meta::new(command, started_unix_ms, &redactor);
 
     let (program, args) = command.split_first().ok_or("no command to record")?;
-    let mut child_command = Command::new(program);
-    child_command
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .process_group(0);
-    // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe; if the proxy is SIGKILLed, the runtime
-    // dies with it instead of running on unobserved. (Linux only: macOS has no such call.)
-    #[cfg(target_os = "linux")]
-    unsafe {
-        child_command.pre_exec(|| {
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
-        });
-    }
     // Orphans of the runtime (daemons that left its group) are re-parented here (Linux).
     procfs::become_subreaper();
-    let mut child = match child_command.spawn() {
+    let mut child = match runtime_command(program, args).spawn() {
         Ok(child) => child,
         Err(error) => {
-            let code = if error.kind() == std::io::ErrorKind::PermissionDenied {
-                126
-            } else {
-                127
-            };
+            let code = spawn_failure_code(&error);
             eprintln!(
                 "{PREFIX} cannot start {}: {error}",
                 program.to_string_lossy()
@@ -105,10 +87,87 @@ pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String>
     let forwarded = signals::forward_to_group(pgid)
         .map_err(|error| format!("cannot install signal forwarding: {error}"))?;
     let validator = Arc::new(Mutex::new(LiveValidator::new(started)));
+    let child_stdin = child.stdin.take().expect("stdin was piped");
+    let stdin_done = pump_host_stdin(child_stdin, stdin_file, Arc::clone(&validator));
+    let child_stdout = child.stdout.take().expect("stdout was piped");
+    let stdout_done = pump_runtime_stdout(child_stdout, stdout_file, Arc::clone(&validator));
 
-    // host -> runtime
-    let mut child_stdin = child.stdin.take().expect("stdin was piped");
-    let host_side = Arc::clone(&validator);
+    let status = child
+        .wait()
+        .map_err(|error| format!("waiting for the runtime: {error}"))?;
+    let exited = Instant::now();
+    let stdout_result = stdout_done.recv_timeout(STDOUT_AFTER_EXIT);
+    let processes_left = kill_leftovers(pgid, &validator);
+    let (stdout_bytes, host_closed, stdout_error) = match stdout_result {
+        Ok(Ok((bytes, closed))) => (Some(bytes), closed, None),
+        Ok(Err(error)) => (None, false, Some(error)),
+        Err(_) => (
+            None,
+            false,
+            Some("stdout stayed open after the runtime exited".to_string()),
+        ),
+    };
+    let stdin_error = match stdin_done.try_recv() {
+        Ok(Err(error)) => Some(format!("recording the host's stdin: {error}")),
+        _ => None,
+    };
+    let state = lock(&validator);
+    meta.exit_code = status.code();
+    meta.exit_signal = status
+        .signal()
+        .and_then(|signal| Signal::try_from(signal).ok())
+        .map(|signal| signal.as_str().to_string());
+    meta.signals_forwarded = lock(&forwarded).clone();
+    meta.bytes_stdout = stdout_bytes;
+    meta.bytes_stdin = Some(state.host().bytes);
+    meta.host_closed_stdout = host_closed;
+    meta.processes_left = processes_left;
+    meta.recording_error = stdout_error.or(stdin_error);
+    meta.timings_ms.exit = Some(exited.duration_since(started).as_millis() as u64);
+    meta.finish(&state, &redactor);
+    drop(state);
+    meta.write(&dir)?;
+    Ok((dir, Ended::Exited(status)))
+}
+
+/// The runtime's command: piped stdin and stdout, our stderr, a process group of its own, and
+/// (Linux) killed with the proxy.
+fn runtime_command(program: &OsString, args: &[OsString]) -> Command {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0);
+    // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe; if the proxy is SIGKILLed, the runtime
+    // dies with it instead of running on unobserved. (Linux only: macOS has no such call.)
+    #[cfg(target_os = "linux")]
+    unsafe {
+        command.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+        });
+    }
+    command
+}
+
+/// The exit code a shell gives a command it could not start: 126 not executable, else 127.
+fn spawn_failure_code(error: &std::io::Error) -> i32 {
+    if error.kind() == std::io::ErrorKind::PermissionDenied {
+        126
+    } else {
+        127
+    }
+}
+
+/// Host -> runtime, on a thread: every chunk of our stdin is counted, recorded and forwarded
+/// (forwarding stops when the runtime closes its stdin; recording goes on). The channel says how
+/// the host's stdin ended.
+fn pump_host_stdin(
+    mut child_stdin: ChildStdin,
+    mut stdin_file: BufWriter<File>,
+    host_side: Arc<Mutex<LiveValidator>>,
+) -> mpsc::Receiver<std::io::Result<()>> {
     let (stdin_done_tx, stdin_done) = mpsc::channel::<std::io::Result<()>>();
     std::thread::spawn(move || {
         let mut host_stdin = std::io::stdin().lock();
@@ -143,10 +202,16 @@ pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String>
         drop(child_stdin);
         let _ = stdin_done_tx.send(result);
     });
+    stdin_done
+}
 
-    // runtime -> host
-    let mut child_stdout = child.stdout.take().expect("stdout was piped");
-    let runtime_side = Arc::clone(&validator);
+/// Runtime -> host, on a thread: every chunk of the runtime's stdout is checked live, forwarded
+/// and recorded. The channel gives the bytes read and whether the host closed its stdout.
+fn pump_runtime_stdout(
+    mut child_stdout: ChildStdout,
+    mut stdout_file: BufWriter<File>,
+    runtime_side: Arc<Mutex<LiveValidator>>,
+) -> mpsc::Receiver<Result<(u64, bool), String>> {
     let (stdout_done_tx, stdout_done) = mpsc::channel::<Result<(u64, bool), String>>();
     std::thread::spawn(move || {
         let mut host_stdout = std::io::stdout().lock();
@@ -199,12 +264,12 @@ pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String>
         drop(state);
         let _ = stdout_done_tx.send(result);
     });
+    stdout_done
+}
 
-    let status = child
-        .wait()
-        .map_err(|error| format!("waiting for the runtime: {error}"))?;
-    let exited = Instant::now();
-    let stdout_result = stdout_done.recv_timeout(STDOUT_AFTER_EXIT);
+/// After the runtime exited: whether processes of its tree were left (its group, or orphans that
+/// left it); if so, a violation is recorded and they are killed.
+fn kill_leftovers(pgid: Pid, validator: &Mutex<LiveValidator>) -> bool {
     let escaped = procfs::adopted_children(&[pgid.as_raw()]);
     let processes_left = killpg(pgid, None).is_ok() || !escaped.is_empty();
     if processes_left {
@@ -214,38 +279,9 @@ pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String>
             message: format!("the runtime exited but processes of its tree were still running (its group, or {} orphan(s) that left it); the proxy killed them (spec 6: the runtime exits after the terminal result)", escaped.len()),
         };
         report(vec![violation.clone()]);
-        lock(&validator).violations.push(violation);
+        lock(validator).violations.push(violation);
         let _ = killpg(pgid, Signal::SIGKILL);
         procfs::kill_adopted(&[pgid.as_raw()], std::time::Duration::from_secs(2));
     }
-    let (stdout_bytes, host_closed, stdout_error) = match stdout_result {
-        Ok(Ok((bytes, closed))) => (Some(bytes), closed, None),
-        Ok(Err(error)) => (None, false, Some(error)),
-        Err(_) => (
-            None,
-            false,
-            Some("stdout stayed open after the runtime exited".to_string()),
-        ),
-    };
-    let stdin_error = match stdin_done.try_recv() {
-        Ok(Err(error)) => Some(format!("recording the host's stdin: {error}")),
-        _ => None,
-    };
-    let state = lock(&validator);
-    meta.exit_code = status.code();
-    meta.exit_signal = status
-        .signal()
-        .and_then(|signal| Signal::try_from(signal).ok())
-        .map(|signal| signal.as_str().to_string());
-    meta.signals_forwarded = lock(&forwarded).clone();
-    meta.bytes_stdout = stdout_bytes;
-    meta.bytes_stdin = Some(state.host().bytes);
-    meta.host_closed_stdout = host_closed;
-    meta.processes_left = processes_left;
-    meta.recording_error = stdout_error.or(stdin_error);
-    meta.timings_ms.exit = Some(exited.duration_since(started).as_millis() as u64);
-    meta.finish(&state, &redactor);
-    drop(state);
-    meta.write(&dir)?;
-    Ok((dir, Ended::Exited(status)))
+    processes_left
 }

@@ -24,15 +24,21 @@ pub fn verdict_columns(suites: &[SuiteReport]) -> Vec<Verdict> {
 
 /// Writes `report.md`.
 pub fn write_report_markdown(document: &ReportDocument, out: &mut dyn Write) -> io::Result<()> {
-    let hosts: Vec<&str> = {
-        let mut names: Vec<&str> = Vec::new();
-        for suite in &document.suites {
-            if !names.contains(&suite.host.name.as_str()) {
-                names.push(&suite.host.name);
-            }
+    write_heading(document, out)?;
+    write_totals(document, out)?;
+    write_cell_errors(document, out)?;
+    write_failing_cases(document, out)?;
+    write_coverage(document, out)
+}
+
+/// The title, what was run (kit, corpus, hosts x variants), and the corpus warning if any.
+fn write_heading(document: &ReportDocument, out: &mut dyn Write) -> io::Result<()> {
+    let mut hosts: Vec<&str> = Vec::new();
+    for suite in &document.suites {
+        if !hosts.contains(&suite.host.name.as_str()) {
+            hosts.push(&suite.host.name);
         }
-        names
-    };
+    }
     writeln!(out, "## dsh-conformance compatibility report\n")?;
     writeln!(
         out,
@@ -46,6 +52,11 @@ pub fn write_report_markdown(document: &ReportDocument, out: &mut dyn Write) -> 
     if let Some(warning) = document.corpus_warning() {
         writeln!(out, "> [!WARNING]\n> {}\n", markdown_text(&warning))?;
     }
+    Ok(())
+}
+
+/// The totals table: one row per host x variant, one column per verdict worth a column.
+fn write_totals(document: &ReportDocument, out: &mut dyn Write) -> io::Result<()> {
     let columns = verdict_columns(&document.suites);
     let header: Vec<&str> = columns.iter().map(|verdict| verdict.as_str()).collect();
     writeln!(out, "| host | variant | cases | {} |", header.join(" | "))?;
@@ -64,18 +75,29 @@ pub fn write_report_markdown(document: &ReportDocument, out: &mut dyn Write) -> 
             counts.join(" | ")
         )?;
     }
-    if !document.errors.is_empty() {
-        writeln!(out, "\n### Cells that could not run\n")?;
-        for error in &document.errors {
-            writeln!(
-                out,
-                "- {} / {}: {}",
-                markdown_code(&error.host),
-                markdown_code(&error.variant),
-                markdown_text(&error.message)
-            )?;
-        }
+    Ok(())
+}
+
+/// The cells that could not run, when there are any.
+fn write_cell_errors(document: &ReportDocument, out: &mut dyn Write) -> io::Result<()> {
+    if document.errors.is_empty() {
+        return Ok(());
     }
+    writeln!(out, "\n### Cells that could not run\n")?;
+    for error in &document.errors {
+        writeln!(
+            out,
+            "- {} / {}: {}",
+            markdown_code(&error.host),
+            markdown_code(&error.variant),
+            markdown_text(&error.message)
+        )?;
+    }
+    Ok(())
+}
+
+/// The cases that need attention, at most [`MAX_FAILING_ROWS`] rows.
+fn write_failing_cases(document: &ReportDocument, out: &mut dyn Write) -> io::Result<()> {
     let failing: Vec<(&SuiteReport, usize)> = document
         .suites
         .iter()
@@ -89,32 +111,39 @@ pub fn write_report_markdown(document: &ReportDocument, out: &mut dyn Write) -> 
         })
         .collect();
     if failing.is_empty() {
-        writeln!(out, "\nNo failing cases.")?;
-    } else {
-        writeln!(out, "\n### Failing cases ({})\n", failing.len())?;
+        return writeln!(out, "\nNo failing cases.");
+    }
+    writeln!(out, "\n### Failing cases ({})\n", failing.len())?;
+    writeln!(
+        out,
+        "| host | variant | case | verdict | rule | why |\n|---|---|---|---|---|---|"
+    )?;
+    for (suite, index) in failing.iter().take(MAX_FAILING_ROWS) {
+        let case = &suite.cases[*index];
+        let (rule, why) = rule_and_why_cells(case);
         writeln!(
             out,
-            "| host | variant | case | verdict | rule | why |\n|---|---|---|---|---|---|"
+            "| {} | {} | {} | {} | {rule} | {why} |",
+            markdown_code(&suite.host.name),
+            markdown_code(&suite.runtime_variant),
+            markdown_code(&case.id),
+            case.verdict.as_str(),
         )?;
-        for (suite, index) in failing.iter().take(MAX_FAILING_ROWS) {
-            let case = &suite.cases[*index];
-            let (rule, why) = rule_and_why_cells(case);
-            writeln!(
-                out,
-                "| {} | {} | {} | {} | {rule} | {why} |",
-                markdown_code(&suite.host.name),
-                markdown_code(&suite.runtime_variant),
-                markdown_code(&case.id),
-                case.verdict.as_str(),
-            )?;
-        }
-        if failing.len() > MAX_FAILING_ROWS {
-            writeln!(
-                out,
-                "\n... and {} more: see report.html or report.json.",
-                failing.len() - MAX_FAILING_ROWS
-            )?;
-        }
+    }
+    if failing.len() > MAX_FAILING_ROWS {
+        writeln!(
+            out,
+            "\n... and {} more: see report.html or report.json.",
+            failing.len() - MAX_FAILING_ROWS
+        )?;
+    }
+    Ok(())
+}
+
+/// How many of the spec's rules have a case, and which have none.
+fn write_coverage(document: &ReportDocument, out: &mut dyn Write) -> io::Result<()> {
+    if document.rules.is_empty() {
+        return Ok(());
     }
     let uncovered: Vec<String> = document
         .rules
@@ -122,18 +151,15 @@ pub fn write_report_markdown(document: &ReportDocument, out: &mut dyn Write) -> 
         .filter(|rule| rule.cases.is_empty())
         .map(|rule| markdown_code(&rule.id))
         .collect();
-    if !document.rules.is_empty() {
-        let covered = document.rules.len() - uncovered.len();
-        write!(
-            out,
-            "\nSpec coverage: {covered} of {} rules have a case",
-            document.rules.len()
-        )?;
-        if uncovered.is_empty() {
-            writeln!(out, ".")?;
-        } else {
-            writeln!(out, "; uncovered: {}.", uncovered.join(", "))?;
-        }
+    let covered = document.rules.len() - uncovered.len();
+    write!(
+        out,
+        "\nSpec coverage: {covered} of {} rules have a case",
+        document.rules.len()
+    )?;
+    if uncovered.is_empty() {
+        writeln!(out, ".")
+    } else {
+        writeln!(out, "; uncovered: {}.", uncovered.join(", "))
     }
-    Ok(())
 }
