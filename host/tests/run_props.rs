@@ -674,9 +674,17 @@ impl Model {
 /// What the strict rules say about `script` when the host's execute carried `request_id`.
 fn expected(script: &Script, request_id: &str) -> Expected {
     let mut model = Model::new(request_id);
-    // Before the execute, fake-dsh fills the placeholder with nothing.
-    play(&script.opening, &mut model, "");
-    let execute = model.checker.ready_seen() && model.checker.terminal().is_none();
+    // Before the execute, fake-dsh fills the placeholder with nothing. The host sends its execute
+    // as soon as it accepts a ready, so a later opening line (a second ready, say) cannot take it
+    // back: the execute is due once a ready was accepted before any violation.
+    let mut execute = false;
+    for piece in &script.opening {
+        let stopped = play(std::slice::from_ref(piece), &mut model, "");
+        execute |= model.checker.ready_seen() && model.checker.terminal().is_none();
+        if stopped.is_some() {
+            break;
+        }
+    }
     let stop = if execute {
         play(&script.body, &mut model, request_id).unwrap_or(Stop::Eof)
     } else {
