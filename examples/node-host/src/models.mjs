@@ -170,7 +170,7 @@ export async function listModels(env = process.env, { timeoutMs = 5000 } = {}) {
  * The model a run's request picks: `{provider, id}`, or null for `default`. A `route` is split at
  * the first `/` (both halves non-empty, no whitespace); without one, the request's `model`.
  * Throws ModelsError `DSH_PROFILE_INVALID_ROUTE` before anything is spawned.
- * @param {{ route?: unknown, model?: ModelRoute }} request a checked driver `run` request
+ * @param {Record<string, any>} request a checked driver `run` request (a `route`, else a `model`)
  * @returns {ModelRoute | null}
  */
 export function pickedModel(request) {
