@@ -23,6 +23,7 @@ export class StreamChecker {
   /** @param {{ requestId: string, resumeSessionId?: string | null }} context */
   constructor({ requestId, resumeSessionId = null }) {
     this.requestId = requestId;
+    /** @type {string | null} */
     this.resumeSessionId = resumeSessionId;
     /** @type {Frame | null} */
     this.ready = null;

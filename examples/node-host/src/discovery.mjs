@@ -118,7 +118,8 @@ export async function readVersion(binary, { env = process.env, timeoutMs = 10000
   if (cached && cached.identity === identity) return cached.version;
   const outcome = await runCommand(binary, ["--version"], { env, timeoutMs });
   if (outcome.spawnError || outcome.timedOut || outcome.exitCode !== 0) {
-    const diagnostic = `\`${binary} --version\` ${describeEnd(outcome)}; check that the official dsh installation works.`;
+    const ended = `\`${binary} --version\` ${describeEnd(outcome)}`;
+    const diagnostic = `${ended}; check that the official dsh installation works.`;
     throw new DiscoveryError("DSH_PROFILE_VERSION_FAILED", diagnostic);
   }
   if (outcome.stdout.trim() === "") {
@@ -170,7 +171,8 @@ export function checkProbeOutput(stdout) {
     }
     if (probe.capabilities === undefined || isPlainObject(probe.capabilities)) {
       const capabilities = probe.capabilities ?? {};
-      const missing = REQUIRED_CAPABILITIES.filter((name) => capabilities[name] === undefined || capabilities[name] === false);
+      const lacking = (/** @type {string} */ name) => capabilities[name] === undefined || capabilities[name] === false;
+      const missing = REQUIRED_CAPABILITIES.filter(lacking);
       if (missing.length > 0) {
         const lacks = `the ${PROFILE} profile lacks ${missing.join(", ")}, which OpenDesign requires `
           + "(session resume, cancel and structured events).";
@@ -221,7 +223,9 @@ export async function probe(binary, { env = process.env, timeoutMs = 10000 } = {
  */
 export async function discover(env = process.env) {
   /** @type {Discovery} */
-  const found = { available: false, version: null, warnings: [], diagnostic: null, code: null, binary: null, probe: null };
+  const found = {
+    available: false, version: null, warnings: [], diagnostic: null, code: null, binary: null, probe: null,
+  };
   try {
     const binary = resolveBinary(env);
     found.binary = binary;

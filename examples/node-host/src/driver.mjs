@@ -270,8 +270,8 @@ export class Driver {
     const event = { type: "error", message, error: { code, message } };
     (dialect ? dialect.map(event) : [event]).forEach(send);
     const sessionId = this.store.get(request.conversation_id)?.sessionId ?? null;
-    const outcome = { status: "failed", session_id: sessionId, resumed: false, code, message, foreign_frames: 0, stderr: "" };
-    this.write({ v: 1, type: "outcome", id: request.id, ...outcome });
+    const outcome = { status: "failed", session_id: sessionId, resumed: false, code, message };
+    this.write({ v: 1, type: "outcome", id: request.id, ...outcome, foreign_frames: 0, stderr: "" });
   }
 }
 

@@ -40,8 +40,10 @@ export class ModelsError extends Error {
 }
 
 /** @param {string} why */
-const invalid = (why) =>
-  new ModelsError("DSH_PROFILE_MODELS_INVALID", `the ${PROFILE} profile's model list ${why}; reinstall or repair the profile (setup)`);
+const invalid = (why) => {
+  const diagnostic = `the ${PROFILE} profile's model list ${why}; reinstall or repair the profile (setup)`;
+  return new ModelsError("DSH_PROFILE_MODELS_INVALID", diagnostic);
+};
 
 /**
  * @param {Record<string, unknown>} object
@@ -187,7 +189,8 @@ export function pickedModel(request) {
   const clean = (part) => part !== "" && !/\s/.test(part);
   if (!clean(provider) || !clean(id)) {
     const route = JSON.stringify(request.route.slice(0, 80));
-    throw new ModelsError("DSH_PROFILE_INVALID_ROUTE", `the model route ${route} is not provider/id or default; pick a model from the list`);
+    const diagnostic = `the model route ${route} is not provider/id or default; pick a model from the list`;
+    throw new ModelsError("DSH_PROFILE_INVALID_ROUTE", diagnostic);
   }
   return { provider, id };
 }

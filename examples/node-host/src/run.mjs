@@ -474,7 +474,9 @@ export class Turn {
    */
   classify(end) {
     /** @param {string} code @param {string} message @param {string | null} [runtimeCode] */
-    const failed = (code, message, runtimeCode = null) => ({ status: /** @type {const} */ ("failed"), code, message, runtimeCode });
+    const failed = (code, message, runtimeCode = null) => {
+      return { status: /** @type {const} */ ("failed"), code, message, runtimeCode };
+    };
     const cancelled = { status: /** @type {const} */ ("cancelled"), code: null, message: null, runtimeCode: null };
     switch (end.kind) {
       case "result": {
@@ -482,7 +484,8 @@ export class Turn {
         if (result.status !== "failed") return { status: result.status, code: null, message: null, runtimeCode: null };
         const error = result.error ?? { code: "unknown", message: "" };
         if (result.resume_rejected) {
-          const message = `the runtime could not resume the session (${error.code}: ${error.message}); the next run starts a new session`;
+          const message = `the runtime could not resume the session (${error.code}: ${error.message}); `
+            + "the next run starts a new session";
           return failed("DSH_PROFILE_RESUME_REJECTED", message, error.code);
         }
         return failed("DSH_PROFILE_RUN_FAILED", `the run failed: ${error.code}: ${error.message}`, error.code);
@@ -547,7 +550,9 @@ export class Turn {
       let timer;
       /** @type {Promise<unknown>[]} */
       const woken = [reader.arrival()];
-      if (Number.isFinite(soonest)) woken.push(new Promise((resolve) => (timer = setTimeout(resolve, soonest - Date.now()))));
+      if (Number.isFinite(soonest)) {
+        woken.push(new Promise((resolve) => (timer = setTimeout(resolve, soonest - Date.now()))));
+      }
       if (watchCancel) woken.push(new Promise((resolve) => (this.wakeOnCancel = () => resolve(undefined))));
       await Promise.race(woken);
       clearTimeout(timer);

@@ -39,7 +39,8 @@ export function dataDir(env = process.env) {
  * ready frame of the run deciding; `dsh` is `{ binary, family }`.
  * @param {{
  *   conversationId: string, projectId: string, cwd: string, model: ModelRoute | null,
- *   dsh: { binary: string, family: string }, ready: ReadyFrame
+ *   dsh: { binary: string, family: string },
+ *   ready: Pick<ReadyFrame, "protocol_version" | "plugin_version" | "compatibility_generation">
  * }} run
  * @returns {CompatibilityKey}
  */

@@ -75,7 +75,8 @@ export async function installBundle({ tarball, manifest: manifestPath }, env = p
     const args = ["plugin", "--profile", PROFILE, "add", tarball];
     const install = await runCommand(binary, args, { env, timeoutMs: 60000 });
     if (install.spawnError || install.timedOut || install.exitCode !== 0) {
-      const diagnostic = `\`dsh plugin --profile ${PROFILE} add\` ${describeEnd(install)}; the profile was not installed.`;
+      const ended = `\`dsh plugin --profile ${PROFILE} add\` ${describeEnd(install)}`;
+      const diagnostic = `${ended}; the profile was not installed.`;
       throw new DiscoveryError("DSH_PROFILE_INSTALL_FAILED", diagnostic);
     }
     await probe(binary, { env });
