@@ -13,7 +13,12 @@ fn repo_root() -> PathBuf {
 }
 
 fn node_available() -> bool {
-    Command::new("node")
+    tool_available("node")
+}
+
+/// Whether `program --version` runs and succeeds.
+fn tool_available(program: &str) -> bool {
+    Command::new(program)
         .arg("--version")
         .output()
         .is_ok_and(|output| output.status.success())
@@ -192,13 +197,6 @@ fn node_host_lines_are_under_120_characters() {
     );
 }
 
-fn npm_available() -> bool {
-    Command::new("npm")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success())
-}
-
 /// Whether `node_modules` holds exactly the versions `package-lock.json` pins.
 fn dev_dependencies_installed(dir: &Path) -> bool {
     let lock = std::fs::read_to_string(dir.join("package-lock.json")).expect("package-lock.json");
@@ -223,7 +221,7 @@ fn dev_dependencies_installed(dir: &Path) -> bool {
 /// npm is not installed.
 #[test]
 fn node_host_types_check() {
-    if !node_available() || !npm_available() {
+    if !node_available() || !tool_available("npm") {
         println!("skipped: node or npm not installed");
         return;
     }

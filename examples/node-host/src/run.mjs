@@ -172,15 +172,14 @@ export class Turn {
     if (typeof prepared === "string") return this.spawnFailure(prepared);
     const spawnError = await this.spawnRuntime(prepared);
     if (spawnError !== null) return this.spawnFailure(spawnError);
-    const ready = await this.awaitReady();
-    let end = ready;
-    if (ready.kind === "ready") {
-      const plan = this.decideSession(prepared, ready.frame);
+    let end = await this.awaitReady();
+    if (end.kind === "ready") {
+      const plan = this.decideSession(prepared, end.frame);
       this.sendExecute(prepared, plan);
       end = await this.stream();
     }
     this.streamEnded = true;
-    end = await this.afterResult(/** @type {End} */ (end));
+    end = await this.afterResult(end);
     end = await this.reap(end);
     return this.conclude(end);
   }

@@ -6,6 +6,7 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import readline from "node:readline";
+import { identityFrame } from "./world.mjs";
 
 const script = JSON.parse(fs.readFileSync(String(process.env.FAKE_SCRIPT), "utf8"));
 /** @param {Record<string, unknown>} entry */
@@ -14,14 +15,7 @@ const journal = (entry) =>
 const args = process.argv.slice(2);
 /** @param {number} ms */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const PROBE = {
-  v: 1,
-  type: "probe",
-  runtime: "open-design",
-  protocol_version: 1,
-  plugin_version: "0.1.0",
-  capabilities: { session_resume: true, session_cancel: true, structured_events: true },
-};
+
 
 journal({
   event: "start",
@@ -33,7 +27,7 @@ journal({
 if (args[0] === "--version") {
   process.stdout.write(script.version ?? "0.1.7\n");
 } else if (args.includes("--probe")) {
-  process.stdout.write(script.probe ?? `${JSON.stringify(PROBE)}\n`);
+  process.stdout.write(script.probe ?? `${JSON.stringify(identityFrame("probe"))}\n`);
   process.exitCode = script.probe_exit ?? 0;
 } else if (args[0] === "plugin") {
   journal({ event: "plugin_add", tarball: args.at(-1) });
@@ -84,15 +78,7 @@ async function stdio() {
     const [name, value] = Object.entries(action)[0];
     switch (name) {
       case "ready":
-        await write({
-          v: 1,
-          type: "ready",
-          runtime: "open-design",
-          protocol_version: 1,
-          plugin_version: "0.1.0",
-          capabilities: { session_resume: true, session_cancel: true, structured_events: true },
-          ...value,
-        });
+        await write({ ...identityFrame("ready"), ...value });
         break;
       case "read_execute":
         execute = await executeReady;

@@ -8,6 +8,21 @@ import { fileURLToPath } from "node:url";
 const FAKE = fileURLToPath(new URL("./fake-dsh.mjs", import.meta.url));
 export const CANARY_KEY = "sk-canary-0123456789abcdef";
 
+/**
+ * The identity frame a compatible runtime prints: `probe` (spec 5) or `ready` (spec 6).
+ * @param {"probe" | "ready"} type
+ */
+export function identityFrame(type) {
+  return {
+    v: 1,
+    type,
+    runtime: "open-design",
+    protocol_version: 1,
+    plugin_version: "0.1.0",
+    capabilities: { session_resume: true, session_cancel: true, structured_events: true },
+  };
+}
+
 /** A fresh temp world; `cleanup()` removes it. */
 export function makeWorld(script = {}) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "node-host-test-"));

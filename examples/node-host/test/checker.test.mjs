@@ -2,16 +2,10 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { StreamChecker } from "../src/checker.mjs";
 import { findDuplicateKey, parseFrame } from "../src/frames.mjs";
+import { identityFrame } from "../test-support/world.mjs";
 
 const RID = "od-run-1";
-const ready = {
-  v: 1,
-  type: "ready",
-  runtime: "open-design",
-  protocol_version: 1,
-  plugin_version: "0.1.0",
-  capabilities: { session_resume: true, session_cancel: true, structured_events: true },
-};
+const ready = identityFrame("ready");
 const session = (extra = {}) => ({
   v: 1,
   type: "session",

@@ -1,17 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { DiscoveryError, checkProbeOutput, parseVersion, resolveBinary } from "../src/discovery.mjs";
+import { identityFrame } from "../test-support/world.mjs";
 
-const probe = (patch = {}) =>
-  JSON.stringify({
-    v: 1,
-    type: "probe",
-    runtime: "open-design",
-    protocol_version: 1,
-    plugin_version: "0.1.0",
-    capabilities: { session_resume: true, session_cancel: true, structured_events: true },
-    ...patch,
-  });
+/** @param {Record<string, unknown>} [patch] */
+const probe = (patch = {}) => JSON.stringify({ ...identityFrame("probe"), ...patch });
 
 /** @param {() => unknown} fn */
 const codeOf = (fn) => {
