@@ -16,6 +16,8 @@
 #   GATE_HTML_REPORT   "true" to also write GATE_OUT/report/report.html (runs the corpus again)
 #   GATE_TIME_SCALE    timeout multiplier for slow runners (default 1)
 #   GATE_FIXTURES      a fixtures directory instead of the embedded corpus (optional)
+#   GATE_PASS_ENV      names (or PREFIX*) of this job's variables the driver needs, space-separated
+#                      (optional; the driver gets only an allowlist otherwise: docs/host-driver.md)
 #   DSH_CONFORMANCE    the dsh-conformance binary (default: the one on PATH)
 set -euo pipefail
 
@@ -36,6 +38,11 @@ else
   corpus=(--embedded-corpus)
 fi
 common=(--host "$host" --time-scale "${GATE_TIME_SCALE:-1}" "${corpus[@]}")
+set -f
+for name in ${GATE_PASS_ENV:-}; do
+  common+=(--pass-env "$name")
+done
+set +f
 if [[ -n "${GATE_EXPECTATIONS:-}" ]]; then
   [[ -f "$GATE_EXPECTATIONS" ]] || fail "expectations file $GATE_EXPECTATIONS does not exist"
   expectations=$(cd "$(dirname "$GATE_EXPECTATIONS")" && pwd)/$(basename "$GATE_EXPECTATIONS")

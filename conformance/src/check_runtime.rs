@@ -247,9 +247,7 @@ pub fn install_bundle(
         .ok()
         .filter(|path| path.exists())
         .ok_or_else(|| CannotRun(format!("--bundle {}: no such file", tarball.display())))?;
-    let root = tempfile::Builder::new()
-        .prefix("dsh-check-runtime-home-")
-        .tempdir()
+    let root = crate::scratch::tempdir("dsh-check-runtime-home-")
         .map_err(|error| CannotRun(format!("cannot create a temp home: {error}")))?;
     let tarball = if bundle.is_dir() {
         pack_directory(&bundle, root.path())?
@@ -391,6 +389,7 @@ pub fn to_json(target: &Target, results: &[CheckResult]) -> serde_json::Value {
             "pass": count_of(results, Status::Pass),
             "fail": count_of(results, Status::Fail),
             "inconclusive": count_of(results, Status::Inconclusive),
+            "informational": count_of(results, Status::Informational),
         },
     })
 }
@@ -409,22 +408,19 @@ pub fn to_table(target: &Target, results: &[CheckResult]) -> String {
         .unwrap_or(0);
     let mut out = String::new();
     for result in results {
-        let status = match result.status {
-            Status::Pass => "pass",
-            Status::Fail => "fail",
-            Status::Inconclusive => "inconclusive",
-        };
+        let status = result.status.as_str();
         out.push_str(&format!(
-            "{status:<12}  {:<id_width$}  {:<rule_width$}  {}\n",
+            "{status:<13}  {:<id_width$}  {:<rule_width$}  {}\n",
             result.id, result.rule, result.detail
         ));
     }
     out.push_str(&format!(
-        "{} checks: {} passed, {} failed, {} inconclusive ({})\n",
+        "{} checks: {} passed, {} failed, {} inconclusive, {} informational ({})\n",
         results.len(),
         count_of(results, Status::Pass),
         count_of(results, Status::Fail),
         count_of(results, Status::Inconclusive),
+        count_of(results, Status::Informational),
         target.dsh.display()
     ));
     out

@@ -11,6 +11,7 @@
 //! - [`model_server`]: `model-server`, the CLI of the `dsh-model-server` crate.
 //! - [`input`]: reading the files a user names as input, bounded.
 //! - [`report`]: the hosts x variants matrix (HTML, JSON, Markdown) and `diff`.
+//! - [`scratch`]: the kit's temp dirs (0700, marked, swept after a killed run).
 
 pub mod check_runtime;
 pub mod corpus;
@@ -22,4 +23,5 @@ pub mod output;
 pub mod record;
 pub mod report;
 pub mod run;
+pub mod scratch;
 pub mod validate;

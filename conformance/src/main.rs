@@ -41,9 +41,12 @@ enum Command {
     Corpus(corpus::CorpusArgs),
     /// Serve a scripted OpenAI-compatible chat-completions endpoint on 127.0.0.1 (keyless runs).
     ModelServer(model_server::Args),
+    /// Run a host's runtime under a child subreaper that kills what it leaves behind (escaped
+    /// daemons) once it exited: `supervise -- dsh --profile open-design --stdio`.
+    Supervise(run::supervisor::RuntimeArgs),
     /// The per-case supervisor `run` starts each driver under (internal).
     #[command(name = "__supervise", hide = true)]
-    Supervise(run::supervisor::Args),
+    CaseSupervise(run::supervisor::Args),
 }
 
 /// `--version`: the crate version and the embedded corpus it carries (the `corpus_hash` a full run
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
         Command::FixtureFromTranscript(args) => record::fixture_main(args),
         Command::Corpus(args) => corpus::corpus_main(args),
         Command::ModelServer(args) => model_server::main(args),
-        Command::Supervise(args) => run::supervisor::main(args),
+        Command::Supervise(args) => run::supervisor::runtime_main(args),
+        Command::CaseSupervise(args) => run::supervisor::main(args),
     }
 }

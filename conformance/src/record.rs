@@ -18,7 +18,7 @@ pub mod transcript;
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -138,12 +138,23 @@ pub fn fixture_main(args: FixtureArgs) -> ExitCode {
     match &args.out {
         Some(out) => {
             let path = &out_path(out, &id);
-            let parent = path.parent().filter(|dir| !dir.as_os_str().is_empty());
-            if let Err(error) = parent.map_or(Ok(()), std::fs::create_dir_all) {
-                return fail(format!("cannot create {}: {error}", path.display()));
+            let made = match path.strip_prefix(out).ok().and_then(Path::parent) {
+                Some(area) if path != out => {
+                    crate::output::file::create_dir_inside(out, area).map(drop)
+                }
+                _ => path
+                    .parent()
+                    .filter(|dir| !dir.as_os_str().is_empty())
+                    .map_or(Ok(()), std::fs::create_dir_all),
+            };
+            if let Err(error) = made {
+                return fail(format!(
+                    "cannot create the directory of {}: {error}",
+                    path.display()
+                ));
             }
-            if let Err(error) = std::fs::write(path, text) {
-                return fail(format!("cannot write {}: {error}", path.display()));
+            if let Err(error) = crate::output::file::write_file(path, text.as_bytes()) {
+                return fail(error.to_string());
             }
             eprintln!("wrote case {id} to {}", path.display());
         }

@@ -16,6 +16,7 @@ pub use crate::fixture;
 
 mod case;
 mod checks;
+pub mod child_env;
 pub mod codes;
 mod driver;
 mod events;
@@ -143,6 +144,11 @@ pub struct Flags {
     /// Extra env for fake-dsh in this variant, KEY=VALUE (repeatable).
     #[arg(long = "variant-env")]
     pub variant_env: Vec<String>,
+    /// Pass this variable of the caller's environment to the driver (`NAME` or `PREFIX*`,
+    /// repeatable); besides these the driver gets only PATH, HOME, the user, locale, TZ, TMPDIR,
+    /// TERM and what the harness sets (docs/host-driver.md, "Environment").
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub pass_env: Vec<String>,
 }
 
 pub fn main(args: Args) -> ExitCode {
@@ -214,6 +220,18 @@ fn run_cli(args: &Args) -> Result<u8, String> {
     corpus.announce("run");
     let mut config = config_from_args(args, corpus.path().to_path_buf())?;
     config.corpus_source = Some(corpus.source_label());
+    // A planted link at an output path stops the run before any case: nothing is written.
+    for path in [
+        &args.junit,
+        &args.markdown,
+        &args.json,
+        &args.write_expectations,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        crate::output::file::refuse_symlink(path).map_err(|e| e.to_string())?;
+    }
     let suite = match Suite::prepare(&config) {
         Ok(suite) => suite,
         Err(HarnessError::NoMatch(message)) => {
@@ -375,8 +393,8 @@ fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
     if args.fixtures.is_some() {
         out.extend(["--fixtures".to_string(), path(&config.fixtures)]);
     }
-    if let Some(fake_dsh) = &args.fake_dsh {
-        out.extend(["--fake-dsh".to_string(), path(fake_dsh)]);
+    if args.fake_dsh.is_some() || fake_dsh_from_env().is_some() {
+        out.extend(["--fake-dsh".to_string(), path(&config.fake_dsh)]);
     }
     if args.time_scale != 1.0 {
         out.extend(["--time-scale".to_string(), args.time_scale.to_string()]);
@@ -389,6 +407,9 @@ fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
     }
     if let Some(name) = &args.host_name {
         out.extend(["--host-name".to_string(), name.clone()]);
+    }
+    for name in &args.pass_env {
+        out.extend(["--pass-env".to_string(), name.clone()]);
     }
     out
 }
@@ -440,13 +461,7 @@ fn write_outputs(args: &Flags, report: &SuiteReport, stopped: Option<&str>) -> s
         }
     }
     stdout.flush()?;
-    let write_file = |path: &Path,
-                      render: &dyn Fn(&mut dyn Write) -> std::io::Result<()>|
-     -> std::io::Result<()> {
-        let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
-        render(&mut file)?;
-        file.flush()
-    };
+    let write_file = crate::output::file::write_rendered;
     if let Some(path) = &args.junit {
         write_file(path, &|out| crate::output::write_junit(report, out))?;
     }
@@ -469,9 +484,17 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
     if host.is_empty() {
         return Err("--host is empty".to_string());
     }
-    let fake_dsh = match (&args.fake_dsh, std::env::var_os("FAKE_DSH_BIN")) {
+    let fake_dsh = match (&args.fake_dsh, fake_dsh_from_env()) {
         (Some(path), _) => path.clone(),
-        (None, Some(path)) if !path.is_empty() => PathBuf::from(path),
+        (None, Some(path)) => {
+            // A runtime change from the environment is said out loud (and lands in the report's
+            // re-run flags), never silent.
+            eprintln!(
+                "dsh-conformance run: note: the runtime is $FAKE_DSH_BIN = {}, not the fake-dsh beside this executable",
+                path.display()
+            );
+            path
+        }
         _ => sibling_of_exe("fake-dsh")?,
     };
     let mut variant = args
@@ -484,6 +507,8 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
             .split_once('=')
             .filter(|(key, _)| !key.is_empty())
             .ok_or_else(|| format!("--variant-env {pair:?} is not KEY=VALUE"))?;
+        child_env::check_variant_env(key, value)
+            .map_err(|why| format!("--variant-env {pair:?}: {why}"))?;
         variant.env.insert(key.to_string(), value.to_string());
     }
     let expectations = args
@@ -512,7 +537,15 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
         verify: args.verify,
         driver_per_case: args.driver_per_case,
         corpus_source: None,
+        pass_env: args.pass_env.clone(),
     })
+}
+
+/// `$FAKE_DSH_BIN` when set and not empty.
+fn fake_dsh_from_env() -> Option<PathBuf> {
+    std::env::var_os("FAKE_DSH_BIN")
+        .filter(|path| !path.is_empty())
+        .map(PathBuf::from)
 }
 
 fn sibling_of_exe(name: &str) -> Result<PathBuf, String> {

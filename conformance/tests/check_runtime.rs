@@ -304,6 +304,36 @@ fn each_adversarial_runtime_fails_its_check() {
     }
 }
 
+/// The real open-design bundle answers a cancel that arrives before the session exists with a
+/// `cancelled` result naming a session it never announced: allowed, so never a failure, but
+/// reported so runtime authors see the interop hazard.
+#[test]
+fn a_cancel_answered_with_an_unannounced_session_is_an_informational_runtime_finding() {
+    let scenario = scripted(json!([
+        {"ready": {}}, {"read_execute": {}}, {"wait_cancel": {"timeout_ms": 5000}},
+        {"result": {"status": "cancelled"}}
+    ]));
+    let id = "rt.cancelled-names-announced-session";
+    let (code, report) = check(Some(&scenario), &[id, "rt.cancel-honoured"]);
+    assert_eq!(status_of(&report, id), "informational", "{report:#}");
+    assert_eq!(
+        status_of(&report, "rt.cancel-honoured"),
+        "pass",
+        "{report:#}"
+    );
+    let detail = report["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|check| check["id"] == id))
+        .and_then(|check| check["detail"].as_str())
+        .unwrap_or_default();
+    assert!(
+        detail.contains("no session frame announced") && detail.contains("protocol error"),
+        "the detail explains the hazard: {detail}"
+    );
+    assert_eq!(report["totals"]["informational"], 1, "{report:#}");
+    assert_eq!(code, 0, "an informational finding is not a failure");
+}
+
 #[test]
 fn table_output_ends_with_a_summary() {
     let output = kit()

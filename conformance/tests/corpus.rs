@@ -31,6 +31,7 @@ fn main() {
         verify: 1,
         driver_per_case: false,
         corpus_source: None,
+        pass_env: Vec::new(),
     };
     let suite = match Suite::prepare(&config) {
         Ok(suite) => Arc::new(suite),

@@ -97,11 +97,13 @@ fn sample_document(fixtures: &Path) -> ReportDocument {
                 name: "reference".to_string(),
                 command: vec!["dsh-host-driver".to_string()],
                 expectations: None,
+                pass_env: Vec::new(),
             },
             HostSpec {
                 name: "node".to_string(),
                 command: vec!["node".to_string(), "driver.js".to_string()],
                 expectations: None,
+                pass_env: Vec::new(),
             },
         ],
         variants: vec![variant("dsh-0.1.7-rc.1"), variant("dsh-0.1.8")],
@@ -255,6 +257,7 @@ fn three_host_document(fixtures: &Path) -> ReportDocument {
         name: name.to_string(),
         command: vec![name.to_string()],
         expectations: None,
+        pass_env: Vec::new(),
     };
     let config = MatrixConfig {
         hosts: vec![host("reference"), host("node"), host("broken")],

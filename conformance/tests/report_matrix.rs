@@ -20,6 +20,7 @@ fn two_by_two() -> MatrixConfig {
                 name: "reference".to_string(),
                 command: vec!["dsh-host-driver".to_string()],
                 expectations: None,
+                pass_env: Vec::new(),
             },
             HostSpec {
                 name: "node <host>".to_string(),
@@ -28,6 +29,7 @@ fn two_by_two() -> MatrixConfig {
                     "examples/node-host/driver.js".to_string(),
                 ],
                 expectations: None,
+                pass_env: Vec::new(),
             },
         ],
         variants: vec![

@@ -8,22 +8,6 @@ use assert_cmd::Command;
 use predicates::str::contains;
 use shell_driver_support::ShellDriverKit;
 
-/// Answers handshake, discover (dsh available) and shutdown.
-const DRIVER: &str = r#"#!/bin/sh
-while IFS= read -r line; do
-  id=$(printf '%s' "$line" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
-  case "$line" in
-    *'"type":"handshake"'*)
-      printf '%s\n' '{"v":1,"type":"handshake","driver":"sh-canned","version":"0.0.1","capabilities":["discover"]}' ;;
-    *'"type":"discover"'*)
-      printf '{"v":1,"type":"discovered","id":"%s","available":true,"version":"0.1.7-rc.1","warnings":[],"diagnostic":null,"code":null}\n' "$id" ;;
-    *'"type":"shutdown"'*)
-      printf '%s\n' '{"v":1,"type":"bye"}'
-      exit 0 ;;
-  esac
-done
-"#;
-
 fn case(kit: &ShellDriverKit, id: &str, available: bool) {
     kit.write_case(
         id,
@@ -40,7 +24,7 @@ fn conformance() -> Command {
 
 #[test]
 fn shards_merge_into_one_report_that_summary_and_diff_accept() {
-    let kit = ShellDriverKit::new(DRIVER);
+    let kit = ShellDriverKit::new(&shell_driver_support::canned_driver(""));
     for id in ["discovery.a", "discovery.b", "discovery.c"] {
         case(&kit, id, true);
     }

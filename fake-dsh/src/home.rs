@@ -23,6 +23,70 @@ pub fn dsh_home() -> Result<PathBuf, String> {
     }
 }
 
+/// The file that marks a Harness home as fake-dsh's own (relative to the home). fake-dsh writes
+/// into a home only when it carries this marker, or when everything in it is something fake-dsh
+/// itself writes (then it marks it first): never into a real dsh installation.
+pub const MARKER: &str = ".fake-dsh/home";
+
+/// Makes sure fake-dsh may write into `dsh_home` (see [`MARKER`]), marking it as fake-dsh's own;
+/// the error names the home, what in it fake-dsh did not create, and `DSH_HOME`.
+pub fn claim(dsh_home: &Path) -> Result<(), String> {
+    let marker = dsh_home.join(MARKER);
+    if marker.is_file() {
+        return Ok(());
+    }
+    let foreign = foreign_entries(dsh_home);
+    if !foreign.is_empty() {
+        let shown: Vec<&str> = foreign.iter().take(3).map(String::as_str).collect();
+        return Err(format!(
+            "error: fake-dsh will not write into the Harness home {}: it holds files fake-dsh did not create ({}{}), a real dsh installation?\n\
+             Set DSH_HOME to an empty directory (or one fake-dsh made, marked by {MARKER}) for fake-dsh.",
+            dsh_home.display(),
+            shown.join(", "),
+            if foreign.len() > shown.len() { ", ..." } else { "" },
+        ));
+    }
+    let mut contents = serde_json::to_vec_pretty(&json!({
+        "created_by": "fake-dsh",
+        "note": "a Harness home made for fake-dsh (the keyless test runtime); not a real dsh installation"
+    }))
+    .expect("the marker always serializes");
+    contents.push(b'\n');
+    write_atomically(&marker, &contents)
+        .map_err(|error| format!("error: cannot mark {}: {error}", dsh_home.display()))
+}
+
+/// The paths under `dsh_home` (relative) that fake-dsh never writes: anything but its own
+/// `.fake-dsh/`, `sessions/<file>` and `profiles/open-design/package.json` (and the temp files of
+/// [`write_atomically`] beside them). A missing home has none.
+fn foreign_entries(dsh_home: &Path) -> Vec<String> {
+    let mut foreign = Vec::new();
+    let mut check = |dir: &Path, relative: &str, allowed: &dyn Fn(&str, bool) -> bool| {
+        for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
+            if !allowed(&name, is_dir) {
+                foreign.push(format!("{relative}{name}"));
+            }
+        }
+    };
+    let temp_file = |name: &str| name.starts_with('.') && name.ends_with(".tmp");
+    check(dsh_home, "", &|name, is_dir| {
+        matches!(name, ".fake-dsh" | "sessions" | "profiles") && is_dir
+    });
+    check(&dsh_home.join("sessions"), "sessions/", &|name, is_dir| {
+        !is_dir && (name.ends_with(".json") || temp_file(name))
+    });
+    check(&dsh_home.join("profiles"), "profiles/", &|name, is_dir| {
+        name == PROFILE_NAME && is_dir
+    });
+    let profile = dsh_home.join("profiles").join(PROFILE_NAME);
+    check(&profile, "profiles/open-design/", &|name, is_dir| {
+        !is_dir && (name == "package.json" || temp_file(name))
+    });
+    foreign
+}
+
 /// `$DSH_HOME/profiles/open-design/package.json`: its existence means the profile is installed.
 pub fn profile_manifest_path(dsh_home: &Path) -> PathBuf {
     dsh_home
@@ -148,6 +212,38 @@ mod tests {
             manifest["sha256"],
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    #[test]
+    fn a_home_of_fake_dsh_shape_is_marked_and_a_real_installation_refused() {
+        let home = tempfile::tempdir().unwrap();
+        let fresh = home.path().join("fresh");
+        claim(&fresh).unwrap();
+        assert!(
+            fresh.join(MARKER).is_file(),
+            "a missing home is made and marked"
+        );
+
+        let kit_made = home.path().join("kit-made");
+        fs::create_dir_all(kit_made.join("profiles/open-design")).unwrap();
+        fs::write(profile_manifest_path(&kit_made), b"{}").unwrap();
+        fs::create_dir_all(kit_made.join("sessions")).unwrap();
+        fs::write(kit_made.join("sessions/od-1.json"), b"{}").unwrap();
+        claim(&kit_made).unwrap();
+        assert!(kit_made.join(MARKER).is_file());
+
+        let real = home.path().join("real");
+        fs::create_dir_all(real.join("profiles/node_modules")).unwrap();
+        fs::create_dir_all(real.join("profiles/open-design/node_modules")).unwrap();
+        fs::write(profile_manifest_path(&real), b"{\"name\":\"real\"}").unwrap();
+        let refused = claim(&real).unwrap_err();
+        assert!(refused.contains("DSH_HOME"), "{refused}");
+        assert!(refused.contains("profiles/node_modules"), "{refused}");
+        assert!(!real.join(".fake-dsh").exists(), "nothing written");
+
+        fs::create_dir_all(real.join(".fake-dsh")).unwrap();
+        fs::write(real.join(MARKER), b"{}").unwrap();
+        claim(&real).expect("a marked home is fake-dsh's whatever it holds");
     }
 
     #[test]

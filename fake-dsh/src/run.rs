@@ -69,6 +69,9 @@ pub fn main() -> ! {
         }
         Invocation::PluginAdd { tarball } => {
             let dsh_home = home::dsh_home().unwrap_or_else(|message| fail(&message));
+            if tarball.is_file() {
+                home::claim(&dsh_home).unwrap_or_else(|message| fail(&message));
+            }
             match home::install_profile(&dsh_home, &tarball, frames::PLUGIN_VERSION) {
                 Ok(_) => {
                     let line = format!(
@@ -85,6 +88,7 @@ pub fn main() -> ! {
         }
         Invocation::Stdio => {
             let dsh_home = require_profile();
+            home::claim(&dsh_home).unwrap_or_else(|message| fail(&message));
             let index = match journaled_index {
                 Some(index) => Some(index),
                 None if !scenario.stdio.is_empty() => home::next_stdio_invocation(&dsh_home).ok(),

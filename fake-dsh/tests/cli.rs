@@ -208,6 +208,79 @@ fn plugin_add_refuses_a_file_that_does_not_exist() {
         .exists());
 }
 
+/// A Harness home holding a real dsh installation: the shared packages the real dsh makes on
+/// every boot, and an installed open-design profile with its own packages.
+fn real_dsh_home(home: &std::path::Path) -> Vec<u8> {
+    let profile = home.join("profiles/open-design");
+    std::fs::create_dir_all(profile.join("node_modules/@open-design/dsh-runtime")).unwrap();
+    std::fs::create_dir_all(home.join("profiles/node_modules")).unwrap();
+    let manifest = b"{\"dependencies\":{\"@open-design/dsh-runtime\":\"0.1.0\"}}\n".to_vec();
+    std::fs::write(profile.join("package.json"), &manifest).unwrap();
+    manifest
+}
+
+/// `plugin --profile open-design add` of a bundle file in the world.
+fn add_a_bundle(world: &World) -> assert_cmd::assert::Assert {
+    let tarball = world.root.path().join("open-design-runtime.tgz");
+    std::fs::write(&tarball, b"packed bundle").unwrap();
+    world
+        .cmd(&["plugin", "--profile", "open-design", "add"])
+        .arg(&tarball)
+        .assert()
+}
+
+#[test]
+fn a_home_holding_a_real_dsh_installation_is_never_written() {
+    let world = World::without_profile();
+    let manifest = real_dsh_home(&world.home());
+    add_a_bundle(&world)
+        .code(2)
+        .stderr(predicate::str::contains(
+            "will not write into the Harness home",
+        ))
+        .stderr(predicate::str::contains("DSH_HOME"));
+    let stdio = world
+        .cmd(&["--profile", "open-design", "--stdio"])
+        .write_stdin("")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("profiles/node_modules"));
+    assert!(stdio.get_output().stdout.is_empty(), "no ready frame");
+    let profile = world.home().join("profiles/open-design/package.json");
+    assert_eq!(
+        std::fs::read(profile).unwrap(),
+        manifest,
+        "the real profile is untouched"
+    );
+    assert!(!world.home().join("sessions").exists());
+    assert!(!world.home().join(".fake-dsh").exists());
+}
+
+#[test]
+fn without_dsh_home_a_real_installation_in_home_dot_dsh_is_refused() {
+    let world = World::without_profile();
+    let user_home = world.root.path().join("user-home");
+    let manifest = real_dsh_home(&user_home.join(".dsh"));
+    world
+        .cmd(&["--profile", "open-design", "--stdio"])
+        .env_remove("DSH_HOME")
+        .env("HOME", &user_home)
+        .write_stdin("")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(".dsh"))
+        .stderr(predicate::str::contains("DSH_HOME"));
+    let profile = user_home.join(".dsh/profiles/open-design/package.json");
+    assert_eq!(std::fs::read(profile).unwrap(), manifest);
+}
+
+#[test]
+fn an_empty_home_is_marked_as_fake_dsh_s_own_on_first_write() {
+    let world = World::without_profile();
+    add_a_bundle(&world).success();
+    assert!(world.home().join(fake_dsh::home::MARKER).is_file());
+}
+
 #[test]
 fn unknown_profiles_and_flags_are_usage_errors() {
     let world = World::new();

@@ -8,6 +8,13 @@
 //! - [`models`]: the `--models` catalog and the picked route (spec 12).
 //! - [`process`]: the platform part: owning, signalling and reaping a process tree.
 //! - [`driver`]: the driver protocol of docs/host-driver.md, used by `dsh-host-driver`.
+//! - [`host`]: the host as one value: configuration (environment, bounds, session store) and the
+//!   operations the driver calls.
+//! - [`codes`]: the host-side `DSH_PROFILE_*` code vocabulary.
+//! - [`redact`]: what the host keeps or logs, with prompts and secrets taken out (spec 6, 14).
+//! - [`short_command`]: one short-lived `dsh` subcommand (`--version`, `--probe`, `plugin add`)
+//!   with a time bound.
+//! - [`stderr_capture`]: the runtime's stderr drained into a bounded buffer (spec 6).
 //! - `mutants` (the `mutants` feature only, never in a release): deliberate bugs for the kit's
 //!   mutant gallery, switched on by `dsh-host-mutant-driver --mutant <name>`.
 

@@ -5,8 +5,12 @@
 //! POSIX uses a process group whose id is the direct child's pid. A daemon that double-forks and
 //! calls `setsid` or `setpgid` leaves that group; on Linux the host is a child subreaper
 //! ([`adopt_orphans`]), so such an orphan is re-parented to the host, and
-//! [`end_adopted_orphans`] kills every child of the host that it did not spawn itself (the
-//! leaders registered by [`spawn_owned`]). On macOS there is no subreaper: an escaped daemon is
+//! [`end_adopted_orphans`] kills the children of the host that it did not spawn itself (the
+//! leaders registered by [`spawn_owned`]) and that belong to the ending tree: each tree's leader
+//! gets its own `DSH_HOST_TREE` token in its environment, which its daemons inherit, so a run's
+//! teardown never kills another conversation's daemon (spec 10). An orphan without a token (it
+//! cleared its environment) cannot be attributed while other trees are alive: it is killed at the
+//! next teardown that has no other tree alive. On macOS there is no subreaper: an escaped daemon is
 //! re-parented to launchd and this module cannot find it (the group is still killed).
 //! A Windows port replaces this module with a job object behind the same surface; nothing else in
 //! the crate knows how a tree is owned.
@@ -20,6 +24,21 @@ use std::time::Duration;
 /// lock is held across a spawn, so a sweep never sees a leader before it is registered.
 static LEADERS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
 
+/// The environment variable naming the tree a process belongs to (`<host pid>.<tree number>`).
+pub const TREE_ENV: &str = "DSH_HOST_TREE";
+
+/// The number of the next tree this host spawns.
+static NEXT_TREE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// The numbers of the trees not yet released: an orphan naming one of them is that tree's.
+static LIVE_TREES: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
+
+fn live_trees() -> std::sync::MutexGuard<'static, BTreeSet<u64>> {
+    LIVE_TREES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn leaders() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
     LEADERS
         .lock()
@@ -32,25 +51,53 @@ pub fn spawn_owned(
     command: &mut tokio::process::Command,
 ) -> io::Result<(tokio::process::Child, OwnedTree)> {
     own_tree(command);
+    let number = NEXT_TREE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    command.env(TREE_ENV, tree_token(number));
     let mut registered = leaders();
     let child = command.spawn()?;
     let pid = child
         .id()
         .ok_or_else(|| io::Error::other("the process exited before it could be tracked"))?;
     registered.insert(pid);
-    Ok((child, OwnedTree::of_leader(pid)))
+    live_trees().insert(number);
+    Ok((
+        child,
+        OwnedTree {
+            leader: pid,
+            number,
+        },
+    ))
+}
+
+fn tree_token(number: u64) -> String {
+    format!("{}.{number}", std::process::id())
 }
 
 /// SIGKILL every live child of this host that it did not spawn (orphans re-parented to it as a
-/// subreaper: daemons that left their tree's group), again until none is left or `bound` passes
-/// (a killed orphan's own children are adopted next); reaps them. Returns the pids killed.
-pub fn end_adopted_orphans(bound: Duration) -> Vec<u32> {
+/// subreaper: daemons that left their tree's group) and that is `tree`'s: it carries the tree's
+/// token (or the token of a tree already released), or no token while `tree` is the only tree
+/// alive. Again until none is left or `bound`
+/// passes (a killed orphan's own children are adopted next); reaps them. Returns the pids killed.
+pub fn end_adopted_orphans(tree: &OwnedTree, bound: Duration) -> Vec<u32> {
     let deadline = std::time::Instant::now() + bound;
+    let own = format!("{TREE_ENV}={}", tree_token(tree.number));
     let mut killed: Vec<u32> = Vec::new();
     loop {
-        let live = {
+        let live: Vec<u32> = {
             let spared = leaders();
+            let alone = spared.iter().all(|leader| *leader == tree.leader);
+            let others: Vec<String> = live_trees()
+                .iter()
+                .filter(|number| **number != tree.number)
+                .map(|number| format!("{TREE_ENV}={}", tree_token(*number)))
+                .collect();
             imp::adopted_children(&spared)
+                .into_iter()
+                .filter(|pid| match imp::tree_entry(*pid) {
+                    Some(entry) => entry == own || !others.contains(&entry),
+                    None => alone,
+                })
+                .collect()
         };
         if live.is_empty() || std::time::Instant::now() >= deadline {
             return killed;
@@ -98,12 +145,17 @@ pub fn adopt_orphans() {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OwnedTree {
     leader: u32,
+    /// Its number in its [`TREE_ENV`] token (0: spawned without one).
+    number: u64,
 }
 
 impl OwnedTree {
     /// The tree whose leader is `leader_pid` (spawned through [`own_tree`]).
     pub fn of_leader(leader_pid: u32) -> Self {
-        Self { leader: leader_pid }
+        Self {
+            leader: leader_pid,
+            number: 0,
+        }
     }
 
     /// The direct child's pid (also the POSIX process group id).
@@ -114,6 +166,7 @@ impl OwnedTree {
     /// Forget the leader once it has been waited for (see [`spawn_owned`]).
     pub fn release(&self) {
         leaders().remove(&self.leader);
+        live_trees().remove(&self.number);
     }
 
     /// Signal every process of the tree. A tree that is already empty is not an error.
@@ -264,6 +317,17 @@ mod imp {
             }
         }
         live
+    }
+
+    /// The `DSH_HOST_TREE=...` entry of `pid`'s environment; `None` when it has none or the
+    /// environment cannot be read.
+    pub fn tree_entry(pid: u32) -> Option<String> {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        let prefix = format!("{}=", super::TREE_ENV);
+        environ
+            .split(|byte| *byte == 0)
+            .find(|var| var.starts_with(prefix.as_bytes()))
+            .map(|var| String::from_utf8_lossy(var).into_owned())
     }
 
     /// No subreaper outside Linux: orphans go to init/launchd, never to the host.

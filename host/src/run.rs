@@ -577,7 +577,7 @@ impl Host {
         turn.guard.armed = !tree_gone;
         #[cfg(feature = "mutants")]
         self.disarm_for_leader_only(&mut turn.guard);
-        self.end_escaped_daemons();
+        self.end_escaped_daemons(&turn.tree);
         turn.tree.release();
         turn.stdin.abort();
         stdout_drain.abort();
@@ -652,13 +652,14 @@ impl Host {
 
     /// Spec 10 "terminate the owned process tree", for the part that left the group: on Linux the
     /// host is a child subreaper, so a daemon that double-forked and called `setsid`/`setpgid` was
-    /// re-parented to it; kill every such orphan (see `process::end_adopted_orphans`).
-    fn end_escaped_daemons(&self) {
+    /// re-parented to it; kill every such orphan of this run's tree, never another run's (see
+    /// `process::end_adopted_orphans`).
+    fn end_escaped_daemons(&self, tree: &OwnedTree) {
         #[cfg(feature = "mutants")]
         if self.leader_only() {
             return;
         }
-        let killed = process::end_adopted_orphans(self.config.run_bounds.kill_wait);
+        let killed = process::end_adopted_orphans(tree, self.config.run_bounds.kill_wait);
         if !killed.is_empty() {
             self.log(&format!(
                 "killed {} process(es) that escaped the runtime's process group: pids {killed:?}",

@@ -35,7 +35,14 @@ impl Drop for Reap {
     }
 }
 
+/// One run at a time: a daemon with a cleared environment carries no `DSH_HOST_TREE` token, so
+/// while another run of this process is alive it cannot be attributed and is spared (killed by
+/// the next teardown with no other run alive; docs/reference-host.md). Which run's daemon a
+/// teardown kills among concurrent runs is the corpus's `hygiene.concurrent-daemons-own-run-only`.
+static ONE_RUN_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn completes_with_the_daemon_dead(spawn: Value) {
+    let _alone = ONE_RUN_AT_A_TIME.lock().await;
     dsh_host::process::adopt_orphans();
     let world = World::new(json!({
         "stdio": [[{"ready": {}}, {"read_execute": {}}, {"spawn_child": spawn}, {"agent": {}}]]
@@ -49,8 +56,6 @@ async fn completes_with_the_daemon_dead(spawn: Value) {
         "the daemon {} (spawned with {spawn}) outlived the outcome",
         daemon.0
     );
-    // Which run's teardown killed it is not asserted: tests share this process, and a host kills
-    // every orphan it adopted at the end of any run (docs/reference-host.md).
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

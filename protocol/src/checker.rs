@@ -53,7 +53,14 @@ pub enum ViolationCode {
     InvalidFrame,
     TruncatedFrame,
     ResumeMismatch,
+    /// The result names another session than the one announced (the session frame's, or on a
+    /// resume without a session frame the requested one).
     SessionMismatch,
+    /// The runtime claims a resume the execute did not ask for (`resumed: true` on a new session,
+    /// `resume_rejected: true` without a resume).
+    UnrequestedResume,
+    /// `result: completed` without a prior session frame: it names a session never announced.
+    UnannouncedSession,
     ResumeRejected,
     MissingResult,
     ProtocolError,
@@ -69,13 +76,15 @@ pub enum ViolationCode {
 
 impl ViolationCode {
     /// Every code, in declaration order.
-    pub const ALL: [ViolationCode; 17] = [
+    pub const ALL: [ViolationCode; 19] = [
         ViolationCode::FrameTooLarge,
         ViolationCode::MalformedFrame,
         ViolationCode::InvalidFrame,
         ViolationCode::TruncatedFrame,
         ViolationCode::ResumeMismatch,
         ViolationCode::SessionMismatch,
+        ViolationCode::UnrequestedResume,
+        ViolationCode::UnannouncedSession,
         ViolationCode::ResumeRejected,
         ViolationCode::MissingResult,
         ViolationCode::ProtocolError,
@@ -98,6 +107,8 @@ impl ViolationCode {
             ViolationCode::TruncatedFrame => "DSH_PROFILE_TRUNCATED_FRAME",
             ViolationCode::ResumeMismatch => "DSH_PROFILE_RESUME_MISMATCH",
             ViolationCode::SessionMismatch => "DSH_PROFILE_SESSION_MISMATCH",
+            ViolationCode::UnrequestedResume => "DSH_PROFILE_UNREQUESTED_RESUME",
+            ViolationCode::UnannouncedSession => "DSH_PROFILE_UNANNOUNCED_SESSION",
             ViolationCode::ResumeRejected => "DSH_PROFILE_RESUME_REJECTED",
             ViolationCode::MissingResult => "DSH_PROFILE_MISSING_RESULT",
             ViolationCode::ProtocolError => "DSH_PROFILE_PROTOCOL_ERROR",
@@ -531,7 +542,7 @@ impl StreamChecker {
             }
             None if session.resumed => {
                 return self.fail(Violation::at(
-                    Code::SessionMismatch,
+                    Code::UnrequestedResume,
                     line,
                     format!(
                         "session `{}` claims resumed=true but the execute asked for a new session (spec 6, 7)",
@@ -631,7 +642,7 @@ impl StreamChecker {
         if result.resume_rejected {
             if resuming.is_none() {
                 return self.fail(Violation::at(
-                    Code::SessionMismatch,
+                    Code::UnrequestedResume,
                     line,
                     "result has resume_rejected=true but the execute did not ask to resume (spec 6)",
                 ));
@@ -668,7 +679,7 @@ impl StreamChecker {
         }
         if result.status == Status::Completed && self.session_id.is_none() {
             return self.fail(Violation::at(
-                Code::SessionMismatch,
+                Code::UnannouncedSession,
                 line,
                 "result: completed without a prior session frame; a completed result needs a validated session (spec 6, 7)",
             ));

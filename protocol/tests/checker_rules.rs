@@ -259,7 +259,7 @@ fn resume_must_return_the_same_id_resumed() {
 #[test]
 fn a_new_session_must_not_claim_resumed() {
     let (_, terminal) = run(new_run(), &[READY, &session("s1", true)]);
-    assert_violation(&terminal, ViolationCode::SessionMismatch, Some(2));
+    assert_violation(&terminal, ViolationCode::UnrequestedResume, Some(2));
 }
 
 #[test]
@@ -271,7 +271,7 @@ fn result_session_must_match_the_session_frame() {
 #[test]
 fn completed_needs_a_session_frame() {
     let (_, terminal) = run(new_run(), &[READY, &completed("s1")]);
-    assert_violation(&terminal, ViolationCode::SessionMismatch, Some(2));
+    assert_violation(&terminal, ViolationCode::UnannouncedSession, Some(2));
 }
 
 #[test]
@@ -286,7 +286,7 @@ fn resume_rejected_is_a_legitimate_terminal_before_session() {
         other => panic!("expected the failed result, got {other:?}"),
     }
     let (_, terminal) = run(new_run(), &[READY, rejected]);
-    assert_violation(&terminal, ViolationCode::SessionMismatch, Some(2));
+    assert_violation(&terminal, ViolationCode::UnrequestedResume, Some(2));
 }
 
 #[test]

@@ -112,8 +112,16 @@ pub fn external_host(kit: &Kit, root: &Path, cases: usize) -> Result<Vec<Figure>
     }
     let reference = sample_run(corpus_run(kit, &kit.host_driver.display().to_string()))?;
     let driver = root.join("examples/node-host/driver.mjs");
-    // Judged against the example's committed expectations (its known failures), as its CI does.
-    let mut node_run = corpus_run(kit, &format!("node {}", driver.display()));
+    // Judged against the example's committed expectations (its known failures), as its CI does,
+    // with its runtimes under the kit's supervisor (escaped daemons).
+    let mut node_run = corpus_run(
+        kit,
+        &format!(
+            "node {} --supervisor {}",
+            driver.display(),
+            kit.conformance.display()
+        ),
+    );
     node_run
         .arg("--expectations")
         .arg(root.join("examples/node-host/conformance-expectations.json"));

@@ -3,7 +3,8 @@
 //! - `suite`: the main job: the corpus against the reference host with fake-dsh, results table.
 //! - `ci`: everything CI checks, fast failures first (see [`ci`]).
 //! - `check-corpus`: fixtures valid, ids unique, every spec rule covered.
-//! - `install-fake-dsh --dir DIR`: put fake-dsh on a PATH directory as `dsh`.
+//! - `install-fake-dsh --dir DIR [--force]`: put fake-dsh on a PATH directory as `dsh` (see
+//!   [`install`]: never over the real dsh, never through a symlink).
 //! - `bench`: the performance figures of docs/performance.md.
 //! - `mutants`: the kill matrix: which cases catch each deliberately buggy reference host.
 //! - `dist`: release archives with checksums and the npm packages (see [`dist`]).
@@ -14,6 +15,7 @@ mod bench_real_dsh;
 mod bench_runs;
 mod ci;
 mod dist;
+mod install;
 mod kit;
 mod mutants;
 mod real_dsh;
@@ -41,10 +43,14 @@ enum Task {
     Ci,
     /// Lint the fixture corpus: schemas, unique ids, spec-rule coverage.
     CheckCorpus,
-    /// Build fake-dsh and install it as `DIR/dsh`.
+    /// Build fake-dsh and install it as `DIR/dsh`; an existing `DIR/dsh` that is not a fake-dsh
+    /// this task installed (the real dsh, npm's symlink to it) is refused.
     InstallFakeDsh {
         #[arg(long)]
         dir: PathBuf,
+        /// Replace whatever `DIR/dsh` is (a symlink is replaced, never written through).
+        #[arg(long)]
+        force: bool,
     },
     /// Measure the figures of docs/performance.md and print them as a table.
     Bench,
@@ -63,7 +69,7 @@ fn main() -> ExitCode {
         Task::Suite { args } => suite(&args),
         Task::Ci => ci::ci(),
         Task::CheckCorpus => check_corpus(),
-        Task::InstallFakeDsh { dir } => install_fake_dsh(&dir),
+        Task::InstallFakeDsh { dir, force } => install_fake_dsh(&dir, force),
         Task::Bench => bench(),
         Task::Mutants => kill_matrix(),
         Task::Dist(args) => dist::main(&args),
@@ -199,7 +205,9 @@ fn check_corpus() -> Outcome {
     run("lint the fixture corpus", lint)
 }
 
-fn install_fake_dsh(dir: &Path) -> Outcome {
+fn install_fake_dsh(dir: &Path, force: bool) -> Outcome {
+    let refused = |message: String| Failure { message, code: 2 };
+    install::check(dir, force).map_err(refused)?;
     let mut build = cargo();
     build.args([
         "build",
@@ -211,15 +219,7 @@ fn install_fake_dsh(dir: &Path) -> Outcome {
         "fake-dsh",
     ]);
     run("build fake-dsh", build)?;
-    std::fs::create_dir_all(dir).map_err(|error| Failure {
-        message: format!("cannot create {}: {error}", dir.display()),
-        code: 2,
-    })?;
-    let installed = dir.join(format!("dsh{}", std::env::consts::EXE_SUFFIX));
-    std::fs::copy(kit_binary("fake-dsh", true), &installed).map_err(|error| Failure {
-        message: format!("cannot write {}: {error}", installed.display()),
-        code: 2,
-    })?;
+    let installed = install::install(&kit_binary("fake-dsh", true), dir, force).map_err(refused)?;
     eprintln!("xtask: installed {}", installed.display());
     Ok(())
 }

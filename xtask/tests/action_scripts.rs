@@ -4,27 +4,15 @@
 //! `scripts/install-kit.sh` installs only an archive whose SHA-256 matches a pin kept outside the
 //! release, and never writes through a planted link.
 
+mod support;
+
+use support::{describe, platform, repo_root};
+
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives below the workspace root")
-        .to_path_buf()
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "exit: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+use std::process::Command;
 
 /// A temp workspace that plants what fooled the gate before: a `lifecycle.md` for the unquoted
 /// glob, a one-case `fixtures/` with a rule catalog, and `$DSH_CONFORMANCE_FIXTURES` naming it.
@@ -185,20 +173,6 @@ struct Release {
     dir: tempfile::TempDir,
     archive: String,
     sha256: String,
-}
-
-fn platform() -> String {
-    let os = if cfg!(target_os = "macos") {
-        "darwin"
-    } else {
-        "linux"
-    };
-    let cpu = if cfg!(target_arch = "aarch64") {
-        "arm64"
-    } else {
-        "x64"
-    };
-    format!("{os}-{cpu}")
 }
 
 impl Release {

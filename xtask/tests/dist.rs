@@ -5,26 +5,14 @@
 //! (action.yml's shell steps have their own tests: `action_scripts.rs`.) Skipped, saying so, when
 //! npm is not installed (`.ci/run` installs it).
 
+mod support;
+
+use support::{describe, repo_root};
+
 use sha2::{Digest, Sha256};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives below the workspace root")
-        .to_path_buf()
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "exit: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
 
 fn has_program(dir: &Path, name: &str) -> bool {
     dir.join(name).is_file()

@@ -2,14 +2,11 @@
 //! and npm's READMEs) names a file or directory that exists, so a doc never points a newcomer at
 //! something a merge removed.
 
-use std::path::{Path, PathBuf};
+mod support;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives below the workspace root")
-        .to_path_buf()
-}
+use support::repo_root;
+
+use std::path::{Path, PathBuf};
 
 /// The Markdown files a reader starts from: top-level, docs/, examples/*/, npm/.
 fn markdown_files(root: &Path) -> Vec<PathBuf> {

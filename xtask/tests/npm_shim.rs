@@ -4,6 +4,10 @@
 //! terminal's process group reaches the binary once; and SIGKILL of the shim does not leave the
 //! native binary running. Skipped, saying so, when Node.js is not installed.
 
+mod support;
+
+use support::platform;
+
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use std::fs;
@@ -25,17 +29,7 @@ fn node_missing() -> bool {
 }
 
 fn platform_package() -> String {
-    let os = if cfg!(target_os = "macos") {
-        "darwin"
-    } else {
-        "linux"
-    };
-    let cpu = if cfg!(target_arch = "aarch64") {
-        "arm64"
-    } else {
-        "x64"
-    };
-    format!("@dsh-conformance/{os}-{cpu}")
+    format!("@dsh-conformance/{}", platform())
 }
 
 /// `root/project/node_modules/dsh-conformance`: the shim's sources with a manifest.

@@ -1,6 +1,10 @@
 //! Every crates.io dependency of every workspace member is either in the project's chosen set or
 //! named, with its reason, in the README's Dependencies table.
 
+mod support;
+
+use support::repo_root;
+
 use std::path::{Path, PathBuf};
 
 /// The dependency set the project chose up front (the developer guide's list).
@@ -20,13 +24,6 @@ const CHOSEN: [&str; 14] = [
     "criterion",
     "sha2",
 ];
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives below the workspace root")
-        .to_path_buf()
-}
 
 /// The member directories listed in the root manifest's `members = [...]`.
 fn members(root: &Path) -> Vec<PathBuf> {

@@ -24,6 +24,9 @@ pub enum Status {
     /// The check could not exercise its rule this time (e.g. the turn ended before the cancel
     /// could matter); not a failure.
     Inconclusive,
+    /// The runtime did something the spec allows but hosts are known to stumble over (an interop
+    /// hazard runtime authors should see); not a failure.
+    Informational,
 }
 
 impl Status {
@@ -32,6 +35,7 @@ impl Status {
             Status::Pass => "pass",
             Status::Fail => "fail",
             Status::Inconclusive => "inconclusive",
+            Status::Informational => "informational",
         }
     }
 }
@@ -52,6 +56,13 @@ pub(super) fn pass(detail: impl Into<String>) -> Outcome {
 pub(super) fn fail(detail: impl Into<String>) -> Outcome {
     Outcome {
         status: Status::Fail,
+        detail: detail.into(),
+    }
+}
+
+pub(super) fn informational(detail: impl Into<String>) -> Outcome {
+    Outcome {
+        status: Status::Informational,
         detail: detail.into(),
     }
 }
@@ -177,6 +188,12 @@ pub const CHECKS: &[Check] = &[
         rule: "s10.cancel-grace-for-cancelled",
         summary: "a protocol cancel yields `result: cancelled` within the grace bound",
         procedure: Procedure::Fresh(cancel_honoured),
+    },
+    Check {
+        id: "rt.cancelled-names-announced-session",
+        rule: "s6.result-session-matches",
+        summary: "a cancel before the session frame is answered by a result naming only an announced session (informational: an interop hazard)",
+        procedure: Procedure::Fresh(cancelled_names_announced_session),
     },
     Check {
         id: "rt.resume-unknown-refused",
@@ -822,14 +839,19 @@ fn second_execute(target: &Target, world: &World) -> Result<Outcome, SpawnError>
     }
 }
 
-fn cancel_honoured(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+/// A turn whose cancel goes out right after the execute, before any frame of the run.
+fn cancelled_at_once(target: &Target, world: &World) -> Result<turn::TurnRecord, SpawnError> {
     let plan = Plan {
         after_execute: world.cancel_line(&world.request_id),
         cancels: true,
         result_bound_ms: Some(ANSWER_MS),
         ..Plan::default()
     };
-    let record = turn::run(target, world, &plan)?;
+    turn::run(target, world, &plan)
+}
+
+fn cancel_honoured(target: &Target, world: &World) -> Result<Outcome, SpawnError> {
+    let record = cancelled_at_once(target, world)?;
     let Some(result) = record.result_frame() else {
         return Ok(fail(format!("after the cancel: {}", no_result(&record))));
     };
@@ -844,6 +866,42 @@ fn cancel_honoured(target: &Target, world: &World) -> Result<Outcome, SpawnError
         ))),
         other => Ok(inconclusive(format!(
             "the turn ended with result: {other} before the cancel took effect"
+        ))),
+    }
+}
+
+/// What a host may make of a result naming a session no session frame announced.
+pub const UNANNOUNCED_SESSION_HAZARD: &str = "the spec allows it (the session is kept only once a session frame was validated, spec 7), but a host that requires a result to name the announced session reports the turn as a protocol error: OpenDesign's own host did before it was fixed upstream. Send the session frame first, or expect older hosts to fail such a cancel";
+
+/// A cancel sent right after the execute, before any session frame: the real open-design bundle
+/// answers `result: cancelled` naming a session it never announced. Allowed, but an interop
+/// hazard worth telling runtime authors about.
+fn cancelled_names_announced_session(
+    target: &Target,
+    world: &World,
+) -> Result<Outcome, SpawnError> {
+    let record = cancelled_at_once(target, world)?;
+    let Some(result) = record.result_frame() else {
+        return Ok(inconclusive(format!(
+            "after the cancel: {}",
+            no_result(&record)
+        )));
+    };
+    let announced = record
+        .own_frames()
+        .find(|line| line.frame_type() == Some("session"))
+        .and_then(|line| line.object()?.get("session_id").cloned());
+    let named = result.get("session_id").cloned().unwrap_or(Value::Null);
+    let status = result.get("status").and_then(Value::as_str).unwrap_or("?");
+    match announced {
+        Some(announced) if announced == named => Ok(pass(format!(
+            "result: {status} names session {named}, announced by the session frame"
+        ))),
+        Some(announced) => Ok(inconclusive(format!(
+            "result: {status} names session {named} but the session frame said {announced} (rt.stream-strict judges that)"
+        ))),
+        None => Ok(informational(format!(
+            "result: {status} names session {named}, which no session frame announced: {UNANNOUNCED_SESSION_HAZARD}"
         ))),
     }
 }

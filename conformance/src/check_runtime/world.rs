@@ -73,9 +73,7 @@ pub struct World {
 
 impl World {
     pub fn new(target: &Target, check_id: &str) -> Result<Self, SpawnError> {
-        let root = tempfile::Builder::new()
-            .prefix("dsh-check-runtime-")
-            .tempdir()
+        let root = crate::scratch::tempdir("dsh-check-runtime-")
             .map_err(|error| SpawnError(format!("cannot create a temp dir: {error}")))?;
         let make = |path: &Path| {
             std::fs::create_dir_all(path)

@@ -129,6 +129,17 @@ pub fn case_count() -> usize {
 /// creating directories, and checks the written tree against the embedded hash. Refuses to
 /// overwrite an existing file that differs, naming it. Returns the fixtures dir written.
 pub fn export(dir: &Path) -> Result<PathBuf, String> {
+    use crate::output::file::{create_dir_inside, refuse_symlink, write_file};
+    // Every link in the way is refused before anything is written.
+    refuse_symlink(dir).map_err(|e| e.to_string())?;
+    for (path, _) in files() {
+        for ancestor in Path::new(path)
+            .ancestors()
+            .filter(|a| !a.as_os_str().is_empty())
+        {
+            refuse_symlink(&dir.join(ancestor)).map_err(|e| e.to_string())?;
+        }
+    }
     for (path, bytes) in files() {
         let target = dir.join(path);
         if let Ok(existing) = fs::read(&target) {
@@ -140,12 +151,9 @@ pub fn export(dir: &Path) -> Result<PathBuf, String> {
             }
             continue;
         }
-        if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent)
-                .map_err(|e| format!("{}: cannot create: {e}", parent.display()))?;
-        }
-        fs::write(&target, bytes)
-            .map_err(|e| format!("{}: cannot write: {e}", target.display()))?;
+        let relative = Path::new(path).parent().unwrap_or(Path::new(""));
+        create_dir_inside(dir, relative).map_err(|e| e.to_string())?;
+        write_file(&target, bytes).map_err(|e| e.to_string())?;
     }
     let written = tree_hash_on_disk(dir)?;
     if written != embedded_tree_hash() {

@@ -140,9 +140,7 @@ pub fn locate_from(
 
 /// The embedded corpus, written to a temp dir.
 fn embedded_dir() -> Result<CorpusDir, String> {
-    let temp = tempfile::Builder::new()
-        .prefix("dsh-conformance-corpus-")
-        .tempdir()
+    let temp = crate::scratch::tempdir("dsh-conformance-corpus-")
         .map_err(|e| format!("cannot create a temp dir for the embedded corpus: {e}"))?;
     let path = embedded::export(temp.path())?;
     Ok(CorpusDir {

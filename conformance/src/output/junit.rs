@@ -140,7 +140,7 @@ fn test_suite(report: &SuiteReport) -> TestSuite {
             property("host", &report.host.name),
             property(
                 "host_command",
-                &super::escape::shell_join(&report.host.command),
+                &super::secrets::display_command(&report.host.command),
             ),
             property("runtime_variant", &report.runtime_variant),
         ])

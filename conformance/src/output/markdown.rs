@@ -1,7 +1,7 @@
 //! Markdown for a CI step summary: a totals table, then every case that needs attention with its
 //! rule and why, and the commands that re-run them.
 
-use super::escape::{longest_backtick_run, markdown_code, markdown_text, shell_join, terminal};
+use super::escape::{longest_backtick_run, markdown_code, markdown_text, terminal};
 use super::table::{rerun_command, summary_line};
 use crate::model::{short_hash, CaseResult, SuiteReport, Verdict};
 use std::io::{self, Write};
@@ -52,7 +52,7 @@ pub fn write_markdown(report: &SuiteReport, out: &mut dyn Write) -> io::Result<(
     writeln!(
         out,
         "Host command {}, kit {}, corpus {}.\n",
-        markdown_code(&shell_join(&report.host.command)),
+        markdown_code(&super::secrets::display_command(&report.host.command)),
         markdown_text(&report.kit_version),
         markdown_code(short_hash(&report.corpus_hash))
     )?;

@@ -75,14 +75,13 @@ pub fn summary_line(report: &SuiteReport) -> String {
 /// result-changing flags ([`SuiteReport::rerun_args`]: `--fixtures`, `--time-scale`,
 /// `--expectations`, `--variant-env`, ...).
 pub fn rerun_command(report: &SuiteReport, case_id: &str) -> String {
-    let host_command = super::escape::shell_join(&report.host.command);
+    let host_command = super::secrets::display_command(&report.host.command);
     let variant = if report.runtime_variant == "default" {
         String::new()
     } else {
         format!(" --variant {}", shell_word(&report.runtime_variant))
     };
-    let extra: String = report
-        .rerun_args
+    let extra: String = super::secrets::redact_command(&report.rerun_args)
         .iter()
         .map(|arg| format!(" {}", shell_word(arg)))
         .collect();
@@ -121,7 +120,7 @@ pub fn write_table(
         "dsh-conformance {}: host {} ({}), runtime {}, corpus {}",
         terminal(&report.kit_version),
         terminal(&report.host.name),
-        terminal(&super::escape::shell_join(&report.host.command)),
+        terminal(&super::secrets::display_command(&report.host.command)),
         terminal(&report.runtime_variant),
         terminal(short_hash(&report.corpus_hash)),
     )?;

@@ -252,6 +252,8 @@ pub fn rule_for_violation(code: &str) -> &'static str {
         "DSH_PROFILE_INVALID_FRAME" => "s6.frame-matches-generation-1",
         "DSH_PROFILE_RESUME_MISMATCH" => "s6.resume-same-id",
         "DSH_PROFILE_SESSION_MISMATCH" => "s6.result-session-matches",
+        "DSH_PROFILE_UNREQUESTED_RESUME" => "s6.resume-resumed-true",
+        "DSH_PROFILE_UNANNOUNCED_SESSION" => "s6.session-before-content",
         "DSH_PROFILE_MISSING_RESULT" => "s6.eof-not-success",
         "DSH_PROFILE_PROTOCOL_ERROR" => "s6.protocol-error-fatal",
         "DSH_PROFILE_READY_NOT_FIRST"
@@ -667,6 +669,8 @@ mod tests {
             "DSH_PROFILE_TRUNCATED_FRAME",
             "DSH_PROFILE_RESUME_MISMATCH",
             "DSH_PROFILE_SESSION_MISMATCH",
+            "DSH_PROFILE_UNREQUESTED_RESUME",
+            "DSH_PROFILE_UNANNOUNCED_SESSION",
             "DSH_PROFILE_MISSING_RESULT",
             "DSH_PROFILE_PROTOCOL_ERROR",
             "DSH_PROFILE_READY_NOT_FIRST",

@@ -10,7 +10,6 @@ use dsh_protocol::LineFramer;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::ffi::OsString;
-use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -59,11 +58,7 @@ pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String>
     let started = Instant::now();
     let started_unix_ms = transcript::unix_ms_now();
     let dir = transcript::create_dir(out, started_unix_ms)?;
-    let open = |name: &str| {
-        File::create(dir.join(name))
-            .map(BufWriter::new)
-            .map_err(|error| format!("cannot create {}: {error}", dir.join(name).display()))
-    };
+    let open = |name: &str| transcript::create_file(&dir.join(name)).map(BufWriter::new);
     let mut stdout_file = open(transcript::STDOUT_FILE)?;
     let mut stdin_file = open(transcript::STDIN_FILE)?;
     let redactor = Redactor::new(super::redact::credential_values_from_env());

@@ -5,6 +5,7 @@ use super::redact::Redactor;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Exactly the bytes the runtime wrote on stdout.
@@ -37,14 +38,29 @@ pub fn rfc3339_utc(unix_ms: u64) -> String {
         .to_string()
 }
 
-/// Create `out/<timestamp>-<pid>/`.
+/// Create `out/<timestamp>-<pid>/`, mode 0700 (a recording holds prompts), fresh: an existing
+/// entry of that name (a planted link included) is an error.
 pub fn create_dir(out: &Path, unix_ms: u64) -> Result<PathBuf, String> {
+    use std::os::unix::fs::DirBuilderExt;
     std::fs::create_dir_all(out)
         .map_err(|error| format!("cannot create {}: {error}", out.display()))?;
     let dir = out.join(format!("{}-{}", compact_utc(unix_ms), std::process::id()));
-    std::fs::create_dir(&dir)
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
         .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
     Ok(dir)
+}
+
+/// Creates a new file of a recording, mode 0600 (it holds prompts); never an existing one.
+pub fn create_file(path: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|error| format!("cannot create {}: {error}", path.display()))
 }
 
 /// Milliseconds since the proxy started.
@@ -168,7 +184,8 @@ impl Meta {
         let path = dir.join(META_FILE);
         let text = serde_json::to_string_pretty(self)
             .map_err(|error| format!("encoding meta.json: {error}"))?;
-        std::fs::write(&path, text + "\n")
+        create_file(&path)?
+            .write_all((text + "\n").as_bytes())
             .map_err(|error| format!("cannot write {}: {error}", path.display()))
     }
 

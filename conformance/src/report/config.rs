@@ -25,6 +25,9 @@ pub struct HostSpec {
     pub command: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expectations: Option<PathBuf>,
+    /// The caller's variables this host's driver gets besides the allowlist (`run --pass-env`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_env: Vec<String>,
 }
 
 /// A runtime variant: fake-dsh with this environment (`FAKE_DSH_VERSION`, ...) for every process.
@@ -73,6 +76,7 @@ pub fn reference_host() -> HostSpec {
         name: REFERENCE_HOST.to_string(),
         command: vec![program],
         expectations: None,
+        pass_env: Vec::new(),
     }
 }
 
@@ -111,11 +115,13 @@ impl MatrixConfig {
         name: Option<&str>,
         expectations: Option<&Path>,
         variants: &[String],
+        pass_env: &[String],
     ) -> Result<MatrixConfig, String> {
         let host = HostSpec {
             name: name.unwrap_or("host").to_string(),
             command: crate::run::split_command(command)?,
             expectations: expectations.map(Path::to_path_buf),
+            pass_env: pass_env.to_vec(),
         };
         let config = MatrixConfig {
             hosts: vec![host],
@@ -202,6 +208,8 @@ impl MatrixConfig {
             {
                 return Err(format!("host name {:?} is used twice", host.name));
             }
+            crate::run::child_env::check_pass_env(&host.pass_env)
+                .map_err(|why| format!("host {:?}: \"pass_env\": {why}", host.name))?;
         }
         for (index, variant) in self.variants.iter().enumerate() {
             if variant.name.trim().is_empty() {
@@ -212,6 +220,10 @@ impl MatrixConfig {
                 .any(|earlier| earlier.name == variant.name)
             {
                 return Err(format!("variant name {:?} is used twice", variant.name));
+            }
+            for (name, value) in &variant.env {
+                crate::run::child_env::check_variant_env(name, value)
+                    .map_err(|why| format!("variant {:?}: \"env\": {why}", variant.name))?;
             }
         }
         Ok(())
@@ -303,6 +315,18 @@ mod tests {
                 "unknown field",
             ),
             ("{\n  \"hosts\": 3\n}", "c.json:2:"),
+            (
+                r#"{"variants":[{"name":"v","env":{"X;touch pwned;Y":"1"}}]}"#,
+                "is not an environment variable name",
+            ),
+            (
+                r#"{"variants":[{"name":"v","env":{"X":"a\u0000b"}}]}"#,
+                "NUL",
+            ),
+            (
+                r#"{"hosts":[{"name":"a","command":["x"],"pass_env":["FAKE_DSH_VERSION"]}]}"#,
+                "\"pass_env\"",
+            ),
         ];
         for (text, expected) in cases {
             let error = MatrixConfig::parse(text, Path::new("c.json")).unwrap_err();

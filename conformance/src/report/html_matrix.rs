@@ -6,7 +6,7 @@
 
 use super::document::ReportDocument;
 use crate::model::{CaseResult, Verdict};
-use crate::output::escape::{html, shell_join};
+use crate::output::escape::html;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
@@ -209,7 +209,9 @@ fn write_head(
         let title = column.suite.map_or_else(String::new, |index| {
             format!(
                 " title=\"{}\"",
-                html(&shell_join(&document.suites[index].host.command))
+                html(&crate::output::secrets::display_command(
+                    &document.suites[index].host.command
+                ))
             )
         });
         write!(

@@ -60,6 +60,10 @@ pub struct Args {
     /// report's default variants).
     #[arg(long, value_name = "NAME", requires = "host")]
     pub variant: Vec<String>,
+    /// With --host: a caller's variable (`NAME` or `PREFIX*`) its driver gets besides the
+    /// allowlist, as `run --pass-env` (repeatable).
+    #[arg(long, value_name = "NAME", requires = "host")]
+    pub pass_env: Vec<String>,
     /// Run the corpus embedded in this binary, whatever $DSH_CONFORMANCE_FIXTURES or a fixtures/
     /// dir nearby says (as `run --embedded-corpus`).
     #[arg(long, conflicts_with = "fixtures")]
@@ -146,8 +150,11 @@ pub const REPORT_FILES: [&str; 3] = ["report.json", "report.html", "report.md"];
 
 /// Writes report.json, report.html and report.md into `dir` (created if missing).
 pub fn write_report_files(document: &ReportDocument, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    std::fs::create_dir_all(dir)
+    crate::output::file::create_dir_inside(dir, Path::new(""))
         .map_err(|error| format!("{}: cannot create: {error}", dir.display()))?;
+    for name in REPORT_FILES {
+        crate::output::file::refuse_symlink(&dir.join(name)).map_err(|error| error.to_string())?;
+    }
     let mut written = Vec::new();
     for name in REPORT_FILES {
         let path = dir.join(name);
@@ -160,23 +167,10 @@ pub fn write_report_files(document: &ReportDocument, dir: &Path) -> Result<Vec<P
             _ => markdown::write_report_markdown(document, &mut bytes),
         };
         rendered.map_err(|error| format!("{}: cannot render: {error}", path.display()))?;
-        replace_file(dir, &path, &bytes)
-            .map_err(|error| format!("{}: cannot write: {error}", path.display()))?;
+        crate::output::file::write_file(&path, &bytes).map_err(|error| error.to_string())?;
         written.push(path);
     }
     Ok(written)
-}
-
-/// Writes `bytes` to a temp file in `dir` and renames it over `path`, so an existing symlink
-/// at `path` is replaced rather than written through, and a reader never sees half a file.
-fn replace_file(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
-    temp.write_all(bytes)?;
-    temp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    temp.persist(path).map_err(|error| error.error)?;
-    Ok(())
 }
 
 /// The exit code of a written report (see the module doc).
@@ -236,6 +230,7 @@ fn harness_cell(
         verify: 1,
         driver_per_case: false,
         corpus_source: Some(corpus.source_label()),
+        pass_env: host.pass_env.clone(),
     };
     run::run_suite(&config).map_err(|error| error.to_string())
 }
@@ -248,6 +243,7 @@ pub fn main(args: Args) -> ExitCode {
             args.host_name.as_deref(),
             args.expectations.as_deref(),
             &args.variant,
+            &args.pass_env,
         ),
         (None, None) => Ok(MatrixConfig::default_matrix()),
     };
@@ -263,6 +259,16 @@ pub fn main(args: Args) -> ExitCode {
             "dsh-conformance report: --time-scale must be a positive number, got {}",
             args.time_scale
         );
+        return ExitCode::from(2);
+    }
+    let planted = REPORT_FILES
+        .iter()
+        .map(|name| args.out.join(name))
+        .chain(std::iter::once(args.out.clone()))
+        .chain(args.junit.clone())
+        .find_map(|path| crate::output::file::refuse_symlink(&path).err());
+    if let Some(error) = planted {
+        eprintln!("dsh-conformance report: {error}");
         return ExitCode::from(2);
     }
     let fake_dsh = match fake_dsh_binary() {
@@ -288,16 +294,11 @@ pub fn main(args: Args) -> ExitCode {
         stable::make_stable(&mut document);
     }
     if let Some(path) = &args.junit {
-        let written = std::fs::File::create(path).and_then(|file| {
-            let mut out = std::io::BufWriter::new(file);
-            crate::output::write_junit_suites(&document.suites, &mut out)?;
-            out.flush()
+        let written = crate::output::file::write_rendered(path, &|out| {
+            crate::output::write_junit_suites(&document.suites, out)
         });
         if let Err(error) = written {
-            eprintln!(
-                "dsh-conformance report: {}: cannot write: {error}",
-                path.display()
-            );
+            eprintln!("dsh-conformance report: {error}");
             return ExitCode::from(2);
         }
     }
@@ -375,7 +376,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn report_files_replace_symlinks_instead_of_writing_through_them() {
+    fn report_files_refuse_a_planted_link_and_leave_its_target_alone() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         std::fs::create_dir(&out).unwrap();
@@ -383,12 +384,10 @@ mod tests {
         std::fs::write(&victim, "untouched").unwrap();
         std::os::unix::fs::symlink(&victim, out.join("report.json")).unwrap();
         let document = ReportDocument::new(Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let written = write_report_files(&document, &out).unwrap();
-        assert_eq!(written.len(), REPORT_FILES.len());
+        let error = write_report_files(&document, &out).unwrap_err();
+        assert!(error.contains("report.json is a symbolic link"), "{error}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
-        let json = std::fs::symlink_metadata(out.join("report.json")).unwrap();
-        assert!(json.file_type().is_file(), "the link was replaced");
         let leftovers = std::fs::read_dir(&out).unwrap().count();
-        assert_eq!(leftovers, REPORT_FILES.len(), "no temp file is left");
+        assert_eq!(leftovers, 1, "no temp file is left");
     }
 }

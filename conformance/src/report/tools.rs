@@ -178,8 +178,8 @@ pub fn merge_main(args: MergeArgs) -> ExitCode {
         .and_then(merge)
         .and_then(|document| {
             let text = serde_json::to_string_pretty(&document).map_err(|e| e.to_string())?;
-            std::fs::write(&args.out, format!("{text}\n"))
-                .map_err(|e| format!("{}: cannot write: {e}", args.out.display()))?;
+            crate::output::file::write_file(&args.out, format!("{text}\n").as_bytes())
+                .map_err(|e| e.to_string())?;
             Ok(document)
         });
     match merged {

@@ -21,6 +21,7 @@ use super::supervisor;
 use super::transcript::Transcript;
 use super::verdict::*;
 use super::world::World;
+use crate::output::secrets::display_command;
 
 use checks::MIN_SCANNED_PROMPT;
 
@@ -46,6 +47,8 @@ pub struct CaseEnv {
     pub time_scale: f64,
     /// Rule id -> interpretation entry, for the catalog's `interpretation` rules.
     pub interpreted_rules: BTreeMap<String, String>,
+    /// The caller's variables the driver gets besides the allowed ones (`super::child_env`).
+    pub pass_env: Vec<String>,
 }
 
 impl CaseEnv {
@@ -90,6 +93,7 @@ pub fn run_case(case: &Case, env: &CaseEnv, slot: Option<&mut Option<ReusedDrive
         reuse,
         pooled,
         reusable: false,
+        tree_root: None,
     };
     let skipped = runner.run();
     if let Some(slot) = slot {
@@ -170,6 +174,8 @@ struct Runner<'a> {
     pooled: Option<ReusedDriver>,
     /// The current driver is the reused one and may serve the next case.
     reusable: bool,
+    /// The per-case supervisor the current driver runs under (`supervisor::wrap`), if any.
+    tree_root: Option<i32>,
 }
 
 /// A step could not go on: the case stops (the driver is killed).
@@ -427,7 +433,8 @@ impl<'a> Runner<'a> {
         } else {
             format!("{}:{path}", world.bin_dir().display())
         };
-        let env = vec![
+        let mut env = super::child_env::inherited(&self.env.pass_env);
+        env.extend([
             ("DSH_BIN".to_string(), world.dsh().display().to_string()),
             ("PATH".to_string(), path),
             (
@@ -441,7 +448,7 @@ impl<'a> Runner<'a> {
             ("DEEPSEEK_API_KEY".to_string(), world.canary.clone()),
             ("DSH_CONFORMANCE".to_string(), "1".to_string()),
             (CASE_TOKEN_ENV.to_string(), world.case_token.clone()),
-        ];
+        ]);
         let mut stderr_needles = vec![
             (
                 "the canary credential".to_string(),
@@ -474,10 +481,17 @@ impl<'a> Runner<'a> {
     fn start_driver(&mut self, world: &World) -> Option<Driver> {
         let spec = self.driver_spec(world);
         let canary = self.stdout_needles(world);
-        self.transcript
-            .push(format!("== start driver: {}", spec.command.join(" ")));
+        self.transcript.push(format!(
+            "== start driver: {}",
+            display_command(&spec.command)
+        ));
         match Driver::start(&spec, canary) {
-            Ok(driver) => self.handshake(driver),
+            Ok(driver) => {
+                let supervised =
+                    spec.command.get(1).map(String::as_str) == Some(supervisor::SUBCOMMAND);
+                self.tree_root = supervised.then(|| driver.pid());
+                self.handshake(driver)
+            }
             Err(error) => {
                 self.driver_error(error, "starting the driver");
                 None
@@ -788,10 +802,11 @@ impl<'a> Runner<'a> {
         let entries = self.journal_since(journal, from);
         let mut violations: Vec<Violation> = Vec::new();
         violations.extend(checks::canary_in_argv(&entries, &self.canary));
-        if let Some(alive) = checks::still_alive(journal, &entries) {
-            violations.push(Violation::new(
-                RULE_PROCESS_TREE_REAPED,
-                format!("journaled process(es) {alive:?} still alive after the host's reply"),
+        if let Some(alive) = checks::still_alive(journal, &entries, self.tree_root) {
+            violations.extend(checks::reaped_violations(
+                &entries,
+                &alive,
+                "after the host's reply",
             ));
         }
         self.violations(violations, during);
@@ -849,17 +864,14 @@ impl<'a> Runner<'a> {
     fn check_all_reaped(&mut self, world: &World, journal: &Journal, when: &str) {
         let entries = self.journal_since(journal, 0);
         let pids = journal::pids(&entries);
-        let mut alive = checks::alive_after_grace(&pids, journal.path());
-        alive.extend(leftovers::journaled_killed_by_supervisor(
-            &world.supervisor_report(),
-            &pids,
-        ));
-        if !alive.is_empty() {
-            self.host(
-                FindingKind::Global,
-                RULE_PROCESS_TREE_REAPED,
-                format!("journaled process(es) {alive:?} still alive {when}"),
-            );
+        let mut alive = checks::alive_after_grace(&pids, journal.path(), self.tree_root);
+        for killed in leftovers::journaled_killed_by_supervisor(&world.supervisor_report(), &pids) {
+            if !alive.contains(&killed) {
+                alive.push(killed);
+            }
+        }
+        for violation in checks::reaped_violations(&entries, &alive, when) {
+            self.host(FindingKind::Global, violation.rule, violation.why);
         }
     }
 

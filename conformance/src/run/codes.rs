@@ -16,7 +16,9 @@ use std::collections::BTreeMap;
 pub enum CodeClass {
     /// The runtime broke the stream contract (spec 6 strictness rules).
     StreamViolation,
-    /// The session frame or result names another session than the one asked for (spec 6).
+    /// The session frame or result names another session than the one asked for or announced,
+    /// or claims a resume nobody asked for (spec 6). One code per situation, so a host's map can
+    /// name each exactly.
     SessionMismatch,
     /// The runtime rejected a resume target (`resume_rejected: true`).
     ResumeRejected,
@@ -64,6 +66,11 @@ const KIT_CODES: &[(&str, CodeClass)] = &[
     ("DSH_PROFILE_INCOMPATIBLE_READY", CodeClass::StreamViolation),
     ("DSH_PROFILE_RESUME_MISMATCH", CodeClass::SessionMismatch),
     ("DSH_PROFILE_SESSION_MISMATCH", CodeClass::SessionMismatch),
+    ("DSH_PROFILE_UNREQUESTED_RESUME", CodeClass::SessionMismatch),
+    (
+        "DSH_PROFILE_UNANNOUNCED_SESSION",
+        CodeClass::SessionMismatch,
+    ),
     ("DSH_PROFILE_RESUME_REJECTED", CodeClass::ResumeRejected),
     ("DSH_PROFILE_RUN_FAILED", CodeClass::RuntimeFailed),
     (
@@ -335,6 +342,32 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("not compared for session-mismatch"), "{line}");
+    }
+
+    #[test]
+    fn each_session_mismatch_situation_can_be_mapped_exactly() {
+        // OpenDesign's daemon: a protocol error for a result naming another session and for a new
+        // session claiming resumed, its own code for a completion no session frame announced.
+        let vocabulary = declared(json!({
+            "session-mismatch": "DSH_PROFILE_PROTOCOL_ERROR",
+            "DSH_PROFILE_UNANNOUNCED_SESSION": "DSH_PROFILE_SESSION_MISMATCH",
+        }));
+        let code = |c: &str| Some(Declared::Code(c.to_string()));
+        for kit_code in [
+            "DSH_PROFILE_SESSION_MISMATCH",
+            "DSH_PROFILE_UNREQUESTED_RESUME",
+            "DSH_PROFILE_RESUME_MISMATCH",
+        ] {
+            assert_eq!(CodeClass::of(kit_code), Some(CodeClass::SessionMismatch));
+            assert_eq!(
+                vocabulary.expected(kit_code),
+                code("DSH_PROFILE_PROTOCOL_ERROR")
+            );
+        }
+        assert_eq!(
+            vocabulary.expected("DSH_PROFILE_UNANNOUNCED_SESSION"),
+            code("DSH_PROFILE_SESSION_MISMATCH")
+        );
     }
 
     #[test]

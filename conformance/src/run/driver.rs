@@ -25,19 +25,6 @@ pub const KEPT_DRIVER_STDERR: usize = 64 * 1024;
 /// drained, so the driver never blocks on it).
 pub const MAX_DRIVER_STDERR: usize = 16 * 1024 * 1024;
 
-/// Env names the harness sets for the driver, removed from the inherited env first.
-const OWNED_ENV: &[&str] = &[
-    "DSH_BIN",
-    "DSH_HOME",
-    "RUNTIME_DATA_DIR",
-    "DEEPSEEK_API_KEY",
-    "DSH_CONFORMANCE",
-    super::leftovers::CASE_TOKEN_ENV,
-    "FAKE_DSH_SCENARIO",
-    "FAKE_DSH_JOURNAL",
-    "FAKE_DSH_VERSION",
-];
-
 /// The process groups of the drivers started and not yet reaped (an unreaped driver keeps its
 /// group id reserved, so signalling one from here never reaches a stranger).
 static LIVE_GROUPS: Mutex<Vec<Pid>> = Mutex::new(Vec::new());
@@ -72,6 +59,8 @@ pub fn interrupted() -> bool {
 pub struct DriverSpec {
     pub command: Vec<String>,
     pub cwd: PathBuf,
+    /// The driver's whole environment (`super::child_env`: the allowed variables of the caller,
+    /// then the case's; a later entry wins).
     pub env: Vec<(String, String)>,
     /// Byte strings that must never appear in the driver's stderr: (what it is, the bytes).
     pub stderr_needles: Vec<(String, Vec<u8>)>,
@@ -157,9 +146,7 @@ impl Driver {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        for name in OWNED_ENV {
-            command.env_remove(name);
-        }
+        command.env_clear();
         command.envs(spec.env.iter().map(|(k, v)| (k, v)));
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let mut groups = live_groups();

@@ -61,12 +61,8 @@ impl Expectations {
 
     pub fn write(&self, path: &Path) -> Result<(), String> {
         let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())? + "\n";
-        std::fs::write(path, text).map_err(|e| {
-            format!(
-                "{}: cannot write the expectations file: {e}",
-                path.display()
-            )
-        })
+        crate::output::file::write_file(path, text.as_bytes())
+            .map_err(|e| format!("cannot write the expectations file: {e}"))
     }
 }
 

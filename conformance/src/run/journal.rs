@@ -199,6 +199,31 @@ pub fn tree_of(entries: &[Entry], root: i32) -> BTreeSet<i32> {
     }
 }
 
+/// Whether the entries show `pid` outside the process group of the process that started it (a
+/// daemon that called `setsid` or `setpgid`): its own `start` names another `pgid` than its
+/// parent's, or it journaled no `start` at all although its parent reported it as a `child` (a
+/// daemon that cleared its environment, and with it the journal's path).
+pub fn left_its_group(entries: &[Entry], pid: i32) -> bool {
+    let pgid_of = |of: i32| {
+        entries.iter().find_map(|entry| match &entry.entry.event {
+            Event::Start { pgid, .. } if entry.entry.pid == of => Some(*pgid),
+            _ => None,
+        })
+    };
+    let parent = entries.iter().find_map(|entry| match process_named(entry) {
+        Some((child, parent)) if child == pid && entry.event() == "child" => parent,
+        _ => None,
+    });
+    let Some(parent) = parent else {
+        return false;
+    };
+    match (pgid_of(pid), pgid_of(parent)) {
+        (Some(own), Some(parents)) => own != parents,
+        (None, _) => true,
+        (Some(_), None) => false,
+    }
+}
+
 /// Whether `pid` is a live (not zombie) process of this case: one whose environment names this
 /// case's journal, so a recycled pid is never mistaken for a leftover. An environment that cannot
 /// be read does not rule a live process out.
@@ -251,6 +276,11 @@ mod tests {
             ]
         );
         assert_eq!(pids(&entries), vec![10, 11]);
+        assert!(
+            left_its_group(&entries, 11),
+            "a child that journaled no start"
+        );
+        assert!(!left_its_group(&entries, 10), "the runtime itself");
         std::fs::write(&path, format!("{}\nnot json\n", lines[0])).expect("write");
         let error = Journal::new(&path).read().expect_err("not JSON");
         assert!(error.contains("line 2"), "{error}");
@@ -306,6 +336,50 @@ mod tests {
         assert_eq!(tree_of(&entries, 10), BTreeSet::from([10, 11, 12]));
         assert_eq!(tree_of(&entries, 20), BTreeSet::from([20, 21]));
         assert_eq!(tree_of(&entries, 99), BTreeSet::from([99]));
+    }
+
+    /// Entries from JSON lines, numbered from 0.
+    /// Typed entries from compact lines: the members a test does not care about get defaults.
+    fn entries_of(lines: &[&str]) -> Vec<Entry> {
+        let defaults = serde_json::json!({"v": 1, "t_ms": 0, "sid": 1, "argv": [], "cwd": "/",
+            "env_names": [], "ignores_sigterm": false});
+        lines
+            .iter()
+            .enumerate()
+            .map(|(line, text)| {
+                let mut value: Value = serde_json::from_str(text).expect("JSON");
+                let event = value["event"].as_str().unwrap_or_default().to_string();
+                for (key, default) in defaults.as_object().expect("object") {
+                    let applies = match key.as_str() {
+                        "sid" | "argv" | "cwd" | "env_names" => event == "start",
+                        "ignores_sigterm" => event == "child",
+                        _ => true,
+                    };
+                    if applies && value.get(key).is_none() {
+                        value[key] = default.clone();
+                    }
+                }
+                let entry = serde_json::from_value(value).expect("a journal entry");
+                Entry { line, entry }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_child_in_another_group_than_its_parent_left_it() {
+        let entries = entries_of(&[
+            r#"{"event":"start","pid":10,"ppid":1,"pgid":10,"mode":"stdio"}"#,
+            r#"{"event":"child","pid":10,"child_pid":11}"#,
+            r#"{"event":"start","pid":11,"ppid":10,"pgid":10,"mode":"child"}"#,
+            r#"{"event":"child","pid":10,"child_pid":12}"#,
+            r#"{"event":"start","pid":12,"ppid":1,"pgid":12,"mode":"child"}"#,
+        ]);
+        assert!(!left_its_group(&entries, 11), "a grandchild in the group");
+        assert!(left_its_group(&entries, 12), "a setsid daemon");
+        assert!(
+            !left_its_group(&entries, 99),
+            "a pid the journal never names"
+        );
     }
 
     #[test]

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::driver::{Driver, DriverError, DriverSpec};
 use super::transcript::Transcript;
-use crate::output::escape::{shell_join, stderr_tail, terminal};
+use crate::output::escape::{stderr_tail, terminal};
+use crate::output::secrets::display_command;
 
 /// How long the driver has to answer the pre-flight handshake (times `--time-scale`).
 const PREFLIGHT_MS: f64 = 15_000.0;
@@ -17,15 +18,16 @@ pub const STDERR_TAIL_LINES: usize = 20;
 
 /// Starts the driver in a scratch dir, handshakes and shuts it down; the handshake reply, or the
 /// error to print.
-pub fn handshake(host: &[String], time_scale: f64) -> Result<Value, String> {
-    let scratch = tempfile::Builder::new()
-        .prefix("dsh-preflight-")
-        .tempdir()
+pub fn handshake(host: &[String], time_scale: f64, pass_env: &[String]) -> Result<Value, String> {
+    let scratch = crate::scratch::tempdir("dsh-preflight-")
         .map_err(|e| format!("cannot create a scratch dir for the pre-flight check: {e}"))?;
     let spec = DriverSpec {
         command: host.to_vec(),
         cwd: scratch.path().to_path_buf(),
-        env: vec![("DSH_CONFORMANCE".to_string(), "preflight".to_string())],
+        env: super::child_env::inherited(pass_env)
+            .into_iter()
+            .chain([("DSH_CONFORMANCE".to_string(), "preflight".to_string())])
+            .collect(),
         stderr_needles: Vec::new(),
     };
     let mut transcript = Transcript::default();
@@ -70,7 +72,7 @@ fn explain(host: &[String], failure: &str, status: &str, stderr: &str) -> String
     format!(
         "the host driver failed the pre-flight handshake, so no case was run: {}\n  command: {}{}\n  status: {status}\n{stderr}",
         terminal(failure),
-        terminal(&shell_join(host)),
+        terminal(&display_command(host)),
         terminal(&super::suite::unexpanded_hint(host)),
     )
 }
@@ -86,7 +88,7 @@ mod tests {
             "-c".to_string(),
             "echo 'Error: Cannot find module x' >&2; exit 7".to_string(),
         ];
-        let error = handshake(&host, 1.0).expect_err("the driver dies");
+        let error = handshake(&host, 1.0, &[]).expect_err("the driver dies");
         assert!(error.contains("exit status 7"), "{error}");
         assert!(error.contains("Cannot find module x"), "{error}");
         assert!(error.contains("command: sh -c"), "{error}");

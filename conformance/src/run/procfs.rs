@@ -13,6 +13,14 @@ pub fn stat_of(pid: i32) -> Option<(String, i32)> {
     Some((state, ppid))
 }
 
+/// When the process started, in clock ticks since boot (`/proc/<pid>/stat` field 22): with the
+/// pid, it names one process even after the pid is reused.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let end = stat.rfind(')')?;
+    stat[end + 1..].split_whitespace().nth(19)?.parse().ok()
+}
+
 /// Alive and not a zombie.
 pub fn is_live(pid: i32) -> bool {
     stat_of(pid).is_some_and(|(state, _)| !matches!(state.as_str(), "Z" | "X" | "x"))

@@ -80,6 +80,8 @@ pub struct SuiteConfig {
     pub driver_per_case: bool,
     /// Where the fixtures dir came from, for the reports (`None`: its path).
     pub corpus_source: Option<String>,
+    /// The caller's variables the driver gets besides `child_env::ALLOWED` (`NAME` or `PREFIX*`).
+    pub pass_env: Vec<String>,
 }
 
 /// Called with each case's result (expectations applied) as soon as it finishes, from the
@@ -184,6 +186,11 @@ impl Suite {
             )));
         }
         config.selection.check().map_err(HarnessError::Config)?;
+        super::child_env::check_pass_env(&config.pass_env).map_err(HarnessError::Config)?;
+        for (name, value) in &config.variant.env {
+            super::child_env::check_variant_env(name, value)
+                .map_err(|why| HarnessError::Config(format!("variant env: {why}")))?;
+        }
         let found = find_cases(&config.fixtures).map_err(|e| {
             HarnessError::Fixtures(format!(
                 "cannot read the fixtures dir {}: {e}",
@@ -226,6 +233,7 @@ impl Suite {
             fake_dsh: absolute(&config.fake_dsh),
             fake_dsh_env: config.variant.env.clone(),
             time_scale: config.time_scale,
+            pass_env: config.pass_env.clone(),
         };
         Ok(Suite {
             config: config.clone(),
@@ -253,12 +261,12 @@ impl Suite {
     /// The head of a table run: kit, host, command, variant, selection hash; then the corpus line
     /// and, when it is not the embedded corpus, the warning.
     pub fn header_line(&self) -> String {
-        use crate::output::escape::{shell_join, terminal};
+        use crate::output::{escape::terminal, secrets::display_command};
         format!(
             "dsh-conformance {}: host {} ({}), runtime {}, corpus {}, {} cases",
             env!("CARGO_PKG_VERSION"),
             terminal(&self.host_name()),
-            terminal(&shell_join(&self.config.host)),
+            terminal(&display_command(&self.config.host)),
             terminal(&self.config.variant.name),
             crate::model::short_hash(&self.corpus_hash),
             self.entries.len()
@@ -339,8 +347,12 @@ impl Suite {
     pub fn preflight(&self) -> Result<serde_json::Value, HarnessError> {
         self.preflight
             .get_or_init(|| {
-                super::preflight::handshake(&self.env.host, self.config.time_scale)
-                    .map_err(HarnessError::Host)
+                super::preflight::handshake(
+                    &self.env.host,
+                    self.config.time_scale,
+                    &self.env.pass_env,
+                )
+                .map_err(HarnessError::Host)
             })
             .clone()
     }
@@ -376,7 +388,7 @@ impl Suite {
             corpus_hash: self.corpus_hash.clone(),
             host: HostInfo {
                 name: self.host_name(),
-                command: self.config.host.clone(),
+                command: crate::output::secrets::redact_command(&self.config.host),
                 handshake: handshake.unwrap_or(serde_json::Value::Null),
             },
             runtime_variant: self.config.variant.name.clone(),

@@ -13,6 +13,13 @@
 //!
 //! macOS has no subreaper: the driver runs unsupervised and the harness falls back on the
 //! per-case token (`super::leftovers`), which a daemon with a cleared environment evades.
+//!
+//! `dsh-conformance supervise -- dsh --profile open-design --stdio` is the same supervisor for a
+//! host's own runtime (docs/host-driver.md, "Escaped daemons"): a host that cannot become a child
+//! subreaper itself (Node.js) spawns the runtime through it, in the process group it already
+//! signals. It lets the runtime keep its stdio, survives the group's SIGTERM, and once the runtime
+//! has exited it kills what the runtime left behind, so the host's "the child exited" means the
+//! runtime's whole tree, escaped daemons included, is gone.
 
 use super::leftovers::Leftover;
 #[cfg(target_os = "linux")]
@@ -38,6 +45,18 @@ pub struct Args {
     #[arg(long, default_value_t = 200)]
     pub grace_ms: u64,
     /// The driver command.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    pub command: Vec<OsString>,
+}
+
+/// The flags of `dsh-conformance supervise`: a runtime supervisor for hosts.
+#[derive(Debug, clap::Args)]
+pub struct RuntimeArgs {
+    /// Milliseconds the runtime's tree may take to exit on its own after the runtime exited;
+    /// keep it below the host's own force-kill bound.
+    #[arg(long, default_value_t = 200)]
+    pub grace_ms: u64,
+    /// The runtime command (`dsh --profile open-design --stdio`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     pub command: Vec<OsString>,
 }
@@ -118,13 +137,19 @@ pub fn main(args: Args) -> ExitCode {
     imp::supervise(args)
 }
 
+/// `dsh-conformance supervise`: see the module documentation.
+pub fn runtime_main(args: RuntimeArgs) -> ExitCode {
+    imp::supervise_runtime(args)
+}
+
 #[cfg(target_os = "linux")]
 mod imp {
-    use super::{append_report, procfs, Args, Leftover};
+    use super::{append_report, procfs, Args, Leftover, RuntimeArgs};
     use nix::errno::Errno;
     use nix::sys::signal::{kill, killpg, signal, SigHandler, Signal};
     use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
     use nix::unistd::{getpgid, getppid, setpgid, Pid};
+    use std::ffi::OsString;
     use std::process::{Command, ExitCode};
     use std::time::{Duration, Instant};
 
@@ -134,33 +159,59 @@ mod imp {
 
     pub fn supervise(args: Args) -> ExitCode {
         let harness = getppid();
-        if let Err(errno) = nix::sys::prctl::set_child_subreaper(true) {
-            eprintln!("dsh-conformance supervisor: cannot become a child subreaper: {errno}");
-        }
-        let Some((program, rest)) = args.command.split_first() else {
-            eprintln!("dsh-conformance supervisor: no driver command");
-            return ExitCode::from(2);
-        };
-        let driver = match Command::new(program).args(rest).spawn() {
-            Ok(child) => Pid::from_raw(child.id() as i32),
-            Err(error) => {
-                eprintln!(
-                    "cannot start the driver {}: {error}",
-                    program.to_string_lossy()
-                );
-                return ExitCode::from(127);
-            }
+        let driver = match start(&args.command, "driver") {
+            Ok(driver) => driver,
+            Err(code) => return code,
         };
         if let Ok(group) = getpgid(Some(harness)) {
             let _ = setpgid(Pid::from_raw(0), group);
         }
         detach_stdio_and_signals();
-        let code = wait_driver(driver, harness);
+        let code = wait_child(driver, harness, || {
+            let _ = killpg(driver, Signal::SIGKILL);
+        });
         let killed = sweep(Duration::from_millis(args.grace_ms));
         if !killed.is_empty() {
             append_report(&args.report, &killed);
         }
         ExitCode::from(code)
+    }
+
+    /// A host's runtime: stays in the group the host signals (so the runtime gets the host's
+    /// signals and the supervisor ignores them), and if the host dies, kills the whole tree.
+    pub fn supervise_runtime(args: RuntimeArgs) -> ExitCode {
+        let host = getppid();
+        let runtime = match start(&args.command, "runtime") {
+            Ok(runtime) => runtime,
+            Err(code) => return code,
+        };
+        detach_stdio_and_signals();
+        let code = wait_child(runtime, host, || {
+            sweep(Duration::ZERO);
+        });
+        sweep(Duration::from_millis(args.grace_ms));
+        ExitCode::from(code)
+    }
+
+    /// Becomes a child subreaper and starts `command` (the `what`) with this process's stdio.
+    fn start(command: &[OsString], what: &str) -> Result<Pid, ExitCode> {
+        if let Err(errno) = nix::sys::prctl::set_child_subreaper(true) {
+            eprintln!("dsh-conformance supervisor: cannot become a child subreaper: {errno}");
+        }
+        let Some((program, rest)) = command.split_first() else {
+            eprintln!("dsh-conformance supervisor: no {what} command");
+            return Err(ExitCode::from(2));
+        };
+        match Command::new(program).args(rest).spawn() {
+            Ok(child) => Ok(Pid::from_raw(child.id() as i32)),
+            Err(error) => {
+                eprintln!(
+                    "cannot start the {what} {}: {error}",
+                    program.to_string_lossy()
+                );
+                Err(ExitCode::from(127))
+            }
+        }
     }
 
     /// The driver alone holds the harness's pipes from now on; terminal signals meant for the
@@ -188,18 +239,18 @@ mod imp {
         }
     }
 
-    /// Reaps children (adopted orphans included) until the driver exits; its status as the
-    /// harness reads it. If the harness is gone, the driver's group is killed first.
-    fn wait_driver(driver: Pid, harness: Pid) -> u8 {
+    /// Reaps children (adopted orphans included) until `child` exits; its status as a parent
+    /// reads it (`128 + n` for a signal). While the `parent` is gone, `orphaned` ends the child.
+    fn wait_child(child: Pid, parent: Pid, orphaned: impl Fn()) -> u8 {
         loop {
             match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(pid, code)) if pid == driver => return code as u8,
-                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == driver => {
+                Ok(WaitStatus::Exited(pid, code)) if pid == child => return code as u8,
+                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => {
                     return (128 + sig as i32) as u8
                 }
                 Ok(WaitStatus::StillAlive) | Err(Errno::ECHILD) => {
-                    if getppid() != harness {
-                        let _ = killpg(driver, Signal::SIGKILL);
+                    if getppid() != parent {
+                        orphaned();
                     }
                     std::thread::sleep(POLL);
                 }
@@ -264,18 +315,28 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    use super::Args;
+    use super::{Args, RuntimeArgs};
+    use std::ffi::OsString;
     use std::process::ExitCode;
 
     /// No subreaper here: become the driver (`wrap` never asks for this outside Linux).
     pub fn supervise(args: Args) -> ExitCode {
+        become_command(&args.command, "driver")
+    }
+
+    /// No subreaper here: become the runtime (the host's process group is all there is).
+    pub fn supervise_runtime(args: RuntimeArgs) -> ExitCode {
+        become_command(&args.command, "runtime")
+    }
+
+    fn become_command(command: &[OsString], what: &str) -> ExitCode {
         use std::os::unix::process::CommandExt;
-        let Some((program, rest)) = args.command.split_first() else {
+        let Some((program, rest)) = command.split_first() else {
             return ExitCode::from(2);
         };
         let error = std::process::Command::new(program).args(rest).exec();
         eprintln!(
-            "cannot start the driver {}: {error}",
+            "cannot start the {what} {}: {error}",
             program.to_string_lossy()
         );
         ExitCode::from(127)

@@ -10,6 +10,11 @@ pub const RULE_NEW_PROCESS_PER_TURN: &str = "s7.new-process-per-turn";
 pub const RULE_EXECUTE_SHAPE: &str = "s6.execute-shape";
 pub const RULE_EXECUTE_CWD_MODEL_PROMPT: &str = "s8.execute-cwd-model-prompt";
 pub const RULE_PROCESS_TREE_REAPED: &str = "s10.process-tree-reaped";
+pub const RULE_NO_KILL_OTHER_RUNTIME: &str = "s10.no-kill-other-runtime";
+/// A process the runtime started and left outside its process group is still owned (spec 6, 10).
+pub const RULE_OWNED_PROCESSES_KILLED: &str = "s10.owned-processes-force-killed";
+/// What a finding under [`RULE_OWNED_PROCESSES_KILLED`] tells a host to do.
+pub const ESCAPED_PROCESS_REMEDY: &str = "owned processes whatever their group, session or environment (spec 10 step 5): on Linux be a child subreaper or use a cgroup; from Node.js spawn the runtime through `dsh-conformance supervise --` (docs/host-driver.md, \"Escaped daemons\")";
 pub const RULE_NO_CREDENTIAL_LEAK: &str = "s14.no-credential-leak";
 pub const RULE_NO_PROMPT_IN_STDERR: &str = "s14.no-prompt-in-stderr";
 pub const RULE_STDERR_BOUNDED: &str = "s14.stderr-bounded";

@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 
 use super::fixture::{BundleKind, Case, CwdForm};
 
+/// fake-dsh's mark on a Harness home made for it (`fake_dsh::home::MARKER`), relative to the root.
+const FAKE_DSH_HOME_MARKER: &str = "dsh-home/.fake-dsh/home";
+
 /// The package name the open-design bundle has.
 pub const BUNDLE_PACKAGE: &str = "@open-design/dsh-runtime";
 const BUNDLE_VERSION: &str = "0.1.0";
@@ -78,17 +81,20 @@ impl World {
         fake_dsh_env: &BTreeMap<String, String>,
         watchdog_secs: u64,
     ) -> io::Result<World> {
-        let dir = tempfile::Builder::new()
-            .prefix("dsh-conformance-")
-            .tempdir()?;
+        let dir = crate::scratch::tempdir("dsh-conformance-")?;
         let root = dir.path().canonicalize()?;
-        let private = tempfile::Builder::new()
-            .prefix("dsh-conformance-kit-")
-            .tempdir()?;
+        let private = crate::scratch::tempdir("dsh-conformance-kit-")?;
         live_roots().extend([dir.path().to_path_buf(), private.path().to_path_buf()]);
         for sub in ["project", "dsh-home", "host-data", "bin"] {
             fs::create_dir_all(root.join(sub))?;
         }
+        // The home is made for fake-dsh: its marker lets fake-dsh write there whatever a host
+        // puts in it (fake-dsh refuses an unmarked home holding what it did not create).
+        fs::create_dir_all(root.join("dsh-home/.fake-dsh"))?;
+        write_private(
+            &root.join(FAKE_DSH_HOME_MARKER),
+            b"{\"created_by\":\"dsh-conformance\"}\n",
+        )?;
         if case.profile_installed() {
             let profile = root.join("dsh-home/profiles/open-design");
             fs::create_dir_all(&profile)?;
@@ -100,8 +106,8 @@ impl World {
             fs::write(profile.join("package.json"), format!("{package:#}\n"))?;
         }
         let scenario = serde_json::to_string_pretty(&case.runtime).map_err(io::Error::other)?;
-        fs::write(root.join("scenario.json"), scenario + "\n")?;
-        fs::write(root.join("journal.jsonl"), b"")?;
+        write_private(&root.join("scenario.json"), (scenario + "\n").as_bytes())?;
+        write_private(&root.join("journal.jsonl"), b"")?;
         let world = World {
             _dir: dir,
             private,
@@ -167,6 +173,7 @@ impl World {
                     .to_string_lossy()
                     .into_owned();
                 let runtime_owned = relative.starts_with("profiles/")
+                    || relative.starts_with(".fake-dsh/")
                     || (relative.starts_with("sessions/")
                         && !relative["sessions/".len()..].contains('/'));
                 (!runtime_owned).then_some(relative)
@@ -254,16 +261,23 @@ impl World {
             .or_insert_with(|| self.watchdog_secs.to_string());
         let mut script = String::from("#!/bin/sh\n# dsh-conformance: this case's dsh (fake-dsh playing the case's scenario)\n");
         for (name, value) in &env {
+            super::child_env::check_variant_env(name, value)
+                .map_err(|why| io::Error::new(io::ErrorKind::InvalidInput, why))?;
             script.push_str(&format!("{name}={}\nexport {name}\n", shell_quote(value)));
         }
         script.push_str(&format!(
             "exec {} \"$@\"\n",
             shell_quote(&path_string(&self.fake_dsh))
         ));
-        let temp = self.bin_dir().join(".dsh.tmp");
-        fs::write(&temp, script)?;
-        set_executable(&temp)?;
-        fs::rename(&temp, self.dsh())
+        // A fresh temp name (O_EXCL): a link the host planted in bin/ is never written through.
+        let mut temp = tempfile::Builder::new()
+            .prefix(".dsh.")
+            .tempfile_in(self.bin_dir())?;
+        io::Write::write_all(&mut temp, script.as_bytes())?;
+        set_executable(temp.path())?;
+        temp.persist(self.dsh())
+            .map(drop)
+            .map_err(|error| error.error)
     }
 
     /// Builds the bundle of a `setup` step; returns (tarball, manifest) paths.
@@ -338,6 +352,18 @@ fn collect_paths(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
     }
 }
 
+/// Creates a new file readable by this user only (journals and scenarios hold prompts).
+fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?
+        .write_all(bytes)
+}
+
 fn path_string(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
@@ -409,6 +435,44 @@ mod tests {
             .output()
             .expect("sh runs");
         assert_eq!(String::from_utf8_lossy(&output.stdout), "x' $HOME \"y");
+    }
+
+    fn case() -> Case {
+        let text = r#"{"v":1,"id":"discovery.world","summary":"s","spec":["5"],"rules":["s5.r"],
+            "steps":[{"discover":{},"expect":{"available":true}}]}"#;
+        crate::fixture::parse_case(Path::new("discovery/discovery.world.json"), text)
+            .expect("the case parses")
+    }
+
+    #[test]
+    fn a_world_is_private_and_its_home_is_marked_for_fake_dsh() {
+        use std::os::unix::fs::PermissionsExt;
+        let world = World::create(&case(), Path::new("/bin/true"), &BTreeMap::new(), 5)
+            .expect("the world is made");
+        let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&world.root), 0o700);
+        assert_eq!(mode(&world.journal()), 0o600);
+        assert_eq!(mode(&world.root.join("scenario.json")), 0o600);
+        assert!(world.root.join(FAKE_DSH_HOME_MARKER).is_file());
+        assert!(world.foreign_dsh_home_files().is_empty());
+    }
+
+    #[test]
+    fn a_variant_env_name_that_is_shell_code_never_reaches_the_wrapper() {
+        let witness = tempfile::tempdir().unwrap();
+        let planted = witness.path().join("pwned");
+        let name = format!("X=1; touch {}; Y", planted.display());
+        let env = BTreeMap::from([(name, "1".to_string())]);
+        let error = World::create(&case(), Path::new("/bin/true"), &env, 5)
+            .err()
+            .expect("refused");
+        assert!(
+            error
+                .to_string()
+                .contains("not an environment variable name"),
+            "{error}"
+        );
+        assert!(!planted.exists());
     }
 
     #[test]

@@ -6,6 +6,28 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The loop of a driver that answers handshake, discover (dsh available) and shutdown.
+const CANNED_LOOP: &str = r#"while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+  case "$line" in
+    *'"type":"handshake"'*)
+      printf '%s\n' '{"v":1,"type":"handshake","driver":"sh-canned","version":"0.0.1","capabilities":["discover"]}' ;;
+    *'"type":"discover"'*)
+      printf '{"v":1,"type":"discovered","id":"%s","available":true,"version":"0.1.7-rc.1","warnings":[],"diagnostic":null,"code":null}\n' "$id" ;;
+    *'"type":"shutdown"'*)
+      printf '%s\n' '{"v":1,"type":"bye"}'
+      exit 0 ;;
+  esac
+done
+"#;
+
+/// A canned driver script: `prelude` (shell lines run at start, in the driver's cwd), then
+/// answers to handshake, discover (dsh available) and shutdown.
+#[allow(dead_code)] // not every test binary uses it
+pub fn canned_driver(prelude: &str) -> String {
+    format!("#!/bin/sh\n{prelude}\n{CANNED_LOOP}")
+}
+
 pub struct ShellDriverKit {
     dir: tempfile::TempDir,
 }
@@ -53,6 +75,7 @@ impl ShellDriverKit {
             .arg(fixtures)
             .arg("--fake-dsh")
             .arg(fake_dsh::locate::binary("fake-dsh"))
+            .args(["--pass-env", "HOSTILE_PID_DIR"])
             .env("HOSTILE_PID_DIR", self.pid_dir())
             .current_dir(self.path());
         command

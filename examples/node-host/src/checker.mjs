@@ -213,7 +213,7 @@ export class StreamChecker {
       }
     } else if (session.resumed) {
       const what = "claims resumed: true although no resume was requested (spec 6)";
-      return this.#fail("DSH_PROFILE_SESSION_MISMATCH", number, what);
+      return this.#fail("DSH_PROFILE_UNREQUESTED_RESUME", number, what);
     }
     this.sessionId = session.session_id;
     this.resumed = session.resumed;
@@ -248,7 +248,7 @@ export class StreamChecker {
     if (result.resume_rejected) {
       if (resuming === null) {
         const what = "has resume_rejected: true although no resume was requested (spec 6)";
-        return this.#fail("DSH_PROFILE_SESSION_MISMATCH", number, what);
+        return this.#fail("DSH_PROFILE_UNREQUESTED_RESUME", number, what);
       }
       if (this.sessionId !== null) {
         const what = "has resume_rejected: true after the session was confirmed as resumed (spec 6)";
@@ -265,7 +265,7 @@ export class StreamChecker {
     }
     if (result.status === "completed" && this.sessionId === null) {
       const what = "is result: completed without a prior session frame (spec 6, 7)";
-      return this.#fail("DSH_PROFILE_SESSION_MISMATCH", number, what);
+      return this.#fail("DSH_PROFILE_UNANNOUNCED_SESSION", number, what);
     }
     if (result.status === "cancelled" && !this.cancelSent) {
       const what = "is result: cancelled although the host sent no cancel (spec 6, 10)";

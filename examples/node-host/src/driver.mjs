@@ -88,14 +88,17 @@ export function requestProblem(request) {
 export class Driver {
   /**
    * `dialect`: `"kit"` (the kit's event shapes and codes) or `"opendesign"` (OpenDesign's).
+   * `supervisor`: the path of `dsh-conformance`, whose `supervise` runs each runtime under a child
+   * subreaper (escaped daemons, see src/processes.mjs), or null to spawn the runtime directly.
    * @param {{
    *   write: (reply: DriverReply) => void, env?: NodeJS.ProcessEnv, log?: (message: string) => void,
-   *   dialect?: string
+   *   dialect?: string, supervisor?: string | null
    * }} options
    */
-  constructor({ write, env = process.env, log = logToStderr, dialect = "kit" }) {
+  constructor({ write, env = process.env, log = logToStderr, dialect = "kit", supervisor = null }) {
     this.write = write;
     this.dialect = dialect;
+    this.supervisor = supervisor;
     this.env = env;
     this.log = log;
     this.store = new SessionStore(dataDir(env), { warn: log });
@@ -246,6 +249,7 @@ export class Driver {
       bounds: boundsFromEnv(this.env),
       env: this.env,
       log: this.log,
+      supervisor: this.supervisor,
     });
     entry.turn = turn;
     this.runs.set(id, entry);
@@ -294,13 +298,19 @@ function modelsBound(env) {
 export function main() {
   /** @param {DriverReply} reply */
   const write = (reply) => process.stdout.write(`${JSON.stringify(reply)}\n`);
-  const flagAt = process.argv.indexOf("--dialect");
-  const dialect = flagAt >= 0 ? process.argv[flagAt + 1] : "kit";
+  /** @param {string} name */
+  const flag = (name) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+  const dialect = flag("--dialect") ?? "kit";
   if (!["kit", "opendesign"].includes(dialect)) {
     process.stderr.write(`node-host: unknown --dialect ${JSON.stringify(dialect)} (kit or opendesign)\n`);
     process.exit(2);
   }
-  const driver = new Driver({ write, dialect });
+  const supervisor = flag("--supervisor") ?? null;
+  if (process.argv.includes("--supervisor") && !supervisor) {
+    process.stderr.write("node-host: --supervisor needs the path of dsh-conformance\n");
+    process.exit(2);
+  }
+  const driver = new Driver({ write, dialect, supervisor });
   const input = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   let finished = false;
   const finish = async () => {

@@ -8,8 +8,9 @@
  * - `usage.usage` spells the cache counts `cached_*` and adds `total_tokens`;
  * - `error.error` carries `retryable: false`;
  * - one `thinking_start` per run, one `thinking_end` at the end of the turn, no empty deltas;
- * - every stream violation is `DSH_PROFILE_PROTOCOL_ERROR`; a runtime's own error code (a
- *   failed result, a protocol_error frame) is reported as is.
+ * - every stream violation is `DSH_PROFILE_PROTOCOL_ERROR`, except a completed result without a
+ *   session frame, which is `DSH_PROFILE_SESSION_MISMATCH`; a runtime's own error code (a failed
+ *   result, a protocol_error frame) is reported as is.
  */
 
 /** @typedef {import("./shapes.mjs").HostEvent} HostEvent */
@@ -18,6 +19,7 @@
 export const OPENDESIGN_CODES = {
   "stream-violation": "DSH_PROFILE_PROTOCOL_ERROR",
   "session-mismatch": "DSH_PROFILE_PROTOCOL_ERROR",
+  "DSH_PROFILE_UNANNOUNCED_SESSION": "DSH_PROFILE_SESSION_MISMATCH",
   "runtime-protocol-error": "passthrough",
   "runtime-failed": "passthrough",
 };
@@ -28,7 +30,7 @@ const STREAM_VIOLATIONS = new Set([
   "DSH_PROFILE_DUPLICATE_READY", "DSH_PROFILE_DUPLICATE_SESSION", "DSH_PROFILE_DUPLICATE_RESULT",
   "DSH_PROFILE_CONTENT_BEFORE_SESSION", "DSH_PROFILE_UNSOLICITED_CANCELLED",
   "DSH_PROFILE_UNMATCHED_TOOL_RESULT", "DSH_PROFILE_INCOMPATIBLE_READY",
-  "DSH_PROFILE_RESUME_MISMATCH", "DSH_PROFILE_SESSION_MISMATCH",
+  "DSH_PROFILE_RESUME_MISMATCH", "DSH_PROFILE_SESSION_MISMATCH", "DSH_PROFILE_UNREQUESTED_RESUME",
 ]);
 
 /** Per run: rewrites the host's normalized events into OpenDesign's. */
@@ -96,6 +98,7 @@ function openDesignUsage(usage) {
  */
 export function openDesignCode(outcome) {
   if (outcome.code === null) return null;
+  if (outcome.code === "DSH_PROFILE_UNANNOUNCED_SESSION") return "DSH_PROFILE_SESSION_MISMATCH";
   if (STREAM_VIOLATIONS.has(outcome.code)) return "DSH_PROFILE_PROTOCOL_ERROR";
   const passesThrough = ["DSH_PROFILE_PROTOCOL_ERROR", "DSH_PROFILE_RUN_FAILED"].includes(outcome.code);
   if (passesThrough && outcome.runtimeCode) {

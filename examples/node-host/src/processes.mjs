@@ -18,6 +18,23 @@ export function spawnInOwnGroup(command, args, { cwd, env = process.env }) {
 }
 
 /**
+ * Spawn the runtime in a new process group; with `supervisor` (the path of `dsh-conformance`),
+ * through `dsh-conformance supervise`, which leads that group as a child subreaper. Node.js cannot
+ * make itself a subreaper, so without it a daemon the runtime detached (`setsid`, `setpgid`, a
+ * cleared environment) is re-parented to init where this host cannot find it; with it, the
+ * supervisor adopts such a daemon and kills it once the runtime has exited, before it exits
+ * itself, so the child's `exit` means the runtime's whole tree is gone (spec 6 and 10 step 5).
+ * @param {string} command
+ * @param {readonly string[]} args
+ * @param {{ cwd: string, env?: NodeJS.ProcessEnv, supervisor?: string | null }} options
+ * @returns {import("node:child_process").ChildProcessWithoutNullStreams}
+ */
+export function spawnRuntime(command, args, { cwd, env = process.env, supervisor = null }) {
+  if (!supervisor) return spawnInOwnGroup(command, args, { cwd, env });
+  return spawnInOwnGroup(supervisor, ["supervise", "--", command, ...args], { cwd, env });
+}
+
+/**
  * Send `signal` to every process of the group led by `groupId`; false when the group is gone.
  * @param {number} groupId
  * @param {NodeJS.Signals | 0} signal 0 only asks whether the group exists

@@ -23,7 +23,7 @@ import { StreamChecker } from "./checker.mjs";
 import { DiscoveryError, PROFILE, readVersion, resolveBinary } from "./discovery.mjs";
 import { EventNormalizer } from "./normalize.mjs";
 import { FrameReader, settlesWithin } from "./pipes.mjs";
-import { groupAlive, signalGroup, spawnInOwnGroup, terminateGroup } from "./processes.mjs";
+import { groupAlive, signalGroup, spawnRuntime, terminateGroup } from "./processes.mjs";
 import { compatibilityKey, sameKey } from "./sessions.mjs";
 import { StderrCapture, credentialValues } from "./stderr.mjs";
 
@@ -138,13 +138,17 @@ export function executeCommand(request, requestId, cwd, resume) {
  */
 export class Turn {
   /**
+   * `supervisor`: the path of `dsh-conformance` to run the runtime under (src/processes.mjs), or null.
    * @param {{
    *   request: RunRequest, store: SessionStore, emit: (event: HostEvent) => void, bounds?: Bounds,
-   *   env?: NodeJS.ProcessEnv, log?: (message: string) => void
+   *   env?: NodeJS.ProcessEnv, log?: (message: string) => void, supervisor?: string | null
    * }} options
    */
-  constructor({ request, store, emit, bounds = boundsFromEnv(), env = process.env, log = () => {} }) {
+  constructor({
+    request, store, emit, bounds = boundsFromEnv(), env = process.env, log = () => {}, supervisor = null,
+  }) {
     this.request = request;
+    this.supervisor = supervisor;
     this.store = store;
     this.emit = emit;
     this.bounds = bounds;
@@ -225,7 +229,8 @@ export class Turn {
     const prompts = [request.prompt, request.bootstrap, newSessionPrompt(request.bootstrap, request.prompt)];
     let child;
     try {
-      child = spawnInOwnGroup(binary, ["--profile", PROFILE, "--stdio"], { cwd, env: this.env });
+      const args = ["--profile", PROFILE, "--stdio"];
+      child = spawnRuntime(binary, args, { cwd, env: this.env, supervisor: this.supervisor });
     } catch (error) {
       return `could not start ${binary}: ${errorCode(error)}`;
     }

@@ -94,9 +94,9 @@ test("each strictness rule has its code", () => {
       "DSH_PROFILE_UNMATCHED_TOOL_RESULT",
     ],
     [[ready, session(), { v: 1, type: "protocol_error", code: "X", message: "bad" }], "DSH_PROFILE_PROTOCOL_ERROR"],
-    [[ready, session({ resumed: true })], "DSH_PROFILE_SESSION_MISMATCH"],
+    [[ready, session({ resumed: true })], "DSH_PROFILE_UNREQUESTED_RESUME"],
     [[ready, session(), result({ session_id: "other" })], "DSH_PROFILE_SESSION_MISMATCH"],
-    [[ready, result()], "DSH_PROFILE_SESSION_MISMATCH"],
+    [[ready, result()], "DSH_PROFILE_UNANNOUNCED_SESSION"],
     [[ready, session(), text()], "DSH_PROFILE_MISSING_RESULT"],
   ];
   for (const [frames, code] of cases) {
@@ -124,7 +124,7 @@ test("resume: the session must be the requested one, resumed", () => {
     error: { code: "SESSION_NOT_FOUND", message: "gone" },
   });
   assert.equal(codeOf(feed([ready, rejected], { resume: "s-1" })), "result:failed");
-  assert.equal(codeOf(feed([ready, rejected])), "DSH_PROFILE_SESSION_MISMATCH");
+  assert.equal(codeOf(feed([ready, rejected])), "DSH_PROFILE_UNREQUESTED_RESUME");
   assert.equal(codeOf(feed([ready, rejected], { resume: "s-2" })), "DSH_PROFILE_SESSION_MISMATCH");
 });
 

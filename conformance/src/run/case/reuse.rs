@@ -74,12 +74,15 @@ impl Runner<'_> {
         let spec = DriverSpec {
             command: self.env.host.clone(),
             cwd: std::env::temp_dir(),
-            env: vec![("DSH_CONFORMANCE".to_string(), "1".to_string())],
+            env: super::super::child_env::inherited(&self.env.pass_env)
+                .into_iter()
+                .chain([("DSH_CONFORMANCE".to_string(), "1".to_string())])
+                .collect(),
             stderr_needles: Vec::new(),
         };
         self.transcript.push(format!(
             "== start driver (to serve many cases): {}",
-            spec.command.join(" ")
+            crate::output::secrets::display_command(&spec.command)
         ));
         let driver = match Driver::start(&spec, Vec::new()) {
             Ok(driver) => driver,

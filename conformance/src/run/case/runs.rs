@@ -13,7 +13,7 @@ use super::super::driver::{Driver, DriverError};
 use super::super::expect::{self, RunSeen};
 use super::super::fixture::{CancelOn, RunExpect, RunStep};
 use super::super::journal::{self, Entry, Journal};
-use super::super::verdict::{FindingKind, RULE_DRIVER_REPLY_VALID};
+use super::super::verdict::{FindingKind, RULE_DRIVER_REPLY_VALID, RULE_NO_KILL_OTHER_RUNTIME};
 use super::super::world::World;
 use super::{Abort, Runner};
 
@@ -71,7 +71,13 @@ impl<'a> Runner<'a> {
             let Some(reply) = self.next_reply(driver, &mut flights)? else {
                 continue;
             };
+            let had_outcome: Vec<bool> = flights.iter().map(|f| f.outcome.is_some()).collect();
             self.follow(driver, &mut flights, reply)?;
+            let ended =
+                (0..had_outcome.len()).find(|k| !had_outcome[*k] && flights[*k].outcome.is_some());
+            if let Some(ended) = ended.filter(|_| flights.len() > 1) {
+                self.check_at_outcome(journal, &flights, ended);
+            }
             let next = flights.len();
             if gave_up || next == runs.len() {
                 continue;
@@ -272,6 +278,7 @@ impl<'a> Runner<'a> {
         let first = flights.iter().map(|flight| flight.from).min().unwrap_or(0);
         let entries = self.journal_since(journal, first);
         let trees = run_trees(&entries, &flights);
+        self.check_overlap(&entries, &flights, &trees);
         for (k, flight) in flights.iter().enumerate() {
             let others: BTreeSet<i32> = trees
                 .iter()
@@ -323,6 +330,7 @@ impl<'a> Runner<'a> {
                 .claimed_capabilities()
                 .iter()
                 .any(|claim| claim == "mcp"),
+            tree_root: self.tree_root,
         };
         let violations: Vec<Violation> = RUN_CHECKS
             .iter()
@@ -346,6 +354,107 @@ impl<'a> Runner<'a> {
                 .insert(flight.run.conversation.clone(), session.to_string());
         }
     }
+}
+
+impl Runner<'_> {
+    /// Right after run `ended` of several in flight got its outcome: none of
+    /// its own processes is alive any more (spec 10 step 5, judged now, not once every run has
+    /// ended), and every process of a run still in flight that the journal shows neither exiting
+    /// nor alive was killed by the ending run's teardown ("No operation may kill another
+    /// conversation's runtime", spec 10).
+    fn check_at_outcome(&mut self, journal: &Journal, flights: &[InFlight], ended: usize) {
+        let first = flights.iter().map(|flight| flight.from).min().unwrap_or(0);
+        let entries = self.journal_since(journal, first);
+        let trees = run_trees(&entries, flights);
+        let Some(own_tree) = trees.get(ended) else {
+            return;
+        };
+        let own: Vec<Entry> = entries
+            .iter()
+            .filter(|entry| entry.pid().is_some_and(|pid| own_tree.contains(&pid)))
+            .cloned()
+            .collect();
+        let during = format!("run {}", flights[ended].id);
+        if let Some(alive) = checks::still_alive(journal, &own, self.tree_root) {
+            let violations = checks::reaped_violations(
+                &own,
+                &alive,
+                "after the host's reply, while another run was in flight",
+            );
+            self.violations(violations, &during);
+        }
+        for (other, tree) in trees.iter().enumerate() {
+            if other == ended || flights[other].outcome.is_some() {
+                continue;
+            }
+            let killed = killed_without_exit(&entries, tree);
+            if !killed.is_empty() {
+                self.violations(
+                    vec![Violation::new(
+                        RULE_NO_KILL_OTHER_RUNTIME,
+                        format!(
+                            "process(es) {killed:?} of run {} (another conversation, still in flight) were gone without exiting when run {} ended: its teardown killed them",
+                            flights[other].id, flights[ended].id
+                        ),
+                    )],
+                    &during,
+                );
+            }
+        }
+    }
+
+    /// A `concurrent` step tests runs in flight together: each run's runtime must send `ready`
+    /// before the previous run's runtime sent its result (or exited), as the journal orders them.
+    /// A driver that claims `concurrent` but runs one turn at a time makes the case untestable.
+    fn check_overlap(&mut self, entries: &[Entry], flights: &[InFlight], trees: &[BTreeSet<i32>]) {
+        let root = |tree: &BTreeSet<i32>| {
+            let mine: Vec<Entry> = entries
+                .iter()
+                .filter(|entry| entry.pid().is_some_and(|pid| tree.contains(&pid)))
+                .cloned()
+                .collect();
+            checks::stdio_starts(&mine).first().copied()
+        };
+        let line_of = |pid: i32, tokens: &[&str]| {
+            entries
+                .iter()
+                .find(|entry| entry.pid() == Some(pid) && tokens.contains(&entry.token().as_str()))
+                .map(|entry| entry.line)
+        };
+        for k in 1..trees.len().min(flights.len()) {
+            let (Some(earlier), Some(later)) = (root(&trees[k - 1]), root(&trees[k])) else {
+                continue;
+            };
+            let ended = line_of(earlier, &["frame:result", "exit"]);
+            let ready = line_of(later, &["frame:ready"]);
+            if let (Some(ended), Some(ready)) = (ended, ready) {
+                if ready > ended {
+                    let rule = self.case.first_rule().to_string();
+                    let why = format!(
+                        "run {}'s runtime sent ready (journal line {}) only after run {}'s runtime had ended (line {}): the driver claims `concurrent` but ran the turns one at a time, so they were never in flight together",
+                        flights[k].id,
+                        ready + 1,
+                        flights[k - 1].id,
+                        ended + 1
+                    );
+                    self.host(FindingKind::Untestable, &rule, why);
+                }
+            }
+        }
+    }
+}
+
+/// The processes of `tree` the entries show starting but not exiting that are no longer alive.
+fn killed_without_exit(entries: &[Entry], tree: &BTreeSet<i32>) -> Vec<i32> {
+    tree.iter()
+        .copied()
+        .filter(|pid| {
+            !entries
+                .iter()
+                .any(|entry| entry.pid() == Some(*pid) && entry.event() == "exit")
+        })
+        .filter(|pid| !crate::run::procfs::is_live(*pid))
+        .collect()
 }
 
 /// Each run's process tree: the first `--stdio` process started after it was sent that no

@@ -15,7 +15,7 @@ mod route;
 
 pub use argv::canary_in_argv;
 pub use outcome_hygiene::MIN_SCANNED_PROMPT;
-pub use reaped::{alive_after_grace, still_alive};
+pub use reaped::{alive_after_grace, reaped_violations, still_alive};
 
 use super::journal::{Entry, Journal};
 use super::world::World;
@@ -42,6 +42,9 @@ pub struct RunEvidence<'a> {
     pub earlier_runs: &'a [i32],
     /// Whether the driver claims the `mcp` capability (it may then send MCP entries).
     pub claims_mcp: bool,
+    /// The per-case supervisor the driver runs under, whose tree holds every process of the case
+    /// (None where there is none: not Linux, or a reused driver).
+    pub tree_root: Option<i32>,
 }
 
 impl RunEvidence<'_> {

@@ -1,0 +1,205 @@
+//! Deliberately wrong hosts that passed every case before issue 26 and fail now (issue 26 item 5),
+//! each built from a correct host and a small wrapper, so no host mutant is needed:
+//!
+//! - a driver that claims `concurrent` but runs one turn at a time (the reference host behind a
+//!   proxy that holds each `run` until the previous run's outcome): the concurrent cases are
+//!   untestable for it, since its runs never overlap;
+//! - a host that kills its runtimes' escaped daemons only when it shuts down (the Node host, which
+//!   kills only each runtime's process group, wrapped whole in `dsh-conformance supervise`): a daemon
+//!   that cleared its environment is now found at the run, through the case supervisor's tree;
+//! - a host that kills every escaped daemon of its case at each run's end (the Node host with a
+//!   `--supervisor` that kills them all): it kills the other conversation's daemon while that run
+//!   is still in flight.
+//!
+//! The Node.js ones skip, saying so, when `node` is not installed.
+
+mod node_support;
+
+use node_support::{node_available, repo_root};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn kit() -> PathBuf {
+    fake_dsh::locate::binary("dsh-conformance")
+}
+
+/// The corpus cases matching `cases` against `host`, as a `--format json` report.
+fn run_cases(host: &str, cases: &[&str]) -> (Output, Value) {
+    let root = repo_root();
+    let mut command = Command::new(kit());
+    command
+        .arg("run")
+        .arg("--host")
+        .arg(host)
+        .arg("--fake-dsh")
+        .arg(fake_dsh::locate::binary("fake-dsh"))
+        .arg("--fixtures")
+        .arg(root.join("fixtures"))
+        .args(["--jobs", "2", "--format", "json"])
+        .current_dir(&root);
+    for case in cases {
+        command.args(["--case", case]);
+    }
+    let output = command.output().expect("dsh-conformance runs");
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "not a JSON report ({error}): {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output, report)
+}
+
+/// (verdict, rule, why) of case `id`.
+fn verdict_of(report: &Value, id: &str) -> (String, String, String) {
+    let case = report["cases"]
+        .as_array()
+        .and_then(|cases| cases.iter().find(|case| case["id"] == id))
+        .unwrap_or_else(|| panic!("{id} is not in the report: {report}"));
+    let text = |member: &str| case[member].as_str().unwrap_or("").to_string();
+    (text("verdict"), text("rule"), text("why"))
+}
+
+/// (verdict, rule, why) of the one case `id` run against `host`.
+fn judge(host: &str, id: &str) -> (String, String, String) {
+    let (_, report) = run_cases(host, &[id]);
+    verdict_of(&report, id)
+}
+
+/// A file in a fresh temp dir, executable.
+fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write the script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+/// Forwards the driver protocol to the host it starts, but holds each `run` request until the
+/// run before it got its outcome: one turn at a time, whatever the host claims.
+const SERIALIZING_PROXY: &str = r#"
+const { spawn } = require("node:child_process");
+const readline = require("node:readline");
+const [command, ...args] = process.argv.slice(2);
+const host = spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] });
+let busy = null;
+const queue = [];
+const send = (line) => host.stdin.write(line + "\n");
+const parse = (line) => { try { return JSON.parse(line); } catch { return {}; } };
+readline.createInterface({ input: process.stdin }).on("line", (line) => {
+  const request = parse(line);
+  if (request.type === "run") {
+    if (busy !== null) { queue.push(line); return; }
+    busy = request.id;
+  }
+  send(line);
+});
+readline.createInterface({ input: host.stdout }).on("line", (line) => {
+  process.stdout.write(line + "\n");
+  const reply = parse(line);
+  if (reply.type === "outcome" && reply.id === busy) {
+    busy = null;
+    const next = queue.shift();
+    if (next !== undefined) { busy = parse(next).id; send(next); }
+  }
+});
+process.stdin.on("end", () => host.stdin.end());
+host.on("exit", (code) => process.exit(code ?? 1));
+"#;
+
+#[test]
+fn a_driver_running_concurrent_turns_one_at_a_time_is_untestable() {
+    if !node_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = script(dir.path(), "serialize.cjs", SERIALIZING_PROXY);
+    let host = format!(
+        "node {} {}",
+        proxy.display(),
+        fake_dsh::locate::binary("dsh-host-driver").display()
+    );
+    let concurrent = [
+        "cancel.concurrent-cancel-earlier-run",
+        "cancel.concurrent-other-run-completes",
+        "resume.concurrent-sessions-stay-apart",
+    ];
+    let (output, report) = run_cases(&host, &concurrent);
+    assert!(!output.status.success(), "a serial driver fails the gate");
+    for id in concurrent {
+        let (verdict, _, why) = verdict_of(&report, id);
+        assert_eq!(verdict, "untestable", "{id}: {why}");
+        assert!(
+            why.contains("claims `concurrent` but ran the turns one at a time"),
+            "{id}: {why}"
+        );
+    }
+}
+
+#[test]
+fn a_host_killing_escaped_daemons_only_at_shutdown_fails_at_the_run() {
+    if !node_available() {
+        return;
+    }
+    // The whole Node driver under one subreaper: it kills the daemons only once the driver exits.
+    let host = format!(
+        "{} supervise -- node {}",
+        kit().display(),
+        repo_root().join("examples/node-host/driver.mjs").display()
+    );
+    let (verdict, rule, why) = judge(&host, "hygiene.daemon-setsid-cleared-env");
+    assert_eq!(verdict, "fail", "{why}");
+    assert_eq!(rule, "s10.owned-processes-force-killed", "{why}");
+    assert!(
+        why.contains("run r0:"),
+        "judged at the run, not at shutdown: {why}"
+    );
+    assert!(why.contains("after the host's reply"), "{why}");
+    assert!(
+        why.contains("subreaper") && why.contains("dsh-conformance supervise"),
+        "the finding says what a host must do: {why}"
+    );
+}
+
+/// A `--supervisor` for the Node host that runs the runtime, then kills every escaped fake-dsh
+/// daemon of the case it can see (orphans re-parented to the case's supervisor), whichever run
+/// started it.
+const KILL_EVERY_DAEMON: &str = r#"#!/bin/sh
+shift 2
+"$@"
+status=$?
+for dir in /proc/[0-9]*; do
+  pid=${dir#/proc/}
+  parent=$(sed 's/^.*) [A-Z] //' "$dir/stat" 2>/dev/null | cut -d' ' -f1)
+  [ -n "$parent" ] || continue
+  [ "$(cat "$dir/comm" 2>/dev/null)" = fake-dsh ] || continue
+  [ "$(cat "/proc/$parent/comm" 2>/dev/null)" = dsh-conformance ] || continue
+  if tr '\0' '\n' < "$dir/environ" 2>/dev/null | grep -qx "DSH_CONFORMANCE_CASE=$DSH_CONFORMANCE_CASE"; then
+    kill -9 "$pid" 2>/dev/null
+  fi
+done
+exit $status
+"#;
+
+#[test]
+fn a_host_killing_every_daemon_at_each_run_end_kills_the_other_conversation_s() {
+    if !node_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let supervisor = script(dir.path(), "kill-every-daemon", KILL_EVERY_DAEMON);
+    let host = format!(
+        "node {} --supervisor {}",
+        repo_root().join("examples/node-host/driver.mjs").display(),
+        supervisor.display()
+    );
+    let (verdict, rule, why) = judge(&host, "hygiene.concurrent-daemons-own-run-only");
+    assert_eq!(verdict, "fail", "{why}");
+    assert_eq!(rule, "s10.no-kill-other-runtime", "{why}");
+    assert!(
+        why.contains("another conversation, still in flight"),
+        "{why}"
+    );
+}
