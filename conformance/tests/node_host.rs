@@ -1,11 +1,20 @@
 //! Runs the whole corpus against the independent Node.js host (`examples/node-host`) and its own
-//! `node --test` unit tests; skipped when `node` is not installed.
+//! `node --test` unit tests (skipped when `node` is not installed), type-checks it with `tsc`
+//! (skipped when `npm` is not), and keeps its lines under 120 characters.
 
 mod node_support;
 
 use node_support::{node_available, repo_root};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// Whether `program --version` runs and succeeds.
+fn tool_available(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
 
 fn describe(output: &Output) -> String {
     format!(
@@ -152,5 +161,111 @@ fn opendesign_shapes_fail_no_case() {
         verdict_of("hygiene.daemon-setsid").map(|(verdict, _)| verdict),
         Some(serde_json::json!("xfail")),
         "a host that kills only the runtime's process group fails the escaped-daemon cases"
+    );
+}
+
+/// Every line of every file of the example (its `node_modules/` aside) is under 120 characters:
+/// it is read as a model, on screens and in diffs.
+#[test]
+fn node_host_lines_are_under_120_characters() {
+    let dir = repo_root().join("examples/node-host");
+    let mut long = Vec::new();
+    let mut files = 0;
+    let mut pending = vec![dir.clone()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).expect("the example's directories are readable") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|name| name != "node_modules") {
+                    pending.push(path);
+                }
+                continue;
+            }
+            files += 1;
+            let text = std::fs::read_to_string(&path).expect("the example's files are UTF-8 text");
+            for (index, line) in text.lines().enumerate() {
+                if line.chars().count() >= 120 {
+                    let shown = path
+                        .strip_prefix(&dir)
+                        .unwrap_or(&path)
+                        .display()
+                        .to_string();
+                    long.push(format!(
+                        "{shown}:{}: {} characters",
+                        index + 1,
+                        line.chars().count()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        files > 20,
+        "only {files} files found under {}",
+        dir.display()
+    );
+    assert!(
+        long.is_empty(),
+        "lines of 120 characters or more:\n{}",
+        long.join("\n")
+    );
+}
+
+/// Whether `node_modules` holds exactly the versions `package-lock.json` pins.
+fn dev_dependencies_installed(dir: &Path) -> bool {
+    let lock = std::fs::read_to_string(dir.join("package-lock.json")).expect("package-lock.json");
+    let lock: serde_json::Value = serde_json::from_str(&lock).expect("package-lock.json is JSON");
+    let packages = lock["packages"]
+        .as_object()
+        .expect("a lockfile v3 `packages` map");
+    packages
+        .iter()
+        .filter(|(path, _)| !path.is_empty())
+        .all(|(path, pinned)| {
+            std::fs::read_to_string(dir.join(path).join("package.json"))
+                .ok()
+                .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+                .is_some_and(|installed| installed["version"] == pinned["version"])
+        })
+}
+
+/// The example's JSDoc types hold: `tsc -p examples/node-host` (`strict`, `checkJs`, no emit) with
+/// the TypeScript and Node.js types its `package-lock.json` pins, installed by `npm ci` (integrity
+/// checked) into the example's ignored `node_modules/` when missing or stale. Skipped only when
+/// npm is not installed.
+#[test]
+fn node_host_types_check() {
+    if !node_available() || !tool_available("npm") {
+        println!("skipped: node or npm not installed");
+        return;
+    }
+    let dir = repo_root().join("examples/node-host");
+    if !dev_dependencies_installed(&dir) {
+        let output = Command::new("npm")
+            .args(["ci", "--ignore-scripts", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .output()
+            .expect("npm ci runs");
+        assert!(
+            output.status.success(),
+            "npm ci in examples/node-host failed\n{}",
+            describe(&output)
+        );
+        assert!(
+            dev_dependencies_installed(&dir),
+            "npm ci did not install the pinned versions"
+        );
+    }
+    let output = Command::new("node")
+        .arg(dir.join("node_modules/typescript/bin/tsc"))
+        .arg("-p")
+        .arg(&dir)
+        .current_dir(&dir)
+        .output()
+        .expect("tsc runs");
+    assert!(
+        output.status.success(),
+        "tsc -p examples/node-host found type errors\n{}",
+        describe(&output)
     );
 }

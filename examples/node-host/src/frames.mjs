@@ -1,5 +1,7 @@
 /** @file Parses one stdout line into a generation-1 runtime frame, with hand checks equal to the schemas. */
 
+/** @typedef {import("./shapes.mjs").Frame} Frame */
+
 export const PROTOCOL_VERSION = 1;
 export const RUNTIME_ID = "open-design";
 export const REQUIRED_CAPABILITIES = ["session_resume", "session_cancel", "structured_events"];
@@ -24,13 +26,21 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** Thrown by the checks below; `code` is a `DSH_PROFILE_*` code. */
 export class FrameError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} message
+   */
   constructor(code, message) {
     super(message);
     this.code = code;
   }
 }
 
-/** Whether a line holds only JSON whitespace (skipped by the checker). */
+/**
+ * Whether a line holds only JSON whitespace (skipped by the checker).
+ * @param {Uint8Array} bytes
+ * @returns {boolean}
+ */
 export function isBlank(bytes) {
   for (const byte of bytes) {
     if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0c && byte !== 0x0d) return false;
@@ -42,6 +52,8 @@ export function isBlank(bytes) {
  * Decode and parse one line into a frame object, checked against its type's schema.
  * Throws `FrameError` with `DSH_PROFILE_MALFORMED_FRAME` (not UTF-8, BOM, not JSON) or
  * `DSH_PROFILE_INVALID_FRAME` (JSON but not a valid generation-1 frame).
+ * @param {Uint8Array} bytes
+ * @returns {Frame}
  */
 export function parseFrame(bytes) {
   let text;
@@ -67,10 +79,13 @@ export function parseFrame(bytes) {
     throw invalid(`repeats the key ${JSON.stringify(duplicate)}`);
   }
   checkFrame(value);
-  return value;
+  return /** @type {Frame} */ (value);
 }
 
-/** Check a parsed object against the generation-1 frame schemas. Unknown members are tolerated. */
+/**
+ * Check a parsed object against the generation-1 frame schemas. Unknown members are tolerated.
+ * @param {Record<string, any>} frame
+ */
 export function checkFrame(frame) {
   if (frame.v !== PROTOCOL_VERSION) {
     throw invalid(`has v ${JSON.stringify(frame.v)}, generation 1 requires v: 1`);
@@ -88,7 +103,9 @@ export function checkFrame(frame) {
       field.object("capabilities");
       for (const name of REQUIRED_CAPABILITIES) {
         const flag = frame.capabilities[name];
-        if (flag !== undefined && typeof flag !== "boolean") throw invalid(`capability ${name} is not a boolean`);
+        if (flag !== undefined && typeof flag !== "boolean") {
+          throw invalid(`capability ${name} is not a boolean`);
+        }
       }
       break;
     case "models":
@@ -143,27 +160,48 @@ export function checkFrame(frame) {
   }
 }
 
+/**
+ * @param {Record<string, any>} frame
+ * @param {FieldChecker} field
+ */
 function checkResult(frame, field) {
   field.nonEmptyString("request_id");
-  if (!RESULT_STATUSES.has(frame.status)) throw invalid("result `status` is not completed, cancelled or failed");
+  if (!RESULT_STATUSES.has(frame.status)) {
+    throw invalid("result `status` is not completed, cancelled or failed");
+  }
   field.nonEmptyString("session_id");
   field.boolean("resume_rejected");
-  if (frame.resume_rejected && frame.status !== "failed") throw invalid("a result with resume_rejected: true must have status failed");
+  if (frame.resume_rejected && frame.status !== "failed") {
+    throw invalid("a result with resume_rejected: true must have status failed");
+  }
   field.omittedOrNonEmptyString("output");
   field.omittedOrNonEmptyString("stop_reason");
   const hasError = Object.hasOwn(frame, "error");
   if (frame.status === "failed" && !hasError) throw invalid("a failed result has no `error`");
   if (hasError) {
     if (!isPlainObject(frame.error)) throw invalid("result `error` is not an object");
-    if (typeof frame.error.code !== "string" || frame.error.code.length === 0 || typeof frame.error.message !== "string") {
+    const { code, message } = frame.error;
+    if (typeof code !== "string" || code.length === 0 || typeof message !== "string") {
       throw invalid("result `error` needs string `code` and `message`");
     }
   }
 }
 
+/**
+ * The checks of one frame's members, each throwing `DSH_PROFILE_INVALID_FRAME` with the member named.
+ * @typedef {{ [check: string]: (name: string, pattern?: any) => void }} FieldChecker
+ */
+
+/**
+ * @param {Record<string, any>} frame
+ * @returns {FieldChecker}
+ */
 function fieldChecker(frame) {
+  /** @param {string} name */
   const where = (name) => `${frame.type} \`${name}\``;
+  /** @param {string} name */
   const present = (name) => Object.hasOwn(frame, name) && frame[name] !== undefined;
+  /** @type {FieldChecker} */
   const checker = {
     string(name) {
       if (typeof frame[name] !== "string") throw invalid(`${where(name)} is missing or not a string`);
@@ -203,10 +241,16 @@ function fieldChecker(frame) {
   return checker;
 }
 
+/** @param {string} message */
 function invalid(message) {
   return new FrameError("DSH_PROFILE_INVALID_FRAME", message);
 }
 
+/**
+ * Whether `value` is a JSON object (not null, not an array).
+ * @param {unknown} value
+ * @returns {value is Record<string, any>}
+ */
 export function isPlainObject(value) {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -215,8 +259,11 @@ export function isPlainObject(value) {
  * The first key repeated inside one object of `text`, or null. `JSON.parse` keeps the last
  * duplicate silently; the protocol treats a duplicate key as an invalid frame. `text` must
  * already be known to be valid JSON.
+ * @param {string} text
+ * @returns {string | null}
  */
 export function findDuplicateKey(text) {
+  /** @type {({ keys: Set<string>, expectingKey: boolean } | null)[]} */
   const objects = [];
   let index = 0;
   while (index < text.length) {

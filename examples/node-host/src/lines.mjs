@@ -1,5 +1,7 @@
 /** @file Splits the runtime's stdout byte stream into protocol lines with bounded memory. */
 
+/** @typedef {import("./shapes.mjs").LineEvent} LineEvent */
+
 /** The largest accepted line in bytes, excluding its line terminator (1 MiB). */
 export const MAX_LINE_BYTES = 1024 * 1024;
 
@@ -14,16 +16,22 @@ const CARRIAGE_RETURN = 0x0d;
  * - `{ kind: "truncated", number, bytes }` (from `finish`): the stream ended inside a line.
  */
 export class LineFramer {
+  /** @param {number} [maxLineBytes] */
   constructor(maxLineBytes = MAX_LINE_BYTES) {
     this.maxLineBytes = maxLineBytes;
+    /** @type {Buffer[]} */
     this.pending = [];
     this.pendingBytes = 0;
     this.lineNumber = 0;
     this.discarding = false;
   }
 
-  /** @param {Buffer} chunk */
+  /**
+   * @param {Buffer} chunk
+   * @returns {LineEvent[]}
+   */
   push(chunk) {
+    /** @type {LineEvent[]} */
     const events = [];
     let start = 0;
     while (start < chunk.length) {
@@ -31,7 +39,8 @@ export class LineFramer {
       const end = newline === -1 ? chunk.length : newline;
       if (!this.discarding) {
         const piece = chunk.subarray(start, end);
-        if (this.pendingBytes + piece.length > this.maxLineBytes + this.#allowedCarriageReturn(piece, newline)) {
+        const limit = this.maxLineBytes + this.#allowedCarriageReturn(piece, newline);
+        if (this.pendingBytes + piece.length > limit) {
           this.lineNumber += 1;
           events.push({ kind: "too_large", number: this.lineNumber });
           this.#clear();
@@ -54,7 +63,10 @@ export class LineFramer {
     return events;
   }
 
-  /** The stream ended: a pending partial line becomes a `truncated` event (or null). */
+  /**
+   * The stream ended: a pending partial line becomes a `truncated` event (or null).
+   * @returns {LineEvent | null}
+   */
   finish() {
     if (this.discarding || this.pendingBytes === 0) {
       this.#clear();
@@ -62,12 +74,17 @@ export class LineFramer {
       return null;
     }
     this.lineNumber += 1;
+    /** @type {LineEvent} */
     const event = { kind: "truncated", number: this.lineNumber, bytes: stripCarriageReturn(this.#take()) };
     this.#clear();
     return event;
   }
 
   /** A `\r` right before the newline is a terminator, not content: it may sit past the limit. */
+  /**
+   * @param {Buffer} piece
+   * @param {number} newline
+   */
   #allowedCarriageReturn(piece, newline) {
     return newline !== -1 && piece.length > 0 && piece[piece.length - 1] === CARRIAGE_RETURN ? 1 : 0;
   }
@@ -82,6 +99,11 @@ export class LineFramer {
   }
 }
 
+/**
+ * @param {Buffer} bytes
+ * @returns {Buffer}
+ */
 function stripCarriageReturn(bytes) {
-  return bytes.length > 0 && bytes[bytes.length - 1] === CARRIAGE_RETURN ? bytes.subarray(0, bytes.length - 1) : bytes;
+  const last = bytes.length - 1;
+  return last >= 0 && bytes[last] === CARRIAGE_RETURN ? bytes.subarray(0, last) : bytes;
 }

@@ -13,6 +13,8 @@
  *   result, a protocol_error frame) is reported as is.
  */
 
+/** @typedef {import("./shapes.mjs").HostEvent} HostEvent */
+
 /** The vocabulary this dialect declares in its handshake. */
 export const OPENDESIGN_CODES = {
   "stream-violation": "DSH_PROFILE_PROTOCOL_ERROR",
@@ -37,7 +39,11 @@ export class OpenDesignEvents {
     this.thinkingStarted = false;
   }
 
-  /** The events one host event becomes (maybe none). */
+  /**
+   * The events one host event becomes (maybe none).
+   * @param {HostEvent} event
+   * @returns {HostEvent[]}
+   */
   map(event) {
     switch (event.type) {
       case "status":
@@ -52,20 +58,29 @@ export class OpenDesignEvents {
       case "text_delta":
         return event.delta === "" ? [] : [event];
       case "usage":
-        return [{ ...event, usage: openDesignUsage(event.usage) }];
-      case "error":
-        return [{ ...event, error: { ...event.error, code: openDesignCode({ code: event.error.code }), retryable: false } }];
+        return [{ ...event, usage: openDesignUsage(/** @type {Record<string, number>} */ (event.usage)) }];
+      case "error": {
+        const error = /** @type {{ code: string, message: string }} */ (event.error);
+        return [{ ...event, error: { ...error, code: openDesignCode({ code: error.code }), retryable: false } }];
+      }
       default:
         return [event];
     }
   }
 
-  /** What closes the turn. */
+  /**
+   * What closes the turn.
+   * @returns {HostEvent[]}
+   */
   finish() {
     return this.thinkingStarted ? [{ type: "thinking_end" }] : [];
   }
 }
 
+/**
+ * @param {Record<string, number>} usage
+ * @returns {Record<string, number>}
+ */
 function openDesignUsage(usage) {
   const { cache_read_tokens: read = 0, cache_write_tokens: write = 0, ...counts } = usage;
   return {
@@ -76,12 +91,17 @@ function openDesignUsage(usage) {
   };
 }
 
-/** The outcome's code in OpenDesign's vocabulary. */
+/**
+ * The outcome's code in OpenDesign's vocabulary.
+ * @param {{ code: string | null, runtimeCode?: string | null }} outcome
+ * @returns {string | null}
+ */
 export function openDesignCode(outcome) {
   if (outcome.code === null) return null;
   if (outcome.code === "DSH_PROFILE_UNANNOUNCED_SESSION") return "DSH_PROFILE_SESSION_MISMATCH";
   if (STREAM_VIOLATIONS.has(outcome.code)) return "DSH_PROFILE_PROTOCOL_ERROR";
-  if (["DSH_PROFILE_PROTOCOL_ERROR", "DSH_PROFILE_RUN_FAILED"].includes(outcome.code) && outcome.runtimeCode) {
+  const passesThrough = ["DSH_PROFILE_PROTOCOL_ERROR", "DSH_PROFILE_RUN_FAILED"].includes(outcome.code);
+  if (passesThrough && outcome.runtimeCode) {
     return outcome.runtimeCode;
   }
   return outcome.code;

@@ -6,18 +6,28 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import readline from "node:readline";
+import { identityFrame } from "./world.mjs";
 
-const script = JSON.parse(fs.readFileSync(process.env.FAKE_SCRIPT, "utf8"));
-const journal = (entry) => fs.appendFileSync(process.env.FAKE_JOURNAL, `${JSON.stringify({ pid: process.pid, ...entry })}\n`);
+const script = JSON.parse(fs.readFileSync(String(process.env.FAKE_SCRIPT), "utf8"));
+/** @param {Record<string, unknown>} entry */
+const journal = (entry) =>
+  fs.appendFileSync(String(process.env.FAKE_JOURNAL), `${JSON.stringify({ pid: process.pid, ...entry })}\n`);
 const args = process.argv.slice(2);
+/** @param {number} ms */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-journal({ event: "start", argv: args, cwd: process.cwd(), has_key_in_argv: args.some((arg) => arg === process.env.DEEPSEEK_API_KEY) });
+
+journal({
+  event: "start",
+  argv: args,
+  cwd: process.cwd(),
+  has_key_in_argv: args.some((arg) => arg === process.env.DEEPSEEK_API_KEY),
+});
 
 if (args[0] === "--version") {
   process.stdout.write(script.version ?? "0.1.7\n");
 } else if (args.includes("--probe")) {
-  process.stdout.write(script.probe ?? '{"v":1,"type":"probe","runtime":"open-design","protocol_version":1,"plugin_version":"0.1.0","capabilities":{"session_resume":true,"session_cancel":true,"structured_events":true}}\n');
+  process.stdout.write(script.probe ?? `${JSON.stringify(identityFrame("probe"))}\n`);
   process.exitCode = script.probe_exit ?? 0;
 } else if (args[0] === "plugin") {
   journal({ event: "plugin_add", tarball: args.at(-1) });
@@ -30,12 +40,16 @@ async function stdio() {
   const invocation = fs.existsSync(counter) ? Number(fs.readFileSync(counter, "utf8")) : 0;
   fs.writeFileSync(counter, String(invocation + 1));
   const actions = script.stdio?.[invocation] ?? script.stdio?.at(-1) ?? [];
+  /** @type {Record<string, any> | null} */
   let execute = null;
-  let executeArrived;
+  /** @type {(command: Record<string, any>) => void} */
+  let executeArrived = () => {};
   const executeReady = new Promise((resolve) => (executeArrived = resolve));
-  let cancelArrived;
+  /** @type {(value?: unknown) => void} */
+  let cancelArrived = () => {};
   const cancelled = new Promise((resolve) => (cancelArrived = resolve));
-  let stdinClosed;
+  /** @type {(value?: unknown) => void} */
+  let stdinClosed = () => {};
   const closed = new Promise((resolve) => (stdinClosed = resolve));
   const input = readline.createInterface({ input: process.stdin });
   input.on("line", (line) => {
@@ -48,24 +62,36 @@ async function stdio() {
     journal({ event: "stdin_closed" });
     stdinClosed();
   });
+  /** @param {unknown} value */
   const fill = (value) =>
     JSON.parse(
       JSON.stringify(value)
         .replaceAll("{{request_id}}", execute?.request_id ?? "")
         .replaceAll("{{session_id}}", execute?.resume_session_id ?? `od-${process.pid}`),
     );
-  const write = (frame) => new Promise((resolve) => process.stdout.write(typeof frame === "string" ? frame : `${JSON.stringify(fill(frame))}\n`, resolve));
+  /** @param {unknown} frame */
+  const write = (frame) =>
+    new Promise((resolve) =>
+      process.stdout.write(typeof frame === "string" ? frame : `${JSON.stringify(fill(frame))}\n`, resolve),
+    );
   for (const action of actions) {
     const [name, value] = Object.entries(action)[0];
     switch (name) {
       case "ready":
-        await write({ v: 1, type: "ready", runtime: "open-design", protocol_version: 1, plugin_version: "0.1.0", capabilities: { session_resume: true, session_cancel: true, structured_events: true }, ...value });
+        await write({ ...identityFrame("ready"), ...value });
         break;
       case "read_execute":
         execute = await executeReady;
         break;
       case "session":
-        await write({ v: 1, type: "session", request_id: "{{request_id}}", session_id: "{{session_id}}", resumed: Boolean(execute.resume_session_id), ...value });
+        await write({
+          v: 1,
+          type: "session",
+          request_id: "{{request_id}}",
+          session_id: "{{session_id}}",
+          resumed: Boolean(execute?.resume_session_id),
+          ...value,
+        });
         break;
       case "frame":
         await write(value);
@@ -86,7 +112,11 @@ async function stdio() {
         process.on("SIGTERM", () => journal({ event: "signal", signal: "SIGTERM", ignored: true }));
         break;
       case "spawn_child": {
-        const child = spawn(process.execPath, ["-e", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000);"], { stdio: "ignore" });
+        const child = spawn(
+          process.execPath,
+          ["-e", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000);"],
+          { stdio: "ignore" },
+        );
         journal({ event: "child", child_pid: child.pid });
         break;
       }
@@ -97,7 +127,7 @@ async function stdio() {
         await new Promise((resolve) => process.stderr.write(Buffer.alloc(value, 0x78), resolve));
         break;
       case "stderr_prompt":
-        process.stderr.write(`prompt was: ${execute.prompt}\nkey is ${process.env.DEEPSEEK_API_KEY}\n`);
+        process.stderr.write(`prompt was: ${execute?.prompt}\nkey is ${process.env.DEEPSEEK_API_KEY}\n`);
         break;
       case "sleep_ms":
         await sleep(value);

@@ -8,6 +8,21 @@ import { fileURLToPath } from "node:url";
 const FAKE = fileURLToPath(new URL("./fake-dsh.mjs", import.meta.url));
 export const CANARY_KEY = "sk-canary-0123456789abcdef";
 
+/**
+ * The identity frame a compatible runtime prints: `probe` (spec 5) or `ready` (spec 6).
+ * @param {"probe" | "ready"} type
+ */
+export function identityFrame(type) {
+  return {
+    v: 1,
+    type,
+    runtime: "open-design",
+    protocol_version: 1,
+    plugin_version: "0.1.0",
+    capabilities: { session_resume: true, session_cancel: true, structured_events: true },
+  };
+}
+
 /** A fresh temp world; `cleanup()` removes it. */
 export function makeWorld(script = {}) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "node-host-test-"));
@@ -24,6 +39,7 @@ export function makeWorld(script = {}) {
     data,
     journalPath: path.join(root, "journal.jsonl"),
     scriptPath: path.join(root, "script.json"),
+    /** @param {unknown} next */
     setScript(next) {
       fs.writeFileSync(world.scriptPath, JSON.stringify(next));
     },
@@ -39,9 +55,15 @@ export function makeWorld(script = {}) {
         FAKE_JOURNAL: world.journalPath,
       };
     },
+    /** @returns {any[]} the journal's entries, in order */
     journal() {
       if (!fs.existsSync(world.journalPath)) return [];
-      return fs.readFileSync(world.journalPath, "utf8").trim().split("\n").filter(Boolean).map((line) => JSON.parse(line));
+      return fs
+        .readFileSync(world.journalPath, "utf8")
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line));
     },
     cleanup() {
       fs.rmSync(root, { recursive: true, force: true });
@@ -51,7 +73,11 @@ export function makeWorld(script = {}) {
   return world;
 }
 
-/** Whether a pid still exists. */
+/**
+ * Whether a pid still exists.
+ * @param {number} pid
+ * @returns {boolean}
+ */
 export function alive(pid) {
   try {
     process.kill(pid, 0);
@@ -69,9 +95,47 @@ export function fullTurn({ text = "Hello" } = {}) {
     { session: {} },
     { frame: { v: 1, type: "thinking", request_id: "{{request_id}}", content: "plan" } },
     { frame: { v: 1, type: "text", request_id: "{{request_id}}", content: text } },
-    { frame: { v: 1, type: "tool_call", request_id: "{{request_id}}", call_id: "c1", name: "write_file", arguments: '{"path":"index.html"}' } },
-    { frame: { v: 1, type: "tool_result", request_id: "{{request_id}}", call_id: "c1", name: "write_file", output: "ok", is_error: false } },
-    { frame: { v: 1, type: "usage", request_id: "{{request_id}}", provider: "deepseek-official", model: "deepseek-chat", input_tokens: 10, output_tokens: 5 } },
-    { frame: { v: 1, type: "result", request_id: "{{request_id}}", status: "completed", session_id: "{{session_id}}", resume_rejected: false } },
+    {
+      frame: {
+        v: 1,
+        type: "tool_call",
+        request_id: "{{request_id}}",
+        call_id: "c1",
+        name: "write_file",
+        arguments: '{"path":"index.html"}',
+      },
+    },
+    {
+      frame: {
+        v: 1,
+        type: "tool_result",
+        request_id: "{{request_id}}",
+        call_id: "c1",
+        name: "write_file",
+        output: "ok",
+        is_error: false,
+      },
+    },
+    {
+      frame: {
+        v: 1,
+        type: "usage",
+        request_id: "{{request_id}}",
+        provider: "deepseek-official",
+        model: "deepseek-chat",
+        input_tokens: 10,
+        output_tokens: 5,
+      },
+    },
+    {
+      frame: {
+        v: 1,
+        type: "result",
+        request_id: "{{request_id}}",
+        status: "completed",
+        session_id: "{{session_id}}",
+        resume_rejected: false,
+      },
+    },
   ];
 }

@@ -10,23 +10,37 @@ import { CANARY_KEY, fullTurn, makeWorld } from "../test-support/world.mjs";
 
 const DRIVER = fileURLToPath(new URL("../driver.mjs", import.meta.url));
 
-/** Start the driver; `send(request)` writes one request, `next()` resolves to the next reply. */
+/**
+ * Start the driver; `send(request)` writes one request, `next()` resolves to the next reply.
+ * @param {ReturnType<typeof makeWorld>} world
+ * @param {import("node:test").TestContext} t
+ */
 function startDriver(world, t) {
-  const child = spawn(process.execPath, [DRIVER], { cwd: world.root, env: world.env(), stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [DRIVER], {
+    cwd: world.root,
+    env: world.env(),
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  /** @type {Buffer[]} */
   const stderr = [];
   child.stderr.on("data", (chunk) => stderr.push(chunk));
+  /** @type {any[]} */
   const replies = [];
+  /** @type {((reply: any) => void)[]} */
   const waiters = [];
   readline.createInterface({ input: child.stdout }).on("line", (line) => {
     const reply = JSON.parse(line);
-    if (waiters.length > 0) waiters.shift()(reply);
+    const waiter = waiters.shift();
+    if (waiter) waiter(reply);
     else replies.push(reply);
   });
   const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
   t.after(() => child.kill("SIGKILL"));
   return {
-    send: (request) => child.stdin.write(`${JSON.stringify(request)}\n`),
-    next: () => (replies.length > 0 ? Promise.resolve(replies.shift()) : new Promise((resolve) => waiters.push(resolve))),
+    send: (/** @type {Record<string, unknown>} */ request) => child.stdin.write(`${JSON.stringify(request)}\n`),
+    /** @returns {Promise<any>} */
+    next: () =>
+      replies.length > 0 ? Promise.resolve(replies.shift()) : new Promise((resolve) => waiters.push(resolve)),
     exited,
     stderr: () => Buffer.concat(stderr).toString("utf8"),
   };
@@ -37,13 +51,32 @@ test("handshake, discover, run, shutdown over the driver protocol", async (t) =>
   t.after(world.cleanup);
   const driver = startDriver(world, t);
   driver.send({ v: 1, type: "handshake", kit: "test", kit_version: "0" });
-  assert.deepEqual(await driver.next(), { v: 1, type: "handshake", driver: "node-host", version: "0.1.0", capabilities: ["discover", "setup", "sessions", "cancel", "restart", "concurrent", "reuse", "models"], codes: "kit" });
+  assert.deepEqual(await driver.next(), {
+    v: 1,
+    type: "handshake",
+    driver: "node-host",
+    version: "0.1.0",
+    capabilities: ["discover", "setup", "sessions", "cancel", "restart", "concurrent", "reuse", "models"],
+    codes: "kit",
+  });
   driver.send({ v: 1, type: "discover", id: "d1" });
   const discovered = await driver.next();
   assert.equal(discovered.available, true);
   assert.equal(discovered.version, "0.1.8");
   assert.ok(discovered.warnings[0].startsWith("DSH_PROFILE_UNTESTED_VERSION"));
-  driver.send({ v: 1, type: "run", id: "r1", turn: 0, conversation_id: "c1", project_id: "p1", cwd: world.project, prompt: "Build it", bootstrap: "ctx", model: { provider: "deepseek-official", id: "deepseek-chat" }, reasoning_effort: null });
+  driver.send({
+    v: 1,
+    type: "run",
+    id: "r1",
+    turn: 0,
+    conversation_id: "c1",
+    project_id: "p1",
+    cwd: world.project,
+    prompt: "Build it",
+    bootstrap: "ctx",
+    model: { provider: "deepseek-official", id: "deepseek-chat" },
+    reasoning_effort: null,
+  });
   const replies = [];
   for (let reply = await driver.next(); ; reply = await driver.next()) {
     replies.push(reply);
@@ -71,8 +104,19 @@ test("setup installs only a bundle whose hash matches", async (t) => {
   const sha256 = crypto.createHash("sha256").update("pretend tarball").digest("hex");
   const good = path.join(world.root, "good.json");
   const bad = path.join(world.root, "bad.json");
-  fs.writeFileSync(good, JSON.stringify({ package: "@open-design/dsh-runtime", version: "0.1.0", sha256, file: "open-design-runtime.tgz" }));
-  fs.writeFileSync(bad, JSON.stringify({ package: "@open-design/dsh-runtime", version: "0.1.0", sha256: "0".repeat(64), file: "open-design-runtime.tgz" }));
+  fs.writeFileSync(
+    good,
+    JSON.stringify({ package: "@open-design/dsh-runtime", version: "0.1.0", sha256, file: "open-design-runtime.tgz" }),
+  );
+  fs.writeFileSync(
+    bad,
+    JSON.stringify({
+      package: "@open-design/dsh-runtime",
+      version: "0.1.0",
+      sha256: "0".repeat(64),
+      file: "open-design-runtime.tgz",
+    }),
+  );
   const driver = startDriver(world, t);
   driver.send({ v: 1, type: "setup", id: "s1", tarball, manifest: bad });
   const rejected = await driver.next();

@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { LineFramer } from "../src/lines.mjs";
 
-const text = (events) => events.map((event) => (event.bytes ? { ...event, bytes: event.bytes.toString("utf8") } : event));
+/** @param {(import("../src/shapes.mjs").LineEvent | null)[]} events */
+const text = (events) =>
+  events.map((event) => (event && "bytes" in event ? { ...event, bytes: event.bytes.toString("utf8") } : event));
 
 test("splits lines across chunks and strips CRLF", () => {
   const framer = new LineFramer();

@@ -7,12 +7,25 @@ import { SessionStore, compatibilityKey, sameKey } from "../src/sessions.mjs";
 
 function tempStore() {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "node-host-sessions-"));
+  /** @type {string[]} */
   const warnings = [];
-  return { root, warnings, store: new SessionStore(root, { warn: (message) => warnings.push(message) }), cleanup: () => fs.rmSync(root, { recursive: true, force: true }) };
+  return {
+    root,
+    warnings,
+    store: new SessionStore(root, { warn: (message) => void warnings.push(message) }),
+    cleanup: () => fs.rmSync(root, { recursive: true, force: true }),
+  };
 }
 
 const ready = { protocol_version: 1, plugin_version: "0.1.0", compatibility_generation: "g1" };
-const base = { conversationId: "c1", projectId: "p1", cwd: "/p", model: { provider: "deepseek-official", id: "deepseek-chat" }, dsh: { binary: "/bin/dsh", family: "0.1" }, ready };
+const base = {
+  conversationId: "c1",
+  projectId: "p1",
+  cwd: "/p",
+  model: { provider: "deepseek-official", id: "deepseek-chat" },
+  dsh: { binary: "/bin/dsh", family: "0.1" },
+  ready,
+};
 
 test("a mapping round-trips and leaves no temp file", (t) => {
   const { root, store, cleanup } = tempStore();
@@ -21,7 +34,10 @@ test("a mapping round-trips and leaves no temp file", (t) => {
   store.put("c1", "od-1", key);
   store.put("c1", "od-2", key);
   assert.deepEqual(store.get("c1"), { sessionId: "od-2", key });
-  assert.deepEqual(fs.readdirSync(path.join(root, "sessions")).filter((name) => name.endsWith(".tmp")), []);
+  assert.deepEqual(
+    fs.readdirSync(path.join(root, "sessions")).filter((name) => name.endsWith(".tmp")),
+    [],
+  );
   store.delete("c1");
   assert.equal(store.get("c1"), null);
 });
@@ -48,5 +64,6 @@ test("every part of the key matters", () => {
     { ready: { ...ready, plugin_version: "0.2.0" } },
     { ready: { ...ready, compatibility_generation: "g2" } },
   ];
-  for (const variant of variants) assert.ok(!sameKey(key, compatibilityKey({ ...base, ...variant })), JSON.stringify(variant));
+  for (const variant of variants)
+    assert.ok(!sameKey(key, compatibilityKey({ ...base, ...variant })), JSON.stringify(variant));
 });

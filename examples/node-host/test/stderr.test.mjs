@@ -4,13 +4,21 @@ import { test } from "node:test";
 import { REDACTED, StderrCapture, credentialValues, cutToBytes, redact } from "../src/stderr.mjs";
 
 test("credential-looking env values are collected", () => {
-  const values = credentialValues({ DEEPSEEK_API_KEY: "sk-secret-1", GITHUB_TOKEN: "ghp-2222", HOME: "/home/me", SHORT_KEY: "ab" });
+  const values = credentialValues({
+    DEEPSEEK_API_KEY: "sk-secret-1",
+    GITHUB_TOKEN: "ghp-2222",
+    HOME: "/home/me",
+    SHORT_KEY: "ab",
+  });
   assert.deepEqual(values.sort(), ["ghp-2222", "sk-secret-1"]);
 });
 
 test("redaction covers raw, JSON-escaped and per-line forms", () => {
   const prompt = 'Make "it"\nblue please';
-  const out = redact(`echo: Make "it"\nblue please / {"prompt":"Make \\"it\\"\\nblue please"} / key sk-1234`, [prompt, "sk-1234"]);
+  const out = redact(`echo: Make "it"\nblue please / {"prompt":"Make \\"it\\"\\nblue please"} / key sk-1234`, [
+    prompt,
+    "sk-1234",
+  ]);
   assert.ok(!out.includes("blue please"));
   assert.ok(!out.includes("sk-1234"));
   assert.ok(out.includes(REDACTED));
