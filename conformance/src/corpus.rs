@@ -8,7 +8,7 @@
 //! (`docs/rules.md`).
 //!
 //! - [`embedded`]: the corpus built into the binary, its hashes, `corpus export`.
-//! - [`locate`]: where `run`, `report` and `lint` take the corpus from (flag, env, nearest
+//! - [`locate`](mod@locate): where `run`, `report` and `lint` take the corpus from (flag, env, nearest
 //!   `fixtures/`, embedded).
 
 pub mod embedded;

@@ -23,7 +23,7 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Directory the recording goes under (as <timestamp>-<pid>/).
+    /// Directory the recording goes under (as `<timestamp>-<pid>/`).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// The runtime command, after `--`: e.g. `-- dsh --profile open-design --stdio`.

@@ -141,7 +141,7 @@ pub struct Flags {
     /// The fake-dsh binary (default: $FAKE_DSH_BIN, else next to this executable).
     #[arg(long)]
     pub fake_dsh: Option<PathBuf>,
-    /// The runtime variant's name (`dsh-<version>` sets FAKE_DSH_VERSION=<version>).
+    /// The runtime variant's name (`dsh-<version>` sets `FAKE_DSH_VERSION=<version>`).
     #[arg(long)]
     pub variant: Option<String>,
     /// Extra env for fake-dsh in this variant, KEY=VALUE (repeatable).

@@ -136,7 +136,7 @@ fn asks_version(args: &[OsString]) -> bool {
         .any(|arg| arg == "--version" || arg == "-V")
 }
 
-/// Parses an argument vector (argv[0] included; its value does not matter).
+/// Parses an argument vector (`argv[0]` included; its value does not matter).
 pub fn parse<I, T>(args: I) -> Invocation
 where
     I: IntoIterator<Item = T>,

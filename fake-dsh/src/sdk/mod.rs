@@ -32,7 +32,7 @@ pub enum Surface {
     BadPersona(String),
 }
 
-/// The SDK surface a command line asks for, if any (argv[0] included).
+/// The SDK surface a command line asks for, if any (`argv[0]` included).
 pub fn select(args: &[OsString]) -> Option<Surface> {
     let args: Vec<String> = args
         .iter()
