@@ -27,6 +27,11 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The Node example host's driver.
+fn node_driver() -> PathBuf {
+    repo_root().join("examples/node-host/driver.mjs")
+}
+
 fn kit() -> PathBuf {
     fake_dsh::locate::binary("dsh-conformance")
 }
@@ -154,7 +159,7 @@ fn a_host_killing_escaped_daemons_only_at_shutdown_fails_at_the_run() {
     let host = format!(
         "{} supervise -- node {}",
         kit().display(),
-        repo_root().join("examples/node-host/driver.mjs").display()
+        node_driver().display()
     );
     let (verdict, rule, why) = judge(&host, "hygiene.daemon-setsid-cleared-env");
     assert_eq!(verdict, "fail", "{why}");
@@ -199,7 +204,7 @@ fn a_host_killing_every_daemon_at_each_run_end_kills_the_other_conversation_s() 
     let supervisor = script(dir.path(), "kill-every-daemon", KILL_EVERY_DAEMON);
     let host = format!(
         "node {} --supervisor {}",
-        repo_root().join("examples/node-host/driver.mjs").display(),
+        node_driver().display(),
         supervisor.display()
     );
     let (verdict, rule, why) = judge(&host, "hygiene.concurrent-daemons-own-run-only");
@@ -209,6 +214,16 @@ fn a_host_killing_every_daemon_at_each_run_end_kills_the_other_conversation_s() 
         why.contains("another conversation, still in flight"),
         "{why}"
     );
+}
+
+/// The Node host with `preload` (written into `dir`) loaded by `node --require` before it.
+fn node_host_with_preload(dir: &Path, preload: &str) -> String {
+    let preload = script(dir, "preload.cjs", preload);
+    format!(
+        "node --require {} {}",
+        preload.display(),
+        node_driver().display()
+    )
 }
 
 /// A `--require` preload for the Node host: its save (temp file, then rename over the mapping)
@@ -227,9 +242,7 @@ fn a_host_rewriting_its_mapping_in_place_is_seen_doing_it() {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let preload = script(dir.path(), "save-in-place.cjs", SAVE_IN_PLACE);
-    let driver = repo_root().join("examples/node-host/driver.mjs");
-    let wrong = format!("node --require {} {}", preload.display(), driver.display());
+    let wrong = node_host_with_preload(dir.path(), SAVE_IN_PLACE);
     let (verdict, rule, why) = judge(&wrong, "resume.crash-after-save");
     assert_eq!(verdict, "informational", "{why}");
     assert_eq!(rule, "s7.conversation-one-session", "{why}");
@@ -238,10 +251,8 @@ fn a_host_rewriting_its_mapping_in_place_is_seen_doing_it() {
             && why.contains("in place"),
         "{why}"
     );
-    let (verdict, _, why) = judge(
-        &format!("node {}", driver.display()),
-        "resume.crash-after-save",
-    );
+    let right = format!("node {}", node_driver().display());
+    let (verdict, _, why) = judge(&right, "resume.crash-after-save");
     assert_eq!(verdict, "pass", "the same host saving by rename: {why}");
 }
 
@@ -272,12 +283,7 @@ fn a_host_saving_its_mappings_only_at_exit_loses_them_to_a_crash() {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let preload = script(dir.path(), "save-at-exit.cjs", SAVE_AT_EXIT);
-    let host = format!(
-        "node --require {} {}",
-        preload.display(),
-        repo_root().join("examples/node-host/driver.mjs").display()
-    );
+    let host = node_host_with_preload(dir.path(), SAVE_AT_EXIT);
     let (_, report) = run_cases(
         &host,
         &["resume.after-driver-restart", "resume.crash-after-save"],
