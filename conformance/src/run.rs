@@ -7,6 +7,7 @@
 //! - `world`, `driver`, `journal`, `transcript`: the temp world, the driver client, fake-dsh's
 //!   journal and the process table, the bounded transcript.
 //! - `leftovers`: the per-case token sweep that kills processes a driver left behind;
+//!   `mapping_watch`: how a run rewrites a saved session mapping (in place or replaced whole);
 //!   [`supervisor`]: the per-case subreaper every driver runs under on Linux.
 //! - [`verdict`]: findings -> verdict; [`expectations`]: the xfail file; [`selection`]: which cases.
 //!
@@ -28,6 +29,7 @@ mod expect;
 pub mod expectations;
 mod journal;
 mod leftovers;
+mod mapping_watch;
 mod preflight;
 pub mod project_files;
 pub mod selection;

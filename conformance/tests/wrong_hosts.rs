@@ -9,7 +9,14 @@
 //!   that cleared its environment is now found at the run, through the case supervisor's tree;
 //! - a host that kills every escaped daemon of its case at each run's end (the Node host with a
 //!   `--supervisor` that kills them all): it kills the other conversation's daemon while that run
-//!   is still in flight.
+//!   is still in flight;
+//! - a host that writes its session mapping in place (the Node host with `fs.renameSync` turned
+//!   into an in-place copy by a `--require` preload): `resume.crash-after-save` sees the saved
+//!   mapping modified in place, a finding that rests on I-C28 and so is informational;
+//! - a host that keeps its mappings in memory and writes them only when it exits (the Node host
+//!   with a preload that defers each save to `process.on("exit")`): it passes
+//!   `resume.after-driver-restart`, whose driver is shut down, and fails `resume.crash-after-save`,
+//!   whose driver is SIGKILLed right after a save.
 //!
 //! The Node.js ones skip, saying so, when `node` is not installed.
 
@@ -19,6 +26,11 @@ use node_support::{node_available, repo_root};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// The Node example host's driver.
+fn node_driver() -> PathBuf {
+    repo_root().join("examples/node-host/driver.mjs")
+}
 
 fn kit() -> PathBuf {
     fake_dsh::locate::binary("dsh-conformance")
@@ -147,7 +159,7 @@ fn a_host_killing_escaped_daemons_only_at_shutdown_fails_at_the_run() {
     let host = format!(
         "{} supervise -- node {}",
         kit().display(),
-        repo_root().join("examples/node-host/driver.mjs").display()
+        node_driver().display()
     );
     let (verdict, rule, why) = judge(&host, "hygiene.daemon-setsid-cleared-env");
     assert_eq!(verdict, "fail", "{why}");
@@ -192,7 +204,7 @@ fn a_host_killing_every_daemon_at_each_run_end_kills_the_other_conversation_s() 
     let supervisor = script(dir.path(), "kill-every-daemon", KILL_EVERY_DAEMON);
     let host = format!(
         "node {} --supervisor {}",
-        repo_root().join("examples/node-host/driver.mjs").display(),
+        node_driver().display(),
         supervisor.display()
     );
     let (verdict, rule, why) = judge(&host, "hygiene.concurrent-daemons-own-run-only");
@@ -202,4 +214,84 @@ fn a_host_killing_every_daemon_at_each_run_end_kills_the_other_conversation_s() 
         why.contains("another conversation, still in flight"),
         "{why}"
     );
+}
+
+/// The Node host with `preload` (written into `dir`) loaded by `node --require` before it.
+fn node_host_with_preload(dir: &Path, preload: &str) -> String {
+    let preload = script(dir, "preload.cjs", preload);
+    format!(
+        "node --require {} {}",
+        preload.display(),
+        node_driver().display()
+    )
+}
+
+/// A `--require` preload for the Node host: its save (temp file, then rename over the mapping)
+/// becomes an in-place rewrite of the mapping, what a crash mid-save leaves torn.
+const SAVE_IN_PLACE: &str = r#"
+const fs = require("node:fs");
+fs.renameSync = (from, to) => {
+  fs.writeFileSync(to, fs.readFileSync(from));
+  fs.rmSync(from, { force: true });
+};
+"#;
+
+#[test]
+fn a_host_rewriting_its_mapping_in_place_is_seen_doing_it() {
+    if !node_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let wrong = node_host_with_preload(dir.path(), SAVE_IN_PLACE);
+    let (verdict, rule, why) = judge(&wrong, "resume.crash-after-save");
+    assert_eq!(verdict, "informational", "{why}");
+    assert_eq!(rule, "s7.conversation-one-session", "{why}");
+    assert!(
+        why.contains("modified its saved session mapping RUNTIME_DATA_DIR/sessions/")
+            && why.contains("in place"),
+        "{why}"
+    );
+    let right = format!("node {}", node_driver().display());
+    let (verdict, _, why) = judge(&right, "resume.crash-after-save");
+    assert_eq!(verdict, "pass", "the same host saving by rename: {why}");
+}
+
+/// A `--require` preload for the Node host: each save is held in memory (and read back from there)
+/// and written only when the process exits, so a killed driver loses every mapping it saved.
+const SAVE_AT_EXIT: &str = r#"
+const fs = require("node:fs");
+const pending = new Map();
+const read = fs.readFileSync;
+fs.renameSync = (from, to) => {
+  pending.set(String(to), read(from));
+  fs.rmSync(from, { force: true });
+};
+fs.readFileSync = (file, ...rest) => {
+  const held = pending.get(String(file));
+  if (held === undefined) return read(file, ...rest);
+  const encoding = typeof rest[0] === "string" ? rest[0] : rest[0] && rest[0].encoding;
+  return encoding ? held.toString(encoding) : Buffer.from(held);
+};
+process.on("exit", () => {
+  for (const [to, data] of pending) fs.writeFileSync(to, data);
+});
+"#;
+
+#[test]
+fn a_host_saving_its_mappings_only_at_exit_loses_them_to_a_crash() {
+    if !node_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let host = node_host_with_preload(dir.path(), SAVE_AT_EXIT);
+    let (_, report) = run_cases(
+        &host,
+        &["resume.after-driver-restart", "resume.crash-after-save"],
+    );
+    let (verdict, _, why) = verdict_of(&report, "resume.after-driver-restart");
+    assert_eq!(verdict, "pass", "a driver shut down saves: {why}");
+    let (verdict, rule, why) = verdict_of(&report, "resume.crash-after-save");
+    assert_eq!(verdict, "fail", "{why}");
+    assert_eq!(rule, "s7.conversation-one-session", "{why}");
+    assert!(why.contains("resumed"), "{why}");
 }

@@ -215,6 +215,10 @@ pub struct RestartAction {
     /// The new driver gets a new, empty `RUNTIME_DATA_DIR` (the daemon's data root moved).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fresh_data_dir: bool,
+    /// SIGKILL the driver's process group instead of shutting it down: a crash right after the
+    /// driver's last save.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kill: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -515,6 +519,18 @@ pub struct RunExpect {
     pub journal_absent: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<BTreeMap<String, FileExpect>>,
+    /// How the run may write a saved session mapping under `RUNTIME_DATA_DIR`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapping_write: Option<MappingWrite>,
+}
+
+/// How a host may write a mapping it saved before (a run's `expect.mapping_write`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MappingWrite {
+    /// Replaced whole (a new file renamed over it), never modified in place: a crash mid-save
+    /// leaves the old mapping or the new one, never a torn file.
+    Replace,
 }
 
 /// The on-disk shape of a step: every action member optional, checked into [`Step`].
@@ -908,10 +924,12 @@ mod tests {
          "expect": {"status": "cancelled", "events": ["status"], "events_include": [{"type": "status"}],
                     "execute": {"resume": "none", "bootstrap": true}, "files": {"index.html": {"contains": "<"}}}},
         {"restart": {}},
+        {"restart": {"kill": true}},
         {"runtime_version": "0.1.8"},
         {"corrupt_session": {"conversation": "c1"}},
         {"run": {"conversation": "c1", "prompt": "Again", "cwd": "other", "model": {"provider": "p", "id": "m"},
-                 "cancel_on": {"after_ms": 200}}}
+                 "cancel_on": {"after_ms": 200}},
+         "expect": {"mapping_write": "replace", "interpretations": {"mapping_write": "I-C28"}}}
       ]
     }"#;
 
@@ -919,7 +937,7 @@ mod tests {
     fn loads_every_step_kind() {
         let case = parse(GOOD).expect("loads");
         assert_eq!(case.requires, vec![Capability::Cancel]);
-        assert_eq!(case.steps.len(), 8);
+        assert_eq!(case.steps.len(), 9);
         let Step::Models(models) = &case.steps[1] else {
             panic!("not a models step")
         };
@@ -945,9 +963,17 @@ mod tests {
             }))
         );
         assert_eq!(expect.status, Some(Status::Cancelled));
-        let Step::Run { run, .. } = &case.steps[7] else {
+        assert!(matches!(
+            case.steps[5],
+            Step::Restart(RestartAction {
+                kill: true,
+                fresh_data_dir: false
+            })
+        ));
+        let Step::Run { run, expect } = &case.steps[8] else {
             panic!("not a run step")
         };
+        assert_eq!(expect.mapping_write, Some(MappingWrite::Replace));
         assert_eq!(
             run.cancel_on,
             Some(CancelOn::AfterMs(CancelAfter { after_ms: 200 }))

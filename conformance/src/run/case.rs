@@ -12,8 +12,8 @@ use super::codes::Vocabulary;
 use super::driver::{clip, contains, Driver, DriverError, DriverSpec, MAX_DRIVER_STDERR};
 use super::expect::{self, CodeJudge, Miss};
 use super::fixture::{
-    BundleKind, Capability, Case, DiscoverExpect, Interpretations, RunExpect, RunStep, SetupExpect,
-    Step,
+    BundleKind, Capability, Case, DiscoverExpect, Interpretations, RestartAction, RunExpect,
+    RunStep, SetupExpect, Step,
 };
 use super::journal::{self, Entry, Journal};
 use super::leftovers::{self, CASE_TOKEN_ENV};
@@ -347,9 +347,7 @@ impl<'a> Runner<'a> {
                         runs.iter().map(|one| (&one.run, &*one.expect)).collect();
                     self.play_runs(active, world, journal, index, &runs)
                 }
-                Step::Restart(action) => {
-                    self.restart(driver, world, journal, action.fresh_data_dir)
-                }
+                Step::Restart(action) => self.restart(driver, world, journal, action),
                 Step::RuntimeVersion(version) => {
                     let done = world.set_runtime_version(version);
                     self.kit_step(done, "cannot rewrite bin/dsh")
@@ -385,28 +383,37 @@ impl<'a> Runner<'a> {
         })
     }
 
-    /// Stops the driver gracefully and starts a new one (with a new data dir when asked).
+    /// Stops the driver (gracefully, or with SIGKILL to its process group when `kill` is set: a
+    /// crash right after its last save) and starts a new one (with a new data dir when asked).
     fn restart(
         &mut self,
         driver: &mut Option<Driver>,
         world: &mut World,
         journal: &Journal,
-        fresh_data_dir: bool,
+        action: &RestartAction,
     ) -> Result<(), Abort> {
         let Some(active) = driver.as_mut() else {
             return Err(Abort);
         };
         // The next driver is the case's own (started with its env), never kept for another case.
         self.reusable = false;
-        let bound = self.env.scaled(SHUTDOWN_BOUND_MS).min(self.remaining());
-        let stopped = active.shutdown(bound, &mut self.transcript);
+        let stopped = if action.kill {
+            self.transcript
+                .push("restart: SIGKILL to the driver's process group".to_string());
+            active.kill();
+            active.wait_stderr_drained(self.env.scaled(SHUTDOWN_BOUND_MS).min(self.remaining()));
+            Ok(())
+        } else {
+            let bound = self.env.scaled(SHUTDOWN_BOUND_MS).min(self.remaining());
+            active.shutdown(bound, &mut self.transcript)
+        };
         self.sweep_leftovers(world, journal);
         self.collect_stderr_hits(active, true);
         if let Err(error) = stopped {
             self.driver_error(error, "restart (shutdown of the first driver)");
             return Err(Abort);
         }
-        if fresh_data_dir {
+        if action.fresh_data_dir {
             let moved = world.fresh_host_data();
             self.kit_step(moved, "cannot create a fresh RUNTIME_DATA_DIR")?;
             self.transcript.push(format!(

@@ -407,13 +407,15 @@ impl Driver {
         }
     }
 
-    /// Kills the whole process group and reaps the driver.
+    /// Kills the whole process group and reaps the driver. The signal comes before its stdin is
+    /// closed, so a driver never sees EOF first and exits its own way (a `restart` with `kill` is a
+    /// crash: nothing the driver runs at exit may run).
     pub fn kill(&mut self) {
         if self.reaped {
             return;
         }
-        self.stdin = None;
         let _ = killpg(self.pgid, Signal::SIGKILL);
+        self.stdin = None;
         live_groups().retain(|group| *group != self.pgid);
         let _ = self.child.wait();
         self.reaped = true;

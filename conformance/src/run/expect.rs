@@ -22,7 +22,8 @@ pub struct Miss {
     pub member: &'static str,
     pub why: String,
     /// The interpretation entry the kit itself knows this expectation rests on (the events
-    /// comparison's open details); the case file's `interpretations` may name one too.
+    /// comparison's open details, `mapping_write`); the case file's `interpretations` may name one
+    /// too.
     pub interpretation: Option<&'static str>,
 }
 

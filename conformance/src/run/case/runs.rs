@@ -10,9 +10,10 @@ use std::time::Instant;
 
 use super::super::checks::{self, RunEvidence, Violation, RUN_CHECKS};
 use super::super::driver::{Driver, DriverError};
-use super::super::expect::{self, RunSeen};
+use super::super::expect::{self, Miss, RunSeen};
 use super::super::fixture::{CancelOn, RunExpect, RunStep};
 use super::super::journal::{self, Entry, Journal};
+use super::super::mapping_watch::{MappingWatch, Seen};
 use super::super::verdict::{FindingKind, RULE_DRIVER_REPLY_VALID, RULE_NO_KILL_OTHER_RUNTIME};
 use super::super::world::World;
 use super::{Abort, Runner};
@@ -65,6 +66,7 @@ impl<'a> Runner<'a> {
             1 => format!("r{index}"),
             _ => format!("r{index}.{k}"),
         };
+        let watch = self.watch_mapping(world, runs);
         let mut flights = vec![self.send_run(driver, world, journal, id_of(0), runs[0])?];
         let mut gave_up = false;
         while flights.iter().any(|flight| flight.outcome.is_none()) {
@@ -92,8 +94,57 @@ impl<'a> Runner<'a> {
                 gave_up = true;
             }
         }
+        if let Some((expect, watch)) = watch {
+            self.judge_mapping_write(&flights, expect, watch.finish());
+        }
         self.judge_runs(world, journal, flights);
         Ok(())
+    }
+
+    /// A watch on `RUNTIME_DATA_DIR` when a run of the step sets `mapping_write`, with that run's
+    /// expectations; the files holding a session an earlier outcome reported are the saved mappings.
+    fn watch_mapping(
+        &self,
+        world: &World,
+        runs: &[(&'a RunStep, &'a RunExpect)],
+    ) -> Option<(&'a RunExpect, MappingWatch)> {
+        let (_, expect) = runs
+            .iter()
+            .find(|(_, expect)| expect.mapping_write.is_some())?;
+        let sessions: Vec<String> = self.conversations.values().cloned().collect();
+        Some((expect, MappingWatch::start(&world.host_data(), &sessions)))
+    }
+
+    /// `mapping_write: "replace"`: no saved mapping was modified in place while the step's runs
+    /// were in flight (I-C28); a watch that could not judge says why in the transcript.
+    fn judge_mapping_write(&mut self, flights: &[InFlight], expect: &RunExpect, seen: Seen) {
+        let ids: Vec<&str> = flights.iter().map(|flight| flight.id.as_str()).collect();
+        let files = match seen {
+            Seen::NotJudged(why) => {
+                self.transcript
+                    .push(format!("mapping_write not judged: {why}"));
+                return;
+            }
+            Seen::InPlace(files) if files.is_empty() => return,
+            Seen::InPlace(files) => files,
+        };
+        let names: Vec<String> = files
+            .iter()
+            .map(|file| format!("RUNTIME_DATA_DIR/{}", file.display()))
+            .collect();
+        let why = format!(
+            "run {}: the host modified its saved session mapping {} in place; a crash mid-save \
+             leaves it torn (write a temp file and rename it over the old one)",
+            ids.join(", "),
+            names.join(", ")
+        );
+        let miss = Miss {
+            member: "mapping_write",
+            why,
+            // The expectation rests on I-C28 whether or not the case file says so.
+            interpretation: Some("I-C28"),
+        };
+        self.misses(vec![miss], &expect.interpretations);
     }
 
     /// Builds and sends the driver's `run` request.
