@@ -257,53 +257,20 @@ pub fn run(target: &Target, world: &World, plan: &Plan) -> Result<TurnRecord, Sp
     // A careful host waits for ready; when it never comes, it goes on so the rest is still seen.
     let ready_stop = reader.read_until(target.deadline(READY_MS), is_ready);
     let ready_before_write = ready_stop == Stop::Matched;
-
-    let mut commands = match &plan.picked {
-        None => {
-            world.execute_line_with(&request_id, plan.resume.as_deref(), plan.prompt.as_deref())
-        }
-        Some(picked) => world.execute_line_picking(&request_id, picked),
-    };
-    commands.extend_from_slice(&plan.after_execute);
-    if plan.cancels {
-        reader.checker.note_cancel_sent();
-    }
-    let execute_at = Instant::now();
-    reader.process.write(&commands);
-
+    let execute_at = send_execute(&mut reader, world, plan, &request_id);
     let result_bound = target.bound(plan.result_bound_ms.unwrap_or(TURN_MS));
-    let own_result = |line: &SeenLine| {
-        line.frame_type() == Some("result") && line.request_id() == Some(request_id.as_str())
-    };
-    let ending = if ready_stop == Stop::Eof {
-        Ending::Eof
-    } else {
-        match reader.read_until(execute_at + result_bound, own_result) {
-            Stop::Matched => Ending::Result,
-            Stop::Eof => Ending::Eof,
-            Stop::Timeout => Ending::Timeout,
-        }
-    };
-    let result = reader.lines.iter().rposition(own_result);
-
-    // Let it exit: by itself with stdin open, or after stdin closes.
-    if !plan.keep_stdin_open || ending != Ending::Result {
-        reader.process.close_stdin();
-    }
-    let exit_from = Instant::now();
-    let exit_deadline = target.deadline(EXIT_MS);
-    let exit = reader
-        .process
-        .wait_exit(exit_deadline)
-        .map(|(status, at)| (status, at.saturating_duration_since(exit_from)));
-    // Whatever it still wrote is part of the stream (frames after the result are violations).
-    let drain_deadline = Instant::now() + target.bound(500);
-    reader.read_until(drain_deadline, |_| false);
+    let ending = await_result(
+        &mut reader,
+        ready_stop,
+        execute_at + result_bound,
+        &request_id,
+    );
+    let result = reader
+        .lines
+        .iter()
+        .rposition(|line| is_own_result(line, &request_id));
+    let (exit, left_processes) = let_it_exit(&mut reader, target, plan, ending);
     let terminal = reader.checker.finish();
-    let left_processes = exit.is_some()
-        && !reader
-            .process
-            .wait_group_empty(Instant::now() + target.bound(1_000));
     let lines = std::mem::take(&mut reader.lines);
     drop(reader);
     if exit.is_none() {
@@ -324,6 +291,68 @@ pub fn run(target: &Target, world: &World, plan: &Plan) -> Result<TurnRecord, Sp
         stderr,
         result_bound,
     })
+}
+
+/// The plan's execute (new, resume or a picked route) and whatever it sends after it; returns
+/// when they were written.
+fn send_execute(reader: &mut Reader<'_>, world: &World, plan: &Plan, request_id: &str) -> Instant {
+    let mut commands = match &plan.picked {
+        None => world.execute_line_with(request_id, plan.resume.as_deref(), plan.prompt.as_deref()),
+        Some(picked) => world.execute_line_picking(request_id, picked),
+    };
+    commands.extend_from_slice(&plan.after_execute);
+    if plan.cancels {
+        reader.checker.note_cancel_sent();
+    }
+    let execute_at = Instant::now();
+    reader.process.write(&commands);
+    execute_at
+}
+
+fn is_own_result(line: &SeenLine, request_id: &str) -> bool {
+    line.frame_type() == Some("result") && line.request_id() == Some(request_id)
+}
+
+/// Reads until this run's result, EOF or `deadline` (at once EOF when stdout ended before ready).
+fn await_result(
+    reader: &mut Reader<'_>,
+    ready_stop: Stop,
+    deadline: Instant,
+    request_id: &str,
+) -> Ending {
+    if ready_stop == Stop::Eof {
+        return Ending::Eof;
+    }
+    match reader.read_until(deadline, |line| is_own_result(line, request_id)) {
+        Stop::Matched => Ending::Result,
+        Stop::Eof => Ending::Eof,
+        Stop::Timeout => Ending::Timeout,
+    }
+}
+
+/// Lets the runtime exit (by itself with stdin open, or after stdin closes), reads what it still
+/// writes (frames after the result are violations), and says whether its group emptied: the exit
+/// status with how long after the close it came, and whether processes were left.
+fn let_it_exit(
+    reader: &mut Reader<'_>,
+    target: &Target,
+    plan: &Plan,
+    ending: Ending,
+) -> (Option<(ExitStatus, Duration)>, bool) {
+    if !plan.keep_stdin_open || ending != Ending::Result {
+        reader.process.close_stdin();
+    }
+    let exit_from = Instant::now();
+    let exit = reader
+        .process
+        .wait_exit(target.deadline(EXIT_MS))
+        .map(|(status, at)| (status, at.saturating_duration_since(exit_from)));
+    reader.read_until(Instant::now() + target.bound(500), |_| false);
+    let left_processes = exit.is_some()
+        && !reader
+            .process
+            .wait_group_empty(Instant::now() + target.bound(1_000));
+    (exit, left_processes)
 }
 
 /// One-line description of the checker's terminal state.

@@ -116,6 +116,91 @@ impl std::error::Error for HarnessError {}
 /// One case's result and the driver's handshake reply (when it answered one).
 pub type EntryRun = (CaseResult, Option<serde_json::Value>);
 
+/// `--time-scale` positive, `--jobs` and `--verify` at least 1.
+fn check_numbers(config: &SuiteConfig) -> Result<(), HarnessError> {
+    if !(config.time_scale.is_finite() && config.time_scale > 0.0) {
+        return Err(HarnessError::Config(format!(
+            "--time-scale must be a positive number, got {}",
+            config.time_scale
+        )));
+    }
+    if config.jobs == 0 || config.verify == 0 {
+        return Err(HarnessError::Config(
+            "--jobs and --verify must be at least 1".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// The host command with its program resolved; a program given as a path made absolute, since
+/// the driver runs in the case root.
+fn resolved_host(config: &SuiteConfig) -> Result<Vec<String>, HarnessError> {
+    let program = config
+        .host
+        .first()
+        .ok_or_else(|| HarnessError::Host("the host command is empty".to_string()))?;
+    let resolved = resolve_program(program).ok_or_else(|| {
+        HarnessError::Host(format!(
+            "host driver not found or not executable: {program}{}",
+            unexpanded_hint(&config.host)
+        ))
+    })?;
+    let mut host = config.host.clone();
+    if program.contains('/') {
+        host[0] = absolute(&resolved).display().to_string();
+    }
+    Ok(host)
+}
+
+/// fake-dsh and the fixtures dir exist; the globs compile; `--pass-env` and the variant's
+/// environment are well formed.
+fn check_paths_and_flags(config: &SuiteConfig) -> Result<(), HarnessError> {
+    if !is_executable(&config.fake_dsh) {
+        return Err(HarnessError::FakeDsh(format!(
+            "fake-dsh not found or not executable: {}",
+            config.fake_dsh.display()
+        )));
+    }
+    if !config.fixtures.is_dir() {
+        return Err(HarnessError::Fixtures(format!(
+            "fixtures dir not found: {}",
+            config.fixtures.display()
+        )));
+    }
+    config.selection.check().map_err(HarnessError::Config)?;
+    super::child_env::check_pass_env(&config.pass_env).map_err(HarnessError::Config)?;
+    for (name, value) in &config.variant.env {
+        super::child_env::check_variant_env(name, value)
+            .map_err(|why| HarnessError::Config(format!("variant env: {why}")))?;
+    }
+    Ok(())
+}
+
+/// Every `--case` and `--skip` glob matches some case of the whole corpus (exit 3 otherwise).
+fn check_globs_match(config: &SuiteConfig, found: &[CaseEntry]) -> Result<(), HarnessError> {
+    let unmatched = config
+        .selection
+        .unmatched_globs(found.iter().map(|entry| entry.id.as_str()));
+    if unmatched.is_empty() {
+        return Ok(());
+    }
+    Err(HarnessError::NoMatch(format!(
+        "{} matches no case of the {} in {}",
+        unmatched.join(", "),
+        found.len(),
+        config.fixtures.display()
+    )))
+}
+
+/// The corpus's rule catalog: none for a hand-made corpus without one (it softens nothing); a
+/// broken one is an error.
+fn rule_catalog(config: &SuiteConfig) -> Result<Vec<crate::corpus::Rule>, HarnessError> {
+    if !config.fixtures.join(crate::corpus::RULES_FILE).exists() {
+        return Ok(Vec::new());
+    }
+    crate::corpus::load_rules(&config.fixtures).map_err(|e| HarnessError::Fixtures(e.to_string()))
+}
+
 /// The whole corpus: its source, hash and size, and whether it is the embedded one.
 fn corpus_info(config: &SuiteConfig, found: &[CaseEntry]) -> CorpusInfo {
     let hash = corpus_hash(&found.iter().collect::<Vec<_>>());
@@ -147,88 +232,29 @@ pub struct Suite {
 impl Suite {
     /// Checks the config (fixtures dir, host program, fake-dsh) and loads the selected cases.
     pub fn prepare(config: &SuiteConfig) -> Result<Suite, HarnessError> {
-        if !(config.time_scale.is_finite() && config.time_scale > 0.0) {
-            return Err(HarnessError::Config(format!(
-                "--time-scale must be a positive number, got {}",
-                config.time_scale
-            )));
-        }
-        if config.jobs == 0 || config.verify == 0 {
-            return Err(HarnessError::Config(
-                "--jobs and --verify must be at least 1".to_string(),
-            ));
-        }
-        let program = config
-            .host
-            .first()
-            .ok_or_else(|| HarnessError::Host("the host command is empty".to_string()))?;
-        let resolved = resolve_program(program).ok_or_else(|| {
-            HarnessError::Host(format!(
-                "host driver not found or not executable: {program}{}",
-                unexpanded_hint(&config.host)
-            ))
-        })?;
-        // The driver runs in the case root: a relative program path must not depend on that.
-        let mut host = config.host.clone();
-        if program.contains('/') {
-            host[0] = absolute(&resolved).display().to_string();
-        }
-        if !is_executable(&config.fake_dsh) {
-            return Err(HarnessError::FakeDsh(format!(
-                "fake-dsh not found or not executable: {}",
-                config.fake_dsh.display()
-            )));
-        }
-        if !config.fixtures.is_dir() {
-            return Err(HarnessError::Fixtures(format!(
-                "fixtures dir not found: {}",
-                config.fixtures.display()
-            )));
-        }
-        config.selection.check().map_err(HarnessError::Config)?;
-        super::child_env::check_pass_env(&config.pass_env).map_err(HarnessError::Config)?;
-        for (name, value) in &config.variant.env {
-            super::child_env::check_variant_env(name, value)
-                .map_err(|why| HarnessError::Config(format!("variant env: {why}")))?;
-        }
+        check_numbers(config)?;
+        let host = resolved_host(config)?;
+        check_paths_and_flags(config)?;
         let found = find_cases(&config.fixtures).map_err(|e| {
             HarnessError::Fixtures(format!(
                 "cannot read the fixtures dir {}: {e}",
                 config.fixtures.display()
             ))
         })?;
-        let unmatched = config
-            .selection
-            .unmatched_globs(found.iter().map(|entry| entry.id.as_str()));
-        if !unmatched.is_empty() {
-            return Err(HarnessError::NoMatch(format!(
-                "{} matches no case of the {} in {}",
-                unmatched.join(", "),
-                found.len(),
-                config.fixtures.display()
-            )));
-        }
+        check_globs_match(config, &found)?;
         let corpus = corpus_info(config, &found);
         let entries: Vec<CaseEntry> = found
             .into_iter()
             .filter(|entry| config.selection.matches(entry))
             .collect();
-        // A corpus without a rule catalog (a hand-made one) softens nothing; a broken one is an error.
-        let rules = if config.fixtures.join(crate::corpus::RULES_FILE).exists() {
-            crate::corpus::load_rules(&config.fixtures)
-                .map_err(|e| HarnessError::Fixtures(e.to_string()))?
-        } else {
-            Vec::new()
-        };
-        let whole: Vec<&CaseEntry> = entries.iter().collect();
         // The hash of the whole selection, so every shard of it carries the same one.
-        let hash = corpus_hash(&whole);
+        let hash = corpus_hash(&entries.iter().collect::<Vec<_>>());
         let entries = match config.selection.shard {
             Some(shard) => shard_entries(entries, shard),
             None => entries,
         };
         let env = CaseEnv {
-            interpreted_rules: crate::corpus::interpreted_rules(&rules),
+            interpreted_rules: crate::corpus::interpreted_rules(&rule_catalog(config)?),
             host,
             fake_dsh: absolute(&config.fake_dsh),
             fake_dsh_env: config.variant.env.clone(),
