@@ -101,6 +101,13 @@ fn case_files() -> impl Iterator<Item = (&'static str, &'static [u8])> {
 /// The report's `corpus_hash` of a full run over the embedded corpus: SHA-256 over the case files'
 /// bytes in id order (`run::selection::corpus_hash`).
 pub fn case_hash() -> String {
+    // Every command computes it for `--version`, and `run`/`report` compare each corpus with it:
+    // parse the embedded cases once per process.
+    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HASH.get_or_init(compute_case_hash).clone()
+}
+
+fn compute_case_hash() -> String {
     let mut cases: Vec<(String, &[u8])> = case_files()
         .map(|(name, bytes)| (case_id(name, bytes), bytes))
         .collect();
