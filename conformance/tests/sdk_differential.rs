@@ -183,17 +183,25 @@ fn an_error_turn_then_a_completed_one_and_junk_input_match_the_real_runtime() {
 }
 
 /// A slow turn, cut by a signal or EOF once the model request is out: no `turn/end`, the
-/// runtime's exit code.
+/// runtime's exit code. The cut waits for the last event the first step writes before the model
+/// answers (`session/title` in 0.1.5, `request/context` in 0.1.1, whose title comes earlier), so
+/// neither side is caught between two preamble events; the model server's first chunk is 2 s
+/// away, far behind the cut.
 fn cut_turn(program: &str, args: &[&str], cut: Step) {
     let model = json!({"replies": [{"text": "slow answer that streams for a long while",
-                                    "chunk_chars": 2, "drip_ms": 400, "reuse": true}]});
+                                    "chunk_chars": 2, "drip_ms": 2000, "reuse": true}]});
     let scenario = json!({"sdk": {"turns": [{"steps": [{"delay_ms": 30000, "text": "never"}]}]}});
+    let last_preamble_event = if program == "dsh-jsonrpc-agent" {
+        "request/context"
+    } else {
+        "session/title"
+    };
     let steps = vec![
         Step::Send(initialize()),
         Step::Response(json!(1)),
         Step::Send(prompt(2, "s-1", "hello")),
         Step::Response(json!(2)),
-        Step::Event("request/context"),
+        Step::Event(last_preamble_event),
         cut,
     ];
     compare(program, args, Some(model), Some(scenario), &steps);
