@@ -7,6 +7,8 @@
 //! - [`process`]: one runtime process in its own process group, killed with its group on drop.
 //! - [`world`]: the temp cwd, Harness home, canaries and commands one check uses.
 //! - [`turn`]: a careful host's single turn, recorded for the checks.
+//! - [`verdict`]: the checks' shared vocabulary: what a check is and concludes, and the steps
+//!   several check modules share.
 //! - [`checks`]: the catalogue of checks and their procedures.
 //! - [`models`]: the `--models` catalog (spec 12) and a turn with each route and effort it lists.
 //! - [`observed`]: the turns several checks judge (the default turn, an unknown resume) and the
@@ -20,16 +22,18 @@ pub mod observed;
 pub mod process;
 pub mod product;
 pub mod turn;
+pub mod verdict;
 pub mod world;
 
 pub use crate::output::Format;
 
-use checks::{Status, CHECKS};
+use checks::CHECKS;
 use serde_json::json;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
+use verdict::Status;
 use world::{Target, World};
 
 #[derive(Debug, clap::Args)]
@@ -121,7 +125,7 @@ pub fn run_checks(
         );
     }
     let jobs = if target.dsh_home.is_some() { 1 } else { jobs };
-    let selected: Vec<&checks::Check> = CHECKS
+    let selected: Vec<&verdict::Check> = CHECKS
         .iter()
         .filter(|check| only.is_empty() || only.iter().any(|id| id == check.id))
         .collect();
@@ -150,13 +154,13 @@ pub fn run_checks(
 }
 
 /// One check: in a fresh world of its own, or on what was observed for several checks.
-fn run_one(target: &Target, check: &checks::Check) -> Result<CheckResult, CannotRun> {
+fn run_one(target: &Target, check: &verdict::Check) -> Result<CheckResult, CannotRun> {
     let started = Instant::now();
     let outcome = match check.procedure {
-        checks::Procedure::Fresh(procedure) => {
+        verdict::Procedure::Fresh(procedure) => {
             World::new(target, check.id).and_then(|world| procedure(target, &world))
         }
-        checks::Procedure::Observed(procedure) => procedure(target),
+        verdict::Procedure::Observed(procedure) => procedure(target),
     }
     .map_err(|error| CannotRun(error.0))?;
     Ok(CheckResult {

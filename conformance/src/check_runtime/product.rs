@@ -5,10 +5,10 @@
 //! check-runtime's own model server (`default_script`: on a "green" prompt it reads the file,
 //! then rewrites it).
 
-use super::checks::{fail, inconclusive, no_result, pass, Outcome};
 use super::observed::Observed;
 use super::process::SpawnError;
 use super::turn::{self, Plan, TurnRecord};
+use super::verdict::{fail, inconclusive, no_result, pass, Outcome};
 use super::world::{Target, World};
 use serde_json::Value;
 
