@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 fn fake_dsh() -> PathBuf {
-    fake_dsh::locate::binary("fake-dsh")
+    dsh_test_support::binary("fake-dsh")
 }
 
 fn kit() -> Command {
-    let mut command = Command::new(fake_dsh::locate::binary("dsh-conformance"));
+    let mut command = Command::new(dsh_test_support::binary("dsh-conformance"));
     command
         .timeout(Duration::from_secs(120))
         .env_remove("FAKE_DSH_SCENARIO")

@@ -17,7 +17,7 @@ fn main() {
         .and_then(|scale| scale.parse().ok())
         .unwrap_or(1.0);
     let config = SuiteConfig {
-        host: vec![fake_dsh::locate::binary("dsh-host-driver")
+        host: vec![dsh_test_support::binary("dsh-host-driver")
             .display()
             .to_string()],
         host_name: None,
@@ -25,7 +25,7 @@ fn main() {
         selection: Selection::default(),
         jobs: 1,
         time_scale,
-        fake_dsh: fake_dsh::locate::binary("fake-dsh"),
+        fake_dsh: dsh_test_support::binary("fake-dsh"),
         variant: Variant::default(),
         expectations: None,
         verify: 1,

@@ -151,10 +151,10 @@ fn differences(real: &Seen, fake: &Seen) -> Vec<&'static str> {
 
 #[test]
 fn fake_dsh_matches_the_real_dsh_on_every_cli_surface_but_the_listed_ones() {
-    let Some(real) = fake_dsh::locate::real_dsh() else {
+    let Some(real) = dsh_test_support::real_dsh() else {
         return;
     };
-    let fake = fake_dsh::locate::binary("fake-dsh");
+    let fake = dsh_test_support::binary("fake-dsh");
     let mut unexplained = Vec::new();
     for args in SURFACES {
         let surface = args.join(" ");

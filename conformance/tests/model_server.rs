@@ -12,7 +12,7 @@ fn cli_prints_and_writes_its_url_logs_requests_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let url_file = dir.path().join("url");
     let log = dir.path().join("log.jsonl");
-    let mut child = std::process::Command::new(fake_dsh::locate::binary("dsh-conformance"))
+    let mut child = std::process::Command::new(dsh_test_support::binary("dsh-conformance"))
         .arg("model-server")
         .arg("--url-file")
         .arg(&url_file)
@@ -48,7 +48,7 @@ fn cli_prints_and_writes_its_url_logs_requests_and_stops_on_sigterm() {
     assert_eq!(logged["body"]["messages"][1]["content"], "hello");
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{\"replies\": 3}").unwrap();
-    let output = std::process::Command::new(fake_dsh::locate::binary("dsh-conformance"))
+    let output = std::process::Command::new(dsh_test_support::binary("dsh-conformance"))
         .args(["model-server", "--script"])
         .arg(&bad)
         .output()
@@ -58,7 +58,7 @@ fn cli_prints_and_writes_its_url_logs_requests_and_stops_on_sigterm() {
 }
 
 fn model_server(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    std::process::Command::new(fake_dsh::locate::binary("dsh-conformance"))
+    std::process::Command::new(dsh_test_support::binary("dsh-conformance"))
         .arg("model-server")
         .args(args)
         .output()

@@ -31,7 +31,7 @@ impl Server {
             r#"{"replies": [{"text": "served", "reuse": true}]}"#,
         )
         .unwrap();
-        let binary = fake_dsh::locate::binary("dsh-conformance");
+        let binary = dsh_test_support::binary("dsh-conformance");
         let limit = max_fds.map_or(String::new(), |n| format!("ulimit -n {n}; "));
         let mut child = Command::new("sh")
             .arg("-c")

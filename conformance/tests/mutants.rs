@@ -31,7 +31,7 @@ fn kill_matrix() -> serde_json::Map<String, Value> {
 }
 
 fn driver_mutants() -> BTreeSet<String> {
-    let output = Command::new(fake_dsh::locate::binary("dsh-host-mutant-driver"))
+    let output = Command::new(dsh_test_support::binary("dsh-host-mutant-driver"))
         .arg("--list-mutants")
         .output()
         .expect("dsh-host-mutant-driver runs");
@@ -72,13 +72,13 @@ fn recorded_cases_still_catch_each_mutant() {
         );
         let checked = &killers[..killers.len().min(KILLERS_CHECKED)];
         let json_path = scratch.path().join(format!("{mutant}.json"));
-        let mut run = Command::new(fake_dsh::locate::binary("dsh-conformance"));
+        let mut run = Command::new(dsh_test_support::binary("dsh-conformance"));
         run.arg("run")
             .arg("--host-arg")
-            .arg(fake_dsh::locate::binary("dsh-host-mutant-driver"))
+            .arg(dsh_test_support::binary("dsh-host-mutant-driver"))
             .arg(format!("--host-arg=--mutant={mutant}"))
             .arg("--fake-dsh")
-            .arg(fake_dsh::locate::binary("fake-dsh"))
+            .arg(dsh_test_support::binary("fake-dsh"))
             .arg("--fixtures")
             .arg(root.join("fixtures"))
             .arg("--json")

@@ -30,12 +30,12 @@ fn describe(output: &Output) -> String {
 fn run_corpus(driver_args: &str, expectations: &str, extra: &[&str]) -> Output {
     let root = repo_root();
     let driver = root.join("examples/node-host/driver.mjs");
-    Command::new(fake_dsh::locate::binary("dsh-conformance"))
+    Command::new(dsh_test_support::binary("dsh-conformance"))
         .arg("run")
         .arg("--host")
         .arg(format!("node {}{driver_args}", driver.display()))
         .arg("--fake-dsh")
-        .arg(fake_dsh::locate::binary("fake-dsh"))
+        .arg(dsh_test_support::binary("fake-dsh"))
         .arg("--fixtures")
         .arg(root.join("fixtures"))
         .args(["--jobs", "2"])
@@ -52,7 +52,7 @@ fn run_corpus(driver_args: &str, expectations: &str, extra: &[&str]) -> Output {
 fn supervised() -> String {
     format!(
         " --supervisor {}",
-        fake_dsh::locate::binary("dsh-conformance").display()
+        dsh_test_support::binary("dsh-conformance").display()
     )
 }
 
@@ -77,7 +77,7 @@ fn node_binaries() -> Vec<PathBuf> {
     if node_available() {
         found.push(PathBuf::from("node"));
     }
-    found.extend(fake_dsh::locate::real_dsh_node());
+    found.extend(dsh_test_support::real_dsh_node());
     found
 }
 

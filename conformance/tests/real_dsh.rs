@@ -78,7 +78,7 @@ fn headless(dsh: &Path, server: &ModelServer, task: &str) -> (Output, Sandbox) {
 
 #[test]
 fn headless_profile_writes_a_file_with_a_tool_call_then_prints_the_final_text() {
-    let Some(dsh) = fake_dsh::locate::real_dsh() else {
+    let Some(dsh) = dsh_test_support::real_dsh() else {
         return;
     };
     let server = ModelServer::start(default_script()).unwrap();
@@ -119,7 +119,7 @@ fn headless_profile_writes_a_file_with_a_tool_call_then_prints_the_final_text() 
 
 #[test]
 fn headless_turn_fails_when_the_endpoint_answers_401() {
-    let Some(dsh) = fake_dsh::locate::real_dsh() else {
+    let Some(dsh) = dsh_test_support::real_dsh() else {
         return;
     };
     let script = Script::parse(r#"{"replies": [{"status": 401, "reuse": true}]}"#).unwrap();
@@ -137,11 +137,11 @@ fn bundle_dir() -> PathBuf {
 
 #[test]
 fn check_runtime_passes_every_check_against_the_real_dsh_with_the_kit_bundle() {
-    let Some(dsh) = fake_dsh::locate::real_dsh() else {
+    let Some(dsh) = dsh_test_support::real_dsh() else {
         return;
     };
     let sandbox = Sandbox::new();
-    let kit = fake_dsh::locate::binary("dsh-conformance");
+    let kit = dsh_test_support::binary("dsh-conformance");
     // check-runtime starts its own model server; the closed port proves it never uses ours.
     let mut command = sandbox.command(&kit, &sandbox.path("dsh-home"), "http://127.0.0.1:9");
     command
@@ -228,10 +228,10 @@ fn normalized_frames(stdout: &[u8]) -> Vec<Value> {
 
 #[test]
 fn a_recorded_real_session_validates_becomes_a_case_and_replays_with_fake_dsh() {
-    let Some(dsh) = fake_dsh::locate::real_dsh() else {
+    let Some(dsh) = dsh_test_support::real_dsh() else {
         return;
     };
-    let kit = fake_dsh::locate::binary("dsh-conformance");
+    let kit = dsh_test_support::binary("dsh-conformance");
     let sandbox = Sandbox::new();
     let bundle = install_bundle(&dsh, &bundle_dir()).unwrap();
     let server = ModelServer::start(default_script()).unwrap();
@@ -316,7 +316,7 @@ fn a_recorded_real_session_validates_becomes_a_case_and_replays_with_fake_dsh() 
     let manifest = fake_dsh::home::profile_manifest_path(&replay_box.path("dsh-home"));
     std::fs::create_dir_all(manifest.parent().unwrap()).unwrap();
     std::fs::write(&manifest, r#"{"name": "@open-design/dsh-runtime"}"#).unwrap();
-    let fake = fake_dsh::locate::binary("fake-dsh");
+    let fake = dsh_test_support::binary("fake-dsh");
     let mut replay = replay_box.command(&fake, &replay_box.path("dsh-home"), "http://127.0.0.1:9");
     replay
         .env("FAKE_DSH_SCENARIO", &case_path)

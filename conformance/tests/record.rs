@@ -13,7 +13,7 @@ const PROMPT_CANARY: &str = "CANARY-PROMPT-7f3a9c2e";
 const KEY_CANARY: &str = "sk-canaryKEY0123456789abcdef";
 
 fn kit_binary() -> PathBuf {
-    fake_dsh::locate::binary("dsh-conformance")
+    dsh_test_support::binary("dsh-conformance")
 }
 
 /// A spawned process in its own group, killed with the group and reaped when dropped.
@@ -75,7 +75,7 @@ impl World {
     /// `dsh-conformance record --out recordings -- fake-dsh --profile open-design --stdio`, or
     /// plain fake-dsh when `through_proxy` is false.
     fn spawn(&self, scenario: Option<&Path>, through_proxy: bool) -> Guard {
-        let fake = fake_dsh::locate::binary("fake-dsh");
+        let fake = dsh_test_support::binary("fake-dsh");
         let mut command = if through_proxy {
             let mut command = Command::new(kit_binary());
             command

@@ -27,7 +27,7 @@ struct Outcome {
 }
 
 fn run_diff(base: &Path, new: &Path, format: &str) -> Outcome {
-    let output = Command::new(fake_dsh::locate::binary("dsh-conformance"))
+    let output = Command::new(dsh_test_support::binary("dsh-conformance"))
         .args(["diff", "--format", format])
         .arg(base)
         .arg(new)

@@ -298,7 +298,7 @@ fn renamed_suites_keep_their_cases() {
 }
 
 fn kit() -> Command {
-    Command::new(fake_dsh::locate::binary("dsh-conformance"))
+    Command::new(dsh_test_support::binary("dsh-conformance"))
 }
 
 #[test]
@@ -340,7 +340,7 @@ fn report_cli_rejects_a_bad_config_with_exit_2_naming_the_file() {
 #[test]
 fn report_cli_runs_the_reference_host_end_to_end() {
     for binary in ["fake-dsh", "dsh-host-driver"] {
-        fake_dsh::locate::binary(binary);
+        dsh_test_support::binary(binary);
     }
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
     let dir = tempfile::tempdir().unwrap();

@@ -822,7 +822,7 @@ fn rerun_lines_carry_the_flags_and_xpass_counts_as_a_failure() {
 
 #[test]
 fn the_reference_driver_answers_help_and_version() {
-    let driver = fake_dsh::locate::binary("dsh-host-driver");
+    let driver = dsh_test_support::binary("dsh-host-driver");
     assert_cmd::Command::new(&driver)
         .arg("--help")
         .assert()

@@ -40,17 +40,17 @@ fn sigterm_ends_the_case_in_flight_and_prints_the_partial_summary() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
     let json = tmp.path().join("report.json");
-    let host = fake_dsh::locate::binary("dsh-host-driver");
+    let host = dsh_test_support::binary("dsh-host-driver");
     // The runtime never writes ready: the host waits 10 s for it, the case up to 30 s.
     let mut run = Reaped(Some(
-        Command::new(fake_dsh::locate::binary("dsh-conformance"))
+        Command::new(dsh_test_support::binary("dsh-conformance"))
             .arg("run")
             .arg("--host")
             .arg(host)
             .arg("--fixtures")
             .arg(&fixtures)
             .arg("--fake-dsh")
-            .arg(fake_dsh::locate::binary("fake-dsh"))
+            .arg(dsh_test_support::binary("fake-dsh"))
             .args([
                 "--case",
                 "lifecycle.ready-timeout",

@@ -306,7 +306,7 @@ fn dirs_a_killed_run_left_are_private_and_swept_by_the_next_run() {
 fn a_runtime_chosen_by_fake_dsh_bin_is_named_not_silent() {
     let kit = kit();
     let json = kit.path().join("report.json");
-    let fake_dsh = fake_dsh::locate::binary("fake-dsh");
+    let fake_dsh = dsh_test_support::binary("fake-dsh");
     let output = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
         .arg("run")
         .arg("--host")

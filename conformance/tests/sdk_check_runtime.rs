@@ -24,13 +24,13 @@ fn check(surface: &str, dsh: &Path, config: Option<&str>) -> (Option<i32>, Strin
 /// fake-dsh under the 0.1.1 binary's name, in a temp dir.
 fn fake_agent(dir: &Path) -> PathBuf {
     let agent = dir.join("dsh-jsonrpc-agent");
-    std::os::unix::fs::symlink(fake_dsh::locate::binary("fake-dsh"), &agent).unwrap();
+    std::os::unix::fs::symlink(dsh_test_support::binary("fake-dsh"), &agent).unwrap();
     agent
 }
 
 #[test]
 fn fake_dsh_passes_every_check_of_every_sdk_surface() {
-    let fake = fake_dsh::locate::binary("fake-dsh");
+    let fake = dsh_test_support::binary("fake-dsh");
     for surface in ["sdk", "sdk-minimal", "headless"] {
         let (code, table) = check(surface, &fake, None);
         assert_eq!(code, Some(0), "{surface}:\n{table}");
@@ -52,7 +52,7 @@ fn a_runtime_that_echoes_its_input_fails_the_checks() {
 #[test]
 fn the_real_sdk_runtime_passes_every_check() {
     let Some(target) =
-        fake_dsh::locate::target_profile_dir().and_then(|d| d.parent().map(Path::to_path_buf))
+        dsh_test_support::target_profile_dir().and_then(|d| d.parent().map(Path::to_path_buf))
     else {
         return;
     };

@@ -53,7 +53,7 @@ fn both_example_clients_pass_the_client_corpus_through_the_cli() {
             .args(["run", "--surface", "sdk", "--host"])
             .arg(format!("{interpreter} {}", script.display()))
             .arg("--fake-dsh")
-            .arg(fake_dsh::locate::binary("fake-dsh"))
+            .arg(dsh_test_support::binary("fake-dsh"))
             .env("DSH_SDK_TIMEOUT", "10")
             .output()
             .unwrap();
@@ -80,7 +80,7 @@ fn every_buggy_client_fails_a_strict_case() {
         ] {
             let setup = Setup {
                 client: vec![interpreter.into(), script.to_string_lossy().into_owned()],
-                fake_dsh: fake_dsh::locate::binary("fake-dsh"),
+                fake_dsh: dsh_test_support::binary("fake-dsh"),
                 limit: Duration::from_secs(60),
                 env: vec![
                     ("DSH_SDK_CLIENT_MUTANT".into(), mutant.into()),
@@ -106,7 +106,7 @@ fn a_client_that_cannot_start_fails_every_strict_case_and_the_run() {
     let output = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
         .args(["run", "--surface", "sdk", "--host", "/nonexistent/client"])
         .arg("--fake-dsh")
-        .arg(fake_dsh::locate::binary("fake-dsh"))
+        .arg(dsh_test_support::binary("fake-dsh"))
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));

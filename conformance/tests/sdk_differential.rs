@@ -22,7 +22,7 @@ const RUN_LIMIT: Duration = Duration::from_secs(60);
 
 /// The real runtime's wrappers, or `None` after saying why the test skips.
 fn real_runtime() -> Option<PathBuf> {
-    let target = fake_dsh::locate::target_profile_dir()?
+    let target = dsh_test_support::target_profile_dir()?
         .parent()?
         .to_path_buf();
     let dir = target.join("real-dsh-runtime-bin");
@@ -63,7 +63,7 @@ fn command(
                 args.splice(0..0, ["--persona".into(), "0.1.1".into()]);
                 args.push("cordis.yml".into());
             }
-            fake_dsh::locate::binary("fake-dsh")
+            dsh_test_support::binary("fake-dsh")
         }
     };
     let mut command = world.command(&program, &args, model);

@@ -84,7 +84,7 @@ fn replay(args: &[&str], scenario: &Value) -> Vec<String> {
     std::fs::write(&file, scenario.to_string()).unwrap();
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let mut command = world.command(
-        &fake_dsh::locate::binary("fake-dsh"),
+        &dsh_test_support::binary("fake-dsh"),
         &args,
         "http://127.0.0.1:9",
     );
@@ -98,7 +98,7 @@ fn a_recorded_fake_dsh_session_replays_to_the_same_wire() {
         {"steps": [{"reasoning": "r", "tool_calls": [{"name": "write", "arguments": {"file_path": "a.txt", "content": "a"}}]},
                    {"text": "wrote a.txt"}]},
         {"end": "error", "error": {"code": "AUTH", "message": "401", "status": 401}}]}});
-    let fake = fake_dsh::locate::binary("fake-dsh");
+    let fake = dsh_test_support::binary("fake-dsh");
     let (scenario, recorded) = record(&fake, &["--profile", "sdk"], None, Some(scripted.clone()));
     assert_eq!(
         scenario["sdk"]["turns"][0]["steps"][1]["text"],
@@ -111,7 +111,7 @@ fn a_recorded_fake_dsh_session_replays_to_the_same_wire() {
 #[test]
 fn a_recorded_real_runtime_session_replays_keylessly_to_the_same_wire() {
     let Some(target) =
-        fake_dsh::locate::target_profile_dir().and_then(|d| d.parent().map(Path::to_path_buf))
+        dsh_test_support::target_profile_dir().and_then(|d| d.parent().map(Path::to_path_buf))
     else {
         return;
     };

@@ -18,7 +18,7 @@ fn the_runtime_s_escaped_daemon_is_killed_before_the_supervisor_exits_with_its_s
         "setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $! > {}; echo hello; exit 3",
         pid_file.display()
     );
-    let output = Command::new(fake_dsh::locate::binary("dsh-conformance"))
+    let output = Command::new(dsh_test_support::binary("dsh-conformance"))
         .args(["supervise", "--grace-ms", "100", "--", "sh", "-c", &runtime])
         .stdin(Stdio::null())
         .output()
@@ -46,7 +46,7 @@ fn the_runtime_s_escaped_daemon_is_killed_before_the_supervisor_exits_with_its_s
 
 #[test]
 fn a_runtime_that_cannot_start_is_exit_127() {
-    let output = Command::new(fake_dsh::locate::binary("dsh-conformance"))
+    let output = Command::new(dsh_test_support::binary("dsh-conformance"))
         .args(["supervise", "--", "/nonexistent/dsh"])
         .output()
         .expect("the supervisor runs");

@@ -33,7 +33,7 @@ fn node_driver() -> PathBuf {
 }
 
 fn kit() -> PathBuf {
-    fake_dsh::locate::binary("dsh-conformance")
+    dsh_test_support::binary("dsh-conformance")
 }
 
 /// The corpus cases matching `cases` against `host`, as a `--format json` report.
@@ -45,7 +45,7 @@ fn run_cases(host: &str, cases: &[&str]) -> (Output, Value) {
         .arg("--host")
         .arg(host)
         .arg("--fake-dsh")
-        .arg(fake_dsh::locate::binary("fake-dsh"))
+        .arg(dsh_test_support::binary("fake-dsh"))
         .arg("--fixtures")
         .arg(root.join("fixtures"))
         .args(["--jobs", "2", "--format", "json"])
@@ -131,7 +131,7 @@ fn a_driver_running_concurrent_turns_one_at_a_time_is_untestable() {
     let host = format!(
         "node {} {}",
         proxy.display(),
-        fake_dsh::locate::binary("dsh-host-driver").display()
+        dsh_test_support::binary("dsh-host-driver").display()
     );
     let concurrent = [
         "cancel.concurrent-cancel-earlier-run",

@@ -8,7 +8,6 @@
 //!   [`agent`]: the default agent's turn; [`design`]: the HTML file it writes.
 //! - [`inbox`]: host commands from stdin; [`journal`]: the journal; [`process`]: signals,
 //!   watchdog, grandchildren; [`home`]: `DSH_HOME` and the profile; [`sessions`]: session records.
-//! - [`locate`]: finds the kit's binaries from tests.
 //! - [`sdk`]: the SDK JSON-RPC runtime surfaces; [`headless`]: `--profile headless TASK`.
 
 pub mod agent;
@@ -19,7 +18,6 @@ pub mod headless;
 pub mod home;
 pub mod inbox;
 pub mod journal;
-pub mod locate;
 pub mod output;
 pub mod process;
 pub mod run;

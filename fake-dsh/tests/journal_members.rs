@@ -39,7 +39,7 @@ fn an_execute_waiting_in_the_pipe_before_ready_is_stdin_pending() {
         .write_all(format!("{}\n", world.execute("r1", "p", None)).as_bytes())
         .unwrap();
     drop(writer);
-    let output = Command::new(fake_dsh::locate::binary("fake-dsh"))
+    let output = Command::new(env!("CARGO_BIN_EXE_fake-dsh"))
         .args(["--profile", "open-design", "--stdio"])
         .current_dir(world.root.path())
         .env("DSH_HOME", world.home())

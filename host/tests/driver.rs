@@ -37,7 +37,7 @@ impl Driver {
         world: &World,
         extra_env: &[(&str, &str)],
     ) -> Driver {
-        let mut command = Command::new(fake_dsh::locate::binary(binary));
+        let mut command = Command::new(dsh_test_support::binary(binary));
         command
             .args(args)
             .current_dir(world.root.path())
@@ -467,7 +467,7 @@ fn the_released_driver_has_no_mutant_switch() {
     assert_eq!(handshake(&mut driver)["driver"], json!("dsh-host-driver"));
     driver.shutdown();
     for args in [&["--list-mutants"][..], &["--mutant", "key-in-argv"]] {
-        let output = Command::new(fake_dsh::locate::binary("dsh-host-driver"))
+        let output = Command::new(dsh_test_support::binary("dsh-host-driver"))
             .args(args)
             .output()
             .unwrap_or_else(|e| panic!("dsh-host-driver: {e}"));
@@ -477,7 +477,7 @@ fn the_released_driver_has_no_mutant_switch() {
             "{args:?} is an unknown argument"
         );
     }
-    let help = Command::new(fake_dsh::locate::binary("dsh-host-driver"))
+    let help = Command::new(dsh_test_support::binary("dsh-host-driver"))
         .arg("--help")
         .output()
         .unwrap_or_else(|e| panic!("dsh-host-driver: {e}"));

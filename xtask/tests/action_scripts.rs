@@ -43,8 +43,8 @@ impl Workspace {
 
     /// `scripts/gate.sh` with the kit's binaries, the reference host and `GATE_OUT`.
     fn gate(&self, cases: &str, host: &str) -> Command {
-        let kit = fake_dsh::locate::binary("dsh-conformance");
-        fake_dsh::locate::binary("fake-dsh");
+        let kit = dsh_test_support::binary("dsh-conformance");
+        dsh_test_support::binary("fake-dsh");
         let mut command = Command::new("bash");
         command
             .arg(repo_root().join("scripts/gate.sh"))
@@ -72,7 +72,7 @@ fn copy_case(fixtures: &Path, area: &str, id: &str) {
 }
 
 fn reference_host() -> String {
-    fake_dsh::locate::binary("dsh-host-driver")
+    dsh_test_support::binary("dsh-host-driver")
         .display()
         .to_string()
 }

@@ -142,7 +142,7 @@ fn a_ctrl_c_reaches_the_binary_once() {
     install_shim(&project);
     let node_modules = project.join("node_modules");
     for binary in ["dsh-conformance", "fake-dsh", "dsh-host-driver"] {
-        let bytes = fs::read(fake_dsh::locate::binary(binary)).expect("a kit binary");
+        let bytes = fs::read(dsh_test_support::binary(binary)).expect("a kit binary");
         platform_at(&node_modules, VERSION, binary, &bytes);
     }
     let tmp = root.path().join("tmp");
@@ -213,7 +213,7 @@ fn sigkill_of_the_shim_stops_the_native_binary() {
     let root = tempfile::tempdir().expect("temp dir");
     let project = root.path().join("project");
     install_shim(&project);
-    let driver = fs::read(fake_dsh::locate::binary("dsh-host-driver")).expect("the driver");
+    let driver = fs::read(dsh_test_support::binary("dsh-host-driver")).expect("the driver");
     platform_at(
         &project.join("node_modules"),
         VERSION,

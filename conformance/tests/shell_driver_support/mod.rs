@@ -74,7 +74,7 @@ impl ShellDriverKit {
             .arg("--fixtures")
             .arg(fixtures)
             .arg("--fake-dsh")
-            .arg(fake_dsh::locate::binary("fake-dsh"))
+            .arg(dsh_test_support::binary("fake-dsh"))
             .args(["--pass-env", "HOSTILE_PID_DIR"])
             .env("HOSTILE_PID_DIR", self.pid_dir())
             .current_dir(self.path());

@@ -80,7 +80,7 @@ impl World {
 
     /// A one-shot command (assert_cmd) in this world.
     pub fn cmd(&self, args: &[&str]) -> AssertCommand {
-        let mut command = Command::new(fake_dsh::locate::binary("fake-dsh"));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_fake-dsh"));
         command.args(args);
         self.configure(&mut command);
         let mut command = AssertCommand::from_std(command);
@@ -112,7 +112,7 @@ impl World {
         args: &[&str],
         extra: impl FnOnce(&mut Command),
     ) -> (Running, std::process::ChildStdout) {
-        let mut command = Command::new(fake_dsh::locate::binary("fake-dsh"));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_fake-dsh"));
         command.args(args);
         self.configure(&mut command);
         extra(&mut command);

@@ -103,7 +103,7 @@ impl World {
 
     /// (Re)write `bin/dsh`; `version` makes fake-dsh's `--version` answer it.
     pub fn write_wrapper(&self, version: Option<&str>) {
-        let fake = fake_dsh::locate::binary("fake-dsh");
+        let fake = dsh_test_support::binary("fake-dsh");
         let mut script = String::from("#!/bin/sh\n");
         script.push_str(&format!(
             "export FAKE_DSH_SCENARIO='{}'\n",

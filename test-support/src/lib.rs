@@ -1,7 +1,11 @@
-//! Finds the kit's own binaries (`fake-dsh`, `dsh-host-driver`, `dsh-host-mutant-driver`,
-//! `dsh-conformance`) from tests and
-//! tools, so `cargo test -p <crate>` works alone: integration tests can only name binaries of their
-//! own package through `CARGO_BIN_EXE_*`.
+//! Test support, and nothing else: finds the kit's own binaries (`fake-dsh`, `dsh-host-driver`,
+//! `dsh-host-mutant-driver`, `dsh-conformance`) from integration tests, building them first with
+//! the cargo that runs the tests, and finds the real runtimes `cargo xtask real-dsh` installs
+//! under `target/`. Integration tests can only name binaries of their own package through
+//! `CARGO_BIN_EXE_*`, so without it `cargo test -p <crate>` would not work alone.
+//!
+//! Its own crate (unpublished, a dev-dependency only) because it runs cargo and panics when a
+//! binary is missing: neither belongs in the public API of a crate the kit ships.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,7 +36,7 @@ pub fn target_profile_dir() -> Option<PathBuf> {
 }
 
 /// Path of a kit binary, building it first (once per process) when running under cargo, so a test
-/// never runs a stale copy. Panics with a clear message when it cannot be found: only for tests.
+/// never runs a stale copy. Panics with a clear message when it cannot be found.
 pub fn binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
     let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
