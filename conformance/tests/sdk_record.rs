@@ -356,3 +356,23 @@ fn a_background_child_recorded_from_fake_dsh_replays_to_the_same_wire() {
         "scenario: {scenario:#}"
     );
 }
+
+#[test]
+fn a_headless_run_is_recorded_unchecked() {
+    let fake = fake_dsh::locate::binary("fake-dsh");
+    let session = Session {
+        runtime: &fake,
+        args: &["--profile", "headless", "Make a landing page"],
+        record_flags: &[],
+        model: None,
+        fake: None,
+    };
+    let recorded = session.record(&[Step::Eof]);
+    assert_eq!(recorded.wire.exit, Some(0), "{}", recorded.wire.stderr);
+    let meta = recorded.meta();
+    assert_eq!(meta["surface"], "headless");
+    assert_eq!(meta["violations"], json!([]), "{meta:#}");
+    assert!(recorded.complaints().is_empty(), "{}", recorded.wire.stderr);
+    let stdout = std::fs::read_to_string(recorded.recording.join("stdout.jsonl")).unwrap();
+    assert_eq!(stdout, "I wrote index.html.\n");
+}
