@@ -1,4 +1,4 @@
-//! The SDK runtime's request loop, as the real one behaves on the wire (docs/sdk-surfaces.md):
+//! The SDK runtime's request loop, as the real one behaves on the wire (docs/surface-sdk.md):
 //! newline-terminated JSON-RPC requests on stdin (junk, batches, notifications and `null` ids
 //! dropped; a last line without its newline never processed), three methods, `-32603` for every
 //! failure, one thread per running session so turns overlap, the receipt and `running` before
