@@ -243,26 +243,31 @@ mod tests {
 
     #[test]
     fn the_surface_is_detected_from_the_command() {
-        assert_eq!(detected(&["dsh", "--profile", "sdk"]), Surface::Sdk);
-        assert_eq!(detected(&["dsh", "--profile=sdk-minimal"]), Surface::Sdk);
-        assert_eq!(detected(&["/opt/bin/dsh-jsonrpc-agent"]), Surface::Sdk);
-        assert_eq!(
-            detected(&["fake-dsh", "--persona", "0.1.1", "cordis.yml"]),
-            Surface::Sdk
-        );
-        assert_eq!(
-            detected(&["dsh", "--profile", "headless", "do it"]),
-            Surface::Headless
-        );
-        assert_eq!(
-            detected(&["dsh", "--profile", "open-design", "--stdio"]),
-            Surface::OpenDesign
-        );
-        // A task that merely says "sdk" is no profile.
-        assert_eq!(
-            detected(&["dsh", "--profile", "headless", "--profile sdk"]),
-            Surface::Headless
-        );
-        assert_eq!(detected(&["sdk"]), Surface::OpenDesign);
+        let cases: [(&[&str], Surface); 8] = [
+            (&["dsh", "--profile", "sdk"], Surface::Sdk),
+            (&["dsh", "--profile=sdk-minimal"], Surface::Sdk),
+            (&["/opt/bin/dsh-jsonrpc-agent"], Surface::Sdk),
+            (
+                &["fake-dsh", "--persona", "0.1.1", "cordis.yml"],
+                Surface::Sdk,
+            ),
+            (
+                &["dsh", "--profile", "headless", "do it"],
+                Surface::Headless,
+            ),
+            (
+                &["dsh", "--profile", "open-design", "--stdio"],
+                Surface::OpenDesign,
+            ),
+            // A task that merely says "--profile sdk" is no profile.
+            (
+                &["dsh", "--profile", "headless", "--profile sdk"],
+                Surface::Headless,
+            ),
+            (&["sdk"], Surface::OpenDesign),
+        ];
+        for (command, surface) in cases {
+            assert_eq!(detected(command), surface, "{command:?}");
+        }
     }
 }

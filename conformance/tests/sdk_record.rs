@@ -54,14 +54,25 @@ struct Recorded {
 /// How to record: the runtime, its arguments, `record`'s own flags, the model script and
 /// fake-dsh's scenario.
 struct Session<'a> {
-    runtime: &'a Path,
+    runtime: PathBuf,
     args: &'a [&'a str],
     record_flags: &'a [&'a str],
     model: Option<Value>,
     fake: Option<Value>,
 }
 
-impl Session<'_> {
+impl<'a> Session<'a> {
+    /// fake-dsh `--profile sdk` playing `scenario`, recorded with `record_flags`.
+    fn fake_sdk(record_flags: &'a [&'a str], scenario: Option<Value>) -> Session<'a> {
+        Session {
+            runtime: fake_dsh::locate::binary("fake-dsh"),
+            args: &["--profile", "sdk"],
+            record_flags,
+            model: None,
+            fake: scenario,
+        }
+    }
+
     /// Records the session under the client `steps`.
     fn record(self, steps: &[Step]) -> Recorded {
         let world = World::new().unwrap();
@@ -150,7 +161,7 @@ fn record(
     fake: Option<Value>,
 ) -> (Value, Vec<String>) {
     let session = Session {
-        runtime,
+        runtime: runtime.to_path_buf(),
         args,
         record_flags: &[],
         model,
@@ -222,7 +233,7 @@ fn the_real_jsonrpc_agent_is_recorded_as_the_sdk_wire_from_its_name() {
         return;
     };
     let session = Session {
-        runtime: &real,
+        runtime: real,
         args: &[],
         record_flags: &[],
         model: None,
@@ -240,14 +251,7 @@ fn a_malformed_sdk_frame_is_named_on_stderr_and_in_meta() {
     let noise = json!({"sdk": {"stdout_noise": [
         "not a frame",
         "{\"jsonrpc\":\"2.0\",\"method\":\"session.update\",\"params\":{}}"]}});
-    let fake = fake_dsh::locate::binary("fake-dsh");
-    let session = Session {
-        runtime: &fake,
-        args: &["--profile", "sdk"],
-        record_flags: &[],
-        model: None,
-        fake: Some(noise),
-    };
+    let session = Session::fake_sdk(&[], Some(noise));
     let recorded = session.record(&steps());
     let complaints = recorded.complaints();
     assert_eq!(complaints.len(), 2, "{}", recorded.wire.stderr);
@@ -286,14 +290,7 @@ fn a_malformed_sdk_frame_is_named_on_stderr_and_in_meta() {
 
 #[test]
 fn an_explicit_surface_overrides_the_one_the_command_names() {
-    let fake = fake_dsh::locate::binary("fake-dsh");
-    let session = Session {
-        runtime: &fake,
-        args: &["--profile", "sdk"],
-        record_flags: &["--surface", "open-design"],
-        model: None,
-        fake: None,
-    };
+    let session = Session::fake_sdk(&["--surface", "open-design"], None);
     let recorded = session.record(&[
         Step::Send(initialize()),
         Step::Response(json!(1)),
@@ -328,14 +325,7 @@ fn a_background_child_recorded_from_fake_dsh_replays_to_the_same_wire() {
         Step::Idle("s-1"),
         Step::Send(request(json!(4), "shutdown", json!({}))),
     ];
-    let fake = fake_dsh::locate::binary("fake-dsh");
-    let session = Session {
-        runtime: &fake,
-        args: &["--profile", "sdk"],
-        record_flags: &[],
-        model: None,
-        fake: Some(scripted),
-    };
+    let session = Session::fake_sdk(&[], Some(scripted));
     let recorded = session.record(&client);
     recorded.assert_clean_sdk();
     let recorded_shapes = recorded.shapes();
@@ -359,9 +349,8 @@ fn a_background_child_recorded_from_fake_dsh_replays_to_the_same_wire() {
 
 #[test]
 fn a_headless_run_is_recorded_unchecked() {
-    let fake = fake_dsh::locate::binary("fake-dsh");
     let session = Session {
-        runtime: &fake,
+        runtime: fake_dsh::locate::binary("fake-dsh"),
         args: &["--profile", "headless", "Make a landing page"],
         record_flags: &[],
         model: None,
