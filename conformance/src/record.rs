@@ -3,7 +3,8 @@
 //! of such a transcript into a redacted, replayable case file.
 //!
 //! - [`proxy`]: the byte-exact proxy and the recording it writes.
-//! - [`live`]: the live strict check of the proxied stream.
+//! - [`live`]: the live strict check of the proxied stream, by [`Surface`].
+//! - [`sdk_wire`]: the live check of the SDK JSON-RPC wire.
 //! - [`signals`]: SIGTERM/SIGINT/SIGHUP forwarding to the runtime's process group.
 //! - [`transcript`]: the recording directory and `meta.json`.
 //! - [`redact`]: removing credentials and prompt text.
@@ -13,6 +14,7 @@ pub mod fixture;
 pub mod live;
 pub mod proxy;
 pub mod redact;
+pub mod sdk_wire;
 pub mod signals;
 pub mod transcript;
 
@@ -21,18 +23,84 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// The machine surface a recorded runtime speaks, which decides the live check.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Surface {
+    /// The open-design profile stream (`--profile open-design --stdio`): the strict checker.
+    #[default]
+    OpenDesign,
+    /// The SDK JSON-RPC runtime (`--profile sdk`, `--profile sdk-minimal`, the 0.1.1
+    /// `dsh-jsonrpc-agent`): JSON-RPC 2.0 frames, the runtime's methods and notifications.
+    Sdk,
+    /// `--profile headless TASK`: stdout is the final text, recorded unchecked.
+    Headless,
+}
+
+impl Surface {
+    /// The surface a runtime command line asks for: `--profile sdk|sdk-minimal` (or
+    /// `--profile=...`), a program named `dsh-jsonrpc-agent` or fake-dsh's `--persona 0.1.1` are
+    /// the SDK wire; `--profile headless` is headless; anything else the open-design stream.
+    pub fn detect(command: &[OsString]) -> Surface {
+        let args: Vec<String> = command
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect();
+        let program = args.first().map(Path::new).and_then(Path::file_name);
+        if program.is_some_and(|name| name == "dsh-jsonrpc-agent") {
+            return Surface::Sdk;
+        }
+        let value_of = |flag: &str| {
+            let prefix = format!("{flag}=");
+            args.iter().enumerate().skip(1).find_map(|(index, arg)| {
+                if arg == flag {
+                    args.get(index + 1).cloned()
+                } else {
+                    arg.strip_prefix(&prefix).map(str::to_string)
+                }
+            })
+        };
+        match (
+            value_of("--profile").as_deref(),
+            value_of("--persona").as_deref(),
+        ) {
+            (Some("sdk" | "sdk-minimal"), _) | (None, Some("0.1.1" | "0.1.0")) => Surface::Sdk,
+            (Some("headless"), _) => Surface::Headless,
+            _ => Surface::OpenDesign,
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Directory the recording goes under (as `<timestamp>-<pid>/`).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// The surface the runtime speaks, which decides the live check [default: from the command:
+    /// `--profile sdk|sdk-minimal` or `dsh-jsonrpc-agent` is `sdk`, `--profile headless` is
+    /// `headless`, anything else `open-design`].
+    #[arg(long, value_enum)]
+    pub surface: Option<Surface>,
     /// The runtime command, after `--`: e.g. `-- dsh --profile open-design --stdio`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
 }
 
 pub fn main(args: Args) -> ExitCode {
-    let ran = proxy::run(&args.out, &args.command);
+    let surface = args
+        .surface
+        .unwrap_or_else(|| Surface::detect(&args.command));
+    let ran = proxy::run(&args.out, &args.command, surface);
     if let Ok((dir, _)) = &ran {
         // stdout is the runtime's own stream: the directory chosen goes to stderr.
         eprintln!("recorded to {}", dir.display());
@@ -163,4 +231,43 @@ pub fn fixture_main(args: FixtureArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn detected(command: &[&str]) -> Surface {
+        Surface::detect(&command.iter().map(OsString::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn the_surface_is_detected_from_the_command() {
+        let cases: [(&[&str], Surface); 8] = [
+            (&["dsh", "--profile", "sdk"], Surface::Sdk),
+            (&["dsh", "--profile=sdk-minimal"], Surface::Sdk),
+            (&["/opt/bin/dsh-jsonrpc-agent"], Surface::Sdk),
+            (
+                &["fake-dsh", "--persona", "0.1.1", "cordis.yml"],
+                Surface::Sdk,
+            ),
+            (
+                &["dsh", "--profile", "headless", "do it"],
+                Surface::Headless,
+            ),
+            (
+                &["dsh", "--profile", "open-design", "--stdio"],
+                Surface::OpenDesign,
+            ),
+            // A task that merely says "--profile sdk" is no profile.
+            (
+                &["dsh", "--profile", "headless", "--profile sdk"],
+                Surface::Headless,
+            ),
+            (&["sdk"], Surface::OpenDesign),
+        ];
+        for (command, surface) in cases {
+            assert_eq!(detected(command), surface, "{command:?}");
+        }
+    }
 }

@@ -1,8 +1,9 @@
 //! `dsh-conformance check-runtime --surface sdk|sdk-minimal|jsonrpc-agent|headless --dsh PATH`:
-//! judges an SDK runtime (the real one, or fake-dsh) on the behaviours docs/sdk-surfaces.md
-//! records, driving it as a client would, against a scripted model on loopback (the kit's own
-//! `model-server` command, started as a subprocess). Also the wire driver the SDK differential
-//! test uses: [`drive`] runs client [`Step`]s and returns what the runtime showed as [`Wire`].
+//! judges an SDK runtime (the real one, or fake-dsh) on the behaviours docs/surface-sdk.md and
+//! docs/surface-headless.md record, driving it as a client would, against a scripted model on
+//! loopback (the kit's own `model-server` command, started as a subprocess). Also the wire
+//! driver the SDK differential test uses: [`drive`] runs client [`Step`]s and returns what the
+//! runtime showed as [`Wire`].
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -136,7 +137,7 @@ impl World {
     }
 
     /// The `--patch` overlay the 0.1.5rc1 wheel's headless profile needs to boot
-    /// (docs/sdk-surfaces.md): the title-LLM row disabled.
+    /// (docs/surface-headless.md): the title-LLM row disabled.
     pub fn no_title_patch(&self) -> Result<PathBuf, String> {
         let patch = self.path("no-title.yml");
         std::fs::write(&patch, "- id: session-title-llm\n  disabled: true\n")
@@ -362,7 +363,8 @@ pub struct Target {
     pub limit: Duration,
 }
 
-/// One check: its id, the docs/sdk-surfaces.md section it traces to, and its body.
+/// One check: its id, the docs/surface-sdk.md (or surface-headless.md) section it traces to, and
+/// its body.
 pub struct Check {
     pub id: &'static str,
     pub rule: &'static str,

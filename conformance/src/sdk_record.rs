@@ -1,12 +1,15 @@
 //! `dsh-conformance sdk-scenario-from-transcript RECORDING`: turns a `record`ing of an SDK runtime
 //! session (the real one, keyed and networked or not) into a keyless fake-dsh scenario: one
-//! `sdk` turn per root turn, in order, with each model step's reasoning, text and tool calls and
-//! the turn's end (kind and error). Replayed by fake-dsh (`FAKE_DSH_SCENARIO`) with the same
-//! client requests, it gives the same wire shapes. Credentials (from the environment and by token
-//! shape) are redacted from every string. Child sessions (background subagents) are not turned
-//! into turns: a recording with them says so on stderr.
+//! `sdk` turn per accepted prompt (its receipt), in order, with each model step's reasoning, text
+//! and tool calls and the turn's end (kind and error). A background subagent becomes the
+//! `background_subagent` of the turn that started it: the child's last text, how long after the
+//! root's turn it finished, and the text of the root's wake-up turn (which answers no prompt, so
+//! it is no turn of its own). Replayed by fake-dsh (`FAKE_DSH_SCENARIO`) with the same client
+//! requests, it gives the same wire shapes. Credentials (from the environment and by token shape)
+//! are redacted from every string.
 
 use serde_json::{json, Map, Value};
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -36,12 +39,10 @@ fn convert(args: &Args) -> Result<(), String> {
         args.recording.clone()
     };
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (scenario, children) = scenario_from_stdout(&text)
+    let (scenario, notes) = scenario_from_stdout(&text)
         .map_err(|(line, why)| format!("{}: line {line}: {why}", path.display()))?;
-    if children > 0 {
-        eprintln!(
-            "note: {children} child session(s) left out (background subagents are not replayed)"
-        );
+    for note in notes {
+        eprintln!("note: {note}");
     }
     let redactor =
         crate::record::redact::Redactor::new(crate::record::redact::credential_values_from_env());
@@ -56,52 +57,242 @@ fn convert(args: &Args) -> Result<(), String> {
     }
 }
 
-/// The scenario (`{"sdk": {"turns": [...]}}`) and how many child sessions were left out, from the
+/// Which scripted turn a root turn plays: a prompt's own, or the wake-up of the turn whose
+/// background child finished.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Prompt(usize),
+    Wake(usize),
+}
+
+/// One root session as the transcript goes.
+#[derive(Debug, Default)]
+struct Root {
+    /// Receipts not yet started as turns, oldest first.
+    queued: VecDeque<Slot>,
+    current: Option<Slot>,
+    steps: Vec<Value>,
+    /// A child of this turn finished: the next receipt is the root's wake-up.
+    wake_due: Option<usize>,
+}
+
+/// One background child: the turn that started it, its last text and event time, whether it
+/// did more than the one text step a scenario can replay.
+#[derive(Debug, Default)]
+struct Child {
+    turn: Option<usize>,
+    text: Option<String>,
+    last_time: Option<u64>,
+    more: bool,
+}
+
+/// The transcript's state: the scenario's turns, the root sessions, the children.
+#[derive(Debug, Default)]
+struct Transcript {
+    turns: Vec<Value>,
+    /// Each turn's `turn/end` time (epoch ms), for when its child finished.
+    ended_at: HashMap<usize, u64>,
+    roots: HashMap<String, Root>,
+    children: HashMap<String, Child>,
+    notes: Vec<String>,
+}
+
+/// The scenario (`{"sdk": {"turns": [...]}}`) and notes on what it could not keep, from the
 /// runtime's stdout; a line that is not JSON is an error naming it (1-based).
-pub fn scenario_from_stdout(text: &str) -> Result<(Value, usize), (usize, String)> {
-    let mut roots: Vec<String> = Vec::new();
-    let mut children: Vec<String> = Vec::new();
-    let mut turns: Vec<Value> = Vec::new();
-    let mut steps: Vec<Value> = Vec::new();
+pub fn scenario_from_stdout(text: &str) -> Result<(Value, Vec<String>), (usize, String)> {
+    let mut transcript = Transcript::default();
     for (index, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let frame: Value =
             serde_json::from_str(line).map_err(|e| (index + 1, format!("not JSON: {e}")))?;
+        transcript.frame(&frame);
+    }
+    Ok(transcript.finish())
+}
+
+impl Transcript {
+    fn frame(&mut self, frame: &Value) {
         let params = &frame["params"];
-        if frame["method"] == "subagent.started" {
-            children.push(
-                params["childSessionId"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-            );
-            if let Some(last) = turns.last_mut() {
-                last["background_subagent"] = json!({});
+        let text = |name: &str| params[name].as_str().unwrap_or_default().to_string();
+        match frame["method"].as_str() {
+            Some("subagent.started") => {
+                self.child_started(&text("parentSessionId"), text("childSessionId"))
             }
-            continue;
-        }
-        if frame["method"] != "session.event" {
-            continue;
-        }
-        let session = params["sessionId"].as_str().unwrap_or_default().to_string();
-        if children.contains(&session) {
-            continue;
-        }
-        if !roots.contains(&session) {
-            roots.push(session);
-        }
-        let event = &params["event"];
-        match event["type"].as_str() {
-            Some("assistant/message") => steps.push(step(&event["data"]["message"])),
-            Some("turn/end") => {
-                turns.push(turn(std::mem::take(&mut steps), &event["data"]["reason"]))
+            Some("subagent.finished") => self.child_finished(params),
+            Some("session.event") => {
+                let session = text("sessionId");
+                match self.children.get_mut(&session) {
+                    Some(child) => child.event(&params["event"]),
+                    None => self.root_event(session, &params["event"]),
+                }
             }
             _ => {}
         }
     }
-    Ok((json!({"sdk": {"turns": turns}}), children.len()))
+
+    /// A new scripted turn, answering the next accepted prompt.
+    fn new_turn(&mut self) -> usize {
+        self.turns.push(json!({"steps": [], "end": "completed"}));
+        self.turns.len() - 1
+    }
+
+    fn root_event(&mut self, session: String, event: &Value) {
+        let mut root = self.roots.remove(&session).unwrap_or_default();
+        match event["type"].as_str() {
+            Some("agent/inbox/spliced") if is_receipt(event) => {
+                let slot = match root.wake_due.take() {
+                    Some(turn) => Slot::Wake(turn),
+                    None => Slot::Prompt(self.new_turn()),
+                };
+                root.queued.push_back(slot);
+            }
+            Some("turn/start") => root.current = root.queued.pop_front(),
+            Some("assistant/message") => root.steps.push(step(&event["data"]["message"])),
+            Some("turn/end") => {
+                let slot = match root.current.take().or_else(|| root.queued.pop_front()) {
+                    Some(slot) => slot,
+                    None => Slot::Prompt(self.new_turn()),
+                };
+                let steps = std::mem::take(&mut root.steps);
+                self.turn_ended(
+                    slot,
+                    steps,
+                    &event["data"]["reason"],
+                    event["time"].as_u64(),
+                );
+            }
+            _ => {}
+        }
+        self.roots.insert(session, root);
+    }
+
+    /// A root turn's end: a prompt's turn gets its steps and end; a wake-up gives its child's
+    /// `background_subagent` the wake-up text.
+    fn turn_ended(&mut self, slot: Slot, steps: Vec<Value>, reason: &Value, time: Option<u64>) {
+        match slot {
+            Slot::Prompt(index) => {
+                let background = self.turns[index].get("background_subagent").cloned();
+                self.turns[index] = turn(steps, reason);
+                if let Some(background) = background {
+                    self.turns[index]["background_subagent"] = background;
+                }
+                if let Some(time) = time {
+                    self.ended_at.insert(index, time);
+                }
+            }
+            Slot::Wake(index) => {
+                let text = steps.iter().rev().find_map(|step| step["text"].as_str());
+                if let Some(text) = text {
+                    self.turns[index]["background_subagent"]["wake_text"] = json!(text);
+                }
+                if steps.len() > 1 || steps.iter().any(|s| s.get("tool_calls").is_some()) {
+                    self.notes.push(format!(
+                        "turn {}: the root's wake-up turn is replayed as its last text only",
+                        index + 1
+                    ));
+                }
+            }
+        }
+    }
+
+    /// `subagent.started`: the child belongs to its parent's running turn.
+    fn child_started(&mut self, parent: &str, child: String) {
+        let turn = match self.roots.get(parent).and_then(|root| root.current) {
+            Some(Slot::Prompt(index)) => Some(index),
+            Some(Slot::Wake(_)) | None => {
+                self.notes.push(format!(
+                    "child session {child:?} started outside a prompt's turn: left out"
+                ));
+                None
+            }
+        };
+        if let Some(index) = turn {
+            if self.turns[index].get("background_subagent").is_some() {
+                self.notes.push(format!(
+                    "turn {}: a second background child ({child:?}) is left out",
+                    index + 1
+                ));
+            } else {
+                self.turns[index]["background_subagent"] = json!({});
+            }
+        }
+        self.children.insert(
+            child,
+            Child {
+                turn,
+                ..Child::default()
+            },
+        );
+    }
+
+    /// `subagent.finished`: the child's last text and finish delay; the parent's next receipt is
+    /// its wake-up.
+    fn child_finished(&mut self, params: &Value) {
+        let id = params["childSessionId"].as_str().unwrap_or_default();
+        let Some(child) = self.children.get(id) else {
+            return;
+        };
+        let Some(index) = child.turn else { return };
+        let text = params["lastAssistantMessage"]
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| child.text.clone());
+        let background = &mut self.turns[index]["background_subagent"];
+        if let Some(text) = text {
+            background["text"] = json!(text);
+        }
+        if let (Some(ended), Some(last)) = (self.ended_at.get(&index), child.last_time) {
+            background["finish_after_ms"] = json!(last.saturating_sub(*ended));
+        }
+        if child.more {
+            self.notes.push(format!(
+                "child session {id:?}: replayed as its last text only (its tool calls and other \
+                 steps are left out)"
+            ));
+        }
+        if let Some(parent) = params["parentSessionId"].as_str() {
+            self.roots.entry(parent.to_string()).or_default().wake_due = Some(index);
+        }
+    }
+
+    /// The scenario, and the notes; a turn cut before its end keeps the steps it had.
+    fn finish(mut self) -> (Value, Vec<String>) {
+        for root in self.roots.values_mut() {
+            if let Some(Slot::Prompt(index)) = root.current.take() {
+                self.turns[index]["steps"] = Value::Array(std::mem::take(&mut root.steps));
+            }
+        }
+        (json!({"sdk": {"turns": self.turns}}), self.notes)
+    }
+}
+
+impl Child {
+    /// One of the child's session events: its last text and time.
+    fn event(&mut self, event: &Value) {
+        if let Some(time) = event["time"].as_u64() {
+            self.last_time = Some(time);
+        }
+        if event["type"] != "assistant/message" {
+            return;
+        }
+        let step = step(&event["data"]["message"]);
+        if self.text.is_some() || step.get("tool_calls").is_some() {
+            self.more = true;
+        }
+        if let Some(text) = step["text"].as_str() {
+            self.text = Some(text.to_string());
+        }
+    }
+}
+
+/// A receipt: the inbox splice that inserts a queued message (the one taking it out inserts
+/// none).
+fn is_receipt(event: &Value) -> bool {
+    event["data"]["inserted"]
+        .as_array()
+        .is_some_and(|inserted| !inserted.is_empty())
 }
 
 /// One model step from an `assistant/message`.
@@ -168,8 +359,8 @@ mod tests {
                 json!({"reason": {"kind": "error", "error": {"code": "AUTH"}}}),
             ),
         ];
-        let (scenario, children) = scenario_from_stdout(&lines.join("\n")).unwrap();
-        assert_eq!(children, 0);
+        let (scenario, notes) = scenario_from_stdout(&lines.join("\n")).unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
         let turns = &scenario["sdk"]["turns"];
         assert_eq!(turns[0]["steps"][0]["reasoning"], "r");
         assert_eq!(
@@ -181,5 +372,53 @@ mod tests {
             json!({"steps": [], "end": "error", "error": {"code": "AUTH"}})
         );
         assert_eq!(scenario_from_stdout("{}\nnope").unwrap_err().0, 2);
+    }
+    #[test]
+    fn a_background_child_becomes_its_turns_subagent_and_the_wake_up_no_turn_of_its_own() {
+        let frame = |method: &str, params: Value| {
+            json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+        };
+        let event = |session: &str, kind: &str, time: u64, data: Value| {
+            frame(
+                "session.event",
+                json!({"sessionId": session, "event": {"type": kind, "seq": 0, "time": time, "data": data}}),
+            )
+        };
+        let receipt = json!({"inserted": [{"id": "m"}]});
+        let text = |text: &str| json!({"message": {"content": [{"type": "text", "text": text}]}});
+        let end = json!({"reason": {"kind": "completed"}});
+        let lines = [
+            event("s", "agent/inbox/spliced", 1, receipt.clone()),
+            event("s", "turn/start", 1, json!({})),
+            frame(
+                "subagent.started",
+                json!({"parentSessionId": "s", "childSessionId": "c"}),
+            ),
+            event("s", "assistant/message", 2, text("started a child")),
+            event("s", "turn/end", 100, end.clone()),
+            event("c", "assistant/message", 350, text("child text")),
+            frame(
+                "subagent.finished",
+                json!({"parentSessionId": "s", "childSessionId": "c", "status": "ok"}),
+            ),
+            event("s", "agent/inbox/spliced", 351, receipt.clone()),
+            event("s", "turn/start", 351, json!({})),
+            event("s", "assistant/message", 352, text("woke up")),
+            event("s", "turn/end", 353, end.clone()),
+            event("s", "agent/inbox/spliced", 400, receipt),
+            event("s", "turn/start", 400, json!({})),
+            event("s", "assistant/message", 401, text("second prompt")),
+            event("s", "turn/end", 402, end),
+        ];
+        let (scenario, notes) = scenario_from_stdout(&lines.join("\n")).unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(
+            scenario["sdk"]["turns"],
+            json!([
+                {"steps": [{"text": "started a child"}], "end": "completed",
+                 "background_subagent": {"text": "child text", "finish_after_ms": 250, "wake_text": "woke up"}},
+                {"steps": [{"text": "second prompt"}], "end": "completed"}
+            ])
+        );
     }
 }

@@ -4,9 +4,9 @@
 //! `--profile sdk-minimal`, 0.1.1's `dsh-jsonrpc-agent`, `--profile headless`), comparing the wire:
 //! methods, notification kinds and order, ids, error messages, exit codes, the stdout/stderr
 //! split and the files left in the project. Any difference is a fake-dsh bug unless
-//! docs/sdk-surfaces.md explains it. The real runtime talks only to the kit's model server on
-//! 127.0.0.1 (`dsh-conformance model-server`), with a dummy key; everything it writes stays in the
-//! test's temp dir. Skips, saying so, when the real runtime is not installed.
+//! docs/surface-sdk.md or docs/surface-headless.md explains it. The real runtime talks only to
+//! the kit's model server on 127.0.0.1 (`dsh-conformance model-server`), with a dummy key;
+//! everything it writes stays in the test's temp dir. Skips, saying so, when the real runtime is not installed.
 
 use dsh_conformance::sdk_check::{
     drive, initialize, prompt, request, shapes, ModelServer, Step, World,

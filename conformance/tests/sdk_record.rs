@@ -17,6 +17,21 @@ fn conformance() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_dsh-conformance"))
 }
 
+/// The real SDK runtime's wrapper `name`, or `None` (saying so) when it is not installed.
+fn real_runtime(name: &str) -> Option<PathBuf> {
+    let target =
+        dsh_test_support::target_profile_dir().and_then(|d| d.parent().map(Path::to_path_buf))?;
+    let real = target.join("real-dsh-runtime-bin").join(name);
+    if !real.is_file() {
+        eprintln!(
+            "skipped: the real SDK runtime is not installed at {}",
+            real.display()
+        );
+        return None;
+    }
+    Some(real)
+}
+
 fn steps() -> Vec<Step> {
     vec![
         Step::Send(initialize()),
@@ -29,56 +44,141 @@ fn steps() -> Vec<Step> {
     ]
 }
 
-/// Records `runtime args` under the client steps; returns the scenario and the recorded shapes.
+/// One recorded session: its world (kept alive), recording directory and wire.
+struct Recorded {
+    world: World,
+    recording: PathBuf,
+    wire: dsh_conformance::sdk_check::Wire,
+}
+
+/// How to record: the runtime, its arguments, `record`'s own flags, the model script and
+/// fake-dsh's scenario.
+struct Session<'a> {
+    runtime: PathBuf,
+    args: &'a [&'a str],
+    record_flags: &'a [&'a str],
+    model: Option<Value>,
+    fake: Option<Value>,
+}
+
+impl<'a> Session<'a> {
+    /// fake-dsh `--profile sdk` playing `scenario`, recorded with `record_flags`.
+    fn fake_sdk(record_flags: &'a [&'a str], scenario: Option<Value>) -> Session<'a> {
+        Session {
+            runtime: dsh_test_support::binary("fake-dsh"),
+            args: &["--profile", "sdk"],
+            record_flags,
+            model: None,
+            fake: scenario,
+        }
+    }
+
+    /// Records the session under the client `steps`.
+    fn record(self, steps: &[Step]) -> Recorded {
+        let world = World::new().unwrap();
+        let server =
+            ModelServer::start(conformance(), self.model.as_ref(), world.root.path()).unwrap();
+        let recordings = world.path("recordings");
+        let mut argv = vec!["record".to_string(), "--out".into()];
+        argv.push(recordings.to_string_lossy().into_owned());
+        argv.extend(self.record_flags.iter().map(|a| a.to_string()));
+        argv.push("--".into());
+        argv.push(self.runtime.to_string_lossy().into_owned());
+        argv.extend(self.args.iter().map(|a| a.to_string()));
+        let mut command = world.command(conformance(), &argv, &server.url);
+        if let Some(scenario) = self.fake {
+            let file = world.path("scenario.json");
+            std::fs::write(&file, scenario.to_string()).unwrap();
+            command.env("FAKE_DSH_SCENARIO", file);
+        }
+        let wire = drive(command, steps, &world, LIMIT).unwrap();
+        let recording = std::fs::read_dir(&recordings)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        Recorded {
+            world,
+            recording,
+            wire,
+        }
+    }
+}
+
+impl Recorded {
+    fn meta(&self) -> Value {
+        let text = std::fs::read_to_string(self.recording.join("meta.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// The live check's complaints on stderr (`dsh-conformance record: line N: CODE: ...`).
+    fn complaints(&self) -> Vec<&str> {
+        let stderr = self.wire.stderr.lines();
+        stderr
+            .filter(|line| line.starts_with("dsh-conformance record: line"))
+            .collect()
+    }
+
+    /// Asserts the live check found nothing and held the stream to the SDK wire.
+    fn assert_clean_sdk(&self) {
+        let meta = self.meta();
+        assert_eq!(meta["surface"], "sdk", "{meta:#}");
+        assert_eq!(meta["violations"], json!([]), "{meta:#}");
+        assert!(self.complaints().is_empty(), "{}", self.wire.stderr);
+        assert!(meta["sdk"]["notifications"].as_u64() > Some(0), "{meta:#}");
+    }
+
+    /// `sdk-scenario-from-transcript` on the recording.
+    fn scenario(&self) -> Value {
+        let out = self.world.path("replay.json");
+        let converted = std::process::Command::new(conformance())
+            .arg("sdk-scenario-from-transcript")
+            .arg(&self.recording)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            converted.status.success(),
+            "{}",
+            String::from_utf8_lossy(&converted.stderr)
+        );
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+    }
+
+    fn shapes(&self) -> Vec<String> {
+        shapes(&self.wire.frames)
+    }
+}
+
+/// Records `runtime args` under the default client steps; returns the scenario and the recorded
+/// shapes, after checking that the live check held it to the SDK wire without a complaint.
 fn record(
     runtime: &Path,
     args: &[&str],
     model: Option<Value>,
     fake: Option<Value>,
 ) -> (Value, Vec<String>) {
-    let world = World::new().unwrap();
-    let server = ModelServer::start(conformance(), model.as_ref(), world.root.path()).unwrap();
-    let recordings = world.path("recordings");
-    let mut argv = vec![
-        "record".to_string(),
-        "--out".into(),
-        recordings.to_string_lossy().into_owned(),
-        "--".into(),
-    ];
-    argv.push(runtime.to_string_lossy().into_owned());
-    argv.extend(args.iter().map(|a| a.to_string()));
-    let mut command = world.command(conformance(), &argv, &server.url);
-    if let Some(scenario) = fake {
-        let file = world.path("scenario.json");
-        std::fs::write(&file, scenario.to_string()).unwrap();
-        command.env("FAKE_DSH_SCENARIO", file);
-    }
-    let wire = drive(command, &steps(), &world, LIMIT).unwrap();
-    let recording: PathBuf = std::fs::read_dir(&recordings)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let out = world.path("replay.json");
-    let converted = std::process::Command::new(conformance())
-        .arg("sdk-scenario-from-transcript")
-        .arg(&recording)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        converted.status.success(),
-        "{}",
-        String::from_utf8_lossy(&converted.stderr)
-    );
-    let scenario = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    (scenario, shapes(&wire.frames))
+    let session = Session {
+        runtime: runtime.to_path_buf(),
+        args,
+        record_flags: &[],
+        model,
+        fake,
+    };
+    let recorded = session.record(&steps());
+    recorded.assert_clean_sdk();
+    (recorded.scenario(), recorded.shapes())
 }
 
-/// fake-dsh `args` replaying `scenario` under the same client steps.
+/// fake-dsh `args` replaying `scenario` under the default client steps.
 fn replay(args: &[&str], scenario: &Value) -> Vec<String> {
+    replay_with(args, scenario, &steps())
+}
+
+/// fake-dsh `args` replaying `scenario` under the client `steps`.
+fn replay_with(args: &[&str], scenario: &Value, steps: &[Step]) -> Vec<String> {
     let world = World::new().unwrap();
     let file = world.path("scenario.json");
     std::fs::write(&file, scenario.to_string()).unwrap();
@@ -89,7 +189,7 @@ fn replay(args: &[&str], scenario: &Value) -> Vec<String> {
         "http://127.0.0.1:9",
     );
     command.env("FAKE_DSH_SCENARIO", file);
-    shapes(&drive(command, &steps(), &world, LIMIT).unwrap().frames)
+    shapes(&drive(command, steps, &world, LIMIT).unwrap().frames)
 }
 
 #[test]
@@ -110,19 +210,9 @@ fn a_recorded_fake_dsh_session_replays_to_the_same_wire() {
 
 #[test]
 fn a_recorded_real_runtime_session_replays_keylessly_to_the_same_wire() {
-    let Some(target) =
-        dsh_test_support::target_profile_dir().and_then(|d| d.parent().map(Path::to_path_buf))
-    else {
+    let Some(real) = real_runtime("dsh") else {
         return;
     };
-    let real = target.join("real-dsh-runtime-bin/dsh");
-    if !real.is_file() {
-        eprintln!(
-            "skipped: the real SDK runtime is not installed at {}",
-            real.display()
-        );
-        return;
-    }
     // The default model conversation, then a 401 (used once: a 401 is not retried).
     let model = json!({"replies": [
         {"when": {"user_contains": "fail"}, "status": 401},
@@ -135,4 +225,143 @@ fn a_recorded_real_runtime_session_replays_keylessly_to_the_same_wire() {
         recorded,
         "scenario: {scenario:#}"
     );
+}
+
+#[test]
+fn the_real_jsonrpc_agent_is_recorded_as_the_sdk_wire_from_its_name() {
+    let Some(real) = real_runtime("dsh-jsonrpc-agent") else {
+        return;
+    };
+    let session = Session {
+        runtime: real,
+        args: &[],
+        record_flags: &[],
+        model: None,
+        fake: None,
+    };
+    let recorded = session.record(&steps());
+    recorded.assert_clean_sdk();
+    assert_eq!(recorded.meta()["sdk"]["unanswered"], json!([]));
+}
+
+#[test]
+fn a_malformed_sdk_frame_is_named_on_stderr_and_in_meta() {
+    // Junk after `initialize`'s response: a line that is not JSON, and a notification the SDK
+    // wire does not have.
+    let noise = json!({"sdk": {"stdout_noise": [
+        "not a frame",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"session.update\",\"params\":{}}"]}});
+    let session = Session::fake_sdk(&[], Some(noise));
+    let recorded = session.record(&steps());
+    let complaints = recorded.complaints();
+    assert_eq!(complaints.len(), 2, "{}", recorded.wire.stderr);
+    assert!(
+        complaints[0]
+            .starts_with("dsh-conformance record: line 2: DSH_SDK_INVALID_FRAME: not JSON"),
+        "{complaints:?}"
+    );
+    assert!(
+        complaints[1].starts_with("dsh-conformance record: line 3: DSH_SDK_UNKNOWN_NOTIFICATION"),
+        "{complaints:?}"
+    );
+    let codes: Vec<Value> = recorded.meta()["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|violation| json!([violation["line"], violation["code"]]))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            json!([2, "DSH_SDK_INVALID_FRAME"]),
+            json!([3, "DSH_SDK_UNKNOWN_NOTIFICATION"])
+        ]
+    );
+    // An SDK recording is no open-design case: the converter says which command to use.
+    let refused = std::process::Command::new(conformance())
+        .arg("fixture-from-transcript")
+        .arg(&recorded.recording)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("sdk-scenario-from-transcript"), "{stderr}");
+}
+
+#[test]
+fn an_explicit_surface_overrides_the_one_the_command_names() {
+    let session = Session::fake_sdk(&["--surface", "open-design"], None);
+    let recorded = session.record(&[
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Eof,
+    ]);
+    assert_eq!(recorded.meta()["surface"], "open-design");
+    let complaints = recorded.complaints();
+    assert!(
+        complaints
+            .first()
+            .is_some_and(|line| line.contains("DSH_PROFILE_INVALID_FRAME")),
+        "{}",
+        recorded.wire.stderr
+    );
+}
+
+#[test]
+fn a_background_child_recorded_from_fake_dsh_replays_to_the_same_wire() {
+    let scripted = json!({"sdk": {"turns": [
+        {"steps": [{"text": "I started a background task."}],
+         "background_subagent": {"finish_after_ms": 200, "text": "The child's answer.",
+                                 "wake_text": "The child finished: all good."}},
+        {"steps": [{"reasoning": "r", "text": "second"}]}]}});
+    let client = [
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "Start a background task")),
+        Step::Idle("s-1"),
+        // The root's wake-up after its child finished.
+        Step::Idle("s-1"),
+        Step::Send(prompt(3, "s-1", "And now?")),
+        Step::Idle("s-1"),
+        Step::Send(request(json!(4), "shutdown", json!({}))),
+    ];
+    let session = Session::fake_sdk(&[], Some(scripted));
+    let recorded = session.record(&client);
+    recorded.assert_clean_sdk();
+    let recorded_shapes = recorded.shapes();
+    assert!(
+        recorded_shapes.contains(&"notify subagent.finished".to_string()),
+        "{recorded_shapes:#?}"
+    );
+    let scenario = recorded.scenario();
+    let turns = &scenario["sdk"]["turns"];
+    assert_eq!(turns.as_array().map(Vec::len), Some(2), "{scenario:#}");
+    let background = &turns[0]["background_subagent"];
+    assert_eq!(background["text"], "The child's answer.", "{scenario:#}");
+    assert_eq!(background["wake_text"], "The child finished: all good.");
+    assert_eq!(turns[1]["steps"][0]["text"], "second");
+    assert_eq!(
+        replay_with(&["--profile", "sdk"], &scenario, &client),
+        recorded_shapes,
+        "scenario: {scenario:#}"
+    );
+}
+
+#[test]
+fn a_headless_run_is_recorded_unchecked() {
+    let session = Session {
+        runtime: dsh_test_support::binary("fake-dsh"),
+        args: &["--profile", "headless", "Make a landing page"],
+        record_flags: &[],
+        model: None,
+        fake: None,
+    };
+    let recorded = session.record(&[Step::Eof]);
+    assert_eq!(recorded.wire.exit, Some(0), "{}", recorded.wire.stderr);
+    let meta = recorded.meta();
+    assert_eq!(meta["surface"], "headless");
+    assert_eq!(meta["violations"], json!([]), "{meta:#}");
+    assert!(recorded.complaints().is_empty(), "{}", recorded.wire.stderr);
+    let stdout = std::fs::read_to_string(recorded.recording.join("stdout.jsonl")).unwrap();
+    assert_eq!(stdout, "I wrote index.html.\n");
 }

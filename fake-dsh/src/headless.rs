@@ -1,5 +1,5 @@
 //! `dsh --profile headless TASK...`: one task, one turn, as the real 0.1.5 runner shows it
-//! (docs/sdk-surfaces.md, "headless"): reasoning streamed to stderr under `dsh: reasoning:`, the
+//! (docs/surface-headless.md): reasoning streamed to stderr under `dsh: reasoning:`, the
 //! last assistant text plus a newline on stdout, exit 0 only for a completed turn; otherwise a
 //! lone newline on stdout, `dsh: <code>: <message>` on stderr and exit 1. The turn is the
 //! scenario's first `sdk` turn or the default agent's, with real file writes in the cwd.

@@ -35,7 +35,7 @@ impl Drop for Scratch {
     }
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
+pub fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
 }

@@ -56,7 +56,12 @@ enum Task {
         force: bool,
     },
     /// Measure the figures of docs/performance.md and print them as a table.
-    Bench,
+    Bench {
+        /// Only the SDK row (fake-dsh `--profile sdk` to `initialize`, `echo`, the real runtime):
+        /// builds only fake-dsh, prints the row, leaves docs/performance.md alone.
+        #[arg(long)]
+        sdk: bool,
+    },
     /// Run the corpus against every reference-host mutant; rewrite docs/kill-matrix.json and the
     /// README's kill matrix.
     Mutants,
@@ -78,7 +83,8 @@ fn main() -> ExitCode {
         Task::Ci => ci::ci(),
         Task::CheckCorpus => check_corpus(),
         Task::InstallFakeDsh { dir, force } => install_fake_dsh(&dir, force),
-        Task::Bench => bench(),
+        Task::Bench { sdk: false } => bench(),
+        Task::Bench { sdk: true } => bench_sdk_row(),
         Task::Mutants => kill_matrix(),
         Task::Dist(args) => dist::main(&args),
         Task::RealDsh { runtime_bin: false } => real_dsh::install(),
@@ -264,6 +270,19 @@ fn bench() -> Outcome {
             code: 2,
         }
     })
+}
+
+/// `bench --sdk`: the SDK row alone, on a release fake-dsh.
+fn bench_sdk_row() -> Outcome {
+    let mut build = cargo();
+    build.args(["build", "--quiet", "--release", "--package", "fake-dsh"]);
+    run("build fake-dsh", build)?;
+    let figures = bench_sdk::rows(&Kit::built(true)).map_err(|message| Failure {
+        message: format!("bench: {message}"),
+        code: 2,
+    })?;
+    bench::print_table(&figures);
+    Ok(())
 }
 
 fn kill_matrix() -> Outcome {

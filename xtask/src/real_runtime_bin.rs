@@ -1,6 +1,6 @@
 //! `cargo xtask real-dsh --runtime-bin`: installs the real DeepSeek Harness SDK runtime, the PyPI
 //! wheel `deepseek-harness-runtime-bin`, under `target/real-dsh-runtime-bin/`, and prints the
-//! paths of its two wrappers (docs/sdk-surfaces.md).
+//! paths of its two wrappers (docs/surface-sdk.md).
 //!
 //! Two pinned wheels, each checked against its sha256 before it is unpacked:
 //! - 0.1.5rc1 ships the whole dsh CLI as one Node single-file executable (`--profile sdk`,

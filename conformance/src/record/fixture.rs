@@ -540,6 +540,23 @@ fn first_turn(run: &RunStep) -> (Vec<Action>, Step) {
 /// The whole case for the recording in `dir`.
 pub fn case_from_recording(dir: &Path, id: &str) -> Result<Case, String> {
     let meta = Meta::read(dir)?;
+    match meta.surface {
+        super::Surface::OpenDesign => {}
+        super::Surface::Sdk => {
+            return Err(format!(
+                "{}: a recording of the SDK wire (`surface: sdk`): `sdk-scenario-from-transcript` \
+                 turns it into a fake-dsh scenario",
+                dir.display()
+            ))
+        }
+        super::Surface::Headless => {
+            return Err(format!(
+                "{}: a recording of `--profile headless` (`surface: headless`), which has no \
+                 stream to replay as a case",
+                dir.display()
+            ))
+        }
+    }
     let mut redactor = Redactor::new(super::redact::credential_values_from_env());
     let execute = read_commands(dir, &mut redactor)?;
     let events = read_stdout(dir)?;

@@ -1,6 +1,10 @@
-//! Live validation of a proxied session: the host's commands tell which run is active, and the
-//! runtime's stdout goes through the strict checker as it streams, with bounded memory.
+//! Live validation of a proxied session, by the recorded surface: on the open-design stream the
+//! host's commands tell which run is active, and the runtime's stdout goes through the strict
+//! checker as it streams, with bounded memory; on the SDK JSON-RPC wire each line goes through
+//! [`SdkWire`]; a headless run's stdout is plain text and is recorded unchecked.
 
+use super::sdk_wire::{SdkRunInfo, SdkWire};
+use super::Surface;
 use dsh_protocol::{LineEvent, LineFramer, RunContext, Step, StreamChecker, Terminal, Violation};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -46,6 +50,9 @@ pub struct HostSide {
 
 /// The shared state both proxy directions update.
 pub struct LiveValidator {
+    surface: Surface,
+    /// The SDK wire's state (`Surface::Sdk` only).
+    sdk: SdkWire,
     host: HostSide,
     checker: Option<StreamChecker>,
     pending: Vec<LineEvent>,
@@ -66,8 +73,16 @@ pub struct LiveValidator {
 }
 
 impl LiveValidator {
+    /// A validator of the open-design stream.
     pub fn new(started: Instant) -> Self {
+        Self::for_surface(started, Surface::OpenDesign)
+    }
+
+    /// A validator of `surface`'s stream.
+    pub fn for_surface(started: Instant, surface: Surface) -> Self {
         Self {
+            surface,
+            sdk: SdkWire::default(),
             host: HostSide::default(),
             checker: None,
             pending: Vec::new(),
@@ -108,6 +123,18 @@ impl LiveValidator {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return;
         }
+        match self.surface {
+            Surface::OpenDesign => self.host_command(bytes),
+            Surface::Sdk => {
+                if !self.sdk.client_line(bytes) {
+                    self.host.invalid_commands += 1;
+                }
+            }
+            Surface::Headless => {}
+        }
+    }
+
+    fn host_command(&mut self, bytes: &[u8]) {
         let Ok(command) = serde_json::from_slice::<Value>(bytes) else {
             self.host.invalid_commands += 1;
             return;
@@ -165,6 +192,11 @@ impl LiveValidator {
         };
         self.first_stdout_ms
             .get_or_insert_with(|| self.started.elapsed().as_millis() as u64);
+        match self.surface {
+            Surface::OpenDesign => {}
+            Surface::Sdk => return self.sdk_event(event),
+            Surface::Headless => return,
+        }
         if self.checker.is_some() {
             self.check(&event);
         } else if self.pending.len() < MAX_PENDING_LINES {
@@ -175,6 +207,31 @@ impl LiveValidator {
             self.start_checker();
             self.check(&event);
         }
+    }
+
+    /// One SDK stdout line: checked, unless it is over the framer's cap (counted then).
+    fn sdk_event(&mut self, event: LineEvent) {
+        let violation = match event {
+            LineEvent::Line { bytes, .. } if bytes.iter().all(u8::is_ascii_whitespace) => None,
+            LineEvent::Line { number, bytes } => self.sdk.runtime_line(number, &bytes),
+            LineEvent::Truncated { number, .. } => Some(SdkWire::unterminated(number)),
+            LineEvent::TooLarge { .. } => {
+                self.sdk.info.unchecked_lines += 1;
+                None
+            }
+        };
+        if let Some(violation) = violation {
+            self.push_violation(violation);
+        }
+    }
+
+    /// The SDK session's summary (`Surface::Sdk` only).
+    pub fn sdk_summary(&self) -> Option<SdkRunInfo> {
+        (self.surface == Surface::Sdk).then(|| self.sdk.summary())
+    }
+
+    pub fn surface(&self) -> Surface {
+        self.surface
     }
 
     fn check(&mut self, event: &LineEvent) {
@@ -211,6 +268,9 @@ impl LiveValidator {
     /// stdout reached EOF: the run's terminal verdict is settled. A session that never sent an
     /// execute never started a run, so a missing result is no violation there.
     pub fn stdout_finished(&mut self) {
+        if self.surface != Surface::OpenDesign {
+            return;
+        }
         if self.checker.is_none() {
             if self.pending.is_empty() {
                 return;
@@ -231,7 +291,11 @@ impl LiveValidator {
     }
 
     /// The host closed its side: a last command without a newline still counts.
+    /// (On the SDK wire the runtime never handles such a line: it is ignored.)
     pub fn host_finished(&mut self) {
+        if self.surface != Surface::OpenDesign {
+            return;
+        }
         if let Some(LineEvent::Truncated { bytes, .. }) = self.host_framer.finish() {
             self.host_line(&bytes);
         }

@@ -5,6 +5,7 @@ use super::live::{LiveValidator, RecordedViolation};
 use super::redact::Redactor;
 use super::signals;
 use super::transcript::{self, Meta};
+use super::Surface;
 use crate::procfs;
 use dsh_protocol::LineFramer;
 use nix::sys::signal::{killpg, Signal};
@@ -53,9 +54,9 @@ fn report(violations: Vec<RecordedViolation>) {
     }
 }
 
-/// Proxy `command` with our stdio, recording into a new directory under `out`.
-/// Returns the recording directory and how the runtime ended.
-pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String> {
+/// Proxy `command` with our stdio, recording into a new directory under `out`, its stream checked
+/// as `surface`'s. Returns the recording directory and how the runtime ended.
+pub fn run(out: &Path, command: &[OsString], surface: Surface) -> Result<(PathBuf, Ended), String> {
     let started = Instant::now();
     let started_unix_ms = transcript::unix_ms_now();
     let dir = transcript::create_dir(out, started_unix_ms)?;
@@ -77,7 +78,7 @@ pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String>
                 program.to_string_lossy()
             );
             meta.spawn_error = Some(error.to_string());
-            meta.finish(&LiveValidator::new(started), &redactor);
+            meta.finish(&LiveValidator::for_surface(started, surface), &redactor);
             meta.write(&dir)?;
             return Ok((dir, Ended::SpawnFailed(code)));
         }
@@ -86,7 +87,7 @@ pub fn run(out: &Path, command: &[OsString]) -> Result<(PathBuf, Ended), String>
     meta.runtime_pid = Some(child.id());
     let forwarded = signals::forward_to_group(pgid)
         .map_err(|error| format!("cannot install signal forwarding: {error}"))?;
-    let validator = Arc::new(Mutex::new(LiveValidator::new(started)));
+    let validator = Arc::new(Mutex::new(LiveValidator::for_surface(started, surface)));
     let child_stdin = child.stdin.take().expect("stdin was piped");
     let stdin_done = pump_host_stdin(child_stdin, stdin_file, Arc::clone(&validator));
     let child_stdout = child.stdout.take().expect("stdout was piped");

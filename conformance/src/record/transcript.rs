@@ -2,6 +2,8 @@
 
 use super::live::{HostSide, LiveValidator, RecordedViolation};
 use super::redact::Redactor;
+use super::sdk_wire::SdkRunInfo;
+use super::Surface;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::ffi::OsString;
@@ -101,7 +103,15 @@ pub struct Meta {
     pub exit_code: Option<i32>,
     pub exit_signal: Option<String>,
     pub signals_forwarded: Vec<String>,
+    /// The surface the live check held the stream to (recordings older than the field were all
+    /// open-design).
+    #[serde(default)]
+    pub surface: Surface,
+    /// The open-design run (empty on the other surfaces).
     pub run: RunInfo,
+    /// The SDK session's requests and frames (`surface: sdk` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk: Option<SdkRunInfo>,
     /// The accepted terminal result frame (redacted), if one was.
     pub result: Option<Value>,
     pub violations: Vec<RecordedViolation>,
@@ -133,7 +143,9 @@ impl Meta {
             exit_code: None,
             exit_signal: None,
             signals_forwarded: Vec::new(),
+            surface: Surface::OpenDesign,
             run: RunInfo::default(),
+            sdk: None,
             result: None,
             violations: Vec::new(),
             violations_dropped: 0,
@@ -149,6 +161,8 @@ impl Meta {
     /// Fill in what the live validator learned.
     pub fn finish(&mut self, state: &LiveValidator, redactor: &Redactor) {
         let host: &HostSide = state.host();
+        self.surface = state.surface();
+        self.sdk = state.sdk_summary();
         self.run = RunInfo {
             request_id: host.request_id.clone(),
             resume_session_id: host.resume_session_id.clone(),

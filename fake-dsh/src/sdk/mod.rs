@@ -1,6 +1,6 @@
-//! fake-dsh's SDK surfaces (docs/sdk-surfaces.md): the newline JSON-RPC runtime the official SDK
-//! clients start (`--profile sdk`, `--profile sdk-minimal`, the 0.1.1 `dsh-jsonrpc-agent`
-//! binary) and `--profile headless TASK` ([`crate::headless`]).
+//! fake-dsh's SDK surfaces (docs/surface-sdk.md, docs/surface-headless.md): the newline JSON-RPC
+//! runtime the official SDK clients start (`--profile sdk`, `--profile sdk-minimal`, the 0.1.1
+//! `dsh-jsonrpc-agent` binary) and `--profile headless TASK` ([`crate::headless`]).
 //!
 //! - [`select`]: whether a command line asks for one of them (checked before the open-design CLI);
 //! - [`server`]: the request loop; [`session`]: session events and turns; [`wire`]: stdout;

@@ -1,4 +1,4 @@
-//! The SDK runtime's request loop, as the real one behaves on the wire (docs/sdk-surfaces.md):
+//! The SDK runtime's request loop, as the real one behaves on the wire (docs/surface-sdk.md):
 //! newline-terminated JSON-RPC requests on stdin (junk, batches, notifications and `null` ids
 //! dropped; a last line without its newline never processed), three methods, `-32603` for every
 //! failure, one thread per running session so turns overlap, the receipt and `running` before
@@ -65,9 +65,23 @@ pub fn run(flavor: Flavor) -> ! {
         sessions: Mutex::new(HashMap::new()),
         log_root,
     });
+    read_requests()
+}
+
+/// The signal thread and the watchdog (signals stay blocked, so one sent before they start is
+/// obeyed the moment the signal thread runs).
+fn start_background() {
     start_signal_thread();
     crate::process::start_watchdog();
-    read_requests()
+}
+
+/// Whether stdin can be read without blocking (a line, or EOF).
+fn stdin_ready() -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|ready| ready > 0)
 }
 
 /// SIGTERM ends the process with 0 (the real runtime drains, then exits 0), SIGINT with 130,
@@ -94,10 +108,23 @@ fn start_signal_thread() {
 }
 
 /// Reads newline-terminated lines until EOF; the bytes after the last newline are never handled.
+/// The lines already waiting at start (a client writes `initialize` as it spawns the runtime) are
+/// answered before the signal thread and the watchdog start, so neither delays that answer (as
+/// `ready` on the open-design surface); nothing blocks before they run.
 fn read_requests() -> ! {
-    let stdin = std::io::stdin();
-    let mut reader = stdin.lock();
+    // A buffer of our own, whose contents can be looked at without reading more.
+    let mut reader = std::io::BufReader::new(std::io::stdin().lock());
     let mut line = Vec::new();
+    if stdin_ready() && reader.fill_buf().is_ok() {
+        while reader.buffer().contains(&b'\n') {
+            line.clear();
+            if reader.read_until(b'\n', &mut line).is_err() {
+                break;
+            }
+            handle_line(&line);
+        }
+    }
+    start_background();
     loop {
         line.clear();
         match reader.read_until(b'\n', &mut line) {

@@ -19,7 +19,7 @@ pub enum Persona {
     V015,
 }
 
-/// What a surface's event stream carries (docs/sdk-surfaces.md, "Notifications").
+/// What a surface's event stream carries (docs/surface-sdk.md, "Notifications").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Flavor {
     pub persona: Persona,
