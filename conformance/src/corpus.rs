@@ -55,7 +55,7 @@ pub struct LintError {
 }
 
 impl LintError {
-    fn new(file: &Path, problem: impl Into<String>) -> Self {
+    pub fn new(file: &Path, problem: impl Into<String>) -> Self {
         Self {
             file: file.to_path_buf(),
             problem: problem.into(),
@@ -193,6 +193,7 @@ pub fn lint_with_docs(fixtures_dir: &Path, docs_dir: &Path) -> Vec<LintError> {
         }
         errors.extend(check_rule_references(fixtures_dir, rules, &cases));
     }
+    errors.extend(crate::clients::corpus::lint(fixtures_dir, docs_dir));
     errors
 }
 
@@ -220,7 +221,10 @@ pub fn load_cases(fixtures_dir: &Path) -> (Vec<CaseRef>, Vec<LintError>) {
     };
     for area in areas {
         let name = file_name(&area);
-        if !area.is_dir() || name.starts_with('.') || name == TRANSCRIPTS_DIR {
+        if !area.is_dir()
+            || name.starts_with('.')
+            || dsh_formats::case::NOT_CASE_DIRS.contains(&name.as_str())
+        {
             continue;
         }
         let files = match sorted_entries(&area) {

@@ -5,7 +5,7 @@
 //!   the runner judges with and the results model describes.
 //! - [`validate`]: `validate`, checking one captured stdout stream.
 //! - [`run`]: `run`, the corpus against one host (runner, world, driver, verdicts).
-//! - [`sdk_corpus`]: `run --surface sdk`, the client corpus for SDK clients.
+//! - [`clients`]: `run --surface sdk|headless`, the client corpus for SDK and headless clients.
 //! - [`sdk_check`]: `check-runtime --surface sdk|...|headless`, and the SDK wire driver.
 //! - [`sdk_record`]: `sdk-scenario-from-transcript`, a recorded SDK session -> fake-dsh scenario.
 //! - [`fixture`]: the typed case-file model.
@@ -21,6 +21,7 @@
 //! - [`scratch`]: the kit's temp dirs (0700, marked, swept after a killed run).
 
 pub mod check_runtime;
+pub mod clients;
 pub mod codes;
 pub mod corpus;
 pub mod fixture;
@@ -34,6 +35,5 @@ pub mod report;
 pub mod run;
 pub mod scratch;
 pub mod sdk_check;
-pub mod sdk_corpus;
 pub mod sdk_record;
 pub mod validate;

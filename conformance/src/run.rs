@@ -28,7 +28,7 @@ mod events;
 mod expect;
 pub mod expectations;
 mod journal;
-mod leftovers;
+pub(crate) mod leftovers;
 mod mapping_watch;
 mod preflight;
 pub mod project_files;
@@ -47,6 +47,7 @@ pub use suite::{resolve_program, run_suite, HarnessError, Suite, SuiteConfig, Va
 pub use crate::output::Format;
 
 use crate::model::{CaseResult, SuiteReport, Verdict};
+use dsh_formats::client_case::ClientSurface;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -154,10 +155,14 @@ pub struct Flags {
     /// TERM and what the harness sets (docs/host-driver.md, "Environment").
     #[arg(long = "pass-env", value_name = "NAME")]
     pub pass_env: Vec<String>,
-    /// What `--host` is: an open-design host driver (the fixture corpus), or an SDK client
-    /// (`sdk`: the client corpus of docs/sdk-surfaces.md, against fake-dsh's SDK runtime).
+    /// What `--host` is: an open-design host driver (the fixture corpus), or a client of the SDK
+    /// runtime (`sdk`) or of `headless` (the client corpus of docs/sdk-clients.md).
     #[arg(long, value_enum, default_value_t = Surface::OpenDesign)]
     pub surface: Surface,
+    /// A capability the client lacks (`--surface sdk|headless`, repeatable): the client cases
+    /// that require it are skipped (e.g. `background-subagents`).
+    #[arg(long = "client-lacks", value_name = "CAPABILITY")]
+    pub client_lacks: Vec<String>,
 }
 
 /// The surface a run tests.
@@ -165,6 +170,7 @@ pub struct Flags {
 pub enum Surface {
     OpenDesign,
     Sdk,
+    Headless,
 }
 
 pub fn main(args: Args) -> ExitCode {
@@ -232,12 +238,10 @@ fn catch_stop_signals() {
 
 fn run_cli(args: &Args) -> Result<u8, String> {
     let args: &Flags = &args.flags;
-    if args.surface == Surface::Sdk {
-        let host = args
-            .host
-            .as_deref()
-            .ok_or("--surface sdk needs --host CLIENT")?;
-        return crate::sdk_corpus::run(host, args.fake_dsh.as_deref(), args.time_scale);
+    match args.surface {
+        Surface::Sdk => return crate::clients::run_cli(args, ClientSurface::Sdk),
+        Surface::Headless => return crate::clients::run_cli(args, ClientSurface::Headless),
+        Surface::OpenDesign => {}
     }
     let corpus = crate::corpus::choose(args.fixtures.as_deref(), args.embedded_corpus)?;
     corpus.announce("run");
@@ -461,7 +465,11 @@ pub fn exit_code(report: &SuiteReport) -> u8 {
 
 /// What remains after the live lines: the sorted summary (table), the report (json) or the
 /// summary object (jsonl), the transcripts for `--verbose`, and the output files.
-fn write_outputs(args: &Flags, report: &SuiteReport, stopped: Option<&str>) -> std::io::Result<()> {
+pub(crate) fn write_outputs(
+    args: &Flags,
+    report: &SuiteReport,
+    stopped: Option<&str>,
+) -> std::io::Result<()> {
     let mut stdout = std::io::stdout().lock();
     match args.format {
         Format::Table => {
@@ -507,19 +515,7 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
     if host.is_empty() {
         return Err("--host is empty".to_string());
     }
-    let fake_dsh = match (&args.fake_dsh, fake_dsh_from_env()) {
-        (Some(path), _) => path.clone(),
-        (None, Some(path)) => {
-            // A runtime change from the environment is said out loud (and lands in the report's
-            // re-run flags), never silent.
-            eprintln!(
-                "dsh-conformance run: note: the runtime is $FAKE_DSH_BIN = {}, not the fake-dsh beside this executable",
-                path.display()
-            );
-            path
-        }
-        _ => sibling_of_exe("fake-dsh")?,
-    };
+    let fake_dsh = fake_dsh_of(args)?;
     let mut variant = args
         .variant
         .as_deref()
@@ -561,6 +557,24 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
         driver_per_case: args.driver_per_case,
         corpus_source: None,
         pass_env: args.pass_env.clone(),
+    })
+}
+
+/// The fake-dsh binary: `--fake-dsh`, else `$FAKE_DSH_BIN` (said out loud), else the one beside
+/// this executable.
+pub(crate) fn fake_dsh_of(args: &Flags) -> Result<PathBuf, String> {
+    Ok(match (&args.fake_dsh, fake_dsh_from_env()) {
+        (Some(path), _) => path.clone(),
+        (None, Some(path)) => {
+            // A runtime change from the environment is said out loud (and lands in the report's
+            // re-run flags), never silent.
+            eprintln!(
+                "dsh-conformance run: note: the runtime is $FAKE_DSH_BIN = {}, not the fake-dsh beside this executable",
+                path.display()
+            );
+            path
+        }
+        _ => sibling_of_exe("fake-dsh")?,
     })
 }
 

@@ -7,21 +7,20 @@
 // response are kept, responses are matched by id (they may come out of order), lines that are not
 // JSON and unknown notifications are skipped. At the end it sends `shutdown` and reaps the process.
 //
-// The driver contract (the kit's tests run it this way):
+// The driver contract of the kit's client corpus (docs/sdk-clients.md):
 //   DSH_SDK_COMMAND='["fake-dsh", "--profile", "sdk"]' node dsh-sdk-client.mjs PROMPT [PROMPT...]
 // prints one JSON line per prompt: {"messageId", "turn_ends": [kinds], "text": last assistant
-// text, "children": background children seen}, and exits 0; 2 when the runtime cannot be used.
+// text, "children": background children seen}, and exits 0; when the runtime fails (an error
+// response, its stdout ends, it goes silent for DSH_SDK_TIMEOUT seconds) it says why on stderr and
+// exits 2. Closing is bounded: `shutdown`, stdin closed, DSH_SDK_TIMEOUT seconds, then a kill. The
+// environment (the API key with it) passes to the runtime; nothing secret goes in its argv.
 
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 
+// How long to wait on a silent runtime, and on its exit when closing.
 const TIMEOUT_MS = Number(process.env.DSH_SDK_TIMEOUT ?? "60") * 1000;
 const SESSION_ID = process.env.DSH_SDK_SESSION ?? "client-session-1";
-// Deliberately buggy variants, for the kit's kill matrix (conformance/tests/sdk_clients.rs):
-// `settle-on-response` settles when the prompt's response arrives; `drop-early-notifications`
-// drops what arrives before the response (the receipt with it); `ignore-children` settles on the
-// first idle even while a background child runs.
-const MUTANT = process.env.DSH_SDK_CLIENT_MUTANT ?? "";
 
 /** The runtime subprocess: frames in arrival order, requests by id. */
 class Runtime {
@@ -31,22 +30,28 @@ class Runtime {
     this.frames = [];
     this.waiters = [];
     this.closed = false;
+    // readline splits at LF and CRLF only; a raw U+2028 inside a string (JSON.stringify leaves it
+    // raw) stays in its line.
     const lines = createInterface({ input: this.child.stdout, crlfDelay: Infinity });
-    lines.on("line", (line) => {
-      let frame;
-      try {
-        frame = JSON.parse(line);
-      } catch {
-        return; // not JSON: tolerated, like the official clients
-      }
-      this.frames.push(frame);
-      this.wake();
-    });
+    lines.on("line", (line) => this.accept(line));
     lines.on("close", () => {
       this.closed = true;
       this.wake();
     });
     this.child.stdin.on("error", () => {});
+  }
+
+  /** One line from the runtime: a frame, or skipped when it is not JSON. */
+  accept(line) {
+    let frame;
+    try {
+      frame = JSON.parse(line);
+    } catch {
+      return; // not JSON: tolerated, like the official clients
+    }
+    if (frame === null || typeof frame !== "object" || Array.isArray(frame)) return;
+    this.frames.push(frame);
+    this.wake();
   }
 
   wake() {
@@ -86,7 +91,7 @@ class Runtime {
       if (this.child.exitCode !== null || this.child.signalCode !== null) resolve();
       else this.child.on("exit", resolve);
     });
-    const timer = setTimeout(() => this.child.kill("SIGKILL"), 10000);
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), TIMEOUT_MS);
     await exited;
     clearTimeout(timer);
   }
@@ -120,7 +125,7 @@ class Turn {
 
   observe(frame) {
     if (this.messageId === null) {
-      if (MUTANT !== "drop-early-notifications") this.pending.push(frame);
+      this.pending.push(frame);
       return;
     }
     const params = frame.params ?? {};
@@ -159,8 +164,6 @@ class Turn {
   }
 
   settled() {
-    if (MUTANT === "settle-on-response") return true;
-    if (MUTANT === "ignore-children") return this.receipt && this.idleAfterReceipt;
     return this.receipt && this.idleAfterReceipt && this.runningChildren.size === 0;
   }
 }

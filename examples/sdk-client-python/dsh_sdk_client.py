@@ -7,10 +7,13 @@ prompt's receipt (the `agent/inbox/spliced` event carrying its `messageId`) and 
 kept, responses are matched by id (they may come out of order), lines that are not JSON and
 unknown notifications are skipped. At the end it sends `shutdown` and reaps the process.
 
-The driver contract (the kit's tests run it this way):
+The driver contract of the kit's client corpus (docs/sdk-clients.md):
     DSH_SDK_COMMAND='["fake-dsh", "--profile", "sdk"]' dsh_sdk_client.py PROMPT [PROMPT...]
 prints one JSON line per prompt: {"messageId", "turn_ends": [kinds], "text": last assistant
-text, "children": background children seen}, and exits 0; 2 when the runtime cannot be used.
+text, "children": background children seen}, and exits 0; when the runtime fails (an error
+response, its stdout ends, it goes silent for DSH_SDK_TIMEOUT seconds) it says why on stderr and
+exits 2. Closing is bounded: `shutdown`, stdin closed, DSH_SDK_TIMEOUT seconds, then a kill. The
+environment (the API key with it) passes to the runtime; nothing secret goes in its argv.
 """
 
 import json
@@ -20,12 +23,8 @@ import subprocess
 import sys
 import threading
 
+# How long to wait on a silent runtime, and on its exit when closing.
 TIMEOUT_SECONDS = float(os.environ.get("DSH_SDK_TIMEOUT", "60"))
-# Deliberately buggy variants, for the kit's kill matrix (conformance/tests/sdk_clients.rs):
-# `settle-on-response` settles when the prompt's response arrives; `drop-early-notifications`
-# drops what arrives before the response (the receipt with it); `ignore-children` settles on the
-# first idle even while a background child runs.
-MUTANT = os.environ.get("DSH_SDK_CLIENT_MUTANT", "")
 SESSION_ID = os.environ.get("DSH_SDK_SESSION", "client-session-1")
 
 
@@ -44,9 +43,11 @@ class Runtime:
         for raw in iter(self.process.stdout.readline, b""):
             text = raw.decode("utf-8", "replace").rstrip("\r\n")
             try:
-                self.lines.put(json.loads(text))
+                frame = json.loads(text)
             except ValueError:
                 continue  # not JSON: tolerated, like the official clients
+            if isinstance(frame, dict):
+                self.lines.put(frame)
         self.lines.put(None)
 
     def send(self, method, params):
@@ -73,7 +74,7 @@ class Runtime:
         except (BrokenPipeError, ValueError):
             pass
         try:
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
@@ -107,8 +108,7 @@ class Turn:
 
     def observe(self, frame):
         if self.message_id is None:
-            if MUTANT != "drop-early-notifications":
-                self.pending.append(frame)
+            self.pending.append(frame)
             return
         method, params = frame.get("method"), frame.get("params") or {}
         if method == "subagent.started" and params.get("parentSessionId") == SESSION_ID:
@@ -145,10 +145,6 @@ class Turn:
             self.observe(frame)
 
     def settled(self):
-        if MUTANT == "settle-on-response":
-            return True
-        if MUTANT == "ignore-children":
-            return self.receipt and self.idle_after_receipt
         return self.receipt and self.idle_after_receipt and not self.running_children
 
 

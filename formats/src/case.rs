@@ -896,6 +896,10 @@ pub fn load_case(file: &Path) -> Result<Case, FixtureError> {
     parse_case(file, &text)
 }
 
+/// The directories of a fixtures dir that hold no host cases: stdout transcripts, and the client
+/// corpus ([`crate::client_case`]).
+pub const NOT_CASE_DIRS: &[&str] = &["transcripts", crate::client_case::CLIENTS_DIR];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -995,7 +999,7 @@ mod tests {
         let mut checked = 0;
         for area in std::fs::read_dir(&fixtures).unwrap() {
             let area = area.unwrap().path();
-            if !area.is_dir() {
+            if !area.is_dir() || NOT_CASE_DIRS.iter().any(|dir| area.ends_with(dir)) {
                 continue;
             }
             for file in std::fs::read_dir(&area).unwrap() {

@@ -2,7 +2,11 @@
 //! the runtime (`fake-dsh`), the harness (`dsh-conformance run`) and `record`.
 //!
 //! - [`case`]: a case file (fixture v1, docs/fixture-format.md, `schemas/fixture.schema.json`).
+//! - [`client_case`]: a client case and the client rule catalog (`schemas/client-case.schema.json`,
+//!   `schemas/client-rules.schema.json`, docs/sdk-clients.md).
 //! - [`scenario`]: a fake-dsh scenario, a case's `runtime` (`schemas/scenario.schema.json`).
+//! - [`sdk_scenario`]: the SDK surfaces' scenario, a client case's `runtime`
+//!   (`schemas/sdk-scenario.schema.json`).
 //! - [`journal`]: one line of fake-dsh's journal (docs/journal.md, `schemas/journal.schema.json`).
 //!
 //! Each type serializes to and parses from exactly its schema's shape, and each loader checks what
@@ -11,5 +15,7 @@
 //! `schemas/`, embedded by `dsh-protocol`.
 
 pub mod case;
+pub mod client_case;
 pub mod journal;
 pub mod scenario;
+pub mod sdk_scenario;

@@ -633,7 +633,9 @@ mod tests {
             for entry in std::fs::read_dir(&dir).unwrap() {
                 let path = entry.unwrap().path();
                 if path.is_dir() {
-                    pending.push(path);
+                    if !path.ends_with(crate::client_case::CLIENTS_DIR) {
+                        pending.push(path);
+                    }
                     continue;
                 }
                 if path.extension().is_none_or(|ext| ext != "json") {

@@ -296,7 +296,10 @@ fn fixture_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
         for entry in std::fs::read_dir(&next).map_err(|e| format!("{}: {e}", next.display()))? {
             let path = entry.map_err(|e| e.to_string())?.path();
             if path.is_dir() {
-                if path.file_name().is_some_and(|n| n != "transcripts") {
+                if path
+                    .file_name()
+                    .is_some_and(|n| n != "transcripts" && n != "clients")
+                {
                     pending.push(path);
                 }
             } else if path.extension().is_some_and(|e| e == "json")

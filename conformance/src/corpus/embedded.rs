@@ -91,7 +91,7 @@ fn collect(root: &Path, dir: &Path, found: &mut Vec<(String, Vec<u8>)>) -> Resul
 fn case_files() -> impl Iterator<Item = (&'static str, &'static [u8])> {
     files().iter().filter_map(|(path, bytes)| {
         let (area, name) = path.strip_prefix("fixtures/")?.split_once('/')?;
-        let is_case = area != crate::corpus::TRANSCRIPTS_DIR
+        let is_case = !dsh_formats::case::NOT_CASE_DIRS.contains(&area)
             && !name.contains('/')
             && name.ends_with(".json");
         is_case.then_some((name, *bytes))

@@ -174,8 +174,7 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
     compile(pattern).is_ok_and(|matcher| matcher.is_match(text))
 }
 
-/// Directories of the fixtures dir that hold no cases.
-const NOT_CASE_DIRS: &[&str] = &["transcripts"];
+use dsh_formats::case::NOT_CASE_DIRS;
 
 /// Every case file: `<dir>/<area>/<id>.json`, sorted by id. Duplicate ids are load errors.
 pub fn find_cases(dir: &Path) -> std::io::Result<Vec<CaseEntry>> {

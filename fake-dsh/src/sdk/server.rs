@@ -48,6 +48,7 @@ pub fn run(flavor: Flavor) -> ! {
     if let Some(text) = &scenario.stderr {
         crate::output::stderr_bytes(text.as_bytes());
     }
+    super::wire::configure(scenario.crlf, scenario.stray_responses);
     let cwd = std::env::current_dir().unwrap_or_default();
     let log_root = match flavor.persona {
         session::Persona::V011 => std::env::var_os("DSH_SESSION_ROOT")
@@ -134,8 +135,9 @@ fn read_requests() -> ! {
         }
     }
     journal::record(Event::StdinClosed);
-    if server().shutting_down.load(Ordering::SeqCst) {
-        // The shutdown thread writes the response and ends the process.
+    if server().shutting_down.load(Ordering::SeqCst) || server().scenario.ignore_stdin_eof {
+        // The shutdown thread writes the response and ends the process (or, with the scenario's
+        // `ignore_stdin_eof`, only a signal or the watchdog does).
         crate::process::hang();
     }
     wire().end(None, 0, ExitReason::StdinClosed)
@@ -362,6 +364,9 @@ fn stopping() -> bool {
 /// finish after that).
 fn play_turns(live: Live, mut message: Value, mut script: TurnScript) {
     loop {
+        if let Some(signal) = script.signal_self.clone() {
+            signal_self_later(signal);
+        }
         if script.background_subagent.is_some() {
             let session = live.lock().unwrap_or_else(|p| p.into_inner());
             wire().notify(
@@ -387,6 +392,20 @@ fn play_turns(live: Live, mut message: Value, mut script: TurnScript) {
         }
         return;
     }
+}
+
+/// (adversarial) The scenario's signal to this process, `after_ms` from now: the runtime dies
+/// mid-turn (SIGTERM through the signal thread, exit 0; SIGKILL at once).
+fn signal_self_later(signal: scenario::SelfSignal) {
+    use nix::sys::signal::Signal;
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(signal.after_ms));
+        let which = match signal.signal {
+            scenario::SignalName::Term => Signal::SIGTERM,
+            scenario::SignalName::Kill => Signal::SIGKILL,
+        };
+        let _ = nix::sys::signal::kill(nix::unistd::getpid(), which);
+    });
 }
 
 fn child_id(parent: &str) -> String {
@@ -440,6 +459,10 @@ fn finish_subagent(live: Live, child: SubagentScript) {
 /// `shutdown`: from now on prompts fail; after the scenario's drain the `{}` response is the last
 /// frame and the process exits 0 (a running turn gets no `turn/end`).
 fn shutdown(id: Value) {
+    if server().scenario.ignore_shutdown {
+        // (adversarial) never answered; prompts still work.
+        return;
+    }
     if server().shutting_down.swap(true, Ordering::SeqCst) {
         // A racing second shutdown: the first one's response ends the process.
         return;

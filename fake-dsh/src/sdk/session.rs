@@ -230,10 +230,10 @@ pub fn play_turn(
 /// The model's answer in one step: `assistant/message` (after 0.1.1's chunks), then its tools.
 fn answer(session: &mut Session, turn: u64, step: u64, script: &StepScript) {
     let mut content = Vec::new();
-    if let Some(reasoning) = &script.reasoning {
+    if let Some(reasoning) = script.padded_reasoning() {
         content.push(json!({"type": "reasoning", "text": reasoning}));
     }
-    if let Some(text) = &script.text {
+    if let Some(text) = script.padded_text() {
         content.push(json!({"type": "text", "text": text}));
     }
     let calls: Vec<(String, &ToolCallScript)> = script
@@ -465,7 +465,7 @@ pub fn default_turn(prompt: &str, cwd: &Path) -> TurnScript {
         reasoning: Some(reasoning.to_string()),
         text: text.map(str::to_string),
         tool_calls: calls,
-        delay_ms: 0,
+        ..StepScript::default()
     };
     let green = prompt.to_lowercase().contains("green") && cwd.join("index.html").is_file();
     let steps = if green {

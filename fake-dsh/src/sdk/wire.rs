@@ -7,6 +7,7 @@ use crate::journal::{self, Event, ExitReason};
 use crate::output::Stdout;
 use crate::process::finish;
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// The runtime's one error code, for every failure (unknown methods included).
@@ -18,6 +19,29 @@ pub struct Wire {
 }
 
 static WIRE: std::sync::OnceLock<Wire> = std::sync::OnceLock::new();
+/// Frames end with `\r\n` (the scenario's `crlf`).
+static CRLF: AtomicBool = AtomicBool::new(false);
+/// A stray response precedes every response (the scenario's `stray_responses`).
+static STRAYS: AtomicBool = AtomicBool::new(false);
+
+/// Sets the scenario's adversarial line endings and stray responses before the first frame.
+pub fn configure(crlf: bool, stray_responses: bool) {
+    CRLF.store(crlf, Ordering::SeqCst);
+    STRAYS.store(stray_responses, Ordering::SeqCst);
+}
+
+/// One frame's bytes, with its line ending.
+fn line_of(value: &Value) -> Vec<u8> {
+    let mut line = serde_json::to_vec(value).expect("frames serialize");
+    if CRLF.load(Ordering::SeqCst) {
+        line.push(b'\r');
+    }
+    line.push(b'\n');
+    line
+}
+
+/// The id of the stray responses: no client ever uses it.
+pub const STRAY_ID: &str = "fake-dsh-stray";
 
 /// The process-wide wire.
 pub fn wire() -> &'static Wire {
@@ -29,9 +53,13 @@ pub fn wire() -> &'static Wire {
 impl Wire {
     fn write(&self, frame_type: &str, value: &Value) {
         let mut stdout = self.stdout.lock().unwrap_or_else(|p| p.into_inner());
-        let mut line = serde_json::to_vec(value).expect("frames serialize");
-        line.push(b'\n');
-        stdout.write_bytes(&line);
+        if matches!(frame_type, "response" | "error") && STRAYS.load(Ordering::SeqCst) {
+            stdout.write_bytes(&line_of(
+                &json!({"jsonrpc": "2.0", "id": STRAY_ID, "result": {}}),
+            ));
+            journal::record(Event::frame("raw"));
+        }
+        stdout.write_bytes(&line_of(value));
         journal::record(Event::frame(frame_type));
     }
 
@@ -72,9 +100,7 @@ impl Wire {
         let mut stdout = self.stdout.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((id, result)) = last {
             let frame = json!({"jsonrpc": "2.0", "id": id, "result": result});
-            let mut line = serde_json::to_vec(&frame).expect("frames serialize");
-            line.push(b'\n');
-            stdout.write_bytes(&line);
+            stdout.write_bytes(&line_of(&frame));
             journal::record(Event::frame("response"));
         }
         finish(code, reason)

@@ -1,0 +1,336 @@
+//! A played client case's verdict, checked in this order (the first broken expectation is the one
+//! reported, blamed on the rule it breaks): the client ended within the limit; its stdout is one
+//! JSON report per line; it ended as the case's `outcome` says with the expected reports; it left
+//! no runtime running; the credential stayed in the environment. A case resting on an
+//! interpretation is `informational` when it fails.
+
+use super::play::Played;
+use crate::model::{Blame, CaseResult, Verdict};
+use dsh_formats::client_case::{ClientCase, ClientSurface, Outcome};
+use serde_json::Value;
+
+/// A broken expectation: the rule it breaks and one line saying how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub rule: String,
+    pub why: String,
+}
+
+/// The case's result from what it left behind.
+pub fn verdict(case: &ClientCase, played: &Played) -> CaseResult {
+    let finding = first_finding(case, played);
+    let verdict = match (&finding, &case.interpretation) {
+        (None, _) => Verdict::Pass,
+        (Some(_), Some(_)) => Verdict::Informational,
+        (Some(_), None) => Verdict::Fail,
+    };
+    CaseResult {
+        id: case.id.clone(),
+        summary: case.summary.clone(),
+        spec: vec![case.surface.name().to_string()],
+        rules: case.rules.clone(),
+        verdict,
+        blame: if finding.is_some() {
+            Blame::Host
+        } else {
+            Blame::None
+        },
+        rule: finding.as_ref().map(|f| f.rule.clone()),
+        why: finding.map(|f| f.why),
+        interpretation: case.interpretation.clone(),
+        duration_ms: u64::try_from(played.duration.as_millis()).unwrap_or(u64::MAX),
+        transcript: transcript(played),
+        flaky: Vec::new(),
+    }
+}
+
+/// A case the run did not play: `skipped` (the client lacks a capability it requires).
+pub fn skipped(case: &ClientCase, lacking: &str) -> CaseResult {
+    CaseResult {
+        id: case.id.clone(),
+        summary: case.summary.clone(),
+        spec: vec![case.surface.name().to_string()],
+        rules: case.rules.clone(),
+        verdict: Verdict::Skipped,
+        blame: Blame::None,
+        rule: None,
+        why: Some(format!("the client lacks {lacking} (--client-lacks)")),
+        interpretation: case.interpretation.clone(),
+        duration_ms: 0,
+        transcript: Vec::new(),
+        flaky: Vec::new(),
+    }
+}
+
+fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
+    let blame = |rule: &str, why: String| {
+        Some(Finding {
+            rule: rule.to_string(),
+            why,
+        })
+    };
+    let first_rule = case.rules[0].as_str();
+    if played.hung {
+        return blame(
+            first_rule,
+            "the client did not exit within the case's limit (killed)".into(),
+        );
+    }
+    let reports = match parse_reports(&played.stdout) {
+        Ok(reports) => reports,
+        Err(why) => return blame(first_rule, why),
+    };
+    if let Err(why) = check_outcome(case, played, &reports) {
+        return blame(first_rule, why);
+    }
+    let surface = case.surface.name();
+    if !played.leftovers.is_empty() {
+        let rule = match case.surface {
+            ClientSurface::Sdk => "sdk.teardown-bounded",
+            ClientSurface::Headless => "headless.exit-code",
+        };
+        let left: Vec<String> = played.leftovers.iter().map(ToString::to_string).collect();
+        return blame(
+            rule,
+            format!("still running after the client exited: {}", left.join(", ")),
+        );
+    }
+    let credentials = format!("{surface}.credentials-in-env");
+    if !played.leaked.is_empty() {
+        return blame(
+            &credentials,
+            format!("the API key was found in {}", played.leaked.join(", ")),
+        );
+    }
+    check_runtime_env(case, played).and_then(|why| blame(&credentials, why))
+}
+
+/// Each stdout line is one JSON object.
+fn parse_reports(stdout: &[u8]) -> Result<Vec<Value>, String> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(n, line)| match serde_json::from_str::<Value>(line) {
+            Ok(value) if value.is_object() => Ok(value),
+            _ => Err(format!(
+                "stdout line {} is not a JSON report object: {}",
+                n + 1,
+                excerpt(line)
+            )),
+        })
+        .collect()
+}
+
+/// The exit and the reports against `expect.outcome`.
+fn check_outcome(case: &ClientCase, played: &Played, reports: &[Value]) -> Result<(), String> {
+    let expected = &case.expect.reports;
+    let settled = || -> Result<(), String> {
+        if played.exit != Some(0) {
+            return Err(format!(
+                "exit {}, expected 0 (every prompt settles){}",
+                exit_name(played.exit),
+                stderr_tail(played)
+            ));
+        }
+        if reports.len() != expected.len() {
+            return Err(format!(
+                "{} reports for {} prompts",
+                reports.len(),
+                expected.len()
+            ));
+        }
+        compare_all(expected, reports)
+    };
+    let failed = || -> Result<(), String> {
+        if played.exit == Some(0) {
+            return Err(
+                "exit 0, expected a failure (the runtime died before the prompt settled)".into(),
+            );
+        }
+        if played.stderr.iter().all(u8::is_ascii_whitespace) {
+            return Err(format!(
+                "exit {} with nothing on stderr (a failure says why)",
+                exit_name(played.exit)
+            ));
+        }
+        let kept = reports.len().min(expected.len());
+        compare_all(&expected[..kept], &reports[..kept])?;
+        match reports[kept..]
+            .iter()
+            .find(|report| report.get("error").is_none())
+        {
+            Some(report) => Err(format!(
+                "reported {} as settled, though it failed",
+                excerpt(&report.to_string())
+            )),
+            None => Ok(()),
+        }
+    };
+    match case.expect.outcome {
+        Outcome::Settles => settled(),
+        Outcome::Fails => failed(),
+        Outcome::SettlesOrFails if played.exit == Some(0) => settled(),
+        Outcome::SettlesOrFails => failed(),
+    }
+}
+
+fn compare_all(expected: &[Value], reports: &[Value]) -> Result<(), String> {
+    for (n, (want, got)) in expected.iter().zip(reports).enumerate() {
+        compare(want, got).map_err(|why| format!("report {}: {why}", n + 1))?;
+    }
+    Ok(())
+}
+
+/// The members `want` names against the client's report: `text_bytes` is the length of `text`,
+/// `error` a substring of the reported error, every other member equal.
+fn compare(want: &Value, got: &Value) -> Result<(), String> {
+    let Some(members) = want.as_object() else {
+        return Ok(());
+    };
+    for (name, value) in members {
+        let holds = match name.as_str() {
+            "text_bytes" => got["text"].as_str().map(|t| t.len() as u64) == value.as_u64(),
+            "error" => got["error"]
+                .as_str()
+                .zip(value.as_str())
+                .is_some_and(|(reported, part)| reported.contains(part)),
+            _ => &got[name] == value,
+        };
+        if !holds {
+            let shown = match name.as_str() {
+                "text_bytes" => {
+                    format!("{} bytes of text", got["text"].as_str().map_or(0, str::len))
+                }
+                "error" => excerpt(&got["error"].to_string()),
+                _ => excerpt(&got[name].to_string()),
+            };
+            return Err(format!(
+                "{name}: expected {}, reported {shown}",
+                excerpt(&value.to_string())
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_runtime_env(case: &ClientCase, played: &Played) -> Option<String> {
+    if case.expect.runtime_env.is_empty() {
+        return None;
+    }
+    if played.runtime_env.is_empty() {
+        return Some("the runtime never started with the kit's environment (the client must pass its environment down)".into());
+    }
+    for names in &played.runtime_env {
+        if let Some(missing) = case
+            .expect
+            .runtime_env
+            .iter()
+            .find(|want| !names.contains(want))
+        {
+            return Some(format!(
+                "the runtime started without {missing} in its environment"
+            ));
+        }
+    }
+    None
+}
+
+fn exit_name(exit: Option<i32>) -> String {
+    exit.map_or_else(|| "by a signal".to_string(), |code| code.to_string())
+}
+
+fn stderr_tail(played: &Played) -> String {
+    let text = String::from_utf8_lossy(&played.stderr);
+    match text.trim().lines().last() {
+        Some(last) => format!("; stderr: {}", excerpt(last)),
+        None => String::new(),
+    }
+}
+
+/// At most 160 characters of a line.
+fn excerpt(text: &str) -> String {
+    let mut shown: String = text.chars().take(160).collect();
+    if shown.len() < text.len() {
+        shown.push_str("...");
+    }
+    shown
+}
+
+/// What reports show of a case: the exit, the reports and stderr (bounded), the runtime's frames.
+fn transcript(played: &Played) -> Vec<String> {
+    let mut lines = vec![format!(
+        "client exit: {}{}",
+        exit_name(played.exit),
+        if played.hung { " (hung, killed)" } else { "" }
+    )];
+    let stdout = String::from_utf8_lossy(&played.stdout);
+    lines.extend(
+        stdout
+            .lines()
+            .take(10)
+            .map(|line| format!("report: {}", excerpt(line))),
+    );
+    let stderr = String::from_utf8_lossy(&played.stderr);
+    lines.extend(
+        stderr
+            .lines()
+            .rev()
+            .take(10)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .map(|line| format!("stderr: {}", excerpt(line))),
+    );
+    let events: Vec<String> = played
+        .journal
+        .iter()
+        .filter_map(|entry| match &entry.event {
+            dsh_formats::journal::Event::Command {
+                command: Some(command),
+                ..
+            } => command["method"].as_str().map(|m| format!("<- {m}")),
+            dsh_formats::journal::Event::Signal { signal, .. } => Some(format!("signal {signal}")),
+            dsh_formats::journal::Event::StdinClosed => Some("stdin closed".to_string()),
+            dsh_formats::journal::Event::Exit { .. } => Some("exit".to_string()),
+            _ => None,
+        })
+        .take(40)
+        .collect();
+    if !events.is_empty() {
+        lines.push(format!("runtime: {}", events.join(", ")));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn members_compare_as_documented() {
+        assert!(compare(
+            &json!({"text": "a", "children": 0}),
+            &json!({"text": "a", "children": 0, "x": 1})
+        )
+        .is_ok());
+        assert!(compare(&json!({"text_bytes": 3}), &json!({"text": "abc"})).is_ok());
+        assert!(compare(&json!({"text_bytes": 4}), &json!({"text": "abc"}))
+            .unwrap_err()
+            .contains("3 bytes"));
+        assert!(compare(
+            &json!({"error": "AUTH"}),
+            &json!({"ok": false, "error": "dsh: AUTH: 401"})
+        )
+        .is_ok());
+        assert!(compare(&json!({"error": "AUTH"}), &json!({"ok": false})).is_err());
+        assert!(compare(&json!({"turn_ends": ["completed"]}), &json!({}))
+            .unwrap_err()
+            .contains("turn_ends"));
+        assert!(parse_reports(b"{\"a\":1}\n\n{\"b\":2}\n").unwrap().len() == 2);
+        assert!(parse_reports(b"{\"a\":1}\nnope\n")
+            .unwrap_err()
+            .contains("line 2"));
+    }
+}

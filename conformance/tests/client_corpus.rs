@@ -1,0 +1,200 @@
+//! The client corpus through the CLI (`dsh-conformance run --surface sdk|headless`): the four
+//! example clients pass every case of their surface and the outputs name the rules and the
+//! corpus; a client that reports nothing fails each case on the case's own first rule; a client
+//! that cannot start, or no client, is exit 2; a glob that matches nothing is exit 3; a capability
+//! the client lacks skips its cases. A client whose interpreter is missing is skipped, saying so.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn available(interpreter: &str) -> bool {
+    let found = Command::new(interpreter)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipped: {interpreter} is not on PATH");
+    }
+    found
+}
+
+fn run(surface: &str, host: &str, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
+        .args(["run", "--surface", surface, "--host", host])
+        .arg("--fake-dsh")
+        .arg(dsh_test_support::binary("fake-dsh"))
+        .args(extra)
+        .current_dir(workspace())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn every_example_client_passes_its_surface_with_rules_and_corpus_in_the_outputs() {
+    let examples = [
+        (
+            "sdk",
+            "python3",
+            "examples/sdk-client-python/dsh_sdk_client.py",
+        ),
+        ("sdk", "node", "examples/sdk-client-node/dsh-sdk-client.mjs"),
+        (
+            "headless",
+            "python3",
+            "examples/headless-client-python/dsh_headless_client.py",
+        ),
+        (
+            "headless",
+            "node",
+            "examples/headless-client-node/dsh-headless-client.mjs",
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (surface, interpreter, script) in examples {
+        if !available(interpreter) {
+            continue;
+        }
+        let json = dir.path().join(format!("{surface}-{interpreter}.json"));
+        let junit = dir.path().join(format!("{surface}-{interpreter}.xml"));
+        let output = run(
+            surface,
+            &format!("{interpreter} {script}"),
+            &[
+                "--json",
+                json.to_str().unwrap(),
+                "--junit",
+                junit.to_str().unwrap(),
+            ],
+        );
+        let table = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{script}:\n{table}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let cases = report["cases"].as_array().unwrap();
+        assert!(
+            cases.len() >= if surface == "sdk" { 14 } else { 4 },
+            "{script}: {}",
+            cases.len()
+        );
+        assert!(
+            cases.iter().all(|c| c["verdict"] == "pass"),
+            "{script}:\n{table}"
+        );
+        assert!(cases
+            .iter()
+            .all(|c| c["id"].as_str().unwrap().starts_with(surface)));
+        assert!(cases
+            .iter()
+            .all(|c| !c["rules"].as_array().unwrap().is_empty()));
+        assert_eq!(
+            report["corpus"]["embedded"], true,
+            "{script}: the workspace's corpus is the embedded one"
+        );
+        assert_eq!(
+            report["corpus"]["cases"].as_u64().unwrap() as usize,
+            cases.len()
+        );
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        assert!(
+            xml.contains(&format!("name=\"rule\" value=\"{surface}.")),
+            "{xml}"
+        );
+    }
+}
+
+#[test]
+fn a_client_that_reports_nothing_fails_each_case_on_its_first_rule() {
+    let output = run(
+        "sdk",
+        "true",
+        &[
+            "--format",
+            "json",
+            "--case",
+            "sdk.receipt-*",
+            "--case",
+            "sdk.sig*",
+        ],
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let cases = report["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 3);
+    for case in cases {
+        assert_eq!(case["verdict"], "fail", "{case}");
+        assert_eq!(case["rule"], case["rules"][0], "{case}");
+        assert_eq!(case["blame"], "host", "{case}");
+    }
+    let receipt = cases
+        .iter()
+        .find(|c| c["id"] == "sdk.receipt-before-response")
+        .unwrap();
+    assert!(
+        receipt["why"]
+            .as_str()
+            .unwrap()
+            .contains("0 reports for 2 prompts"),
+        "{receipt}"
+    );
+    let sigterm = cases
+        .iter()
+        .find(|c| c["id"] == "sdk.sigterm-mid-turn")
+        .unwrap();
+    assert!(
+        sigterm["why"]
+            .as_str()
+            .unwrap()
+            .contains("exit 0, expected a failure"),
+        "{sigterm}"
+    );
+}
+
+#[test]
+fn what_cannot_run_is_exit_2_a_glob_matching_nothing_exit_3_a_lacking_capability_skips() {
+    let missing = run("sdk", "/nonexistent/client", &[]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/client"));
+    let no_host = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
+        .args(["run", "--surface", "headless"])
+        .output()
+        .unwrap();
+    assert_eq!(no_host.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_host.stderr).contains("--host"));
+    let nothing = run("sdk", "true", &["--case", "sdk.no-such-*"]);
+    assert_eq!(nothing.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&nothing.stderr).contains("sdk.no-such-*"));
+    if available("python3") {
+        let skipped = run(
+            "sdk",
+            "python3 examples/sdk-client-python/dsh_sdk_client.py",
+            &[
+                "--format",
+                "json",
+                "--case",
+                "sdk.background-*",
+                "--client-lacks",
+                "background-subagents",
+            ],
+        );
+        let report: Value = serde_json::from_slice(&skipped.stdout).unwrap();
+        assert_eq!(report["cases"][0]["verdict"], "skipped", "{report}");
+        assert_eq!(skipped.status.code(), Some(3), "nothing measured");
+    }
+}
