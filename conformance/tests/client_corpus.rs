@@ -198,3 +198,39 @@ fn what_cannot_run_is_exit_2_a_glob_matching_nothing_exit_3_a_lacking_capability
         assert_eq!(skipped.status.code(), Some(3), "nothing measured");
     }
 }
+
+#[test]
+fn the_client_docs_list_every_rule_case_and_mutant() {
+    let docs = std::fs::read_to_string(workspace().join("docs/sdk-clients.md")).unwrap();
+    let read = |path: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(workspace().join(path)).unwrap()).unwrap()
+    };
+    let mut named: Vec<String> = read("fixtures/clients/rules.json")["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|rule| rule["id"].as_str().unwrap().to_string())
+        .collect();
+    for surface in ["sdk", "headless"] {
+        for file in std::fs::read_dir(workspace().join("fixtures/clients").join(surface)).unwrap() {
+            let case: Value =
+                serde_json::from_str(&std::fs::read_to_string(file.unwrap().path()).unwrap())
+                    .unwrap();
+            named.push(case["id"].as_str().unwrap().to_string());
+        }
+    }
+    for mutant in read("examples/client-mutants.json")["mutants"]
+        .as_array()
+        .unwrap()
+    {
+        named.push(mutant["name"].as_str().unwrap().to_string());
+    }
+    let missing: Vec<&String> = named
+        .iter()
+        .filter(|id| !docs.contains(&format!("`{id}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/sdk-clients.md does not list {missing:?} (regenerate its tables)"
+    );
+}

@@ -6,7 +6,9 @@
 //! split and the files left in the project. Any difference is a fake-dsh bug unless
 //! docs/surface-sdk.md or docs/surface-headless.md explains it. The real runtime talks only to
 //! the kit's model server on 127.0.0.1 (`dsh-conformance model-server`), with a dummy key;
-//! everything it writes stays in the test's temp dir. Skips, saying so, when the real runtime is not installed.
+//! everything it writes stays in the test's temp dir. The example clients of the client corpus
+//! (docs/sdk-clients.md) run on both sides too and must report the same. Skips, saying so, when
+//! the real runtime is not installed.
 
 use dsh_conformance::sdk_check::{
     drive, initialize, prompt, request, shapes, ModelServer, Step, World,
@@ -282,4 +284,113 @@ fn headless_failed_turn_and_usage_errors_match_the_real_runtime() {
     headless(&["say hi"], Some(model), Some(scenario));
     headless(&[], None, None);
     headless(&["--bogus", "x"], None, None);
+}
+
+/// An example client's reports (messageIds left out) and exit, run against one side's runtime.
+fn client_reports(
+    side: Side,
+    real: &Path,
+    surface: &str,
+    client: &[&str],
+    prompts: &[&str],
+) -> (Option<i32>, Vec<Value>) {
+    let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    let world = World::new().unwrap();
+    let server = ModelServer::start(conformance, None, world.root.path()).unwrap();
+    let (variable, mut runtime) = match (surface, side) {
+        ("sdk", _) => (
+            "DSH_SDK_COMMAND",
+            vec!["--profile".to_string(), "sdk".to_string()],
+        ),
+        _ => (
+            "DSH_HEADLESS_COMMAND",
+            vec!["--profile".to_string(), "headless".to_string()],
+        ),
+    };
+    if surface == "headless" {
+        let patch = world.no_title_patch().unwrap();
+        runtime.extend(["--patch".to_string(), patch.display().to_string()]);
+    }
+    let program = match side {
+        Side::Real => real.join("dsh"),
+        Side::Fake => dsh_test_support::binary("fake-dsh"),
+    };
+    runtime.insert(0, program.display().to_string());
+    let interpreter = which(client[0]).unwrap();
+    let mut args: Vec<String> = client[1..].iter().map(|a| a.to_string()).collect();
+    args.extend(prompts.iter().map(|p| p.to_string()));
+    let mut command = world.command(&interpreter, &args, &server.url);
+    command.env(variable, serde_json::to_string(&runtime).unwrap());
+    let output =
+        dsh_conformance::check_runtime::output_within(command, Stdio::null(), RUN_LIMIT).unwrap();
+    let reports = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| {
+            let mut report: Value = serde_json::from_str(line).unwrap();
+            report.as_object_mut().unwrap().remove("messageId");
+            report
+        })
+        .collect();
+    (output.status.code(), reports)
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
+}
+
+/// The example clients of the client corpus (docs/sdk-clients.md) settle on the real runtime
+/// exactly as on fake-dsh: the same reports, exit 0.
+#[test]
+fn example_clients_report_the_same_on_the_real_runtime() {
+    let Some(real) = real_runtime() else { return };
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let script = |path: &str| workspace.join(path).display().to_string();
+    let clients = [
+        (
+            "sdk",
+            "python3",
+            script("examples/sdk-client-python/dsh_sdk_client.py"),
+        ),
+        (
+            "sdk",
+            "node",
+            script("examples/sdk-client-node/dsh-sdk-client.mjs"),
+        ),
+        (
+            "headless",
+            "python3",
+            script("examples/headless-client-python/dsh_headless_client.py"),
+        ),
+        (
+            "headless",
+            "node",
+            script("examples/headless-client-node/dsh-headless-client.mjs"),
+        ),
+    ];
+    for (surface, interpreter, script) in &clients {
+        if which(interpreter).is_none() {
+            eprintln!("skipped: {interpreter} is not on PATH");
+            continue;
+        }
+        let prompts: &[&str] = if *surface == "sdk" {
+            &["Make a landing page", "Make a landing page"]
+        } else {
+            &["Make a landing page"]
+        };
+        let client = [*interpreter, script.as_str()];
+        let real_side = client_reports(Side::Real, &real, surface, &client, prompts);
+        let fake_side = client_reports(Side::Fake, &real, surface, &client, prompts);
+        assert_eq!(
+            real_side.0,
+            Some(0),
+            "{script} on the real runtime: {real_side:?}"
+        );
+        assert_eq!(real_side.1.len(), prompts.len(), "{script}: {real_side:?}");
+        assert_eq!(
+            real_side, fake_side,
+            "{script}: the real runtime (left) and fake-dsh (right) differ"
+        );
+    }
 }

@@ -59,6 +59,8 @@ struct Session<'a> {
     record_flags: &'a [&'a str],
     model: Option<Value>,
     fake: Option<Value>,
+    /// The runtime's API key (default: the world's short dummy).
+    key: Option<&'a str>,
 }
 
 impl<'a> Session<'a> {
@@ -70,6 +72,7 @@ impl<'a> Session<'a> {
             record_flags,
             model: None,
             fake: scenario,
+            key: None,
         }
     }
 
@@ -86,6 +89,9 @@ impl<'a> Session<'a> {
         argv.push(self.runtime.to_string_lossy().into_owned());
         argv.extend(self.args.iter().map(|a| a.to_string()));
         let mut command = world.command(conformance(), &argv, &server.url);
+        if let Some(key) = self.key {
+            command.env("DEEPSEEK_API_KEY", key);
+        }
         if let Some(scenario) = self.fake {
             let file = world.path("scenario.json");
             std::fs::write(&file, scenario.to_string()).unwrap();
@@ -166,6 +172,7 @@ fn record(
         record_flags: &[],
         model,
         fake,
+        key: None,
     };
     let recorded = session.record(&steps());
     recorded.assert_clean_sdk();
@@ -238,6 +245,7 @@ fn the_real_jsonrpc_agent_is_recorded_as_the_sdk_wire_from_its_name() {
         record_flags: &[],
         model: None,
         fake: None,
+        key: None,
     };
     let recorded = session.record(&steps());
     recorded.assert_clean_sdk();
@@ -355,6 +363,7 @@ fn a_headless_run_is_recorded_unchecked() {
         record_flags: &[],
         model: None,
         fake: None,
+        key: None,
     };
     let recorded = session.record(&[Step::Eof]);
     assert_eq!(recorded.wire.exit, Some(0), "{}", recorded.wire.stderr);
@@ -364,4 +373,23 @@ fn a_headless_run_is_recorded_unchecked() {
     assert!(recorded.complaints().is_empty(), "{}", recorded.wire.stderr);
     let stdout = std::fs::read_to_string(recorded.recording.join("stdout.jsonl")).unwrap();
     assert_eq!(stdout, "I wrote index.html.\n");
+}
+
+/// A key in the runtime's environment, echoed by the runtime into a frame, stays out of the
+/// recording's `meta.json` and out of the scenario made from it (the raw `stdout.jsonl` and
+/// `stdin.jsonl` are exact bytes by design, in a 0700 directory: docs/runtime-checks.md).
+#[test]
+fn an_sdk_recordings_meta_and_its_scenario_never_hold_the_key() {
+    use std::os::unix::fs::PermissionsExt;
+    const KEY: &str = "sk-sdkCanary0123456789abcdefghij";
+    let echo = json!({"sdk": {"turns": [{"steps": [{"text": format!("your key is {KEY}")}]}]}});
+    let mut session = Session::fake_sdk(&[], Some(echo));
+    session.key = Some(KEY);
+    let recorded = session.record(&steps());
+    recorded.assert_clean_sdk();
+    assert!(!recorded.meta().to_string().contains(KEY));
+    let mode = std::fs::metadata(&recorded.recording).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let scenario = recorded.scenario().to_string();
+    assert!(!scenario.contains(KEY) && scenario.contains("your key is"), "{scenario}");
 }
