@@ -191,6 +191,7 @@ fn suite(
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         rerun_args: Vec::new(),
         corpus: Some(corpus),
+        surface: Some(surface.name().to_string()),
     })
 }
 

@@ -114,6 +114,9 @@ pub struct SuiteReport {
     /// Which corpus the run judged (absent in reports of kits before 0.1.0's gate hardening).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corpus: Option<CorpusInfo>,
+    /// The client surface a client-corpus run judged (`sdk`, `headless`); absent for a host run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surface: Option<String>,
 }
 
 /// Which corpus a run judged: where it came from, the hash and size of the whole corpus (before
@@ -212,12 +215,14 @@ impl SuiteReport {
                 _ => format!("{area} {judged} ({skipped} skipped)"),
             })
             .collect();
+        let judged = format!("judged per area: {}", judged.join(", "));
+        if self.surface.is_some() {
+            // A client run: no handshake, no error-code vocabulary.
+            return vec![judged];
+        }
         let vocabulary = crate::codes::Vocabulary::from_handshake(&self.host.handshake)
             .ok()
             .flatten();
-        vec![
-            format!("judged per area: {}", judged.join(", ")),
-            crate::codes::describe(vocabulary.as_ref()),
-        ]
+        vec![judged, crate::codes::describe(vocabulary.as_ref())]
     }
 }

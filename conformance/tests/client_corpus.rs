@@ -4,6 +4,7 @@
 //! that cannot start, or no client, is exit 2; a glob that matches nothing is exit 3; a capability
 //! the client lacks skips its cases. A client whose interpreter is missing is skipped, saying so.
 
+use dsh_conformance::report::document::{schema_errors, SchemaPart};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -102,6 +103,9 @@ fn every_example_client_passes_its_surface_with_rules_and_corpus_in_the_outputs(
             report["corpus"]["embedded"], true,
             "{script}: the workspace's corpus is the embedded one"
         );
+        assert_eq!(report["surface"], surface);
+        let problems = schema_errors(&report, SchemaPart::Suite);
+        assert!(problems.is_empty(), "{script}: {problems:?}");
         assert_eq!(
             report["corpus"]["cases"].as_u64().unwrap() as usize,
             cases.len()

@@ -388,8 +388,14 @@ fn an_sdk_recordings_meta_and_its_scenario_never_hold_the_key() {
     let recorded = session.record(&steps());
     recorded.assert_clean_sdk();
     assert!(!recorded.meta().to_string().contains(KEY));
-    let mode = std::fs::metadata(&recorded.recording).unwrap().permissions().mode();
+    let mode = std::fs::metadata(&recorded.recording)
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o700);
     let scenario = recorded.scenario().to_string();
-    assert!(!scenario.contains(KEY) && scenario.contains("your key is"), "{scenario}");
+    assert!(
+        !scenario.contains(KEY) && scenario.contains("your key is"),
+        "{scenario}"
+    );
 }

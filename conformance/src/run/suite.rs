@@ -422,6 +422,7 @@ impl Suite {
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             rerun_args: Vec::new(),
             corpus: Some(self.corpus.clone()),
+            surface: None,
         }
     }
 

@@ -168,6 +168,7 @@ pub fn sample_suite() -> SuiteReport {
         duration_ms: 12_345,
         rerun_args: Vec::new(),
         corpus: None,
+        surface: None,
     }
 }
 
