@@ -16,17 +16,6 @@ fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-fn available(interpreter: &str) -> bool {
-    let found = Command::new(interpreter)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("skipped: {interpreter} is not on PATH");
-    }
-    found
-}
-
 fn run(surface: &str, host: &str, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
         .args(["run", "--surface", surface, "--host", host])
@@ -60,7 +49,7 @@ fn every_example_client_passes_its_surface_with_rules_and_corpus_in_the_outputs(
     ];
     let dir = tempfile::tempdir().unwrap();
     for (surface, interpreter, script) in examples {
-        if !available(interpreter) {
+        if !dsh_test_support::tool_available(interpreter) {
             continue;
         }
         let json = dir.path().join(format!("{surface}-{interpreter}.json"));
@@ -146,28 +135,12 @@ fn a_client_that_reports_nothing_fails_each_case_on_its_first_rule() {
         assert_eq!(case["rule"], case["rules"][0], "{case}");
         assert_eq!(case["blame"], "host", "{case}");
     }
-    let receipt = cases
-        .iter()
-        .find(|c| c["id"] == "sdk.receipt-before-response")
-        .unwrap();
-    assert!(
-        receipt["why"]
-            .as_str()
-            .unwrap()
-            .contains("0 reports for 2 prompts"),
-        "{receipt}"
-    );
-    let sigterm = cases
-        .iter()
-        .find(|c| c["id"] == "sdk.sigterm-mid-turn")
-        .unwrap();
-    assert!(
-        sigterm["why"]
-            .as_str()
-            .unwrap()
-            .contains("exit 0, expected a failure"),
-        "{sigterm}"
-    );
+    let why = |id: &str| {
+        let case = cases.iter().find(|c| c["id"] == id).unwrap();
+        case["why"].as_str().unwrap().to_string()
+    };
+    assert!(why("sdk.receipt-before-response").contains("0 reports for 2 prompts"));
+    assert!(why("sdk.sigterm-mid-turn").contains("exit 0, expected a failure"));
 }
 
 #[test]
@@ -184,7 +157,7 @@ fn what_cannot_run_is_exit_2_a_glob_matching_nothing_exit_3_a_lacking_capability
     let nothing = run("sdk", "true", &["--case", "sdk.no-such-*"]);
     assert_eq!(nothing.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&nothing.stderr).contains("sdk.no-such-*"));
-    if available("python3") {
+    if dsh_test_support::tool_available("python3") {
         let skipped = run(
             "sdk",
             "python3 examples/sdk-client-python/dsh_sdk_client.py",

@@ -26,17 +26,6 @@ fn interpreter_of(client: &str) -> &'static str {
     }
 }
 
-fn available(interpreter: &str) -> bool {
-    let found = Command::new(interpreter)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("skipped: {interpreter} is not on PATH");
-    }
-    found
-}
-
 /// The example with the mutant's edits, written into `dir`.
 fn mutated(mutant: &Value, dir: &Path) -> PathBuf {
     let client = mutant["client"].as_str().unwrap();
@@ -100,7 +89,7 @@ fn run_killers(mutant: &Value, script: &Path) -> Value {
 /// its interpreter is missing.
 fn check_mutant(mutant: &Value, dir: &Path) -> bool {
     let client = mutant["client"].as_str().unwrap();
-    if !available(interpreter_of(client)) {
+    if !dsh_test_support::tool_available(interpreter_of(client)) {
         return false;
     }
     let script = mutated(mutant, dir);
@@ -148,7 +137,7 @@ fn every_client_mutant_fails_the_cases_that_name_it() {
         }
     });
     assert!(
-        killed.into_inner() > 0 || !available("python3"),
+        killed.into_inner() > 0 || !dsh_test_support::tool_available("python3"),
         "no mutant ran"
     );
 }

@@ -98,3 +98,16 @@ pub fn real_dsh() -> Option<PathBuf> {
     );
     None
 }
+
+/// Whether `program --version` runs and succeeds (an interpreter or tool a test needs); when it
+/// does not, says on stdout that the test skips.
+pub fn tool_available(program: &str) -> bool {
+    let available = std::process::Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !available {
+        println!("skipped: {program} is not installed");
+    }
+    available
+}
