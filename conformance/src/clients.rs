@@ -43,7 +43,7 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
         }
         return Ok(0);
     }
-    let setup = setup(args)?;
+    let setup = setup(args, surface)?;
     let info = CorpusInfo {
         source: corpus_dir.source_label(),
         hash: corpus.hash.clone(),
@@ -94,7 +94,7 @@ fn select<'a>(
 }
 
 /// How every case starts the client; the client's command must start (checked once, up front).
-fn setup(args: &Flags) -> Result<Setup, String> {
+fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
     let mut client = match &args.host {
         Some(command) => crate::run::split_command(command)?,
         None => Vec::new(),
@@ -125,7 +125,29 @@ fn setup(args: &Flags) -> Result<Setup, String> {
         fake_dsh,
         time_scale: args.time_scale,
         inherited: crate::run::child_env::inherited(&args.pass_env),
+        runtime_args: runtime_args(surface, args.runtime_persona.as_deref())?,
     })
+}
+
+/// fake-dsh's arguments for the surface and `--runtime-persona`.
+fn runtime_args(surface: ClientSurface, persona: Option<&str>) -> Result<Vec<String>, String> {
+    let args: &[&str] = match (surface, persona) {
+        (ClientSurface::Sdk, None | Some("0.1.5")) => &["--profile", "sdk"],
+        (ClientSurface::Sdk, Some("0.1.1")) => &["--persona", "0.1.1", "cordis.yml"],
+        (ClientSurface::Headless, None | Some("0.1.5")) => &["--profile", "headless"],
+        (surface, Some(other)) => {
+            return Err(format!(
+                "--runtime-persona {other:?}: the {} surface has 0.1.5{}",
+                surface.name(),
+                if surface == ClientSurface::Sdk {
+                    " and 0.1.1"
+                } else {
+                    " only"
+                }
+            ))
+        }
+    };
+    Ok(args.iter().map(|a| a.to_string()).collect())
 }
 
 /// Runs the selected cases into the results model.
@@ -150,7 +172,10 @@ fn suite(
         .host_name
         .clone()
         .unwrap_or_else(|| name_of(&setup.client));
-    let variant = format!("fake-dsh {}", surface.name());
+    let variant = match &args.runtime_persona {
+        Some(persona) => format!("fake-dsh {} {persona}", surface.name()),
+        None => format!("fake-dsh {}", surface.name()),
+    };
     let live = LiveOutput::new(style, &host_name, &variant, selected.len());
     if args.format == Format::Table {
         live.write(&header(
@@ -279,6 +304,9 @@ fn rerun_args(args: &Flags, surface: ClientSurface) -> Vec<String> {
     }
     if args.time_scale != 1.0 {
         rerun.extend(["--time-scale".to_string(), args.time_scale.to_string()]);
+    }
+    if let Some(persona) = &args.runtime_persona {
+        rerun.extend(["--runtime-persona".to_string(), persona.clone()]);
     }
     for capability in &args.client_lacks {
         rerun.extend(["--client-lacks".to_string(), capability.clone()]);

@@ -163,6 +163,10 @@ pub struct Flags {
     /// that require it are skipped (e.g. `background-subagents`).
     #[arg(long = "client-lacks", value_name = "CAPABILITY")]
     pub client_lacks: Vec<String>,
+    /// With `--surface sdk`: the runtime generation fake-dsh plays, `0.1.5` (`dsh --profile sdk`,
+    /// the default) or `0.1.1` (the `dsh-jsonrpc-agent` binary).
+    #[arg(long = "runtime-persona", value_name = "VERSION")]
+    pub runtime_persona: Option<String>,
 }
 
 /// The surface a run tests.

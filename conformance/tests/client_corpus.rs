@@ -211,3 +211,30 @@ fn the_client_docs_list_every_rule_case_and_mutant() {
         "docs/sdk-clients.md does not list {missing:?} (regenerate its tables)"
     );
 }
+
+#[test]
+fn the_sdk_examples_pass_on_the_0_1_1_persona_and_headless_has_none() {
+    for (interpreter, script) in [
+        ("python3", "examples/sdk-client-python/dsh_sdk_client.py"),
+        ("node", "examples/sdk-client-node/dsh-sdk-client.mjs"),
+    ] {
+        if !dsh_test_support::tool_available(interpreter) {
+            continue;
+        }
+        let host = format!("{interpreter} {script}");
+        let output = run(
+            "sdk",
+            &host,
+            &["--runtime-persona", "0.1.1", "--format", "json"],
+        );
+        assert_eq!(output.status.code(), Some(0), "{script}");
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["runtime_variant"], "fake-dsh sdk 0.1.1");
+        assert!(
+            report["rerun_args"].to_string().contains("0.1.1"),
+            "{report}"
+        );
+    }
+    let headless = run("headless", "true", &["--runtime-persona", "0.1.1"]);
+    assert_eq!(headless.status.code(), Some(2));
+}

@@ -297,25 +297,41 @@ fn client_reports(
     let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
     let world = World::new().unwrap();
     let server = ModelServer::start(conformance, None, world.root.path()).unwrap();
-    let (variable, mut runtime) = match (surface, side) {
-        ("sdk", _) => (
+    let words = |list: &[&str]| -> Vec<String> { list.iter().map(|w| w.to_string()).collect() };
+    // (variable, the real runtime's program and arguments, fake-dsh's arguments)
+    let (variable, real_program, mut real_args, fake_args) = match surface {
+        "sdk" => (
             "DSH_SDK_COMMAND",
-            vec!["--profile".to_string(), "sdk".to_string()],
+            "dsh",
+            words(&["--profile", "sdk"]),
+            words(&["--profile", "sdk"]),
+        ),
+        "sdk-0.1.1" => (
+            "DSH_SDK_COMMAND",
+            "dsh-jsonrpc-agent",
+            Vec::new(),
+            words(&["--persona", "0.1.1", "cordis.yml"]),
         ),
         _ => (
             "DSH_HEADLESS_COMMAND",
-            vec!["--profile".to_string(), "headless".to_string()],
+            "dsh",
+            words(&["--profile", "headless"]),
+            words(&["--profile", "headless"]),
         ),
     };
     if surface == "headless" {
         let patch = world.no_title_patch().unwrap();
-        runtime.extend(["--patch".to_string(), patch.display().to_string()]);
+        real_args.extend(["--patch".to_string(), patch.display().to_string()]);
     }
-    let program = match side {
-        Side::Real => real.join("dsh"),
-        Side::Fake => dsh_test_support::binary("fake-dsh"),
+    let mut runtime = match side {
+        Side::Real => vec![real.join(real_program).display().to_string()],
+        Side::Fake => vec![dsh_test_support::binary("fake-dsh").display().to_string()],
     };
-    runtime.insert(0, program.display().to_string());
+    runtime.extend(if side == Side::Real {
+        real_args
+    } else {
+        fake_args
+    });
     let interpreter = which(client[0]).unwrap();
     let mut args: Vec<String> = client[1..].iter().map(|a| a.to_string()).collect();
     args.extend(prompts.iter().map(|p| p.to_string()));
@@ -359,6 +375,16 @@ fn example_clients_report_the_same_on_the_real_runtime() {
             script("examples/sdk-client-node/dsh-sdk-client.mjs"),
         ),
         (
+            "sdk-0.1.1",
+            "python3",
+            script("examples/sdk-client-python/dsh_sdk_client.py"),
+        ),
+        (
+            "sdk-0.1.1",
+            "node",
+            script("examples/sdk-client-node/dsh-sdk-client.mjs"),
+        ),
+        (
             "headless",
             "python3",
             script("examples/headless-client-python/dsh_headless_client.py"),
@@ -374,7 +400,7 @@ fn example_clients_report_the_same_on_the_real_runtime() {
             eprintln!("skipped: {interpreter} is not on PATH");
             continue;
         }
-        let prompts: &[&str] = if *surface == "sdk" {
+        let prompts: &[&str] = if surface.starts_with("sdk") {
             &["Make a landing page", "Make a landing page"]
         } else {
             &["Make a landing page"]

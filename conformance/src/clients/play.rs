@@ -36,6 +36,8 @@ pub struct Setup {
     pub time_scale: f64,
     /// The caller's environment the client gets (the allowlist and `--pass-env`).
     pub inherited: Vec<(String, String)>,
+    /// fake-dsh's arguments after its path, per surface (the persona's command line).
+    pub runtime_args: Vec<String>,
 }
 
 impl Setup {
@@ -132,11 +134,13 @@ fn client_command(
         .client
         .split_first()
         .ok_or("the client command is empty")?;
-    let (variable, profile) = match case.surface {
-        ClientSurface::Sdk => (SDK_COMMAND_ENV, "sdk"),
-        ClientSurface::Headless => (HEADLESS_COMMAND_ENV, "headless"),
+    let variable = match case.surface {
+        ClientSurface::Sdk => SDK_COMMAND_ENV,
+        ClientSurface::Headless => HEADLESS_COMMAND_ENV,
     };
-    let runtime = serde_json::json!([setup.fake_dsh, "--profile", profile]);
+    let mut runtime = vec![setup.fake_dsh.display().to_string()];
+    runtime.extend(setup.runtime_args.iter().cloned());
+    let runtime = serde_json::json!(runtime);
     let mut command = Command::new(program);
     command
         .args(args)
