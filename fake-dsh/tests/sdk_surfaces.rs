@@ -1,7 +1,9 @@
 //! fake-dsh's SDK surfaces end to end, keylessly (no real runtime needed; the differential test
 //! `conformance/tests/sdk_differential.rs` holds them to the real one): the JSON-RPC wire of
 //! `--profile sdk`/`sdk-minimal` and the 0.1.1 persona, scripted turns (errors, background
-//! subagents, unanswered approvals), process endings, the journal, and `--profile headless`.
+//! subagents, unanswered approvals), the adversarial knobs the client corpus plays (CRLF, stray
+//! responses, an ignored shutdown or EOF, a turn that signals itself, megabyte frames), process
+//! endings, the journal, and `--profile headless`.
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -450,4 +452,111 @@ fn a_bad_sdk_scenario_exits_2_naming_the_file() {
         "{stderr}"
     );
     assert!(output.stdout.is_empty());
+}
+
+/// The output of `fake-dsh --profile sdk` given `input` on stdin (then EOF), raw.
+fn raw_session(scenario: Value, input: &[Value]) -> (Option<i32>, String) {
+    let world = World::new();
+    let mut child = world
+        .command(&["--profile", "sdk"], Some(scenario))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for value in input {
+        stdin.write_all(format!("{value}\n").as_bytes()).unwrap();
+    }
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8(output.stdout).unwrap(),
+    )
+}
+
+#[test]
+fn crlf_and_stray_responses_shape_every_frame() {
+    let scenario = json!({"sdk": {"crlf": true, "stray_responses": true}});
+    let (code, stdout) = raw_session(scenario, &[initialize()]);
+    assert_eq!(code, Some(0));
+    let lines: Vec<&str> = stdout.split_inclusive('\n').collect();
+    assert!(lines.iter().all(|l| l.ends_with("\r\n")), "{stdout:?}");
+    let ids: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l.trim_end()).unwrap()["id"].clone())
+        .collect();
+    assert_eq!(ids, [json!("fake-dsh-stray"), json!(1)], "{stdout:?}");
+}
+
+#[test]
+fn an_ignored_shutdown_is_never_answered_and_eof_still_ends_the_process() {
+    let world = World::new();
+    let scenario = json!({"sdk": {"ignore_shutdown": true}});
+    let mut client = Client::start(world.command(&["--profile", "sdk"], Some(scenario)));
+    client.request(initialize());
+    client.request(request(json!(2), "shutdown", json!({})));
+    client.request(request(json!(3), "bogus", json!({})));
+    client.until(|v| v["id"] == 3);
+    let (code, seen) = client.finish();
+    assert_eq!(code, Some(0));
+    assert!(
+        !shapes(&seen).contains(&"response 2".to_string()),
+        "{seen:#?}"
+    );
+}
+
+#[test]
+fn an_ignored_eof_leaves_the_process_running_until_a_signal() {
+    let world = World::new();
+    let scenario = json!({"sdk": {"ignore_stdin_eof": true}});
+    let mut client = Client::start(world.command(&["--profile", "sdk"], Some(scenario)));
+    client.request(initialize());
+    client.until(|v| v["id"] == 1);
+    drop(client.child.stdin.take());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(client.child.try_wait().unwrap().is_none(), "EOF ended it");
+    client.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(client.finish().0, Some(0));
+}
+
+#[test]
+fn a_turn_that_signals_itself_dies_mid_turn_and_padding_makes_megabyte_frames() {
+    use std::os::unix::process::ExitStatusExt;
+    for (signal, code, killed) in [("TERM", Some(0), None), ("KILL", None, Some(9))] {
+        let world = World::new();
+        let scenario = json!({"sdk": {"turns": [{"steps": [{"text": "never", "delay_ms": 5000}],
+                                                  "signal_self": {"signal": signal, "after_ms": 100}}]}});
+        let mut client = Client::start(world.command(&["--profile", "sdk"], Some(scenario)));
+        client.request(initialize());
+        client.request(prompt(2, "s-1", "hello"));
+        // Not `wait()`: it would close stdin first, and EOF ends the process too.
+        let deadline = Instant::now() + LIMIT;
+        let status = loop {
+            if let Some(status) = client.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "{signal}: still running");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!((status.code(), status.signal()), (code, killed), "{signal}");
+        let (_, seen) = client.finish();
+        assert!(
+            !shapes(&seen).contains(&"event turn/end".to_string()),
+            "{signal}"
+        );
+    }
+    let padded = json!({"sdk": {"turns": [{"steps": [{"text": "long", "pad_bytes": 3_000_000}]}]}});
+    let world = World::new();
+    let mut client = Client::start(world.command(&["--profile", "sdk"], Some(padded)));
+    client.request(initialize());
+    client.request(prompt(2, "s-1", "hello"));
+    client.until_idle("s-1");
+    let text = client.seen.iter().find_map(|v| {
+        let event = &v["params"]["event"];
+        (event["type"] == "assistant/message")
+            .then(|| event["data"]["message"]["content"][0]["text"].clone())
+    });
+    assert_eq!(text.unwrap().as_str().unwrap().len(), 3_000_004);
 }
