@@ -259,7 +259,7 @@ proptest! {
 }
 
 /// A large-case run of the same properties, for fuzzing locally (`cargo test -p dsh-protocol
-/// --test checker_props -- --ignored`).
+/// --test it -- checker_props:: --ignored`).
 #[test]
 #[ignore = "long-running fuzz pass; run explicitly"]
 fn fuzz_many_cases() {
