@@ -1,7 +1,7 @@
 //! `dsh-conformance model-server`, the CLI of the `dsh-model-server` crate: its URL file and
 //! log, bad scripts, and (with `model_server_abuse.rs`) what hostile input does to it.
 
-#[path = "../../model-server/tests/support/mod.rs"]
+#[path = "../../model-server/tests/it/support/mod.rs"]
 mod support;
 
 use serde_json::Value;

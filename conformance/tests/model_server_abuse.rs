@@ -5,7 +5,7 @@
 //! still serves a well-behaved client. A second run, with the process's file descriptors
 //! exhausted, shows the accept loop backs off instead of spinning.
 
-#[path = "../../model-server/tests/support/mod.rs"]
+#[path = "../../model-server/tests/it/support/mod.rs"]
 mod support;
 
 use std::io::{BufRead, BufReader, Write};

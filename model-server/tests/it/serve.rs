@@ -1,7 +1,7 @@
 //! The model server over real sockets: scripted replies in order and by condition, the faults
 //! (HTTP errors, a stream cut mid-event, a slow drip) and the request log.
 
-mod support;
+use crate::support;
 
 use dsh_model_server::script::Script;
 use dsh_model_server::{default_script, ModelServer, DEFAULT_HTML};

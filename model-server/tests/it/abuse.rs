@@ -3,7 +3,7 @@
 //! shrunk so the test runs in a moment; the defaults are the same code with larger numbers.
 //! (`conformance/tests/model_server_abuse.rs` floods the CLI and measures its memory.)
 
-mod support;
+use crate::support;
 
 use dsh_model_server::script::Script;
 use dsh_model_server::{Limits, ModelServer, Options};
