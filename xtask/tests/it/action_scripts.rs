@@ -4,7 +4,7 @@
 //! `scripts/install-kit.sh` installs only an archive whose SHA-256 matches a pin kept outside the
 //! release, and never writes through a planted link.
 
-mod support;
+use crate::support;
 
 use support::{describe, platform, repo_root};
 

@@ -5,7 +5,7 @@
 //! (action.yml's shell steps have their own tests: `action_scripts.rs`.) Skipped, saying so, when
 //! npm is not installed (`.ci/run` installs it).
 
-mod support;
+use crate::support;
 
 use support::{describe, repo_root};
 

@@ -1,7 +1,7 @@
 //! Every crates.io dependency of every workspace member is either in the project's chosen set or
 //! named, with its reason, in the README's Dependencies table.
 
-mod support;
+use crate::support;
 
 use support::repo_root;
 

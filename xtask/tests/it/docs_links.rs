@@ -2,7 +2,7 @@
 //! and npm's READMEs) names a file or directory that exists, so a doc never points a newcomer at
 //! something a merge removed.
 
-mod support;
+use crate::support;
 
 use support::repo_root;
 

@@ -4,7 +4,7 @@
 //! terminal's process group reaches the binary once; and SIGKILL of the shim does not leave the
 //! native binary running. Skipped, saying so, when Node.js is not installed.
 
-mod support;
+use crate::support;
 
 use support::platform;
 

@@ -1,7 +1,5 @@
-//! What the xtask test binaries share: the repository root, a process's output for a failure
+//! What xtask's test modules share: the repository root, a process's output for a failure
 //! message, and this machine's platform in the release's `<os>-<cpu>` names.
-
-#![allow(dead_code)] // each test binary uses its own part
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
