@@ -1,7 +1,7 @@
 //! Scripted `--stdio` processes: every action of the scenario language, placeholders, the
 //! per-invocation scripts, signals, grandchildren and the watchdog.
 
-mod support;
+use crate::support;
 
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};

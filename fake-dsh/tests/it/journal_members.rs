@@ -2,7 +2,7 @@
 //! write before the runtime's ready?), the error `code` of failed results and protocol errors, and
 //! `empty` on empty thinking/text deltas.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use std::io::Write;

@@ -1,7 +1,7 @@
 //! The one-shot CLI surfaces: --version, --probe, --models, plugin add, bad usage (exit 1, like
 //! the real dsh), and scenario loading errors (exit 2: fake-dsh could not run).
 
-mod support;
+use crate::support;
 
 use predicates::prelude::*;
 use serde_json::{json, Value};

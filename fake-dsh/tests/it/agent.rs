@@ -2,7 +2,7 @@
 //! commands, resume failures (with a scenario-set code), a two-process cold resume that edits the
 //! same HTML file, and a turn whose cwd does not exist yet.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use support::{code, entries, World};

@@ -2,7 +2,7 @@
 //! unknown resumes (with the rejection's code set by the scenario), scripted turns a later
 //! process resumes, and one `stdio_default` script served to many processes.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use support::{code, entries, stdout_frames, World};
