@@ -1,7 +1,7 @@
 //! Discovery (spec 5) and setup (spec 4) against fake-dsh: executable resolution, the version
 //! identity, the probe gate, and the hash-pinned bundle install.
 
-mod support;
+use crate::support;
 
 use dsh_host::discovery::DiscoveryEnv;
 use dsh_host::Host;

@@ -3,31 +3,37 @@
 //! the host's modules is a `#[cfg(feature = "mutants")]` statement (the default build, which the
 //! released driver is, compiles them out), and the deviant code lives in the mutant modules.
 
-const RUN_RS: &str = include_str!("../src/run.rs");
+const RUN_RS: &str = include_str!("../../src/run.rs");
 
 /// The host's modules an adapter author reads, `(file, text)`; the mutant modules and the mutant
 /// driver are left out.
 const HOST_MODULES: [(&str, &str); 15] = [
-    ("codes.rs", include_str!("../src/codes.rs")),
-    ("discovery.rs", include_str!("../src/discovery.rs")),
-    ("driver.rs", include_str!("../src/driver.rs")),
-    ("events.rs", include_str!("../src/events.rs")),
-    ("host.rs", include_str!("../src/host.rs")),
-    ("models.rs", include_str!("../src/models.rs")),
-    ("process.rs", include_str!("../src/process.rs")),
-    ("redact.rs", include_str!("../src/redact.rs")),
+    ("codes.rs", include_str!("../../src/codes.rs")),
+    ("discovery.rs", include_str!("../../src/discovery.rs")),
+    ("driver.rs", include_str!("../../src/driver.rs")),
+    ("events.rs", include_str!("../../src/events.rs")),
+    ("host.rs", include_str!("../../src/host.rs")),
+    ("models.rs", include_str!("../../src/models.rs")),
+    ("process.rs", include_str!("../../src/process.rs")),
+    ("redact.rs", include_str!("../../src/redact.rs")),
     ("run.rs", RUN_RS),
-    ("run/pipes.rs", include_str!("../src/run/pipes.rs")),
-    ("session_store.rs", include_str!("../src/session_store.rs")),
-    ("setup.rs", include_str!("../src/setup.rs")),
-    ("short_command.rs", include_str!("../src/short_command.rs")),
+    ("run/pipes.rs", include_str!("../../src/run/pipes.rs")),
+    (
+        "session_store.rs",
+        include_str!("../../src/session_store.rs"),
+    ),
+    ("setup.rs", include_str!("../../src/setup.rs")),
+    (
+        "short_command.rs",
+        include_str!("../../src/short_command.rs"),
+    ),
     (
         "stderr_capture.rs",
-        include_str!("../src/stderr_capture.rs"),
+        include_str!("../../src/stderr_capture.rs"),
     ),
     (
         "bin/dsh-host-driver.rs",
-        include_str!("../src/bin/dsh-host-driver.rs"),
+        include_str!("../../src/bin/dsh-host-driver.rs"),
     ),
 ];
 

@@ -1,7 +1,7 @@
 //! Cancellation (spec 10): the protocol cancel honoured, a runtime that ignores it and has a
 //! grandchild ignoring SIGTERM (nothing of the tree survives), and the session handle kept.
 
-mod support;
+use crate::support;
 
 use dsh_protocol::frames::Status;
 use serde_json::{json, Value};

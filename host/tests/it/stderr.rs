@@ -1,7 +1,7 @@
 //! Stderr hygiene: a flood is drained concurrently (a host that does not would deadlock) and kept
 //! bounded; the prompt and credentials never survive into what the host keeps.
 
-mod support;
+use crate::support;
 
 use dsh_host::stderr_capture::KEPT_STDERR_BYTES;
 use dsh_protocol::frames::Status;

@@ -1,7 +1,7 @@
 //! Runs against fake-dsh: the two-process resume, key mismatches, rejected resumes, strictness
 //! failures and event normalization.
 
-mod support;
+use crate::support;
 
 use dsh_protocol::frames::Status;
 use serde_json::json;

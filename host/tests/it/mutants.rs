@@ -2,7 +2,7 @@
 //! on its bug: for each, a scenario the correct host handles and the mutant visibly gets wrong (the
 //! kit's corpus must catch the same difference).
 
-mod support;
+use crate::support;
 
 use dsh_host::mutants::{Mutant, Mutants};
 use dsh_host::Host;
@@ -359,7 +359,7 @@ async fn ignore_reasoning_effort() {
 
 #[test]
 fn every_mutant_is_listed_in_the_reference_host_doc() {
-    let doc = include_str!("../../docs/reference-host.md");
+    let doc = include_str!("../../../docs/reference-host.md");
     let unlisted: Vec<&str> = Mutant::ALL
         .iter()
         .map(|mutant| mutant.name())
@@ -376,7 +376,7 @@ fn every_mutant_has_a_test_here() {
     let source = include_str!("mutants.rs");
     // The driver-level mutants are switched on through `dsh-host-mutant-driver`, in
     // tests/driver.rs.
-    let driver_tests = include_str!("driver.rs");
+    let driver_tests = include_str!("../driver.rs");
     for mutant in Mutant::ALL {
         let test_name = format!("fn {}()", mutant.name().replace('-', "_"));
         let by_driver = format!("\"{}\")", mutant.name());
