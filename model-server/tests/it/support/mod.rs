@@ -1,5 +1,5 @@
 //! A small loopback HTTP client for the model server's tests (also used by
-//! `conformance/tests/model_server.rs`, which tests the CLI): a JSON POST read to the end, a raw
+//! `conformance/tests/it/model_server.rs`, which tests the CLI): a JSON POST read to the end, a raw
 //! request whose status is all that matters, and the event-stream helpers.
 #![allow(dead_code)]
 
