@@ -2,6 +2,7 @@
 //! runtime's process group (`setsid`, `setpgid`), clears its environment or keeps the runtime's
 //! pipes open is still dead when the outcome is reported, because the host is a child subreaper.
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use dsh_protocol::frames::Status;

@@ -1,6 +1,7 @@
 //! The driver binary end to end over its stdin/stdout: every reply schema-valid, runs and their
 //! events, cancel, invalid requests, restart persistence, and `shutdown` -> `bye` + exit 0.
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use serde_json::{json, Value};

@@ -13,6 +13,7 @@
 //! - no process the run started (the runtime, its grandchildren) is alive afterwards;
 //! - the test process's peak RSS grows by far less than the largest line it was sent.
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use dsh_host::events::Event;

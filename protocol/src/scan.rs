@@ -8,7 +8,8 @@
 //! It declines, among others: nested objects and arrays, negative or fractional numbers, exponents,
 //! integers of 20 digits or more, escaped keys, lone surrogate escapes, more than
 //! [`MAX_MEMBERS`] members, and any byte JSON does not allow where it stands. So it can be no more
-//! lenient than the general parser; `tests/fast_path.rs` checks that both agree, frame for frame.
+//! lenient than the general parser; `tests/it/fast_path.rs` checks that both agree, frame for
+//! frame.
 
 use serde::de::{self, Deserializer, Visitor};
 use std::cell::Cell;

@@ -189,7 +189,7 @@ fn header<'a, M: Members<'a>>(
 /// `usage`), built straight from scanned members without the typed extraction of
 /// [`build_frame`]: the same rules, and no error to name, because `None` (any other type, or any
 /// member missing or ill-typed) sends the line on to [`build_frame`] and the general parser, which
-/// decide. `tests/fast_path.rs` holds it to the general parser, frame for frame.
+/// decide. `tests/it/fast_path.rs` holds it to the general parser, frame for frame.
 fn build_scanned<'a>(members: &crate::scan::Members<'a>) -> Option<FrameRef<'a>> {
     let get = |name: &str| members.get(name);
     let (Scalar::UInt(1), Scalar::Str(type_name)) = (get("v")?, get("type")?) else {

@@ -1,0 +1,46 @@
+//! dsh-conformance's integration tests that only start processes (the kit's binaries, fake-dsh,
+//! shell-script hosts) or call pure library code, in one binary (one link instead of one per
+//! file): each module was a test file of its own. The CLI: `run_cli`, `run_signals`, `reuse`,
+//! `safe_files`, `bounded_inputs`, `hostile_drivers`, `supervise`, `validate_cli`, `record`,
+//! `check_runtime`, `model_server`, `model_server_abuse`; the corpus: `corpus_lint`,
+//! `embedded_corpus`, `mutants` (the kill matrix), `wrong_hosts`; reports: `report_matrix`,
+//! `report_outputs`, `report_diff`, `report_tools`, `report_browser`. One module alone:
+//! `cargo test -p dsh-conformance --test it -- run_cli::`. Their insta snapshots are
+//! `snapshots/it__<module>__<name>.snap`.
+//!
+//! Beside this binary, each its own: `tests/corpus.rs` (the corpus through its own libtest-mimic
+//! harness); `tests/differential.rs` and `tests/real_dsh.rs` (they run processes through
+//! `check_runtime::output_within`, which makes the test process a child subreaper and kills the
+//! children of the process it did not start itself: another test's, in a shared binary);
+//! `tests/node_host.rs` (run on its own as `--test node_host`, as the Node host's README says);
+//! and the SDK surfaces' tests (`tests/sdk_*.rs`).
+
+mod node_support;
+mod report_support;
+mod shell_driver_support;
+
+/// The model server's loopback HTTP client, shared with that crate's own tests.
+#[path = "../../../model-server/tests/it/support/mod.rs"]
+mod model_server_support;
+
+mod bounded_inputs;
+mod check_runtime;
+mod corpus_lint;
+mod embedded_corpus;
+mod hostile_drivers;
+mod model_server;
+mod model_server_abuse;
+mod mutants;
+mod record;
+mod report_browser;
+mod report_diff;
+mod report_matrix;
+mod report_outputs;
+mod report_tools;
+mod reuse;
+mod run_cli;
+mod run_signals;
+mod safe_files;
+mod supervise;
+mod validate_cli;
+mod wrong_hosts;

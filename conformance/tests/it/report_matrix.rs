@@ -1,0 +1,433 @@
+//! `report`'s files for a fixed matrix (2 hosts x 2 variants, one cell that could not run):
+//! report.json valid against its schema, report.md snapshot, report.html self-contained and
+//! escaped, the exit codes, and the CLI's handling of bad configs.
+
+use crate::report_support;
+
+use assert_cmd::Command;
+use dsh_conformance::model::Verdict;
+use dsh_conformance::report::config::{default_variants, HostSpec, MatrixConfig, VariantSpec};
+use dsh_conformance::report::document::{schema_errors, ReportDocument, SchemaPart};
+use dsh_conformance::report::{build_document, exit_code_of, run_matrix, write_report_files};
+use report_support::{passing_suite, renamed, sample_suite, RULES_JSON};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn two_by_two() -> MatrixConfig {
+    MatrixConfig {
+        hosts: vec![
+            HostSpec {
+                name: "reference".to_string(),
+                command: vec!["dsh-host-driver".to_string()],
+                expectations: None,
+                pass_env: Vec::new(),
+            },
+            HostSpec {
+                name: "node <host>".to_string(),
+                command: vec![
+                    "node".to_string(),
+                    "examples/node-host/driver.js".to_string(),
+                ],
+                expectations: None,
+                pass_env: Vec::new(),
+            },
+        ],
+        variants: vec![
+            VariantSpec {
+                name: "dsh-0.1.7-rc.1".to_string(),
+                env: BTreeMap::from([("FAKE_DSH_VERSION".to_string(), "0.1.7-rc.1".to_string())]),
+            },
+            VariantSpec {
+                name: "dsh-0.1.8".to_string(),
+                env: BTreeMap::from([("FAKE_DSH_VERSION".to_string(), "0.1.8".to_string())]),
+            },
+        ],
+    }
+}
+
+/// The fixed matrix: reference passes everything on the tested version and shows the sample's
+/// failures on the untested one; the node host's untested cell could not run.
+fn sample_document(fixtures: &Path) -> ReportDocument {
+    let config = two_by_two();
+    let (suites, errors) = run_matrix(&config, &mut |host, variant| match (
+        host.name.as_str(),
+        variant.name.as_str(),
+    ) {
+        ("node <host>", "dsh-0.1.8") => {
+            Err("driver exited during handshake: status 127".to_string())
+        }
+        (_, "dsh-0.1.7-rc.1") => Ok(passing_suite()),
+        _ => Ok(sample_suite()),
+    });
+    build_document(&config, suites, errors, fixtures)
+}
+
+fn fixtures_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rules.json"), RULES_JSON).unwrap();
+    dir
+}
+
+#[test]
+fn run_matrix_names_cells_after_the_config_and_keeps_harness_errors() {
+    let fixtures = fixtures_dir();
+    let document = sample_document(fixtures.path());
+    let cells: Vec<(&str, &str)> = document
+        .suites
+        .iter()
+        .map(|suite| (suite.host.name.as_str(), suite.runtime_variant.as_str()))
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            ("reference", "dsh-0.1.7-rc.1"),
+            ("reference", "dsh-0.1.8"),
+            ("node <host>", "dsh-0.1.7-rc.1")
+        ]
+    );
+    assert_eq!(document.errors.len(), 1);
+    assert_eq!(document.errors[0].host, "node <host>");
+    assert_eq!(document.kit_version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(document.corpus_hash, report_support::CORPUS_HASH);
+}
+
+#[test]
+fn coverage_lists_cases_per_rule_and_flags_uncovered_and_uncatalogued_rules() {
+    let fixtures = fixtures_dir();
+    let document = sample_document(fixtures.path());
+    let rule = |id: &str| document.rules.iter().find(|rule| rule.id == id).unwrap();
+    assert_eq!(
+        rule("s6.frame-valid-json").cases,
+        ["framing.bom", "strict.malformed-frame"]
+    );
+    assert!(rule("s14.stdout-frames-only").cases.is_empty());
+    assert_eq!(
+        rule("s7.restart-mapping").text,
+        dsh_conformance::report::coverage::UNCATALOGUED
+    );
+}
+
+#[test]
+fn report_files_are_written_and_report_json_is_schema_valid() {
+    let fixtures = fixtures_dir();
+    let out = tempfile::tempdir().unwrap();
+    let document = sample_document(fixtures.path());
+    let written = write_report_files(&document, &out.path().join("nested/report")).unwrap();
+    assert_eq!(written.len(), 3);
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("nested/report/report.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        schema_errors(&json, SchemaPart::Report),
+        Vec::<String>::new()
+    );
+    let back: ReportDocument = serde_json::from_value(json.clone()).unwrap();
+    assert_eq!(back, document);
+    assert_eq!(
+        json["suites"][1]["host"]["handshake"]["capabilities"],
+        serde_json::json!(["cancel", "restart"])
+    );
+    let mut broken = json;
+    broken["suites"][0]["cases"][0]["verdict"] = serde_json::json!("green");
+    broken["kind"] = serde_json::json!("something-else");
+    assert_eq!(schema_errors(&broken, SchemaPart::Report).len(), 2);
+}
+
+#[test]
+fn report_markdown_snapshot() {
+    let fixtures = fixtures_dir();
+    let mut bytes = Vec::new();
+    dsh_conformance::report::markdown::write_report_markdown(
+        &sample_document(fixtures.path()),
+        &mut bytes,
+    )
+    .unwrap();
+    insta::assert_snapshot!("report_markdown", String::from_utf8(bytes).unwrap());
+}
+
+#[test]
+fn report_json_snapshot() {
+    let fixtures = fixtures_dir();
+    let document = sample_document(fixtures.path());
+    insta::assert_json_snapshot!("report_json", document);
+}
+
+fn html_of(document: &ReportDocument) -> String {
+    let mut bytes = Vec::new();
+    dsh_conformance::report::html::write_report_html(document, &mut bytes).unwrap();
+    String::from_utf8(bytes).unwrap()
+}
+
+#[test]
+fn report_html_is_self_contained() {
+    let fixtures = fixtures_dir();
+    let page = html_of(&sample_document(fixtures.path()));
+    for forbidden in [
+        "<link",
+        "src=\"http",
+        "src=\"//",
+        "href=\"http",
+        "@import",
+        "url(http",
+        "fetch(",
+    ] {
+        assert!(
+            !page.contains(forbidden),
+            "report.html must not load anything: found {forbidden:?}"
+        );
+    }
+    assert_eq!(
+        page.matches("<script").count(),
+        2,
+        "the data block and the inline script"
+    );
+    assert!(
+        page.contains("default-src 'none'"),
+        "a CSP forbids every network load"
+    );
+}
+
+#[test]
+fn report_html_escapes_every_report_string() {
+    let fixtures = fixtures_dir();
+    let page = html_of(&sample_document(fixtures.path()));
+    assert!(!page.contains("<script>alert"));
+    assert!(!page.contains("<img src=x>"));
+    assert!(!page.contains("<b>deterministically"));
+    assert!(page.contains("&lt;b&gt;deterministically&lt;/b&gt;"));
+    assert!(page.contains(
+        "<th colspan=\"2\" class=\"host\" data-host=\"node &lt;host&gt;\">node &lt;host&gt;</th>"
+    ));
+    let data_start = page
+        .find("<script id=\"report-data\" type=\"application/json\">")
+        .unwrap();
+    let data_end = data_start + page[data_start..].find("</script>").unwrap();
+    let data = &page[data_start..data_end];
+    assert!(
+        !data[1..].contains('<'),
+        "the embedded JSON has no raw '<' that could close its element"
+    );
+    let json_text = &data[data.find('>').unwrap() + 1..];
+    let embedded: ReportDocument = serde_json::from_str(json_text).unwrap();
+    assert_eq!(embedded, sample_document(fixtures.path()));
+}
+
+#[test]
+fn report_html_shows_the_matrix_grouped_by_spec_section() {
+    let fixtures = fixtures_dir();
+    let document = sample_document(fixtures.path());
+    let page = html_of(&document);
+    let section_order: Vec<usize> = [
+        "Section 4:",
+        "Section 5:",
+        "Section 6:",
+        "Section 7:",
+        "Section 9:",
+        "Section 10:",
+        "Section 14:",
+    ]
+    .iter()
+    .map(|heading| {
+        page.find(heading)
+            .unwrap_or_else(|| panic!("missing {heading}"))
+    })
+    .collect();
+    assert!(
+        section_order.windows(2).all(|pair| pair[0] < pair[1]),
+        "sections in numeric order"
+    );
+    assert_eq!(page.matches("<tr class=\"case\"").count(), 12);
+    let failing_cells = page.matches("data-verdict=\"fail\"").count();
+    assert_eq!(
+        failing_cells, 2,
+        "only the reference host's untested cell fails"
+    );
+    assert_eq!(
+        page.matches("class=\"v v-not-run\"").count(),
+        12,
+        "one column could not run"
+    );
+    assert!(page.contains("id=\"case-cancel.grandchild-ignores-sigterm\""));
+    assert!(page.contains("<tr class=\"uncovered\"><th><code>s14.stdout-frames-only</code>"));
+}
+
+#[test]
+fn exit_codes_mirror_run() {
+    let fixtures = fixtures_dir();
+    let config = MatrixConfig {
+        hosts: two_by_two().hosts[..1].to_vec(),
+        variants: default_variants(),
+    };
+    let document_with = |suite: &dyn Fn() -> dsh_conformance::model::SuiteReport| {
+        let (suites, errors) = run_matrix(&config, &mut |_, _| Ok(suite()));
+        build_document(&config, suites, errors, fixtures.path())
+    };
+    assert_eq!(exit_code_of(&document_with(&passing_suite)), 0);
+    assert_eq!(exit_code_of(&document_with(&sample_suite)), 1);
+    let empty = || {
+        let mut suite = passing_suite();
+        suite.cases.clear();
+        suite
+    };
+    assert_eq!(exit_code_of(&document_with(&empty)), 3);
+    let mut xfail_only = passing_suite();
+    xfail_only.cases[0].verdict = Verdict::Xfail;
+    assert_eq!(
+        exit_code_of(&document_with(&|| xfail_only.clone())),
+        0,
+        "an expected failure is not a failure"
+    );
+    let (suites, errors) = run_matrix(&config, &mut |_, variant| {
+        if variant.name == "dsh-v0.1.7" {
+            Err("cannot start".to_string())
+        } else {
+            Ok(passing_suite())
+        }
+    });
+    assert_eq!(
+        exit_code_of(&build_document(&config, suites, errors, fixtures.path())),
+        2
+    );
+}
+
+#[test]
+fn renamed_suites_keep_their_cases() {
+    let suite = renamed(sample_suite(), "other", "v");
+    assert_eq!(suite.cases, sample_suite().cases);
+}
+
+fn kit() -> Command {
+    Command::new(dsh_test_support::binary("dsh-conformance"))
+}
+
+#[test]
+fn report_cli_rejects_a_bad_config_with_exit_2_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("matrix.json");
+    std::fs::write(&config, "{\"hosts\":[{\"name\":\"x\",\"command\":[]}]}").unwrap();
+    let output = kit()
+        .args(["report", "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("matrix.json"), "{stderr}");
+    assert!(
+        stderr.contains("\"command\" must start with a program"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("out").exists(),
+        "nothing is written for a config that cannot run"
+    );
+    let missing = kit()
+        .args(["report", "--config"])
+        .arg(dir.path().join("nope.json"))
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("nope.json: cannot read report config")
+    );
+}
+
+/// The whole `report` command against the reference host and fake-dsh, on a two-case corpus and
+/// one variant: the harness library is wired in and the files land.
+#[test]
+fn report_cli_runs_the_reference_host_end_to_end() {
+    for binary in ["fake-dsh", "dsh-host-driver"] {
+        dsh_test_support::binary(binary);
+    }
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = dir.path().join("fixtures");
+    for (area, id) in [
+        ("discovery", "discovery.default-available"),
+        ("artifact", "artifact.two-turn-cold-resume"),
+    ] {
+        std::fs::create_dir_all(fixtures.join(area)).unwrap();
+        let name = format!("{id}.json");
+        std::fs::copy(
+            corpus.join(area).join(&name),
+            fixtures.join(area).join(&name),
+        )
+        .unwrap();
+    }
+    std::fs::copy(corpus.join("rules.json"), fixtures.join("rules.json")).unwrap();
+    let config = dir.path().join("matrix.json");
+    std::fs::write(
+        &config,
+        r#"{"variants":[{"name":"dsh-0.1.7-rc.1","env":{"FAKE_DSH_VERSION":"0.1.7-rc.1"}}]}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = kit()
+        .args(["report", "--jobs", "2", "--config"])
+        .arg(&config)
+        .arg("--fixtures")
+        .arg(&fixtures)
+        .arg("--out")
+        .arg(&out)
+        .env_remove("FAKE_DSH_BIN")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        schema_errors(&json, SchemaPart::Report),
+        Vec::<String>::new()
+    );
+    let document: ReportDocument = serde_json::from_value(json).unwrap();
+    assert_eq!(document.suites.len(), 1);
+    let suite = &document.suites[0];
+    assert_eq!(
+        (suite.host.name.as_str(), suite.runtime_variant.as_str()),
+        ("reference", "dsh-0.1.7-rc.1")
+    );
+    assert_eq!(suite.cases.len(), 2);
+    assert!(
+        suite.cases.iter().all(|case| case.verdict == Verdict::Pass),
+        "{suite:#?}"
+    );
+    assert_eq!(suite.host.handshake["type"], "handshake");
+    assert!(
+        suite
+            .cases
+            .iter()
+            .all(|case| case.transcript.is_empty() && case.duration_ms == 0),
+        "a passing cell keeps no transcript and no duration"
+    );
+    assert!(out.join("report.html").is_file() && out.join("report.md").is_file());
+
+    // A second run of the same code gives the same report.json; --junit writes JUnit XML too.
+    let again = dir.path().join("again");
+    let junit = dir.path().join("junit.xml");
+    let output = kit()
+        .args(["report", "--jobs", "2", "--config"])
+        .arg(&config)
+        .arg("--fixtures")
+        .arg(&fixtures)
+        .arg("--out")
+        .arg(&again)
+        .arg("--junit")
+        .arg(&junit)
+        .env_remove("FAKE_DSH_BIN")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(out.join("report.json")).unwrap(),
+        std::fs::read_to_string(again.join("report.json")).unwrap()
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<testsuite name=\"reference/dsh-0.1.7-rc.1\""),
+        "{xml}"
+    );
+}

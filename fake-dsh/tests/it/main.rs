@@ -1,0 +1,15 @@
+//! fake-dsh's integration tests in one binary (one link instead of one per file): each module
+//! was a test file of its own. `agent`: the default agent over `--stdio`; `cli`: the one-shot CLI
+//! surfaces; `journal_members`: the journal members the harness judges hosts by; `script`: every
+//! action of the scenario language; `scripted_sessions`: scripts that play what a host's own tests
+//! need. `support` is their shared test world.
+//!
+//! `tests/sdk_surfaces.rs` is still a binary of its own.
+
+mod support;
+
+mod agent;
+mod cli;
+mod journal_members;
+mod script;
+mod scripted_sessions;

@@ -1,0 +1,277 @@
+//! The GitHub Action's shell steps, run as a CI runner would run them (issue 23): `scripts/gate.sh`
+//! runs the embedded corpus whatever the workspace holds, takes case globs literally, starts the
+//! host the same way in `run` and `report`, and fails when a report cannot be written;
+//! `scripts/install-kit.sh` installs only an archive whose SHA-256 matches a pin kept outside the
+//! release, and never writes through a planted link.
+
+use crate::support;
+
+use support::{describe, platform, repo_root};
+
+use sha2::{Digest, Sha256};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A temp workspace that plants what fooled the gate before: a `lifecycle.md` for the unquoted
+/// glob, a one-case `fixtures/` with a rule catalog, and `$DSH_CONFORMANCE_FIXTURES` naming it.
+struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn new() -> Workspace {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let planted = dir.path().join("fixtures");
+        copy_case(&planted, "lifecycle", "lifecycle.first-run-new-session");
+        fs::write(dir.path().join("lifecycle.md"), "# notes\n").expect("write");
+        Workspace { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn planted_fixtures(&self) -> PathBuf {
+        self.path().join("fixtures")
+    }
+
+    fn out(&self) -> PathBuf {
+        self.path().join("results")
+    }
+
+    /// `scripts/gate.sh` with the kit's binaries, the reference host and `GATE_OUT`.
+    fn gate(&self, cases: &str, host: &str) -> Command {
+        let kit = dsh_test_support::binary("dsh-conformance");
+        dsh_test_support::binary("fake-dsh");
+        let mut command = Command::new("bash");
+        command
+            .arg(repo_root().join("scripts/gate.sh"))
+            .current_dir(self.path())
+            .env("DSH_CONFORMANCE", &kit)
+            .env("GATE_HOST", host)
+            .env("GATE_CASES", cases)
+            .env("GATE_OUT", self.out())
+            .env("GATE_HTML_REPORT", "false")
+            .env("GITHUB_STEP_SUMMARY", self.path().join("step-summary.md"))
+            .env("DSH_CONFORMANCE_FIXTURES", self.planted_fixtures())
+            .env_remove("GATE_FIXTURES")
+            .env_remove("GATE_EXPECTATIONS");
+        command
+    }
+}
+
+/// Copies one case of the repository's corpus, with the rule catalog, into `fixtures`.
+fn copy_case(fixtures: &Path, area: &str, id: &str) {
+    let source = repo_root().join("fixtures");
+    fs::create_dir_all(fixtures.join(area)).expect("mkdir");
+    let file = format!("{area}/{id}.json");
+    fs::copy(source.join(&file), fixtures.join(&file)).expect("copy case");
+    fs::copy(source.join("rules.json"), fixtures.join("rules.json")).expect("copy rules");
+}
+
+fn reference_host() -> String {
+    dsh_test_support::binary("dsh-host-driver")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn the_gate_runs_the_embedded_corpus_with_case_globs_taken_literally() {
+    let workspace = Workspace::new();
+    let output = workspace
+        .gate("lifecycle.follow-up-* lifecycle.three-*", &reference_host())
+        .output()
+        .expect("gate.sh runs");
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let junit = fs::read_to_string(workspace.out().join("junit.xml")).expect("junit");
+    assert!(
+        junit.contains(r#"name="corpus_embedded" value="true""#),
+        "{junit}"
+    );
+    assert!(junit.contains("lifecycle.follow-up-resumes"), "{junit}");
+    assert!(
+        junit.contains("lifecycle.three-turns-one-session"),
+        "{junit}"
+    );
+    assert!(
+        !junit.contains("lifecycle.first-run-new-session"),
+        "only the two globs' cases ran: {junit}"
+    );
+    let summary = fs::read_to_string(workspace.path().join("step-summary.md")).expect("summary");
+    assert!(
+        summary.contains("corpus: embedded") && !summary.contains("[!WARNING]"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_case_glob_that_matches_nothing_fails_the_gate() {
+    let workspace = Workspace::new();
+    let output = workspace
+        .gate("lifecycle.three-* lifecyle.typo-*", &reference_host())
+        .output()
+        .expect("gate.sh runs");
+    assert_eq!(output.status.code(), Some(3), "{}", describe(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("\"lifecyle.typo-*\""));
+}
+
+#[test]
+fn run_and_report_start_the_host_the_same_way_and_another_corpus_is_named() {
+    let workspace = Workspace::new();
+    // A YAML `host: |` block ends in a newline; both steps split it the same way.
+    let mut gate = workspace.gate("", &format!("{}\n", reference_host()));
+    gate.env("GATE_HTML_REPORT", "true")
+        .env("GATE_FIXTURES", workspace.planted_fixtures());
+    let output = gate.output().expect("gate.sh runs");
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let html = fs::read_to_string(workspace.out().join("report/report.html")).expect("html");
+    assert!(html.contains("NOT the kit"), "the HTML report warns too");
+    let summary = fs::read_to_string(workspace.out().join("summary.md")).expect("summary");
+    assert!(summary.contains("[!WARNING]"), "{summary}");
+
+    // `$VAR` is expanded by no step: both would fail alike, and the message says why.
+    let unexpanded = workspace
+        .gate("", "$KIT_DIR/dsh-host-driver")
+        .env("KIT_DIR", "/nonexistent")
+        .output()
+        .expect("gate.sh runs");
+    assert_eq!(
+        unexpanded.status.code(),
+        Some(2),
+        "{}",
+        describe(&unexpanded)
+    );
+    assert!(
+        String::from_utf8_lossy(&unexpanded.stderr).contains("nothing is expanded"),
+        "{}",
+        describe(&unexpanded)
+    );
+}
+
+#[test]
+fn a_report_that_cannot_be_written_fails_the_gate() {
+    let workspace = Workspace::new();
+    fs::create_dir_all(workspace.out()).expect("mkdir");
+    fs::write(
+        workspace.out().join("report"),
+        "a file where the report dir goes",
+    )
+    .expect("write");
+    let mut gate = workspace.gate("", &reference_host());
+    gate.env("GATE_HTML_REPORT", "true")
+        .env("GATE_FIXTURES", workspace.planted_fixtures());
+    let output = gate.output().expect("gate.sh runs");
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("HTML report could not be written"));
+}
+
+/// A fake release: `dsh-conformance-<version>-<platform>.tar.gz` holding three scripts, and a
+/// `.sha256` beside it that names `/dev/null` (whose hash `sha256sum -c` would happily confirm).
+struct Release {
+    dir: tempfile::TempDir,
+    archive: String,
+    sha256: String,
+}
+
+impl Release {
+    fn new(version: &str) -> Release {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let name = format!("dsh-conformance-{version}-{}", platform());
+        let tree = dir.path().join("tree").join(&name);
+        fs::create_dir_all(&tree).expect("mkdir");
+        for binary in ["dsh-conformance", "fake-dsh", "dsh-host-driver"] {
+            let path = tree.join(binary);
+            fs::write(&path, format!("#!/bin/sh\necho {binary}\n")).expect("write");
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let archive = format!("{name}.tar.gz");
+        let status = Command::new("tar")
+            .arg("-czf")
+            .arg(dir.path().join(&archive))
+            .arg("-C")
+            .arg(dir.path().join("tree"))
+            .arg(&name)
+            .status()
+            .expect("tar runs");
+        assert!(status.success());
+        let bytes = fs::read(dir.path().join(&archive)).expect("archive");
+        let sha256 = hex(&Sha256::digest(&bytes));
+        let empty = hex(&Sha256::digest(b""));
+        fs::write(
+            dir.path().join(format!("{archive}.sha256")),
+            format!("{empty}  /dev/null\n"),
+        )
+        .expect("write");
+        Release {
+            dir,
+            archive,
+            sha256,
+        }
+    }
+
+    /// `scripts/install-kit.sh` from this release into `into`, with an empty pin file.
+    fn install(&self, into: &Path) -> Command {
+        let pins = self.dir.path().join("no-pins.txt");
+        fs::write(&pins, "# nothing pinned\n").expect("write");
+        let mut command = Command::new("bash");
+        command
+            .arg(repo_root().join("scripts/install-kit.sh"))
+            .env(
+                "KIT_BASE_URL",
+                format!("file://{}", self.dir.path().display()),
+            )
+            .env("KIT_DIR", into)
+            .env("KIT_CHECKSUMS", pins)
+            .env_remove("KIT_SHA256")
+            .env_remove("KIT_VERSION")
+            .env_remove("GITHUB_PATH");
+        command
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn install_kit_installs_only_an_archive_matching_a_pinned_checksum() {
+    let release = Release::new("9.9.9");
+    let into = tempfile::tempdir().expect("temp dir");
+    let bin = into.path().join("bin");
+    let run = |command: &mut Command| command.output().expect("install-kit.sh runs");
+
+    let unpinned = run(release.install(&bin).env("KIT_VERSION", "9.9.9"));
+    assert_eq!(unpinned.status.code(), Some(2), "{}", describe(&unpinned));
+    assert!(String::from_utf8_lossy(&unpinned.stderr).contains("no pinned SHA-256"));
+
+    let empty_file_hash = hex(&Sha256::digest(b""));
+    let trojan = run(release
+        .install(&bin)
+        .env("KIT_VERSION", "9.9.9")
+        .env("KIT_SHA256", &empty_file_hash));
+    assert_eq!(trojan.status.code(), Some(2), "{}", describe(&trojan));
+    assert!(String::from_utf8_lossy(&trojan.stderr).contains("refusing to install"));
+    assert!(!bin.join("dsh-conformance").exists(), "nothing installed");
+
+    // The version comes from the action's ref; the pin from the file, by the archive's own name.
+    let pins = into.path().join("pins.txt");
+    fs::write(
+        &pins,
+        format!("# pins\n{}  {}\n", release.sha256, release.archive),
+    )
+    .expect("write");
+    let victim = into.path().join("victim");
+    fs::write(&victim, "keep me\n").expect("write");
+    fs::create_dir_all(&bin).expect("mkdir");
+    std::os::unix::fs::symlink(&victim, bin.join("fake-dsh")).expect("plant a link");
+    let pinned = run(release
+        .install(&bin)
+        .env("GITHUB_ACTION_REF", "v9.9.9")
+        .env("KIT_CHECKSUMS", &pins));
+    assert_eq!(pinned.status.code(), Some(0), "{}", describe(&pinned));
+    assert_eq!(fs::read_to_string(&victim).expect("read"), "keep me\n");
+    let installed = fs::read_to_string(bin.join("fake-dsh")).expect("installed");
+    assert!(installed.contains("echo fake-dsh"), "{installed}");
+}

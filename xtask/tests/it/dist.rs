@@ -1,0 +1,161 @@
+//! `cargo xtask dist --profile dev` (the test build's binaries, not a second release build): the
+//! archive matches its checksum file, and the npm tarballs install offline into an empty npm
+//! project whose PATH has no cargo, where `npx fake-dsh`, `npx dsh-conformance run` (the embedded
+//! corpus against the reference host) and the same against the Node.js example host work.
+//! (action.yml's shell steps have their own tests: `action_scripts.rs`.) Skipped, saying so, when
+//! npm is not installed (`.ci/run` installs it).
+
+use crate::support;
+
+use support::{describe, repo_root};
+
+use sha2::{Digest, Sha256};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn has_program(dir: &Path, name: &str) -> bool {
+    dir.join(name).is_file()
+}
+
+/// The PATH entries that hold no `cargo` (npm and node stay reachable).
+fn path_without_cargo() -> OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|dir| !has_program(dir, "cargo"))
+        .collect();
+    std::env::join_paths(kept).expect("PATH entries rejoin")
+}
+
+/// The one file in `dir` whose name starts with `prefix` and ends with `suffix`.
+fn one_file(dir: &Path, prefix: &str, suffix: &str) -> PathBuf {
+    let found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("lists")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with(prefix) && name.ends_with(suffix)
+        })
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "{prefix}*{suffix} in {}: {found:?}",
+        dir.display()
+    );
+    found[0].clone()
+}
+
+/// A command in the npm project with the cargo-less PATH and a cache inside the temp dir.
+fn in_project(program: &str, project: &Path, cache: &Path, path: &OsString) -> Command {
+    let mut command = Command::new(program);
+    command
+        .current_dir(project)
+        .env("PATH", path)
+        .env("npm_config_cache", cache)
+        .env("npm_config_update_notifier", "false")
+        .env_remove("DSH_CONFORMANCE_FIXTURES")
+        .env_remove("FAKE_DSH_BIN");
+    command
+}
+
+fn checked(mut command: Command, what: &str) -> Output {
+    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        output.status.success(),
+        "{what} failed\n{}",
+        describe(&output)
+    );
+    output
+}
+
+fn assert_checksum_matches(dist: &Path) {
+    let archive = one_file(dist, "dsh-conformance-", ".tar.gz");
+    let checksum = std::fs::read_to_string(archive.with_extension("gz.sha256")).expect("checksum");
+    let bytes = std::fs::read(&archive).expect("archive");
+    let hex: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let name = archive.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(checksum, format!("{hex}  {name}\n"));
+}
+
+#[test]
+fn npm_tarballs_install_offline_and_run_the_gate_without_cargo() {
+    let npm_found = Command::new("npm").arg("--version").output();
+    if !npm_found.is_ok_and(|output| output.status.success()) {
+        println!("skipped: npm not installed");
+        return;
+    }
+    let temp = tempfile::tempdir().expect("temp dir");
+    let dist = temp.path().join("dist");
+    let mut xtask = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    xtask.args(["dist", "--profile", "dev", "--out"]).arg(&dist);
+    checked(xtask, "cargo xtask dist --profile dev");
+    assert_checksum_matches(&dist);
+    let npm_dir = dist.join("npm");
+    let main_name = format!("dsh-conformance-{}.tgz", env!("CARGO_PKG_VERSION"));
+    let main = npm_dir.join(&main_name);
+    assert!(main.is_file(), "no {main_name} in {}", npm_dir.display());
+    let platforms: Vec<PathBuf> = std::fs::read_dir(&npm_dir)
+        .expect("lists")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path != &main)
+        .collect();
+    assert_eq!(platforms.len(), 1, "one platform package: {platforms:?}");
+    let platform = &platforms[0];
+
+    let project = temp.path().join("project");
+    let cache = temp.path().join("npm-cache");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    std::fs::write(
+        project.join("package.json"),
+        r#"{"name":"gate-test","version":"0.0.0","private":true}"#,
+    )
+    .expect("write");
+    let path = path_without_cargo();
+    assert!(
+        std::env::split_paths(&path).all(|dir| !has_program(&dir, "cargo")),
+        "cargo is still on the test's PATH"
+    );
+    let mut install = in_project("npm", &project, &cache, &path);
+    install.args(["install", "--offline", "--no-audit", "--no-fund"]);
+    install.arg(&main).arg(platform);
+    checked(install, "npm install --offline");
+
+    let mut version = in_project("npx", &project, &cache, &path);
+    version.args(["--offline", "fake-dsh", "--version"]);
+    let output = checked(version, "npx fake-dsh --version");
+    assert!(!String::from_utf8_lossy(&output.stdout).trim().is_empty());
+
+    let mut reference = in_project("npx", &project, &cache, &path);
+    reference.args([
+        "--offline",
+        "dsh-conformance",
+        "run",
+        "--case",
+        "lifecycle.*",
+    ]);
+    reference.args(["--jobs", "8"]);
+    let output = checked(reference, "npx dsh-conformance run (reference host)");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("using the embedded corpus"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("lifecycle.three-turns-one-session"),
+        "{stdout}"
+    );
+
+    let driver = repo_root().join("examples/node-host/driver.mjs");
+    let mut node_host = in_project("npx", &project, &cache, &path);
+    node_host.args(["--offline", "dsh-conformance", "run", "--host"]);
+    node_host.arg(format!("node {}", driver.display()));
+    node_host.args(["--case", "lifecycle.*", "--jobs", "8"]);
+    let output = checked(node_host, "npx dsh-conformance run (Node.js host)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("lifecycle.three-turns-one-session"),
+        "{stdout}"
+    );
+}
