@@ -3,17 +3,18 @@
 //! file): each module was a test file of its own. The CLI: `run_cli`, `run_signals`, `reuse`,
 //! `safe_files`, `bounded_inputs`, `hostile_drivers`, `supervise`, `validate_cli`, `record`,
 //! `check_runtime`, `model_server`, `model_server_abuse`; the corpus: `corpus_lint`,
-//! `embedded_corpus`, `mutants` (the kill matrix), `wrong_hosts`; reports: `report_matrix`,
-//! `report_outputs`, `report_diff`, `report_tools`, `report_browser`. One module alone:
+//! `embedded_corpus`, `mutants` (the kill matrix), `wrong_hosts`, `node_host` (the Node.js
+//! example host); the SDK surfaces: `sdk_record`, `sdk_check_runtime`; the client corpus:
+//! `client_corpus`, `client_kill_matrix`; reports: `report_matrix`, `report_outputs`,
+//! `report_diff`, `report_tools`, `report_browser`. One module alone:
 //! `cargo test -p dsh-conformance --test it -- run_cli::`. Their insta snapshots are
 //! `snapshots/it__<module>__<name>.snap`.
 //!
 //! Beside this binary, each its own: `tests/corpus.rs` (the corpus through its own libtest-mimic
 //! harness); `tests/differential.rs` and `tests/real_dsh.rs` (they run processes through
 //! `check_runtime::output_within`, which makes the test process a child subreaper and kills the
-//! children of the process it did not start itself: another test's, in a shared binary);
-//! `tests/node_host.rs` (run on its own as `--test node_host`, as the Node host's README says);
-//! and the SDK surfaces' tests (`tests/sdk_*.rs`).
+//! children of the process it did not start itself: another test's, in a shared binary), and
+//! `tests/sdk_differential.rs` (the same, against the real SDK runtime).
 
 mod node_support;
 mod report_support;
@@ -25,12 +26,15 @@ mod model_server_support;
 
 mod bounded_inputs;
 mod check_runtime;
+mod client_corpus;
+mod client_kill_matrix;
 mod corpus_lint;
 mod embedded_corpus;
 mod hostile_drivers;
 mod model_server;
 mod model_server_abuse;
 mod mutants;
+mod node_host;
 mod record;
 mod report_browser;
 mod report_diff;
@@ -41,6 +45,8 @@ mod reuse;
 mod run_cli;
 mod run_signals;
 mod safe_files;
+mod sdk_check_runtime;
+mod sdk_record;
 mod supervise;
 mod validate_cli;
 mod wrong_hosts;

@@ -2,9 +2,8 @@
 //! was a test file of its own. `agent`: the default agent over `--stdio`; `cli`: the one-shot CLI
 //! surfaces; `journal_members`: the journal members the harness judges hosts by; `script`: every
 //! action of the scenario language; `scripted_sessions`: scripts that play what a host's own tests
-//! need. `support` is their shared test world.
-//!
-//! `tests/sdk_surfaces.rs` is still a binary of its own.
+//! need; `sdk_surfaces`: the SDK surfaces (`--profile sdk|sdk-minimal|headless`, the 0.1.1 persona)
+//! and their scenario knobs. `support` is their shared test world.
 
 mod support;
 
@@ -13,3 +12,4 @@ mod cli;
 mod journal_members;
 mod script;
 mod scripted_sessions;
+mod sdk_surfaces;

@@ -2,10 +2,7 @@
 //! `node --test` unit tests (skipped when `node` is not installed), type-checks it with `tsc`
 //! (skipped when `npm` is not), and keeps its lines under 120 characters.
 
-#[path = "it/node_support/mod.rs"]
-mod node_support;
-
-use node_support::{node_available, repo_root};
+use crate::node_support::{node_available, repo_root};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
