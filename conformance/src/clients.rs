@@ -64,31 +64,37 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
     Ok(crate::run::exit_code(&report))
 }
 
-/// The cases `--case`/`--skip` select; `None` (after saying why) when a glob matches nothing.
+/// The cases `--case`/`--skip` select, checked as the host run checks them (a malformed glob is
+/// an error); `None` (after saying which) when a glob matches no client case of the surface.
 fn select<'a>(
     args: &Flags,
     cases: Vec<&'a LoadedCase>,
 ) -> Result<Option<Vec<&'a LoadedCase>>, String> {
-    use crate::run::selection::glob_match;
-    for glob in args.cases.iter().chain(&args.skip) {
-        if !cases.iter().any(|c| glob_match(glob, &c.case.id)) {
-            eprintln!("dsh-conformance run: --case/--skip {glob:?} matches no client case");
-            return Ok(None);
-        }
-    }
     if !args.sections.is_empty() || args.shard.is_some() {
         return Err(
             "--section and --shard select host cases; the client corpus takes --case and --skip"
                 .into(),
         );
     }
+    let selection = crate::run::selection::Selection {
+        case_globs: args.cases.clone(),
+        sections: Vec::new(),
+        skip_globs: args.skip.clone(),
+        shard: None,
+    };
+    selection.check()?;
+    let unmatched = selection.unmatched_globs(cases.iter().map(|c| c.case.id.as_str()));
+    if !unmatched.is_empty() {
+        eprintln!(
+            "dsh-conformance run: {} matches no client case",
+            unmatched.join(", ")
+        );
+        return Ok(None);
+    }
     Ok(Some(
         cases
             .into_iter()
-            .filter(|c| {
-                args.cases.is_empty() || args.cases.iter().any(|g| glob_match(g, &c.case.id))
-            })
-            .filter(|c| !args.skip.iter().any(|g| glob_match(g, &c.case.id)))
+            .filter(|c| selection.matches_id(&c.case.id))
             .collect(),
     ))
 }
@@ -115,9 +121,9 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
         ));
     }
     let program = &client[0];
-    if which(program).is_none() {
+    if crate::run::resolve_program(program).is_none() {
         return Err(format!(
-            "the client cannot start: {program:?} is not a file nor on PATH"
+            "the client cannot start: {program:?} is not an executable file nor on PATH"
         ));
     }
     Ok(Setup {
@@ -189,19 +195,10 @@ fn suite(
     let started = std::time::Instant::now();
     let mut cases = play_all(args, setup, selected, &live)?;
     cases.sort_by(|a, b| a.id.cmp(&b.id));
-    let files: Vec<(String, Vec<u8>)> = selected
-        .iter()
-        .map(|c| {
-            (
-                c.case.id.clone(),
-                std::fs::read(&c.file).unwrap_or_default(),
-            )
-        })
-        .collect();
     let selected_hash = crate::corpus::embedded::tree_hash(
-        files
+        selected
             .iter()
-            .map(|(id, bytes)| (id.as_str(), bytes.as_slice())),
+            .map(|c| (c.case.id.as_str(), c.text.as_bytes())),
     );
     Ok(SuiteReport {
         kit_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -334,14 +331,4 @@ fn name_of(client: &[String]) -> String {
     Path::new(word)
         .file_name()
         .map_or_else(|| word.clone(), |name| name.to_string_lossy().into_owned())
-}
-
-/// `program` as a file path, or found on PATH.
-fn which(program: &str) -> Option<std::path::PathBuf> {
-    if program.contains('/') {
-        return Path::new(program).is_file().then(|| program.into());
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|path| path.is_file())
 }

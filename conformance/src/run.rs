@@ -27,7 +27,7 @@ mod driver;
 mod events;
 mod expect;
 pub mod expectations;
-mod journal;
+pub(crate) mod journal;
 pub(crate) mod leftovers;
 mod mapping_watch;
 mod preflight;

@@ -10,6 +10,7 @@
 //! (docs/sdk-clients.md) run on both sides too and must report the same. Skips, saying so, when
 //! the real runtime is not installed.
 
+use dsh_conformance::run::resolve_program;
 use dsh_conformance::sdk_check::{
     drive, initialize, prompt, request, shapes, ModelServer, Step, World,
 };
@@ -332,7 +333,7 @@ fn client_reports(
     } else {
         fake_args
     });
-    let interpreter = which(client[0]).unwrap();
+    let interpreter = resolve_program(client[0]).unwrap();
     let mut args: Vec<String> = client[1..].iter().map(|a| a.to_string()).collect();
     args.extend(prompts.iter().map(|p| p.to_string()));
     let mut command = world.command(&interpreter, &args, &server.url);
@@ -348,12 +349,6 @@ fn client_reports(
         })
         .collect();
     (output.status.code(), reports)
-}
-
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|path| path.is_file())
 }
 
 /// The example clients of the client corpus (docs/sdk-clients.md) settle on the real runtime
@@ -396,7 +391,7 @@ fn example_clients_report_the_same_on_the_real_runtime() {
         ),
     ];
     for (surface, interpreter, script) in &clients {
-        if which(interpreter).is_none() {
+        if resolve_program(interpreter).is_none() {
             eprintln!("skipped: {interpreter} is not on PATH");
             continue;
         }

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 pub struct LoadedCase {
     pub case: ClientCase,
     pub file: PathBuf,
+    /// The file as read (the selection's hash is over it).
+    pub text: String,
 }
 
 /// The client corpus of one fixtures directory.
@@ -43,7 +45,7 @@ pub fn load(fixtures_dir: &Path) -> Result<ClientCorpus, Vec<LintError>> {
     let catalog = root.join("rules.json");
     let mut errors = Vec::new();
     let rules = match read_json(&catalog, CLIENT_RULES_SCHEMA)
-        .and_then(|v| serde_json::from_value::<ClientRules>(v).map_err(|e| e.to_string()))
+        .and_then(|(v, _)| serde_json::from_value::<ClientRules>(v).map_err(|e| e.to_string()))
     {
         Ok(rules) => rules.rules,
         Err(problem) => {
@@ -55,8 +57,10 @@ pub fn load(fixtures_dir: &Path) -> Result<ClientCorpus, Vec<LintError>> {
     for surface in [ClientSurface::Sdk, ClientSurface::Headless] {
         let dir = root.join(surface.name());
         for file in json_files(&dir, &mut errors) {
-            match read_json(&file, CLIENT_CASE_SCHEMA).and_then(|v| client_case::parse_case(&v)) {
-                Ok(case) => cases.push(LoadedCase { case, file }),
+            let loaded = read_json(&file, CLIENT_CASE_SCHEMA)
+                .and_then(|(v, text)| Ok((client_case::parse_case(&v)?, text)));
+            match loaded {
+                Ok((case, text)) => cases.push(LoadedCase { case, file, text }),
                 Err(problem) => errors.push(LintError::new(&file, problem)),
             }
         }
@@ -101,29 +105,19 @@ pub fn lint(fixtures_dir: &Path, docs_dir: &Path) -> Vec<LintError> {
 }
 
 /// The tree hash of every file under a `clients/` directory, paths as embedded
-/// (`fixtures/clients/...`).
+/// (`fixtures/clients/...`, whatever the fixtures directory is called).
 pub fn hash_on_disk(root: &Path) -> Result<String, String> {
+    let fixtures = root.parent().unwrap_or(Path::new("."));
     let mut files = Vec::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|e| format!("cannot list: {e}"))?;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if entry.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            let relative = path.strip_prefix(root).unwrap_or(&path);
-            let name = format!("fixtures/{CLIENTS_DIR}/{}", relative.display());
-            let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            files.push((name, bytes));
-        }
-    }
+    crate::corpus::embedded::collect(fixtures, root, &mut files)?;
+    let named: Vec<(String, Vec<u8>)> = files
+        .into_iter()
+        .map(|(relative, bytes)| (format!("fixtures/{relative}"), bytes))
+        .collect();
     Ok(crate::corpus::embedded::tree_hash(
-        files.iter().map(|(p, b)| (p.as_str(), b.as_slice())),
+        named
+            .iter()
+            .map(|(path, bytes)| (path.as_str(), bytes.as_slice())),
     ))
 }
 
@@ -138,14 +132,15 @@ pub fn embedded_hash() -> String {
     )
 }
 
-fn read_json(file: &Path, schema: &str) -> Result<Value, String> {
+/// The file's JSON, checked against `schema`, and its text.
+fn read_json(file: &Path, schema: &str) -> Result<(Value, String), String> {
     let text = read_corpus_file(file)?;
     let value: Value = serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))?;
     dsh_protocol::schema::validate(schema, &value).map_err(|errors| {
         let first = errors.first().map(ToString::to_string).unwrap_or_default();
         format!("does not match {schema}: {first}")
     })?;
-    Ok(value)
+    Ok((value, text))
 }
 
 /// The `*.json` files of a surface's directory, sorted (a missing directory has none).
@@ -188,7 +183,7 @@ fn cross_check(catalog: &Path, rules: &[ClientRule], cases: &[LoadedCase]) -> Ve
     }
     let mut covered = BTreeSet::new();
     let mut ids = BTreeSet::new();
-    for LoadedCase { case, file } in cases {
+    for LoadedCase { case, file, .. } in cases {
         if !ids.insert(case.id.as_str()) {
             errors.push(LintError::new(
                 file,

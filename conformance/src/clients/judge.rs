@@ -218,10 +218,18 @@ fn check_runtime_env(case: &ClientCase, played: &Played) -> Option<String> {
     if case.expect.runtime_env.is_empty() {
         return None;
     }
-    if played.runtime_env.is_empty() {
+    let starts: Vec<&Vec<String>> = played
+        .journal
+        .iter()
+        .filter_map(|entry| match &entry.event {
+            dsh_formats::journal::Event::Start { env_names, .. } => Some(env_names),
+            _ => None,
+        })
+        .collect();
+    if starts.is_empty() {
         return Some("the runtime never started with the kit's environment (the client must pass its environment down)".into());
     }
-    for names in &played.runtime_env {
+    for names in starts {
         if let Some(missing) = case
             .expect
             .runtime_env

@@ -65,8 +65,6 @@ pub struct Played {
     pub leftovers: Vec<Leftover>,
     /// Where the case's credential was found (argv, output, files).
     pub leaked: Vec<String>,
-    /// The runtimes' environment variable names, per start.
-    pub runtime_env: Vec<Vec<String>>,
     pub duration: Duration,
 }
 
@@ -87,10 +85,16 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
         stdout,
         stderr,
     } = wait_bounded(command, setup.limit())?;
-    let leftovers = survivors(&token, Duration::from_secs_f64(setup.time_scale.max(0.5)));
-    leftovers::sweep(&token, Duration::ZERO, Duration::from_secs(2));
+    // What still carries the token once a signalled runtime had its grace to finish is left
+    // behind; the sweep kills it before the pipes it may hold are read to their end.
+    let grace = Duration::from_secs_f64(setup.time_scale.max(0.5));
+    let leftovers = leftovers::sweep(&token, grace, Duration::from_secs(2));
+    let (stdout, stderr) = (
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default(),
+    );
     let duration = started.elapsed();
-    let journal = read_journal(&temp.path().join("journal.jsonl"));
+    let journal = read_journal(&temp.path().join("journal.jsonl"))?;
     let mut leaked = leaks_in_argv(&journal, &secret);
     for (name, bytes) in [
         ("the client's stdout", &stdout),
@@ -101,13 +105,6 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
         }
     }
     leaked.extend(leaks_in_files(&work, &secret));
-    let runtime_env = journal
-        .iter()
-        .filter_map(|entry| match &entry.event {
-            Event::Start { env_names, .. } => Some(env_names.clone()),
-            _ => None,
-        })
-        .collect();
     Ok(Played {
         exit,
         hung,
@@ -116,7 +113,6 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
         journal,
         leftovers,
         leaked,
-        runtime_env,
         duration,
     })
 }
@@ -167,12 +163,13 @@ fn client_command(
     Ok(command)
 }
 
-/// How the client process ended.
+/// How the client process ended, and the readers of its pipes (joined once whatever the client
+/// left running is gone).
 struct Ended {
     exit: Option<i32>,
     hung: bool,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
+    stdout: std::thread::JoinHandle<Vec<u8>>,
+    stderr: std::thread::JoinHandle<Vec<u8>>,
 }
 
 /// Runs the client in its own process group, both pipes drained (bounded); at `limit` the group
@@ -203,8 +200,6 @@ fn wait_bounded(mut command: Command, limit: Duration) -> Result<Ended, String> 
         std::thread::sleep(Duration::from_millis(20));
     };
     disown(group.as_raw());
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
     Ok(Ended {
         exit: status.code().filter(|_| !hung),
         hung,
@@ -227,25 +222,15 @@ fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::Join
     })
 }
 
-/// The processes still carrying the case's token `grace` after the client exited (a runtime it
-/// signalled gets that long to finish).
-fn survivors(token: &str, grace: Duration) -> Vec<Leftover> {
-    let deadline = Instant::now() + grace;
-    loop {
-        let found = leftovers::find(token);
-        if found.is_empty() || Instant::now() >= deadline {
-            return found;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+/// fake-dsh's journal of the case, read by the harness's own reader (a last entry cut off by a
+/// SIGKILL mid-write is left out); none when no runtime started with the kit's environment, and
+/// a line that is no journal entry is a kit fault that stops the run.
+fn read_journal(path: &Path) -> Result<Vec<Entry>, String> {
+    if !path.exists() {
+        return Ok(Vec::new());
     }
-}
-
-fn read_journal(path: &Path) -> Vec<Entry> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
+    let entries = crate::run::journal::Journal::new(path).read()?;
+    Ok(entries.into_iter().map(|line| line.entry).collect())
 }
 
 fn leaks_in_argv(journal: &[Entry], secret: &str) -> Vec<String> {

@@ -58,7 +58,13 @@ pub fn tree_hash_on_disk(root: &Path) -> Result<String, String> {
     ))
 }
 
-fn collect(root: &Path, dir: &Path, found: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
+/// Every file under `dir` (dot-files and dot-dirs skipped), as (its path relative to `root`,
+/// `/`-separated; its bytes).
+pub(crate) fn collect(
+    root: &Path,
+    dir: &Path,
+    found: &mut Vec<(String, Vec<u8>)>,
+) -> Result<(), String> {
     let entries = fs::read_dir(dir).map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
     for entry in entries {
         let path = entry

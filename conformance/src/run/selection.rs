@@ -51,22 +51,20 @@ pub struct Selection {
 
 impl Selection {
     pub fn matches(&self, entry: &CaseEntry) -> bool {
-        let id_ok = self.case_globs.is_empty()
-            || self
-                .case_globs
-                .iter()
-                .any(|glob| glob_match(glob, &entry.id));
         let section_ok = self.sections.is_empty()
             || entry.case.as_ref().is_ok_and(|case| {
                 case.spec
                     .iter()
                     .any(|section| self.sections.contains(section))
             });
-        let skipped = self
-            .skip_globs
-            .iter()
-            .any(|glob| glob_match(glob, &entry.id));
-        id_ok && section_ok && !skipped
+        self.matches_id(&entry.id) && section_ok
+    }
+
+    /// Whether the id is selected by `--case` (any, or none given) and not left out by `--skip`.
+    pub fn matches_id(&self, id: &str) -> bool {
+        let id_ok =
+            self.case_globs.is_empty() || self.case_globs.iter().any(|glob| glob_match(glob, id));
+        id_ok && !self.skip_globs.iter().any(|glob| glob_match(glob, id))
     }
 
     /// Checks every glob once, so a malformed pattern is an error naming the flag, not a case

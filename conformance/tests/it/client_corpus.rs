@@ -157,6 +157,13 @@ fn what_cannot_run_is_exit_2_a_glob_matching_nothing_exit_3_a_lacking_capability
     let nothing = run("sdk", "true", &["--case", "sdk.no-such-*"]);
     assert_eq!(nothing.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&nothing.stderr).contains("sdk.no-such-*"));
+    let malformed = run("sdk", "true", &["--case", "sdk.[x"]);
+    assert_eq!(
+        malformed.status.code(),
+        Some(2),
+        "a glob that does not compile"
+    );
+    assert!(String::from_utf8_lossy(&malformed.stderr).contains("not a valid glob"));
     if dsh_test_support::tool_available("python3") {
         let skipped = run(
             "sdk",

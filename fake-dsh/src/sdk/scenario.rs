@@ -1,16 +1,6 @@
-//! Reads the SDK surfaces' scenario (the typed model is [`dsh_formats::sdk_scenario`]) from
-//! `FAKE_DSH_SCENARIO` when that file holds an `sdk` member (`{"sdk": {...}}`).
-//!
-//! ```json
-//! {"sdk": {"initialize_delay_ms": 200,
-//!          "turns": [{"steps": [{"reasoning": "r", "tool_calls": [{"name": "write",
-//!                       "arguments": {"file_path": "a.txt", "content": "x"}}]},
-//!                               {"text": "done"}],
-//!                     "end": "completed"}]}}
-//! ```
-//!
-//! The n-th accepted prompt (counted over the whole process) plays `turns[n]`; prompts beyond the
-//! list get the default agent.
+//! Reads the SDK surfaces' scenario from `FAKE_DSH_SCENARIO` when that file holds an `sdk`
+//! member (`{"sdk": {...}}`). The language itself, its example and what each member does, is the
+//! typed model [`dsh_formats::sdk_scenario`] (schema `schemas/sdk-scenario.schema.json`).
 
 pub use dsh_formats::sdk_scenario::{
     EndKind, SdkScenario, SelfSignal, SignalName, StepScript, SubagentScript, ToolCallScript,
