@@ -19,7 +19,6 @@
 pub mod checks;
 pub mod models;
 pub mod observed;
-pub mod process;
 pub mod product;
 pub mod turn;
 pub mod verdict;
@@ -28,6 +27,7 @@ pub mod world;
 pub use crate::output::Format;
 
 use checks::CHECKS;
+use dsh_engine::process;
 use serde_json::json;
 use std::io::Write;
 use std::path::PathBuf;
@@ -255,7 +255,7 @@ pub fn install_bundle(
         .ok()
         .filter(|path| path.exists())
         .ok_or_else(|| CannotRun(format!("--bundle {}: no such file", tarball.display())))?;
-    let root = crate::scratch::tempdir("dsh-check-runtime-home-")
+    let root = dsh_engine::scratch::tempdir("dsh-check-runtime-home-")
         .map_err(|error| CannotRun(format!("cannot create a temp home: {error}")))?;
     let tarball = if bundle.is_dir() {
         pack_directory(&bundle, root.path())?

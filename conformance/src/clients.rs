@@ -32,7 +32,7 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
         .into_iter()
         .flatten()
     {
-        crate::output::file::refuse_symlink(path).map_err(|e| e.to_string())?;
+        dsh_engine::files::refuse_symlink(path).map_err(|e| e.to_string())?;
     }
     let Some(selected) = select(args, corpus.of(surface).collect())? else {
         return Ok(EXIT_NOTHING_MEASURED);
@@ -76,7 +76,7 @@ fn select<'a>(
                 .into(),
         );
     }
-    let selection = crate::run::selection::Selection {
+    let selection = dsh_engine::selection::Selection {
         case_globs: args.cases.clone(),
         sections: Vec::new(),
         skip_globs: args.skip.clone(),
@@ -112,7 +112,7 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
         );
     }
     let client: Vec<String> = client.into_iter().map(absolute_if_a_file).collect();
-    crate::run::child_env::check_pass_env(&args.pass_env)?;
+    dsh_engine::child_env::check_pass_env(&args.pass_env)?;
     let fake_dsh = crate::run::fake_dsh_of(args)?;
     if !fake_dsh.is_file() {
         return Err(format!(
@@ -130,7 +130,7 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
         client,
         fake_dsh,
         time_scale: args.time_scale,
-        inherited: crate::run::child_env::inherited(&args.pass_env),
+        inherited: dsh_engine::child_env::inherited(&args.pass_env),
         runtime_args: runtime_args(surface, args.runtime_persona.as_deref())?,
     })
 }

@@ -11,10 +11,9 @@
 //! - [`locate`](mod@locate): where `run`, `report` and `lint` take the corpus from (flag, env, nearest
 //!   `fixtures/`, embedded).
 
-pub mod embedded;
-pub mod locate;
-
-pub use locate::{choose, locate, CorpusDir};
+pub use dsh_engine::corpus::{
+    choose, embedded, locate, read_corpus_file, CorpusDir, MAX_CORPUS_FILE_BYTES, RULES_FILE,
+};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -24,8 +23,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// The rule catalog's file name inside the fixtures dir.
-pub const RULES_FILE: &str = "rules.json";
 /// The fixtures subdirectory that holds stdout transcripts, not case files.
 pub const TRANSCRIPTS_DIR: &str = "transcripts";
 const FIXTURE_SCHEMA: &str = "fixture.schema.json";
@@ -492,33 +489,6 @@ fn check_rule_references(fixtures_dir: &Path, rules: &[Rule], cases: &[CaseRef])
         }
     }
     errors
-}
-
-/// The most bytes `lint` reads from one corpus file (case files are a few KiB).
-pub const MAX_CORPUS_FILE_BYTES: u64 = 8 * 1024 * 1024;
-
-/// Reads a corpus file bounded: a regular file (a FIFO would hang, a device never end) of at most
-/// [`MAX_CORPUS_FILE_BYTES`], as UTF-8.
-pub fn read_corpus_file(file: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let meta = fs::metadata(file).map_err(|error| format!("cannot read: {error}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file (a corpus holds regular files only)".to_string());
-    }
-    let mut bytes = Vec::new();
-    fs::File::open(file)
-        .and_then(|opened| {
-            opened
-                .take(MAX_CORPUS_FILE_BYTES + 1)
-                .read_to_end(&mut bytes)
-        })
-        .map_err(|error| format!("cannot read: {error}"))?;
-    if bytes.len() as u64 > MAX_CORPUS_FILE_BYTES {
-        return Err(format!(
-            "more than the {MAX_CORPUS_FILE_BYTES} bytes a corpus file may hold"
-        ));
-    }
-    String::from_utf8(bytes).map_err(|error| format!("not UTF-8: {error}"))
 }
 
 fn read_json(file: &Path) -> Result<Value, LintError> {

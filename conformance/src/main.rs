@@ -45,10 +45,10 @@ enum Command {
     ModelServer(model_server::Args),
     /// Run a host's runtime under a child subreaper that kills what it leaves behind (escaped
     /// daemons) once it exited: `supervise -- dsh --profile open-design --stdio`.
-    Supervise(run::supervisor::RuntimeArgs),
+    Supervise(dsh_engine::supervisor::RuntimeArgs),
     /// The per-case supervisor `run` starts each driver under (internal).
     #[command(name = "__supervise", hide = true)]
-    CaseSupervise(run::supervisor::Args),
+    CaseSupervise(dsh_engine::supervisor::Args),
 }
 
 /// `--version`: the crate version and the embedded corpus it carries (the `corpus_hash` a full run
@@ -84,7 +84,7 @@ fn main() -> ExitCode {
         Command::SdkScenarioFromTranscript(args) => dsh_conformance::sdk_record::main(args),
         Command::Corpus(args) => corpus::corpus_main(args),
         Command::ModelServer(args) => model_server::main(args),
-        Command::Supervise(args) => run::supervisor::runtime_main(args),
-        Command::CaseSupervise(args) => run::supervisor::main(args),
+        Command::Supervise(args) => dsh_engine::supervisor::runtime_main(args),
+        Command::CaseSupervise(args) => dsh_engine::supervisor::main(args),
     }
 }

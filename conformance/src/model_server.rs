@@ -2,7 +2,7 @@
 //! (bounded), creates the log and writes the URL file without following links, prints the URL and
 //! serves until SIGINT or SIGTERM.
 
-use crate::input::{read_bounded, MAX_CONFIG_BYTES};
+use dsh_engine::input::{read_bounded, MAX_CONFIG_BYTES};
 use dsh_model_server::script::Script;
 use dsh_model_server::{default_script, files, ModelServer, Options};
 use std::io::Write;

@@ -12,7 +12,6 @@
 //! - [`escape`]: making untrusted text safe for a terminal, XML/HTML, Markdown and a shell.
 
 pub mod escape;
-pub mod file;
 pub mod junit;
 pub mod markdown;
 pub mod secrets;

@@ -208,7 +208,7 @@ pub fn fixture_main(args: FixtureArgs) -> ExitCode {
             let path = &out_path(out, &id);
             let made = match path.strip_prefix(out).ok().and_then(Path::parent) {
                 Some(area) if path != out => {
-                    crate::output::file::create_dir_inside(out, area).map(drop)
+                    dsh_engine::files::create_dir_inside(out, area).map(drop)
                 }
                 _ => path
                     .parent()
@@ -221,7 +221,7 @@ pub fn fixture_main(args: FixtureArgs) -> ExitCode {
                     path.display()
                 ));
             }
-            if let Err(error) = crate::output::file::write_file(path, text.as_bytes()) {
+            if let Err(error) = dsh_engine::files::write_file(path, text.as_bytes()) {
                 return fail(error.to_string());
             }
             eprintln!("wrote case {id} to {}", path.display());

@@ -17,31 +17,24 @@
 /// results model shares).
 pub use crate::codes;
 pub use crate::fixture;
-/// The `/proc` helpers, at their old path (they are the crate's [`crate::procfs`]).
-pub use crate::procfs;
 
 mod case;
 mod checks;
-pub mod child_env;
 mod driver;
 mod events;
 mod expect;
 pub mod expectations;
-pub(crate) mod journal;
-pub(crate) mod leftovers;
 mod mapping_watch;
 mod preflight;
 pub mod project_files;
-pub mod selection;
 pub mod suite;
-pub mod supervisor;
 mod transcript;
 pub mod verdict;
 mod world;
 
 pub use case::needed_capabilities;
+pub use dsh_engine::selection::{CaseEntry, Selection};
 pub use expectations::Expectations;
-pub use selection::{CaseEntry, Selection};
 pub use suite::{resolve_program, run_suite, HarnessError, Suite, SuiteConfig, Variant};
 
 pub use crate::output::Format;
@@ -97,7 +90,7 @@ pub struct Flags {
     pub skip: Vec<String>,
     /// Run only shard K of N (`--shard 2/4`): a deterministic split balanced by expected wait.
     #[arg(long, value_name = "K/N")]
-    pub shard: Option<selection::Shard>,
+    pub shard: Option<dsh_engine::selection::Shard>,
     /// Print the selected cases and exit (`--format json` for a JSON array).
     #[arg(long)]
     pub list: bool,
@@ -261,7 +254,7 @@ fn run_cli(args: &Args) -> Result<u8, String> {
     .into_iter()
     .flatten()
     {
-        crate::output::file::refuse_symlink(path).map_err(|e| e.to_string())?;
+        dsh_engine::files::refuse_symlink(path).map_err(|e| e.to_string())?;
     }
     let suite = match Suite::prepare(&config) {
         Ok(suite) => suite,
@@ -496,7 +489,7 @@ pub(crate) fn write_outputs(
         }
     }
     stdout.flush()?;
-    let write_file = crate::output::file::write_rendered;
+    let write_file = dsh_engine::files::write_rendered;
     if let Some(path) = &args.junit {
         write_file(path, &|out| crate::output::write_junit(report, out))?;
     }
@@ -530,7 +523,7 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
             .split_once('=')
             .filter(|(key, _)| !key.is_empty())
             .ok_or_else(|| format!("--variant-env {pair:?} is not KEY=VALUE"))?;
-        child_env::check_variant_env(key, value)
+        dsh_engine::child_env::check_variant_env(key, value)
             .map_err(|why| format!("--variant-env {pair:?}: {why}"))?;
         variant.env.insert(key.to_string(), value.to_string());
     }

@@ -4,7 +4,6 @@
 //! are in [`super::verdict`]; the catalog and product checks live in [`super::models`] and
 //! [`super::product`].
 
-use super::process::{describe_exit, Next, SpawnError, StdoutEvent};
 use super::turn::{
     self, describe_terminal, Ending, LineKind, Plan, SeenLine, ANSWER_MS, EXIT_MS, READY_MS,
 };
@@ -13,6 +12,7 @@ use super::verdict::{
     Outcome, Procedure, SurfaceRun, SURFACE_MS,
 };
 use super::world::{json_line, Target, World, PROFILE};
+use dsh_engine::process::{describe_exit, Next, SpawnError, StdoutEvent};
 use dsh_protocol::frames::{CONTENT_FRAME_TYPES, RUN_FRAME_TYPES};
 use dsh_protocol::{RunContext, Terminal};
 use serde_json::Value;

@@ -3,10 +3,10 @@
 //! naming each listed route, with each of its efforts (or none when it lists none), is accepted
 //! and completes.
 
-use super::process::SpawnError;
 use super::turn::{self, describe_terminal, LineKind, Picked, Plan};
 use super::verdict::{fail, pass, run_surface, schema_problem, Outcome, SurfaceRun};
 use super::world::{Target, World, PROFILE};
+use dsh_engine::process::SpawnError;
 use dsh_protocol::Terminal;
 use serde_json::Value;
 

@@ -5,9 +5,9 @@
 //! record, so a real dsh boots once for all of them instead of once per check.
 
 use super::models::{self, Catalog};
-use super::process::SpawnError;
 use super::turn::{self, Plan, TurnRecord};
 use super::world::{random_uuid, Target, World};
+use dsh_engine::process::SpawnError;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 

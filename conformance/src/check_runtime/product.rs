@@ -6,10 +6,10 @@
 //! then rewrites it).
 
 use super::observed::Observed;
-use super::process::SpawnError;
 use super::turn::{self, Plan, TurnRecord};
 use super::verdict::{fail, inconclusive, no_result, pass, Outcome};
 use super::world::{Target, World};
+use dsh_engine::process::SpawnError;
 use serde_json::Value;
 
 /// The second turn's request (the prompt canary stays in it, so the stderr checks still hold).

@@ -2,8 +2,8 @@
 //! send the execute, read to the terminal result, let it exit) and records everything it saw for
 //! the checks to judge.
 
-use super::process::{Next, RuntimeProcess, SpawnError, StderrSummary, StdoutEvent};
 use super::world::{Target, World};
+use dsh_engine::process::{Next, RuntimeProcess, SpawnError, StderrSummary, StdoutEvent};
 use dsh_protocol::{LineEvent, RunContext, Step, StreamChecker, Terminal};
 use serde_json::Value;
 use std::process::ExitStatus;

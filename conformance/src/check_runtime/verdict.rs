@@ -4,9 +4,9 @@
 //! how a turn ended without its result). The catalogue in [`super::checks`], [`super::models`] and
 //! [`super::product`] import it; it imports none of them.
 
-use super::process::{describe_exit, Next, SpawnError, StdoutEvent};
 use super::turn::{self, Ending, SeenLine};
 use super::world::{Target, World};
+use dsh_engine::process::{describe_exit, Next, SpawnError, StdoutEvent};
 use serde_json::Value;
 
 /// Base bound for `--version` and `--probe` to exit.

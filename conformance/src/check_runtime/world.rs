@@ -1,7 +1,7 @@
 //! The throwaway world one check runs its runtime in: a temp project cwd, a Harness home, canary
 //! prompt and credential, fresh ids, and the launch description for each runtime surface.
 
-use super::process::{Launch, RuntimeProcess, SpawnError};
+use dsh_engine::process::{Launch, RuntimeProcess, SpawnError};
 use std::collections::hash_map::RandomState;
 use std::ffi::OsString;
 use std::hash::{BuildHasher, Hasher};
@@ -73,7 +73,7 @@ pub struct World {
 
 impl World {
     pub fn new(target: &Target, check_id: &str) -> Result<Self, SpawnError> {
-        let root = crate::scratch::tempdir("dsh-check-runtime-")
+        let root = dsh_engine::scratch::tempdir("dsh-check-runtime-")
             .map_err(|error| SpawnError(format!("cannot create a temp dir: {error}")))?;
         let make = |path: &Path| {
             std::fs::create_dir_all(path)

@@ -4,9 +4,9 @@
 //! looks at what is left: the client's reports and exit, the runtimes it left running (found by
 //! the case's token in their environment, then killed), and where the case's credential ended up.
 
-use crate::check_runtime::process::{disown, spawn_owned};
 use crate::check_runtime::world::random_uuid;
-use crate::run::leftovers::{self, Leftover, CASE_TOKEN_ENV};
+use dsh_engine::leftovers::{self, Leftover, CASE_TOKEN_ENV};
+use dsh_engine::process::{disown, spawn_owned};
 use dsh_formats::client_case::{ClientCase, ClientSurface};
 use dsh_formats::journal::{Entry, Event};
 use std::path::{Path, PathBuf};
@@ -70,7 +70,7 @@ pub struct Played {
 
 /// Plays `case`; `Err` when it could not be played at all (the client cannot start, no temp dir).
 pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
-    let temp = crate::scratch::tempdir("dsh-conformance-client-")
+    let temp = dsh_engine::scratch::tempdir("dsh-conformance-client-")
         .map_err(|e| format!("cannot create a temp dir: {e}"))?;
     let work = temp.path().join("work");
     std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
@@ -229,7 +229,7 @@ fn read_journal(path: &Path) -> Result<Vec<Entry>, String> {
     if !path.exists() {
         return Ok(Vec::new());
     }
-    let entries = crate::run::journal::Journal::new(path).read()?;
+    let entries = dsh_engine::journal::Journal::new(path).read()?;
     Ok(entries.into_iter().map(|line| line.entry).collect())
 }
 

@@ -6,7 +6,7 @@ use super::redact::Redactor;
 use super::signals;
 use super::transcript::{self, Meta};
 use super::Surface;
-use crate::procfs;
+use dsh_engine::procfs;
 use dsh_protocol::LineFramer;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;

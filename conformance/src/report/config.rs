@@ -1,7 +1,7 @@
 //! The `report` config: which hosts and runtime variants make the matrix, and the defaults when no
 //! config is given (the reference host; the dsh versions the spec's version policy distinguishes).
 
-use crate::input::{read_bounded, MAX_CONFIG_BYTES};
+use dsh_engine::input::{read_bounded, MAX_CONFIG_BYTES};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -208,7 +208,7 @@ impl MatrixConfig {
             {
                 return Err(format!("host name {:?} is used twice", host.name));
             }
-            crate::run::child_env::check_pass_env(&host.pass_env)
+            dsh_engine::child_env::check_pass_env(&host.pass_env)
                 .map_err(|why| format!("host {:?}: \"pass_env\": {why}", host.name))?;
         }
         for (index, variant) in self.variants.iter().enumerate() {
@@ -222,7 +222,7 @@ impl MatrixConfig {
                 return Err(format!("variant name {:?} is used twice", variant.name));
             }
             for (name, value) in &variant.env {
-                crate::run::child_env::check_variant_env(name, value)
+                dsh_engine::child_env::check_variant_env(name, value)
                     .map_err(|why| format!("variant {:?}: \"env\": {why}", variant.name))?;
             }
         }

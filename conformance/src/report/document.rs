@@ -1,11 +1,11 @@
 //! `report.json`: the document type, its schema (`schemas/report.schema.json`, embedded), and
 //! loading a report (or a single `run --format json` suite) with schema errors that name the file.
 //! [`parse_json`] parses it, and the rule catalog, with errors naming the file; both are read
-//! through [`crate::input::read_bounded`].
+//! through [`dsh_engine::input::read_bounded`].
 
 use super::config::VariantSpec;
-use crate::input::{read_bounded, MAX_REPORT_BYTES};
 use crate::model::SuiteReport;
+use dsh_engine::input::{read_bounded, MAX_REPORT_BYTES};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

@@ -150,10 +150,10 @@ pub const REPORT_FILES: [&str; 3] = ["report.json", "report.html", "report.md"];
 
 /// Writes report.json, report.html and report.md into `dir` (created if missing).
 pub fn write_report_files(document: &ReportDocument, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    crate::output::file::create_dir_inside(dir, Path::new(""))
+    dsh_engine::files::create_dir_inside(dir, Path::new(""))
         .map_err(|error| format!("{}: cannot create: {error}", dir.display()))?;
     for name in REPORT_FILES {
-        crate::output::file::refuse_symlink(&dir.join(name)).map_err(|error| error.to_string())?;
+        dsh_engine::files::refuse_symlink(&dir.join(name)).map_err(|error| error.to_string())?;
     }
     let mut written = Vec::new();
     for name in REPORT_FILES {
@@ -167,7 +167,7 @@ pub fn write_report_files(document: &ReportDocument, dir: &Path) -> Result<Vec<P
             _ => markdown::write_report_markdown(document, &mut bytes),
         };
         rendered.map_err(|error| format!("{}: cannot render: {error}", path.display()))?;
-        crate::output::file::write_file(&path, &bytes).map_err(|error| error.to_string())?;
+        dsh_engine::files::write_file(&path, &bytes).map_err(|error| error.to_string())?;
         written.push(path);
     }
     Ok(written)
@@ -266,7 +266,7 @@ pub fn main(args: Args) -> ExitCode {
         .map(|name| args.out.join(name))
         .chain(std::iter::once(args.out.clone()))
         .chain(args.junit.clone())
-        .find_map(|path| crate::output::file::refuse_symlink(&path).err());
+        .find_map(|path| dsh_engine::files::refuse_symlink(&path).err());
     if let Some(error) = planted {
         eprintln!("dsh-conformance report: {error}");
         return ExitCode::from(2);
@@ -294,7 +294,7 @@ pub fn main(args: Args) -> ExitCode {
         stable::make_stable(&mut document);
     }
     if let Some(path) = &args.junit {
-        let written = crate::output::file::write_rendered(path, &|out| {
+        let written = dsh_engine::files::write_rendered(path, &|out| {
             crate::output::write_junit_suites(&document.suites, out)
         });
         if let Err(error) = written {

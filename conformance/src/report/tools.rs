@@ -178,7 +178,7 @@ pub fn merge_main(args: MergeArgs) -> ExitCode {
         .and_then(merge)
         .and_then(|document| {
             let text = serde_json::to_string_pretty(&document).map_err(|e| e.to_string())?;
-            crate::output::file::write_file(&args.out, format!("{text}\n").as_bytes())
+            dsh_engine::files::write_file(&args.out, format!("{text}\n").as_bytes())
                 .map_err(|e| e.to_string())?;
             Ok(document)
         });

@@ -15,13 +15,13 @@ use super::fixture::{
     BundleKind, Capability, Case, DiscoverExpect, Interpretations, RestartAction, RunExpect,
     RunStep, SetupExpect, Step,
 };
-use super::journal::{self, Entry, Journal};
-use super::leftovers::{self, CASE_TOKEN_ENV};
-use super::supervisor;
 use super::transcript::Transcript;
 use super::verdict::*;
 use super::world::World;
 use crate::output::secrets::display_command;
+use dsh_engine::journal::{self, Entry, Journal};
+use dsh_engine::leftovers::{self, CASE_TOKEN_ENV};
+use dsh_engine::supervisor;
 
 use checks::MIN_SCANNED_PROMPT;
 
@@ -47,7 +47,7 @@ pub struct CaseEnv {
     pub time_scale: f64,
     /// Rule id -> interpretation entry, for the catalog's `interpretation` rules.
     pub interpreted_rules: BTreeMap<String, String>,
-    /// The caller's variables the driver gets besides the allowed ones (`super::child_env`).
+    /// The caller's variables the driver gets besides the allowed ones (`dsh_engine::child_env`).
     pub pass_env: Vec<String>,
 }
 
@@ -440,7 +440,7 @@ impl<'a> Runner<'a> {
         } else {
             format!("{}:{path}", world.bin_dir().display())
         };
-        let mut env = super::child_env::inherited(&self.env.pass_env);
+        let mut env = dsh_engine::child_env::inherited(&self.env.pass_env);
         env.extend([
             ("DSH_BIN".to_string(), world.dsh().display().to_string()),
             ("PATH".to_string(), path),

@@ -59,7 +59,7 @@ pub fn interrupted() -> bool {
 pub struct DriverSpec {
     pub command: Vec<String>,
     pub cwd: PathBuf,
-    /// The driver's whole environment (`super::child_env`: the allowed variables of the caller,
+    /// The driver's whole environment (`dsh_engine::child_env`: the allowed variables of the caller,
     /// then the case's; a later entry wins).
     pub env: Vec<(String, String)>,
     /// Byte strings that must never appear in the driver's stderr: (what it is, the bytes).

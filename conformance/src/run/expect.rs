@@ -8,12 +8,12 @@ use std::path::Path;
 use super::codes::{Declared, Vocabulary};
 use super::driver::{clip, contains};
 use super::events;
-use super::journal::Entry;
 use super::world::World;
 use crate::fixture::{
     CatalogModel, DiscoverExpect, ExecuteExpect, ExpectedCode, ModelsExpect, ResumeExpect,
     RunExpect, SessionExpect, SetupExpect,
 };
+use dsh_engine::journal::Entry;
 
 /// An expectation that did not hold.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::input::{read_bounded, MAX_CONFIG_BYTES};
 use crate::model::{SuiteReport, Verdict};
+use dsh_engine::input::{read_bounded, MAX_CONFIG_BYTES};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,7 +61,7 @@ impl Expectations {
 
     pub fn write(&self, path: &Path) -> Result<(), String> {
         let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())? + "\n";
-        crate::output::file::write_file(path, text.as_bytes())
+        dsh_engine::files::write_file(path, text.as_bytes())
             .map_err(|e| format!("cannot write the expectations file: {e}"))
     }
 }

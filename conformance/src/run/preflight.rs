@@ -19,12 +19,12 @@ pub const STDERR_TAIL_LINES: usize = 20;
 /// Starts the driver in a scratch dir, handshakes and shuts it down; the handshake reply, or the
 /// error to print.
 pub fn handshake(host: &[String], time_scale: f64, pass_env: &[String]) -> Result<Value, String> {
-    let scratch = crate::scratch::tempdir("dsh-preflight-")
+    let scratch = dsh_engine::scratch::tempdir("dsh-preflight-")
         .map_err(|e| format!("cannot create a scratch dir for the pre-flight check: {e}"))?;
     let spec = DriverSpec {
         command: host.to_vec(),
         cwd: scratch.path().to_path_buf(),
-        env: super::child_env::inherited(pass_env)
+        env: dsh_engine::child_env::inherited(pass_env)
             .into_iter()
             .chain([("DSH_CONFORMANCE".to_string(), "preflight".to_string())])
             .collect(),

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use super::case::{claims_reuse, run_case, CaseEnv, ReusedDriver};
 use super::expectations::Expectations;
-use super::selection::{corpus_hash, find_cases, shard_entries, CaseEntry, Selection};
 use super::verdict::{apply_xfail, decide, RULE_KIT};
 use crate::model::{Blame, CaseResult, CorpusInfo, HostInfo, SuiteReport, Verdict};
+use dsh_engine::selection::{corpus_hash, find_cases, shard_entries, CaseEntry, Selection};
 
 /// A runtime variant: a name and the extra env fake-dsh runs with (e.g. `FAKE_DSH_VERSION`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,9 +168,9 @@ fn check_paths_and_flags(config: &SuiteConfig) -> Result<(), HarnessError> {
         )));
     }
     config.selection.check().map_err(HarnessError::Config)?;
-    super::child_env::check_pass_env(&config.pass_env).map_err(HarnessError::Config)?;
+    dsh_engine::child_env::check_pass_env(&config.pass_env).map_err(HarnessError::Config)?;
     for (name, value) in &config.variant.env {
-        super::child_env::check_variant_env(name, value)
+        dsh_engine::child_env::check_variant_env(name, value)
             .map_err(|why| HarnessError::Config(format!("variant env: {why}")))?;
     }
     Ok(())

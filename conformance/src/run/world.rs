@@ -1,6 +1,7 @@
 //! The per-case world: a fresh temp root with the project, DSH_HOME, host data dir, journal,
 //! scenario, the `bin/dsh` wrapper around fake-dsh, the canary credential and setup bundles.
 
+use dsh_engine::random::{hex, random_hex};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fs;
@@ -26,7 +27,7 @@ pub struct World {
     pub root: PathBuf,
     pub canary: String,
     /// The per-case token every driver process carries in `DSH_CONFORMANCE_CASE` (see
-    /// `super::leftovers`).
+    /// `dsh_engine::leftovers`).
     pub case_token: String,
     /// A marker inside the bootstrap text, to tell whether an execute carried the bootstrap.
     pub bootstrap_marker: String,
@@ -81,9 +82,9 @@ impl World {
         fake_dsh_env: &BTreeMap<String, String>,
         watchdog_secs: u64,
     ) -> io::Result<World> {
-        let dir = crate::scratch::tempdir("dsh-conformance-")?;
+        let dir = dsh_engine::scratch::tempdir("dsh-conformance-")?;
         let root = dir.path().canonicalize()?;
-        let private = crate::scratch::tempdir("dsh-conformance-kit-")?;
+        let private = dsh_engine::scratch::tempdir("dsh-conformance-kit-")?;
         live_roots().extend([dir.path().to_path_buf(), private.path().to_path_buf()]);
         for sub in ["project", "dsh-home", "host-data", "bin"] {
             fs::create_dir_all(root.join(sub))?;
@@ -124,7 +125,7 @@ impl World {
         Ok(world)
     }
 
-    /// Where the case's supervisors report the processes they killed (`super::supervisor`).
+    /// Where the case's supervisors report the processes they killed (`dsh_engine::supervisor`).
     pub fn supervisor_report(&self) -> PathBuf {
         self.private.path().join("supervisor-killed.jsonl")
     }
@@ -254,14 +255,14 @@ impl World {
         // Every dsh of the case carries its token whatever environment the host gives it (a
         // driver serving many cases started without one), so an escaped runtime is found.
         env.insert(
-            super::leftovers::CASE_TOKEN_ENV.to_string(),
+            dsh_engine::leftovers::CASE_TOKEN_ENV.to_string(),
             self.case_token.clone(),
         );
         env.entry("FAKE_DSH_WATCHDOG_SECS".to_string())
             .or_insert_with(|| self.watchdog_secs.to_string());
         let mut script = String::from("#!/bin/sh\n# dsh-conformance: this case's dsh (fake-dsh playing the case's scenario)\n");
         for (name, value) in &env {
-            super::child_env::check_variant_env(name, value)
+            dsh_engine::child_env::check_variant_env(name, value)
                 .map_err(|why| io::Error::new(io::ErrorKind::InvalidInput, why))?;
             script.push_str(&format!("{name}={}\nexport {name}\n", shell_quote(value)));
         }
@@ -376,17 +377,6 @@ pub fn shell_quote(word: &str) -> String {
 fn set_executable(path: &Path) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(path, fs::Permissions::from_mode(0o755))
-}
-
-/// `bytes` random bytes from the OS, as lowercase hex.
-pub fn random_hex(bytes: usize) -> io::Result<String> {
-    let mut buffer = vec![0u8; bytes];
-    fs::File::open("/dev/urandom")?.read_exact(&mut buffer)?;
-    Ok(hex(&buffer))
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn flip_first_hex_digit(hex: &str) -> String {

@@ -564,7 +564,7 @@ fn live_with_marker(marker: &str) -> Vec<i32> {
     entries
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| dsh_conformance::run::procfs::is_live(*pid))
+        .filter(|pid| dsh_engine::procfs::is_live(*pid))
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
                 .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))

@@ -5,7 +5,7 @@
 
 use assert_cmd::Command;
 use dsh_conformance::corpus::{self, embedded, locate::Source};
-use dsh_conformance::run::selection::{corpus_hash, find_cases};
+use dsh_engine::selection::{corpus_hash, find_cases};
 use std::path::{Path, PathBuf};
 
 fn repo_root() -> PathBuf {

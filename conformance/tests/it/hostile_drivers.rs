@@ -90,7 +90,7 @@ const RUN: &str = r#"{"run":{"conversation":"c1","prompt":"Create a landing page
 /// A process is gone when /proc has no entry for it, or it is a zombie (dead, not yet reaped by
 /// its new parent).
 fn is_gone(pid: i32) -> bool {
-    !dsh_conformance::run::procfs::is_live(pid)
+    !dsh_engine::procfs::is_live(pid)
 }
 
 /// (id, verdict, rule, why) of every case in a `--format json` report.

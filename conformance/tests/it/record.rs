@@ -658,7 +658,7 @@ fn a_daemon_that_left_the_runtime_s_group_is_reported_and_killed() {
         .and_then(|entry| entry["child_pid"].as_i64())
         .map(|pid| pid as i32)
         .unwrap_or_else(|| panic!("no daemon journaled: {journal}"));
-    let alive = dsh_conformance::run::procfs::is_live(daemon);
+    let alive = dsh_engine::procfs::is_live(daemon);
     if alive {
         let pid = nix::unistd::Pid::from_raw(daemon);
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);

@@ -154,7 +154,7 @@ fn a_runtime_a_case_leaves_running_in_a_reused_driver_is_found_killed_and_blamed
     let alive: Vec<i32> = runtimes
         .into_iter()
         .chain(pids_of(&kit, "driver"))
-        .filter(|pid| dsh_conformance::run::procfs::is_live(*pid))
+        .filter(|pid| dsh_engine::procfs::is_live(*pid))
         .collect();
     for pid in &alive {
         let _ = nix::sys::signal::kill(

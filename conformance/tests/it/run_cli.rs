@@ -479,7 +479,7 @@ fn hostile_drivers_are_host_failures_and_the_rest_still_runs() {
     assert!(!hung.is_empty(), "the hanging driver wrote its pids");
     for pid in hung {
         assert!(
-            !dsh_conformance::run::procfs::is_live(pid),
+            !dsh_engine::procfs::is_live(pid),
             "process {pid} of the hung driver's group is still alive"
         );
     }

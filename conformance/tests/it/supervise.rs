@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 
 fn is_gone(pid: i32) -> bool {
-    !dsh_conformance::run::procfs::is_live(pid)
+    !dsh_engine::procfs::is_live(pid)
 }
 
 #[cfg(target_os = "linux")]

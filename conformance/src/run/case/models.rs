@@ -6,8 +6,8 @@ use crate::fixture::{ModelsExpect, RunStep};
 use crate::run::checks::Violation;
 use crate::run::driver::Driver;
 use crate::run::expect;
-use crate::run::journal::Journal;
 use crate::run::verdict::RULE_MODELS_REPLY_UNIQUE;
+use dsh_engine::journal::Journal;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use super::super::driver::{Driver, DriverSpec};
 use super::super::fixture::Case;
-use super::super::journal::Journal;
 use super::super::transcript::Transcript;
 use super::super::world::World;
 use super::Runner;
+use dsh_engine::journal::Journal;
 
 /// The capability a driver claims to serve many cases.
 pub const REUSE: &str = "reuse";
@@ -74,7 +74,7 @@ impl Runner<'_> {
         let spec = DriverSpec {
             command: self.env.host.clone(),
             cwd: std::env::temp_dir(),
-            env: super::super::child_env::inherited(&self.env.pass_env)
+            env: dsh_engine::child_env::inherited(&self.env.pass_env)
                 .into_iter()
                 .chain([("DSH_CONFORMANCE".to_string(), "1".to_string())])
                 .collect(),

@@ -12,11 +12,11 @@ use super::super::checks::{self, RunEvidence, Violation, RUN_CHECKS};
 use super::super::driver::{Driver, DriverError};
 use super::super::expect::{self, Miss, RunSeen};
 use super::super::fixture::{CancelOn, RunExpect, RunStep};
-use super::super::journal::{self, Entry, Journal};
 use super::super::mapping_watch::{MappingWatch, Seen};
 use super::super::verdict::{FindingKind, RULE_DRIVER_REPLY_VALID, RULE_NO_KILL_OTHER_RUNTIME};
 use super::super::world::World;
 use super::{Abort, Runner};
+use dsh_engine::journal::{self, Entry, Journal};
 
 /// One run of a step, from its `run` request to its outcome.
 pub(super) struct InFlight<'s> {
@@ -504,7 +504,7 @@ fn killed_without_exit(entries: &[Entry], tree: &BTreeSet<i32>) -> Vec<i32> {
                 .iter()
                 .any(|entry| entry.pid() == Some(*pid) && entry.event() == "exit")
         })
-        .filter(|pid| !crate::run::procfs::is_live(*pid))
+        .filter(|pid| !dsh_engine::procfs::is_live(*pid))
         .collect()
 }
 

@@ -2,8 +2,8 @@
 //! canary credential in its argv.
 
 use super::{RunEvidence, Violation};
-use crate::run::journal::Entry;
 use crate::run::verdict::RULE_NO_CREDENTIAL_LEAK;
+use dsh_engine::journal::Entry;
 
 pub fn check(evidence: &RunEvidence) -> Vec<Violation> {
     canary_in_argv(evidence.entries, &evidence.world.canary)

@@ -17,9 +17,9 @@ pub use argv::canary_in_argv;
 pub use outcome_hygiene::MIN_SCANNED_PROMPT;
 pub use reaped::{alive_after_grace, reaped_violations, still_alive};
 
-use super::journal::{Entry, Journal};
 use super::world::World;
 use crate::fixture::RunStep;
+use dsh_engine::journal::{Entry, Journal};
 use serde_json::Value;
 use std::path::Path;
 

@@ -3,11 +3,11 @@
 //! left outside its process group) is alive once the host reported the outcome.
 
 use super::{RunEvidence, Violation};
-use crate::run::journal::{self, Entry, Journal};
-use crate::run::procfs;
 use crate::run::verdict::{
     ESCAPED_PROCESS_REMEDY, RULE_OWNED_PROCESSES_KILLED, RULE_PROCESS_TREE_REAPED,
 };
+use dsh_engine::journal::{self, Entry, Journal};
+use dsh_engine::procfs;
 use std::path::Path;
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ pub fn check(evidence: &RunEvidence) -> Vec<Violation> {
 }
 
 /// The journaled pids of `entries` still alive after a short grace, if any. `tree_root` is the
-/// per-case supervisor (`crate::run::supervisor`), whose tree holds every process of the case.
+/// per-case supervisor (`dsh_engine::supervisor`), whose tree holds every process of the case.
 pub fn still_alive(
     journal: &Journal,
     entries: &[Entry],

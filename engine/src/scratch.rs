@@ -31,7 +31,7 @@ pub fn tempdir(prefix: &str) -> io::Result<tempfile::TempDir> {
         .permissions(fs::Permissions::from_mode(0o700))
         .tempdir()?;
     let me = std::process::id() as i32;
-    let marker = json!({"pid": me, "start": crate::run::procfs::start_time(me),
+    let marker = json!({"pid": me, "start": crate::procfs::start_time(me),
         "pid_namespace": pid_namespace()});
     let mut file = fs::OpenOptions::new()
         .write(true)
@@ -85,7 +85,7 @@ fn owner_is_gone(dir: &Path) -> bool {
     }
     if Path::new("/proc/self/stat").exists() {
         let recorded = marker["start"].as_u64();
-        return crate::run::procfs::start_time(pid).is_none_or(|now| Some(now) != recorded);
+        return crate::procfs::start_time(pid).is_none_or(|now| Some(now) != recorded);
     }
     // No /proc (macOS): the pid alone; a reused pid keeps the dir until it is free again.
     matches!(
@@ -125,9 +125,7 @@ mod tests {
         let live = kit_dir(
             temp.path(),
             "live",
-            Some(
-                json!({"pid": me, "start": crate::run::procfs::start_time(me), "pid_namespace": ns}),
-            ),
+            Some(json!({"pid": me, "start": crate::procfs::start_time(me), "pid_namespace": ns})),
         );
         let stale = kit_dir(
             temp.path(),
@@ -160,7 +158,7 @@ mod tests {
         }
         let temp = tempfile::tempdir().unwrap();
         let me = std::process::id() as i32;
-        let start = crate::run::procfs::start_time(me).unwrap();
+        let start = crate::procfs::start_time(me).unwrap();
         let marker = json!({"pid": me, "start": start + 1, "pid_namespace": pid_namespace()});
         let reused = kit_dir(temp.path(), "reused", Some(marker));
         assert_eq!(sweep(temp.path()), 1);

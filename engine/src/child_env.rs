@@ -21,7 +21,7 @@ const HARNESS_OWNED: &[&str] = &[
     "RUNTIME_DATA_DIR",
     "DEEPSEEK_API_KEY",
     "DSH_CONFORMANCE",
-    super::leftovers::CASE_TOKEN_ENV,
+    crate::leftovers::CASE_TOKEN_ENV,
 ];
 
 /// The prefix of fake-dsh's own inputs: a runtime change goes through `--variant-env` (named in

@@ -3,10 +3,10 @@
 //! process group has been killed, any live process still carrying the token escaped the group (a
 //! daemon that double-forked or called `setsid`) and is SIGKILLed here. The token is per case, so a
 //! parallel case's processes are never touched, and this process and its ancestors are skipped.
-//! On Linux the per-case supervisor (`super::supervisor`) finds and kills a driver's orphans
+//! On Linux the per-case supervisor (`crate::supervisor`) finds and kills a driver's orphans
 //! whatever their environment; [`sweep_case`] merges its report with the token sweep.
 
-use super::procfs::{self, is_live, stat_of};
+use crate::procfs::{self, is_live, stat_of};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::collections::BTreeSet;
@@ -99,7 +99,7 @@ pub fn sweep(token: &str, grace: Duration, kill_wait: Duration) -> Vec<Leftover>
 }
 
 /// A case's whole sweep: what its supervisors killed (every orphan of the tree, whatever its
-/// environment; `super::supervisor`), then the token sweep (the fallback where there is no
+/// environment; `crate::supervisor`), then the token sweep (the fallback where there is no
 /// supervisor). The supervisors' report is emptied.
 pub fn sweep_case(
     token: &str,
@@ -107,7 +107,7 @@ pub fn sweep_case(
     grace: Duration,
     kill_wait: Duration,
 ) -> Vec<Leftover> {
-    let mut killed = super::supervisor::take(report);
+    let mut killed = crate::supervisor::take(report);
     for leftover in sweep(token, grace, kill_wait) {
         if !killed.iter().any(|known| known.pid == leftover.pid) {
             killed.push(leftover);
@@ -120,7 +120,7 @@ pub fn sweep_case(
 /// The journaled processes among `pids` that a supervisor had to kill after its driver exited:
 /// the host left them running (the report is kept for the sweep).
 pub fn journaled_killed_by_supervisor(report: &Path, pids: &[i32]) -> Vec<i32> {
-    super::supervisor::peek(report)
+    crate::supervisor::peek(report)
         .into_iter()
         .map(|leftover| leftover.pid)
         .filter(|pid| pids.contains(pid))
@@ -201,7 +201,7 @@ mod tests {
     }
 
     fn token() -> String {
-        super::super::world::random_hex(16).expect("random token")
+        crate::random::random_hex(16).expect("random token")
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Reading fake-dsh's journal (docs/journal.md) and asking the process table about the pids it
 //! names: which are still alive, and ending the ones a host left behind.
 
-use super::procfs;
+use crate::procfs;
 use dsh_formats::journal::{self as format, Event, Mode};
 use serde_json::Value;
 use std::collections::BTreeSet;

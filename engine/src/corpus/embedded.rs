@@ -60,11 +60,7 @@ pub fn tree_hash_on_disk(root: &Path) -> Result<String, String> {
 
 /// Every file under `dir` (dot-files and dot-dirs skipped), as (its path relative to `root`,
 /// `/`-separated; its bytes).
-pub(crate) fn collect(
-    root: &Path,
-    dir: &Path,
-    found: &mut Vec<(String, Vec<u8>)>,
-) -> Result<(), String> {
+pub fn collect(root: &Path, dir: &Path, found: &mut Vec<(String, Vec<u8>)>) -> Result<(), String> {
     let entries = fs::read_dir(dir).map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
     for entry in entries {
         let path = entry
@@ -142,7 +138,7 @@ pub fn case_count() -> usize {
 /// creating directories, and checks the written tree against the embedded hash. Refuses to
 /// overwrite an existing file that differs, naming it. Returns the fixtures dir written.
 pub fn export(dir: &Path) -> Result<PathBuf, String> {
-    use crate::output::file::{create_dir_inside, refuse_symlink, write_file};
+    use crate::files::{create_dir_inside, refuse_symlink, write_file};
     // Every link in the way is refused before anything is written.
     refuse_symlink(dir).map_err(|e| e.to_string())?;
     for (path, _) in files() {

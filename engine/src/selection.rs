@@ -3,7 +3,7 @@
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-use super::fixture::{self, Case, FixtureError};
+use dsh_formats::case::{self as fixture, Case, FixtureError};
 use dsh_formats::scenario::Action;
 
 /// One case file found in the fixtures dir: loaded, or the reason it did not load.
@@ -237,7 +237,7 @@ pub fn corpus_hash(entries: &[&CaseEntry]) -> String {
     for entry in entries {
         hasher.update(&entry.bytes);
     }
-    super::world::hex(&hasher.finalize())
+    crate::random::hex(&hasher.finalize())
 }
 
 #[cfg(test)]

@@ -263,7 +263,7 @@ impl RuntimeProcess {
     /// The orphans adopted by this process (never a process it started on purpose).
     fn escaped(&self) -> Vec<i32> {
         let owned = lock(&OWNED);
-        crate::run::procfs::adopted_children(&owned)
+        crate::procfs::adopted_children(&owned)
     }
 
     /// Wait until the group is empty or `deadline` passes; true when it emptied.
@@ -313,7 +313,7 @@ static OWNED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 pub fn spawn_owned(command: &mut Command) -> std::io::Result<std::process::Child> {
     static SUBREAPER: std::sync::Once = std::sync::Once::new();
     SUBREAPER.call_once(|| {
-        crate::run::procfs::become_subreaper();
+        crate::procfs::become_subreaper();
     });
     let mut owned = lock(&OWNED);
     let child = command.spawn()?;
@@ -333,7 +333,7 @@ fn kill_orphans(bound: Duration) {
     loop {
         let live = {
             let owned = lock(&OWNED);
-            let live = crate::run::procfs::adopted_children(&owned);
+            let live = crate::procfs::adopted_children(&owned);
             for pid in &live {
                 let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
             }

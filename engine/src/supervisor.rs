@@ -12,7 +12,7 @@
 //! signal, as the harness reads it). If the harness itself dies, it kills the tree the same way.
 //!
 //! macOS has no subreaper: the driver runs unsupervised and the harness falls back on the
-//! per-case token (`super::leftovers`), which a daemon with a cleared environment evades.
+//! per-case token (`crate::leftovers`), which a daemon with a cleared environment evades.
 //!
 //! `dsh-conformance supervise -- dsh --profile open-design --stdio` is the same supervisor for a
 //! host's own runtime (docs/host-driver.md, "Escaped daemons"): a host that cannot become a child
@@ -21,9 +21,9 @@
 //! has exited it kills what the runtime left behind, so the host's "the child exited" means the
 //! runtime's whole tree, escaped daemons included, is gone.
 
-use super::leftovers::Leftover;
+use crate::leftovers::Leftover;
 #[cfg(target_os = "linux")]
-use super::procfs;
+use crate::procfs;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
