@@ -24,7 +24,7 @@ pub mod turn;
 pub mod verdict;
 pub mod world;
 
-pub use crate::output::Format;
+pub use dsh_results::output::Format;
 
 use checks::CHECKS;
 use dsh_engine::process;
@@ -195,7 +195,7 @@ fn preflight(target: &Target) -> Result<(), CannotRun> {
         || "still running with its stdout closed".to_string(),
         |(status, _)| process::describe_exit(status),
     );
-    let tail = crate::output::escape::stderr_tail(&record.stderr.kept, STDERR_TAIL_LINES);
+    let tail = dsh_results::output::escape::stderr_tail(&record.stderr.kept, STDERR_TAIL_LINES);
     let tail = if tail.is_empty() {
         "  stderr: (empty)".to_string()
     } else {
@@ -203,7 +203,7 @@ fn preflight(target: &Target) -> Result<(), CannotRun> {
     };
     Err(CannotRun(format!(
         "the runtime exited without writing anything on stdout, so no check was run\n  command: {} --profile {} --stdio\n  status: {status}\n{tail}",
-        crate::output::escape::terminal(&target.dsh.to_string_lossy()),
+        dsh_results::output::escape::terminal(&target.dsh.to_string_lossy()),
         world::PROFILE
     )))
 }

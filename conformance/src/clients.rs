@@ -12,10 +12,10 @@ pub mod corpus;
 pub mod judge;
 pub mod play;
 
-use crate::model::{CaseResult, CorpusInfo, HostInfo, SuiteReport};
-use crate::run::{Flags, EXIT_NOTHING_MEASURED};
 use corpus::LoadedCase;
 use dsh_formats::client_case::ClientSurface;
+use dsh_results::model::{CaseResult, CorpusInfo, HostInfo, SuiteReport};
+use dsh_results::run_args::{Flags, EXIT_NOTHING_MEASURED};
 use play::Setup;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -55,13 +55,13 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
     }
     let mut report = suite(args, surface, &setup, &selected, info)?;
     report.rerun_args = rerun_args(args, surface);
-    match crate::run::write_outputs(args, &report, None) {
+    match dsh_results::run_args::write_outputs(args, &report, None) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             return Err(format!("cannot write the report: {e}"))
         }
         _ => {}
     }
-    Ok(crate::run::exit_code(&report))
+    Ok(dsh_results::run_args::exit_code(&report))
 }
 
 /// The cases `--case`/`--skip` select, checked as the host run checks them (a malformed glob is
@@ -102,7 +102,7 @@ fn select<'a>(
 /// How every case starts the client; the client's command must start (checked once, up front).
 fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
     let mut client = match &args.host {
-        Some(command) => crate::run::split_command(command)?,
+        Some(command) => dsh_engine::programs::split_command(command)?,
         None => Vec::new(),
     };
     client.extend(args.host_args.iter().cloned());
@@ -113,7 +113,7 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
     }
     let client: Vec<String> = client.into_iter().map(absolute_if_a_file).collect();
     dsh_engine::child_env::check_pass_env(&args.pass_env)?;
-    let fake_dsh = crate::run::fake_dsh_of(args)?;
+    let fake_dsh = dsh_results::run_args::fake_dsh_of(args)?;
     if !fake_dsh.is_file() {
         return Err(format!(
             "fake-dsh not found at {} (pass --fake-dsh)",
@@ -121,7 +121,7 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
         ));
     }
     let program = &client[0];
-    if crate::run::resolve_program(program).is_none() {
+    if dsh_engine::programs::resolve_program(program).is_none() {
         return Err(format!(
             "the client cannot start: {program:?} is not an executable file nor on PATH"
         ));
@@ -164,8 +164,8 @@ fn suite(
     selected: &[&LoadedCase],
     corpus: CorpusInfo,
 ) -> Result<SuiteReport, String> {
-    use crate::output::stream::{LiveOutput, StreamStyle};
-    use crate::output::Format;
+    use dsh_results::output::stream::{LiveOutput, StreamStyle};
+    use dsh_results::output::Format;
     let style = match args.format {
         Format::Table => StreamStyle::Lines {
             color: args.color.resolve(),
@@ -205,7 +205,7 @@ fn suite(
         corpus_hash: selected_hash,
         host: HostInfo {
             name: host_name,
-            command: crate::output::secrets::redact_command(&setup.client),
+            command: dsh_results::output::secrets::redact_command(&setup.client),
             handshake: serde_json::Value::Null,
         },
         runtime_variant: variant,
@@ -223,7 +223,7 @@ fn play_all(
     args: &Flags,
     setup: &Setup,
     selected: &[&LoadedCase],
-    live: &crate::output::stream::LiveOutput,
+    live: &dsh_results::output::stream::LiveOutput,
 ) -> Result<Vec<CaseResult>, String> {
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
@@ -270,7 +270,7 @@ fn play_all(
 /// The head of a table run: kit, client, command, runtime, case count; the corpus line and, when
 /// it is not the embedded corpus, the warning.
 fn header(host: &str, setup: &Setup, variant: &str, cases: usize, corpus: &CorpusInfo) -> String {
-    use crate::output::{escape::terminal, secrets::display_command};
+    use dsh_results::output::{escape::terminal, secrets::display_command};
     let mut head = format!(
         "dsh-conformance {}: client {} ({}), runtime {variant}, {cases} cases\n{}\n",
         env!("CARGO_PKG_VERSION"),

@@ -22,12 +22,9 @@
 
 pub mod check_runtime;
 pub mod clients;
-pub mod codes;
 pub mod corpus;
 pub mod fixture;
-pub mod model;
 pub mod model_server;
-pub mod output;
 pub mod record;
 pub mod report;
 pub mod run;

@@ -20,7 +20,7 @@ enum Command {
     /// Check a captured runtime stdout stream against the strict stream rules.
     Validate(validate::Args),
     /// Run the fixture corpus against a host.
-    Run(run::Args),
+    Run(dsh_results::run_args::Args),
     /// Check the fixture corpus: schemas, unique ids, rule coverage.
     Lint(corpus::Args),
     /// Run several hosts and runtime variants and write the compatibility matrix.

@@ -13,7 +13,6 @@
 pub mod fixture;
 pub mod live;
 pub mod proxy;
-pub mod redact;
 pub mod sdk_wire;
 pub mod signals;
 pub mod transcript;

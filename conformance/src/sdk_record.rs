@@ -45,7 +45,7 @@ fn convert(args: &Args) -> Result<(), String> {
         eprintln!("note: {note}");
     }
     let redactor =
-        crate::record::redact::Redactor::new(crate::record::redact::credential_values_from_env());
+        dsh_results::redact::Redactor::new(dsh_results::redact::credential_values_from_env());
     let scenario = redactor.redact_json(&scenario);
     let rendered = format!("{scenario:#}\n");
     match &args.out {

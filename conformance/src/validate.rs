@@ -8,9 +8,9 @@
 //! runtime-controlled character escaped for the terminal; `--format json` prints one JSON object.
 //! Exit status: 0 clean, 1 violation, 2 unusable input.
 
-use crate::output::escape;
 use dsh_protocol::frames::Status;
 use dsh_protocol::{LineFramer, RunContext, StreamChecker, Terminal, Violation};
+use dsh_results::output::escape;
 use serde_json::json;
 use std::fs::File;
 use std::io::{self, Read, Write};

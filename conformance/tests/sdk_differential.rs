@@ -10,10 +10,10 @@
 //! (docs/sdk-clients.md) run on both sides too and must report the same. Skips, saying so, when
 //! the real runtime is not installed.
 
-use dsh_conformance::run::resolve_program;
 use dsh_conformance::sdk_check::{
     drive, initialize, prompt, request, shapes, ModelServer, Step, World,
 };
+use dsh_engine::programs::resolve_program;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

@@ -16,7 +16,7 @@
 //!   case files found and the ones `--case`/`--section`/`--skip`/`--shard` select.
 //! - [`scratch`]: temp dirs (0700, marked, swept after a killed run); [`input`]: files a user
 //!   names, read bounded; [`files`]: output files written without following a link;
-//!   [`random`]: tokens.
+//!   [`random`]: tokens; [`programs`]: command lines split, programs found.
 
 pub mod child_env;
 pub mod corpus;
@@ -26,6 +26,7 @@ pub mod journal;
 pub mod leftovers;
 pub mod process;
 pub mod procfs;
+pub mod programs;
 pub mod random;
 pub mod scratch;
 pub mod selection;

@@ -5,8 +5,8 @@
 //! interpretation is `informational` when it fails.
 
 use super::play::Played;
-use crate::model::{Blame, CaseResult, Verdict};
 use dsh_formats::client_case::{ClientCase, ClientSurface, Outcome};
+use dsh_results::model::{Blame, CaseResult, Verdict};
 use serde_json::Value;
 
 /// A broken expectation: the rule it breaks and one line saying how.

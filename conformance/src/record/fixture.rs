@@ -2,7 +2,6 @@
 //! replays the recorded frames (ids as placeholders, prompts and secrets redacted) and whose `run`
 //! step expects the recorded outcome.
 
-use super::redact::{map_strings, Redactor};
 use super::transcript::{Meta, STDIN_FILE, STDOUT_FILE};
 use dsh_formats::case::{
     CancelAfter, CancelOn, Capability, Case, ExecuteExpect, ExpectedCode, ModelRoute, OnEvent,
@@ -11,6 +10,7 @@ use dsh_formats::case::{
 use dsh_formats::scenario::{Action, NoOptions, OptionalPatch, RepeatSpec, Scenario, Timeout};
 use dsh_protocol::frames::Status;
 use dsh_protocol::{LineEvent, LineFramer, MAX_LINE_BYTES};
+use dsh_results::redact::{map_strings, Redactor};
 use serde_json::{Map, Value};
 use std::io::Read;
 use std::path::Path;
@@ -557,7 +557,7 @@ pub fn case_from_recording(dir: &Path, id: &str) -> Result<Case, String> {
             ))
         }
     }
-    let mut redactor = Redactor::new(super::redact::credential_values_from_env());
+    let mut redactor = Redactor::new(dsh_results::redact::credential_values_from_env());
     let execute = read_commands(dir, &mut redactor)?;
     let events = read_stdout(dir)?;
     let parsed: Vec<Option<Value>> = events

@@ -2,12 +2,12 @@
 //! host stdout byte for byte, both copied into the transcript, the runtime's stream checked live.
 
 use super::live::{LiveValidator, RecordedViolation};
-use super::redact::Redactor;
 use super::signals;
 use super::transcript::{self, Meta};
 use super::Surface;
 use dsh_engine::procfs;
 use dsh_protocol::LineFramer;
+use dsh_results::redact::Redactor;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::ffi::OsString;
@@ -63,7 +63,7 @@ pub fn run(out: &Path, command: &[OsString], surface: Surface) -> Result<(PathBu
     let open = |name: &str| transcript::create_file(&dir.join(name)).map(BufWriter::new);
     let stdout_file = open(transcript::STDOUT_FILE)?;
     let stdin_file = open(transcript::STDIN_FILE)?;
-    let redactor = Redactor::new(super::redact::credential_values_from_env());
+    let redactor = Redactor::new(dsh_results::redact::credential_values_from_env());
     let mut meta = Meta::new(command, started_unix_ms, &redactor);
 
     let (program, args) = command.split_first().ok_or("no command to record")?;

@@ -1,9 +1,9 @@
 //! The recording directory: its name (`<timestamp>-<pid>`), its files, and `meta.json`.
 
 use super::live::{HostSide, LiveValidator, RecordedViolation};
-use super::redact::Redactor;
 use super::sdk_wire::SdkRunInfo;
 use super::Surface;
+use dsh_results::redact::Redactor;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::ffi::OsString;

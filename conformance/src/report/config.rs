@@ -119,7 +119,7 @@ impl MatrixConfig {
     ) -> Result<MatrixConfig, String> {
         let host = HostSpec {
             name: name.unwrap_or("host").to_string(),
-            command: crate::run::split_command(command)?,
+            command: dsh_engine::programs::split_command(command)?,
             expectations: expectations.map(Path::to_path_buf),
             pass_env: pass_env.to_vec(),
         };

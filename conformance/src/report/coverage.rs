@@ -1,8 +1,8 @@
 //! The spec-coverage table: each rule of `fixtures/rules.json` and the cases that list it.
 
 use super::document::{parse_json, RuleCoverage};
-use crate::model::SuiteReport;
 use dsh_engine::input::{read_bounded, MAX_CONFIG_BYTES};
+use dsh_results::model::SuiteReport;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 

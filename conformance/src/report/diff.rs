@@ -2,8 +2,8 @@
 //! whether that is a regression (the CI gate for adapter changes).
 
 use super::document::ReportDocument;
-use crate::model::{CaseResult, SuiteReport, Verdict};
-use crate::output::escape::{markdown_code, markdown_text, terminal};
+use dsh_results::model::{CaseResult, SuiteReport, Verdict};
+use dsh_results::output::escape::{markdown_code, markdown_text, terminal};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};

@@ -4,8 +4,8 @@
 //! through [`dsh_engine::input::read_bounded`].
 
 use super::config::VariantSpec;
-use crate::model::SuiteReport;
 use dsh_engine::input::{read_bounded, MAX_REPORT_BYTES};
+use dsh_results::model::SuiteReport;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -74,7 +74,7 @@ impl ReportDocument {
         self.suites
             .iter()
             .filter_map(|suite| suite.corpus.as_ref())
-            .find_map(crate::model::CorpusInfo::warning)
+            .find_map(dsh_results::model::CorpusInfo::warning)
     }
 
     /// Wraps one `run --format json` suite as a one-cell report (for `diff`).

@@ -7,8 +7,8 @@
 use super::document::ReportDocument;
 use super::html_matrix::write_matrix;
 use super::markdown::verdict_columns;
-use crate::model::short_hash;
-use crate::output::escape::html;
+use dsh_results::model::short_hash;
+use dsh_results::output::escape::html;
 use std::io::{self, Write};
 
 const STYLE: &str = include_str!("page.css");

@@ -5,8 +5,8 @@
 //! recount; every row carries its section and its place in section order so the script can regroup.
 
 use super::document::ReportDocument;
-use crate::model::{CaseResult, Verdict};
-use crate::output::escape::html;
+use dsh_results::model::{CaseResult, Verdict};
+use dsh_results::output::escape::html;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
@@ -209,7 +209,7 @@ fn write_head(
         let title = column.suite.map_or_else(String::new, |index| {
             format!(
                 " title=\"{}\"",
-                html(&crate::output::secrets::display_command(
+                html(&dsh_results::output::secrets::display_command(
                     &document.suites[index].host.command
                 ))
             )

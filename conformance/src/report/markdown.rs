@@ -2,9 +2,9 @@
 //! cells that could not run, uncovered rules), kept under a comment's size limit.
 
 use super::document::ReportDocument;
-use crate::model::{short_hash, SuiteReport, Verdict};
-use crate::output::escape::{markdown_code, markdown_text};
-use crate::output::markdown::{needs_attention, rule_and_why_cells};
+use dsh_results::model::{short_hash, SuiteReport, Verdict};
+use dsh_results::output::escape::{markdown_code, markdown_text};
+use dsh_results::output::markdown::{needs_attention, rule_and_why_cells};
 use std::io::{self, Write};
 
 /// At most this many failing-case rows are listed; the rest are counted and left to report.html.
@@ -12,7 +12,7 @@ pub const MAX_FAILING_ROWS: usize = 60;
 
 /// The verdict columns worth a column: `pass` and `fail` always, others when some cell has them.
 pub fn verdict_columns(suites: &[SuiteReport]) -> Vec<Verdict> {
-    crate::output::VERDICT_ORDER
+    dsh_results::output::VERDICT_ORDER
         .iter()
         .copied()
         .filter(|verdict| {

@@ -24,10 +24,10 @@ pub mod markdown;
 pub mod stable;
 pub mod tools;
 
-use crate::model::SuiteReport;
 use crate::run;
 use config::{HostSpec, MatrixConfig, VariantSpec};
 use document::{ReportDocument, SuiteError};
+use dsh_results::model::SuiteReport;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -105,7 +105,7 @@ pub fn run_matrix(
                         "report: {} x {}: {}",
                         host.name,
                         variant.name,
-                        crate::output::summary_line(&suite)
+                        dsh_results::output::summary_line(&suite)
                     );
                     suites.push(suite);
                 }
@@ -295,7 +295,7 @@ pub fn main(args: Args) -> ExitCode {
     }
     if let Some(path) = &args.junit {
         let written = dsh_engine::files::write_rendered(path, &|out| {
-            crate::output::write_junit_suites(&document.suites, out)
+            dsh_results::output::write_junit_suites(&document.suites, out)
         });
         if let Err(error) = written {
             eprintln!("dsh-conformance report: {error}");

@@ -5,7 +5,7 @@
 //! skips all of this.
 
 use super::document::ReportDocument;
-use crate::model::{SuiteReport, Verdict};
+use dsh_results::model::{SuiteReport, Verdict};
 
 /// Applies the module's rules to every suite of the document.
 pub fn make_stable(document: &mut ReportDocument) {

@@ -3,9 +3,9 @@
 //! document that `report`-style tools, `diff` and `summary` accept).
 
 use super::document::{load_document, ReportDocument};
-use crate::model::SuiteReport;
-use crate::output::escape::terminal;
-use crate::output::{rerun_command, summary_line};
+use dsh_results::model::SuiteReport;
+use dsh_results::output::escape::terminal;
+use dsh_results::output::{rerun_command, summary_line};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;

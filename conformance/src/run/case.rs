@@ -18,10 +18,10 @@ use super::fixture::{
 use super::transcript::Transcript;
 use super::verdict::*;
 use super::world::World;
-use crate::output::secrets::display_command;
 use dsh_engine::journal::{self, Entry, Journal};
 use dsh_engine::leftovers::{self, CASE_TOKEN_ENV};
 use dsh_engine::supervisor;
+use dsh_results::output::secrets::display_command;
 
 use checks::MIN_SCANNED_PROMPT;
 

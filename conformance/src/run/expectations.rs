@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::model::{SuiteReport, Verdict};
 use dsh_engine::input::{read_bounded, MAX_CONFIG_BYTES};
+use dsh_results::model::{SuiteReport, Verdict};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

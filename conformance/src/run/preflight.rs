@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::driver::{Driver, DriverError, DriverSpec};
 use super::transcript::Transcript;
-use crate::output::escape::{stderr_tail, terminal};
-use crate::output::secrets::display_command;
+use dsh_results::output::escape::{stderr_tail, terminal};
+use dsh_results::output::secrets::display_command;
 
 /// How long the driver has to answer the pre-flight handshake (times `--time-scale`).
 const PREFLIGHT_MS: f64 = 15_000.0;

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use super::case::{claims_reuse, run_case, CaseEnv, ReusedDriver};
 use super::expectations::Expectations;
 use super::verdict::{apply_xfail, decide, RULE_KIT};
-use crate::model::{Blame, CaseResult, CorpusInfo, HostInfo, SuiteReport, Verdict};
+use dsh_engine::programs::{is_executable, resolve_program};
 use dsh_engine::selection::{corpus_hash, find_cases, shard_entries, CaseEntry, Selection};
+use dsh_results::model::{Blame, CaseResult, CorpusInfo, HostInfo, SuiteReport, Verdict};
 
 /// A runtime variant: a name and the extra env fake-dsh runs with (e.g. `FAKE_DSH_VERSION`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -287,14 +288,14 @@ impl Suite {
     /// The head of a table run: kit, host, command, variant, selection hash; then the corpus line
     /// and, when it is not the embedded corpus, the warning.
     pub fn header_line(&self) -> String {
-        use crate::output::{escape::terminal, secrets::display_command};
+        use dsh_results::output::{escape::terminal, secrets::display_command};
         format!(
             "dsh-conformance {}: host {} ({}), runtime {}, corpus {}, {} cases",
             env!("CARGO_PKG_VERSION"),
             terminal(&self.host_name()),
             terminal(&display_command(&self.config.host)),
             terminal(&self.config.variant.name),
-            crate::model::short_hash(&self.corpus_hash),
+            dsh_results::model::short_hash(&self.corpus_hash),
             self.entries.len()
         ) + &format!("\n{}", terminal(&self.corpus.line()))
             + &self
@@ -414,7 +415,7 @@ impl Suite {
             corpus_hash: self.corpus_hash.clone(),
             host: HostInfo {
                 name: self.host_name(),
-                command: crate::output::secrets::redact_command(&self.config.host),
+                command: dsh_results::output::secrets::redact_command(&self.config.host),
                 handshake: handshake.unwrap_or(serde_json::Value::Null),
             },
             runtime_variant: self.config.variant.name.clone(),
@@ -575,12 +576,6 @@ fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-}
-
 /// The program's path: as given when it holds a `/`, else searched on `PATH`.
 /// A note for a host command holding `$NAME`: every step of the kit starts a host the same way,
 /// split like a shell splits words and run without a shell, so nothing is expanded (the GitHub
@@ -594,17 +589,6 @@ pub fn unexpanded_hint(host: &[String]) -> String {
         ),
         None => String::new(),
     }
-}
-
-pub fn resolve_program(program: &str) -> Option<PathBuf> {
-    if program.contains('/') {
-        let path = PathBuf::from(program);
-        return is_executable(&path).then_some(path);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| is_executable(candidate))
 }
 
 #[cfg(test)]
@@ -663,7 +647,5 @@ mod tests {
             default_host_name(&["node".into(), "host.js".into()]),
             "node"
         );
-        assert!(resolve_program("sh").is_some());
-        assert!(resolve_program("/nonexistent/driver").is_none());
     }
 }

@@ -2,7 +2,7 @@
 //! `informational` (it breaks an interpretation, not a spec sentence), and the expectations file's
 //! `xfail`/`xpass`.
 
-use crate::model::{Blame, Verdict};
+use dsh_results::model::{Blame, Verdict};
 
 /// The rule id of the harness's own driver contract.
 pub const RULE_DRIVER_REPLY_VALID: &str = "s6.driver-reply-valid";

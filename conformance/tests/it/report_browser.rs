@@ -273,7 +273,7 @@ fn three_host_document(fixtures: &Path) -> ReportDocument {
             _ => {
                 let mut suite = passing_suite();
                 for case in &mut suite.cases {
-                    case.verdict = dsh_conformance::model::Verdict::Fail;
+                    case.verdict = dsh_results::model::Verdict::Fail;
                     case.rule = Some("s6.session-before-content".to_string());
                     case.why = Some("the driver answered nothing".to_string());
                 }

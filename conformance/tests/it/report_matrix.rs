@@ -5,10 +5,10 @@
 use crate::report_support;
 
 use assert_cmd::Command;
-use dsh_conformance::model::Verdict;
 use dsh_conformance::report::config::{default_variants, HostSpec, MatrixConfig, VariantSpec};
 use dsh_conformance::report::document::{schema_errors, ReportDocument, SchemaPart};
 use dsh_conformance::report::{build_document, exit_code_of, run_matrix, write_report_files};
+use dsh_results::model::Verdict;
 use report_support::{passing_suite, renamed, sample_suite, RULES_JSON};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -259,7 +259,7 @@ fn exit_codes_mirror_run() {
         hosts: two_by_two().hosts[..1].to_vec(),
         variants: default_variants(),
     };
-    let document_with = |suite: &dyn Fn() -> dsh_conformance::model::SuiteReport| {
+    let document_with = |suite: &dyn Fn() -> dsh_results::model::SuiteReport| {
         let (suites, errors) = run_matrix(&config, &mut |_, _| Ok(suite()));
         build_document(&config, suites, errors, fixtures.path())
     };

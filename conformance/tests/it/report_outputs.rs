@@ -3,9 +3,9 @@
 
 use crate::report_support;
 
-use dsh_conformance::model::SuiteReport;
-use dsh_conformance::output::{self, TableOptions};
 use dsh_conformance::report::document::{schema_errors, SchemaPart};
+use dsh_results::model::SuiteReport;
+use dsh_results::output::{self, TableOptions};
 use report_support::sample_suite;
 
 fn render(write: impl Fn(&SuiteReport, &mut dyn std::io::Write) -> std::io::Result<()>) -> String {

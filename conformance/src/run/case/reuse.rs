@@ -82,7 +82,7 @@ impl Runner<'_> {
         };
         self.transcript.push(format!(
             "== start driver (to serve many cases): {}",
-            crate::output::secrets::display_command(&spec.command)
+            dsh_results::output::secrets::display_command(&spec.command)
         ));
         let driver = match Driver::start(&spec, Vec::new()) {
             Ok(driver) => driver,

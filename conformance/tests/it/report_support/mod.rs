@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use dsh_conformance::model::{Blame, CaseResult, HostInfo, SuiteReport, Verdict};
+use dsh_results::model::{Blame, CaseResult, HostInfo, SuiteReport, Verdict};
 
 pub const CORPUS_HASH: &str = "3f1d2c4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff001";
 

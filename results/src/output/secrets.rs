@@ -10,7 +10,7 @@
 //! `user:password@`; and well-known token shapes (`sk-...`, `ghp_...`, `AKIA...`). The same
 //! rules apply inside one word holding a whole shell line (`sh -c "API_TOKEN=x node d.mjs"`).
 
-use crate::record::redact::{is_credential_name, redact_token_shapes, REDACTED};
+use crate::redact::{is_credential_name, redact_token_shapes, REDACTED};
 
 /// The command line with every credential-looking value replaced (see the module doc).
 pub fn redact_command(words: &[String]) -> Vec<String> {

@@ -7,7 +7,6 @@
 //! - [`junit`]: JUnit XML, one `testsuite` per host x runtime variant.
 //! - [`markdown`]: a CI step summary.
 //! - [`stream`]: live per-case lines or JSON objects, the progress line, the end summary.
-//! - [`file`](mod@file): writing an output file without following a planted link.
 //! - [`secrets`]: redacting a host command line before it is echoed.
 //! - [`escape`]: making untrusted text safe for a terminal, XML/HTML, Markdown and a shell.
 

@@ -1,0 +1,66 @@
+//! Naming the programs the kit starts: a command line split into words like a shell would (no
+//! expansion), a program found as given or on `PATH`, and a binary shipped beside this one.
+
+use std::path::{Path, PathBuf};
+
+/// Whether `path` is a regular file with an execute bit.
+pub fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// The program's path: as given when it holds a `/`, else searched on `PATH`.
+pub fn resolve_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let path = PathBuf::from(program);
+        return is_executable(&path).then_some(path);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+/// A binary shipped in the same directory as this executable.
+pub fn sibling_of_exe(name: &str) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;
+    let dir = exe
+        .parent()
+        .ok_or_else(|| "cannot locate this executable's directory".to_string())?;
+    Ok(dir.join(name))
+}
+
+/// Splits a command line like a POSIX shell would for words (the `shlex` crate): whitespace
+/// separates, quotes group, a backslash escapes; no expansion of any kind.
+pub fn split_command(line: &str) -> Result<Vec<String>, String> {
+    shlex::split(line).ok_or_else(|| {
+        format!("--host {line:?} does not split into words (an unterminated quote or a trailing backslash)")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_a_shell() {
+        let split = |line: &str| split_command(line).expect("splits");
+        assert_eq!(split("node  host.js --flag"), ["node", "host.js", "--flag"]);
+        assert_eq!(
+            split("'/a b/driver' \"x \\\"y\\\"\" c\\ d ''"),
+            ["/a b/driver", "x \"y\"", "c d", ""]
+        );
+        assert_eq!(split("a'b'\"c\""), ["abc"]);
+        assert!(split_command("'open").is_err());
+        assert!(split_command("\"open").is_err());
+        assert!(split_command("x\\").is_err());
+        assert!(split("   ").is_empty());
+    }
+
+    #[test]
+    fn finds_programs_on_path_or_as_given() {
+        assert!(resolve_program("sh").is_some());
+        assert!(resolve_program("/nonexistent/driver").is_none());
+    }
+}

@@ -1,0 +1,16 @@
+//! The results of a run and how they are written: the results model every output renders
+//! ([`model`]: a suite of case results, each with its verdict, blame and rule), the error-code
+//! vocabulary it describes ([`codes`]), the renderers ([`output`]: the live table, JSON and
+//! JSONL, JUnit XML, Markdown), credential redaction for anything echoed ([`redact`]), and the
+//! `run` command's options every corpus shares ([`run_args`]: one grammar, one exit code, the
+//! same output files).
+//!
+//! It judges nothing and starts nothing: the host corpus and the client corpus fill the model,
+//! `report` aggregates it. It imports only `dsh-engine` of the kit (safe file writes, the shard
+//! type).
+
+pub mod codes;
+pub mod model;
+pub mod output;
+pub mod redact;
+pub mod run_args;

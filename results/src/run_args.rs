@@ -1,0 +1,221 @@
+//! The `run` command's options, shared by the host corpus and the client corpus (one grammar
+//! for every surface), with what every run does the same way once its cases are judged: the exit
+//! code and the outputs (stdout in the chosen format, `--junit`, `--markdown`, `--json`).
+
+use crate::model::{SuiteReport, Verdict};
+use crate::output::Format;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Exit codes of `run`.
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_FAILURES: u8 = 1;
+pub const EXIT_HARNESS: u8 = 2;
+pub const EXIT_NOTHING_MEASURED: u8 = 3;
+
+/// The `run` flags, boxed so the CLI's subcommand enum stays small.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub flags: Box<Flags>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Flags {
+    /// The host driver's command line, split like a shell would (default: dsh-host-driver next to
+    /// this executable).
+    #[arg(long)]
+    pub host: Option<String>,
+    /// One more argument of the host command (repeatable; alone it builds the whole command).
+    #[arg(long = "host-arg", allow_hyphen_values = true)]
+    pub host_args: Vec<String>,
+    /// The host's name in reports.
+    #[arg(long)]
+    pub host_name: Option<String>,
+    /// The fixtures dir (default: $DSH_CONFORMANCE_FIXTURES, else the nearest fixtures/ holding
+    /// rules.json from the cwd up, else the corpus embedded in this binary).
+    #[arg(long)]
+    pub fixtures: Option<PathBuf>,
+    /// Run the corpus embedded in this binary, whatever $DSH_CONFORMANCE_FIXTURES or a fixtures/
+    /// dir nearby says (a CI gate's choice: no stray file can swap the corpus).
+    #[arg(long, conflicts_with = "fixtures")]
+    pub embedded_corpus: bool,
+    /// Select cases whose id matches this glob (`*`, `?`; repeatable).
+    #[arg(long = "case")]
+    pub cases: Vec<String>,
+    /// Select cases exercising this spec section (repeatable).
+    #[arg(long = "section")]
+    pub sections: Vec<String>,
+    /// Leave out cases whose id matches this glob (repeatable).
+    #[arg(long = "skip", value_name = "PATTERN")]
+    pub skip: Vec<String>,
+    /// Run only shard K of N (`--shard 2/4`): a deterministic split balanced by expected wait.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<dsh_engine::selection::Shard>,
+    /// Print the selected cases and exit (`--format json` for a JSON array).
+    #[arg(long)]
+    pub list: bool,
+    /// Start no new case after the first one that fails the run.
+    #[arg(long)]
+    pub fail_fast: bool,
+    /// Cases run in parallel (default: the core count).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Multiply every timeout by this factor (slow CI machines).
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Run the selection N times; cases whose verdicts differ are reported flaky (fail).
+    #[arg(long, default_value_t = 1)]
+    pub verify: usize,
+    /// Start the driver afresh for every case, even when it claims `reuse` (one driver per worker)
+    #[arg(long)]
+    pub driver_per_case: bool,
+    /// The host's expectations file: {"v":1,"xfail":{"case.id":"reason"}}.
+    #[arg(long)]
+    pub expectations: Option<PathBuf>,
+    /// Write an expectations file listing the current failures.
+    #[arg(long)]
+    pub write_expectations: Option<PathBuf>,
+    /// stdout format: a live table, one JSON document at the end, or one JSON object per
+    /// finished case (jsonl) and a summary object.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Colour verdicts: auto (a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, value_enum, default_value_t = crate::output::stream::ColorChoice::Auto)]
+    pub color: crate::output::stream::ColorChoice,
+    /// Also write JUnit XML here.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// Also write a Markdown summary here.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+    /// Also write the JSON report here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Print every case's full transcript (driver messages in and out, the journal).
+    #[arg(long)]
+    pub verbose: bool,
+    /// The fake-dsh binary (default: $FAKE_DSH_BIN, else next to this executable).
+    #[arg(long)]
+    pub fake_dsh: Option<PathBuf>,
+    /// The runtime variant's name (`dsh-<version>` sets `FAKE_DSH_VERSION=<version>`).
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// Extra env for fake-dsh in this variant, KEY=VALUE (repeatable).
+    #[arg(long = "variant-env")]
+    pub variant_env: Vec<String>,
+    /// Pass this variable of the caller's environment to the driver (`NAME` or `PREFIX*`,
+    /// repeatable); besides these the driver gets only PATH, HOME, the user, locale, TZ, TMPDIR,
+    /// TERM and what the harness sets (docs/host-driver.md, "Environment").
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub pass_env: Vec<String>,
+    /// What `--host` is: an open-design host driver (the fixture corpus), or a client of the SDK
+    /// runtime (`sdk`) or of `headless` (the client corpus of docs/sdk-clients.md).
+    #[arg(long, value_enum, default_value_t = Surface::OpenDesign)]
+    pub surface: Surface,
+    /// A capability the client lacks (`--surface sdk|headless`, repeatable): the client cases
+    /// that require it are skipped (e.g. `background-subagents`).
+    #[arg(long = "client-lacks", value_name = "CAPABILITY")]
+    pub client_lacks: Vec<String>,
+    /// With `--surface sdk`: the runtime generation fake-dsh plays, `0.1.5` (`dsh --profile sdk`,
+    /// the default) or `0.1.1` (the `dsh-jsonrpc-agent` binary).
+    #[arg(long = "runtime-persona", value_name = "VERSION")]
+    pub runtime_persona: Option<String>,
+}
+
+/// The surface a run tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Surface {
+    OpenDesign,
+    Sdk,
+    Headless,
+}
+
+/// 1 when the host failed a case; else 2 when the kit failed one; else 3 when nothing was
+/// measured (every case skipped); else 0.
+pub fn exit_code(report: &SuiteReport) -> u8 {
+    if report.cases.iter().any(|case| case.verdict.is_failure()) {
+        EXIT_FAILURES
+    } else if report
+        .cases
+        .iter()
+        .any(|case| case.verdict == Verdict::Error)
+    {
+        EXIT_HARNESS
+    } else if report
+        .cases
+        .iter()
+        .all(|case| case.verdict == Verdict::Skipped)
+    {
+        EXIT_NOTHING_MEASURED
+    } else {
+        EXIT_OK
+    }
+}
+
+/// What remains after the live lines: the sorted summary (table), the report (json) or the
+/// summary object (jsonl), the transcripts for `--verbose`, and the output files.
+pub fn write_outputs(
+    args: &Flags,
+    report: &SuiteReport,
+    stopped: Option<&str>,
+) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match args.format {
+        Format::Table => {
+            let color = args.color.resolve();
+            crate::output::stream::write_summary(report, color, &mut stdout)?;
+        }
+        Format::Json => crate::output::write_json(report, &mut stdout)?,
+        Format::Jsonl => writeln!(
+            stdout,
+            "{}",
+            crate::output::stream::summary_event(report, stopped)
+        )?,
+    }
+    if args.verbose && args.format == Format::Table {
+        for case in &report.cases {
+            writeln!(stdout, "\n--- {} ({}) ---", case.id, case.verdict.as_str())?;
+            for line in &case.transcript {
+                writeln!(stdout, "{}", crate::output::escape::terminal(line))?;
+            }
+        }
+    }
+    stdout.flush()?;
+    let write_file = dsh_engine::files::write_rendered;
+    if let Some(path) = &args.junit {
+        write_file(path, &|out| crate::output::write_junit(report, out))?;
+    }
+    if let Some(path) = &args.markdown {
+        write_file(path, &|out| crate::output::write_markdown(report, out))?;
+    }
+    if let Some(path) = &args.json {
+        write_file(path, &|out| crate::output::write_json(report, out))?;
+    }
+    Ok(())
+}
+
+/// The fake-dsh binary: `--fake-dsh`, else `$FAKE_DSH_BIN` (said out loud), else the one beside
+/// this executable.
+pub fn fake_dsh_of(args: &Flags) -> Result<PathBuf, String> {
+    Ok(match (&args.fake_dsh, fake_dsh_from_env()) {
+        (Some(path), _) => path.clone(),
+        (None, Some(path)) => {
+            // A runtime change from the environment is said out loud (and lands in the report's
+            // re-run flags), never silent.
+            eprintln!(
+                "dsh-conformance run: note: the runtime is $FAKE_DSH_BIN = {}, not the fake-dsh beside this executable",
+                path.display()
+            );
+            path
+        }
+        _ => dsh_engine::programs::sibling_of_exe("fake-dsh")?,
+    })
+}
+
+/// `$FAKE_DSH_BIN` when set and not empty.
+pub fn fake_dsh_from_env() -> Option<PathBuf> {
+    std::env::var_os("FAKE_DSH_BIN")
+        .filter(|path| !path.is_empty())
+        .map(PathBuf::from)
+}
