@@ -1,7 +1,21 @@
-//! The `dsh-conformance` CLI: each subcommand lives in its own module of the library.
+//! The `dsh-conformance` CLI: argument parsing and dispatch, nothing else. Each subcommand's
+//! work lives in the crate of its product: `run` in `dsh-host-corpus` (the open-design surface)
+//! or `dsh-client-corpus` (`--surface sdk|headless`), with the options both share in
+//! `dsh-results`; `check-runtime`, `validate` and `model-server` in `dsh-runtime-check`;
+//! `record` and the transcript converters in `dsh-record`; `report`, `diff`, `summary` and
+//! `merge` in `dsh-report`; `supervise` in `dsh-engine`. `lint` and `corpus` ([`lint`]) check
+//! the fixture tree's two corpora together.
+
+mod lint;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use dsh_conformance::{check_runtime, corpus, model_server, record, report, run, validate};
+use dsh_engine::supervisor;
+use dsh_formats::client_case::ClientSurface;
+use dsh_record as record;
+use dsh_report as report;
+use dsh_results::run_args::{Surface, EXIT_HARNESS};
+use dsh_runtime_check as check_runtime;
+use dsh_runtime_check::{model_server, validate};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -22,7 +36,7 @@ enum Command {
     /// Run the fixture corpus against a host.
     Run(dsh_results::run_args::Args),
     /// Check the fixture corpus: schemas, unique ids, rule coverage.
-    Lint(corpus::Args),
+    Lint(lint::Args),
     /// Run several hosts and runtime variants and write the compatibility matrix.
     Report(report::Args),
     /// Compare two report.json files; exit 1 on a regression.
@@ -38,17 +52,17 @@ enum Command {
     /// Turn a recorded transcript into a redacted fixture scenario.
     FixtureFromTranscript(record::FixtureArgs),
     /// Turn a recorded SDK runtime session into a keyless fake-dsh `sdk` scenario.
-    SdkScenarioFromTranscript(dsh_conformance::sdk_record::Args),
+    SdkScenarioFromTranscript(record::sdk::Args),
     /// The fixture corpus built into this binary: `export DIR`, `info`.
-    Corpus(corpus::CorpusArgs),
+    Corpus(lint::CorpusArgs),
     /// Serve a scripted OpenAI-compatible chat-completions endpoint on 127.0.0.1 (keyless runs).
     ModelServer(model_server::Args),
     /// Run a host's runtime under a child subreaper that kills what it leaves behind (escaped
     /// daemons) once it exited: `supervise -- dsh --profile open-design --stdio`.
-    Supervise(dsh_engine::supervisor::RuntimeArgs),
+    Supervise(supervisor::RuntimeArgs),
     /// The per-case supervisor `run` starts each driver under (internal).
     #[command(name = "__supervise", hide = true)]
-    CaseSupervise(dsh_engine::supervisor::Args),
+    CaseSupervise(supervisor::Args),
 }
 
 /// `--version`: the crate version and the embedded corpus it carries (the `corpus_hash` a full run
@@ -57,8 +71,8 @@ fn version() -> String {
     format!(
         "{} (corpus sha256 {}, {} cases)",
         env!("CARGO_PKG_VERSION"),
-        corpus::embedded::case_hash(),
-        corpus::embedded::case_count()
+        dsh_engine::corpus::embedded::case_hash(),
+        dsh_engine::corpus::embedded::case_count()
     )
 }
 
@@ -72,8 +86,8 @@ fn main() -> ExitCode {
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     match cli.command {
         Command::Validate(args) => validate::main(args),
-        Command::Run(args) => run::main(args),
-        Command::Lint(args) => corpus::main(args),
+        Command::Run(args) => run(&args.flags),
+        Command::Lint(args) => lint::main(args),
         Command::Report(args) => report::main(args),
         Command::Diff(args) => report::diff_main(args),
         Command::Summary(args) => report::tools::summary_main(args),
@@ -81,10 +95,26 @@ fn main() -> ExitCode {
         Command::CheckRuntime(args) => check_runtime::main(args),
         Command::Record(args) => record::main(args),
         Command::FixtureFromTranscript(args) => record::fixture_main(args),
-        Command::SdkScenarioFromTranscript(args) => dsh_conformance::sdk_record::main(args),
-        Command::Corpus(args) => corpus::corpus_main(args),
+        Command::SdkScenarioFromTranscript(args) => record::sdk::main(args),
+        Command::Corpus(args) => lint::corpus_main(args),
         Command::ModelServer(args) => model_server::main(args),
-        Command::Supervise(args) => dsh_engine::supervisor::runtime_main(args),
-        Command::CaseSupervise(args) => dsh_engine::supervisor::main(args),
+        Command::Supervise(args) => supervisor::runtime_main(args),
+        Command::CaseSupervise(args) => supervisor::main(args),
+    }
+}
+
+/// `run`: the host corpus on the open-design surface, the client corpus on the others.
+fn run(flags: &dsh_results::run_args::Flags) -> ExitCode {
+    let outcome = match flags.surface {
+        Surface::OpenDesign => dsh_host_corpus::run_cli(flags),
+        Surface::Sdk => dsh_client_corpus::run_cli(flags, ClientSurface::Sdk),
+        Surface::Headless => dsh_client_corpus::run_cli(flags, ClientSurface::Headless),
+    };
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            eprintln!("dsh-conformance run: {message}");
+            ExitCode::from(EXIT_HARNESS)
+        }
     }
 }

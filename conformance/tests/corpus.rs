@@ -3,7 +3,8 @@
 //! A case passes when its verdict is pass, informational or skipped (capability not claimed).
 //! `DSH_CONFORMANCE_TIME_SCALE` scales every case's timeout on slow machines.
 
-use dsh_conformance::run::{Selection, Suite, SuiteConfig, Variant};
+use dsh_engine::selection::Selection;
+use dsh_host_corpus::{Suite, SuiteConfig, Variant};
 use dsh_results::model::Verdict;
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::PathBuf;

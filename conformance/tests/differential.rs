@@ -4,7 +4,7 @@
 //! [`DELIBERATE`] (and in docs/fake-dsh.md, "Fidelity") fails. Skips, saying so, when the real
 //! dsh is not installed. (It lives with the kit's tests to share their bounded spawn helper.)
 
-use dsh_conformance::check_runtime::output_within;
+use dsh_runtime_check::output_within;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -10,9 +10,9 @@
 //!
 //! Skips, saying so, when the real dsh is not installed.
 
-use dsh_conformance::check_runtime::{install_bundle, output_within};
 use dsh_model_server::script::Script;
 use dsh_model_server::{default_script, ModelServer, DEFAULT_HTML};
+use dsh_runtime_check::{install_bundle, output_within};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -163,7 +163,7 @@ fn check_runtime_passes_every_check_against_the_real_dsh_with_the_kit_bundle() {
     let report: Value = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("{e}: {stderr}\n{}", String::from_utf8_lossy(&output.stdout)));
     let checks = report["checks"].as_array().unwrap();
-    let catalogue = dsh_conformance::check_runtime::checks::CHECKS.len();
+    let catalogue = dsh_runtime_check::checks::CHECKS.len();
     assert_eq!(checks.len(), catalogue, "{report:#}");
     for check in checks {
         // A cancel can only be inconclusive: the result may come before it matters. A cancel

@@ -10,10 +10,10 @@
 //! (docs/sdk-clients.md) run on both sides too and must report the same. Skips, saying so, when
 //! the real runtime is not installed.
 
-use dsh_conformance::sdk_check::{
+use dsh_engine::programs::resolve_program;
+use dsh_runtime_check::sdk_check::{
     drive, initialize, prompt, request, shapes, ModelServer, Step, World,
 };
-use dsh_engine::programs::resolve_program;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -249,9 +249,7 @@ fn headless(args: &[&str], model: Option<Value>, scenario: Option<Value>) {
             &server.url,
             scenario.as_ref(),
         );
-        let output =
-            dsh_conformance::check_runtime::output_within(command, Stdio::null(), RUN_LIMIT)
-                .unwrap();
+        let output = dsh_runtime_check::output_within(command, Stdio::null(), RUN_LIMIT).unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
         let reported: Vec<String> = stderr
             .lines()
@@ -338,8 +336,7 @@ fn client_reports(
     args.extend(prompts.iter().map(|p| p.to_string()));
     let mut command = world.command(&interpreter, &args, &server.url);
     command.env(variable, serde_json::to_string(&runtime).unwrap());
-    let output =
-        dsh_conformance::check_runtime::output_within(command, Stdio::null(), RUN_LIMIT).unwrap();
+    let output = dsh_runtime_check::output_within(command, Stdio::null(), RUN_LIMIT).unwrap();
     let reports = String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|line| {

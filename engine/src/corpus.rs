@@ -8,8 +8,10 @@ pub mod locate;
 
 pub use locate::{choose, locate, CorpusDir};
 
+use std::collections::BTreeSet;
+use std::fmt;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The host corpus's rule catalog, inside the fixtures dir (what makes a directory a corpus).
 pub const RULES_FILE: &str = "rules.json";
@@ -39,4 +41,69 @@ pub fn read_corpus_file(file: &Path) -> Result<String, String> {
         ));
     }
     String::from_utf8(bytes).map_err(|error| format!("not UTF-8: {error}"))
+}
+
+/// One problem the lint found, naming the file it is in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LintError {
+    pub file: PathBuf,
+    pub problem: String,
+}
+
+impl LintError {
+    pub fn new(file: &Path, problem: impl Into<String>) -> Self {
+        Self {
+            file: file.to_path_buf(),
+            problem: problem.into(),
+        }
+    }
+}
+
+impl fmt::Display for LintError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file.display(), self.problem)
+    }
+}
+
+impl std::error::Error for LintError {}
+
+/// The interpretation entry ids (`### I-xx: title`) in `docs_dir/interpretations.md` (a missing
+/// file has none).
+pub fn interpretation_ids(docs_dir: &Path) -> BTreeSet<String> {
+    read_corpus_file(&docs_dir.join("interpretations.md"))
+        .map(|text| text.lines().filter_map(heading_entry_id).collect())
+        .unwrap_or_default()
+}
+
+/// The entry id of a `### I-xx: title` heading line.
+fn heading_entry_id(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("###")?;
+    if rest.starts_with('#') {
+        return None;
+    }
+    let token: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    let tail = token.strip_prefix("I-")?;
+    (!tail.is_empty()).then_some(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heading_entry_ids_are_recognised() {
+        assert_eq!(
+            heading_entry_id("### I-C01: empty version"),
+            Some("I-C01".to_string())
+        );
+        assert_eq!(heading_entry_id("###I-03 title"), Some("I-03".to_string()));
+        assert_eq!(heading_entry_id("#### I-03: deeper heading"), None);
+        assert_eq!(heading_entry_id("## I-03: shallower heading"), None);
+        assert_eq!(heading_entry_id("### Not an entry"), None);
+        assert_eq!(heading_entry_id("### I-: no id"), None);
+    }
 }

@@ -11,3 +11,8 @@ pub fn random_hex(bytes: usize) -> std::io::Result<String> {
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// A random UUID v4.
+pub fn random_uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}

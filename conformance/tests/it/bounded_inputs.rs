@@ -4,7 +4,7 @@
 //! with an error naming the file and the bound.
 
 use assert_cmd::Command;
-use dsh_conformance::report::document::ReportDocument;
+use dsh_report::document::ReportDocument;
 
 /// Runs `dsh-conformance ARGS` and returns its stderr, asserting exit 2.
 fn refused(args: &[&str]) -> String {

@@ -77,10 +77,7 @@ fn status_of<'a>(report: &'a Value, id: &str) -> &'a str {
 fn default_fake_dsh_passes_every_check() {
     let (code, report) = check(None, &[]);
     let checks = report["checks"].as_array().unwrap();
-    assert_eq!(
-        checks.len(),
-        dsh_conformance::check_runtime::checks::CHECKS.len()
-    );
+    assert_eq!(checks.len(), dsh_runtime_check::checks::CHECKS.len());
     for check in checks {
         assert_eq!(check["status"], "pass", "{check:#}");
         assert!(
@@ -398,7 +395,7 @@ fn list_names_every_check_without_a_runtime_and_checks_need_one() {
     let output = kit().args(["check-runtime", "--list"]).output().unwrap();
     assert!(output.status.success());
     let text = String::from_utf8(output.stdout).unwrap();
-    for check in dsh_conformance::check_runtime::checks::CHECKS {
+    for check in dsh_runtime_check::checks::CHECKS {
         assert!(text.contains(check.id), "{} missing from --list", check.id);
     }
 }
@@ -406,9 +403,9 @@ fn list_names_every_check_without_a_runtime_and_checks_need_one() {
 #[test]
 fn every_check_names_a_rule_of_the_catalog() {
     let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
-    let catalog = dsh_conformance::corpus::load_rules(&fixtures).unwrap();
+    let catalog = dsh_host_corpus::corpus::load_rules(&fixtures).unwrap();
     let ids: Vec<&str> = catalog.iter().map(|rule| rule.id.as_str()).collect();
-    for check in dsh_conformance::check_runtime::checks::CHECKS {
+    for check in dsh_runtime_check::checks::CHECKS {
         assert!(
             ids.contains(&check.rule),
             "{} names unknown rule {}",
@@ -541,7 +538,7 @@ fn checks_run_in_parallel_with_jobs_and_report_in_catalogue_order() {
         .iter()
         .map(|check| check["id"].as_str().unwrap())
         .collect();
-    let catalogue: Vec<&str> = dsh_conformance::check_runtime::checks::CHECKS
+    let catalogue: Vec<&str> = dsh_runtime_check::checks::CHECKS
         .iter()
         .map(|check| check.id)
         .collect();

@@ -4,7 +4,7 @@
 //! that cannot start, or no client, is exit 2; a glob that matches nothing is exit 3; a capability
 //! the client lacks skips its cases. A client whose interpreter is missing is skipped, saying so.
 
-use dsh_conformance::report::document::{schema_errors, SchemaPart};
+use dsh_report::document::{schema_errors, SchemaPart};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

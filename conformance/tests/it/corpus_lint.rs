@@ -2,7 +2,8 @@
 //! library and through `dsh-conformance lint`.
 
 use assert_cmd::Command;
-use dsh_conformance::corpus::{self, LintError};
+use dsh_engine::corpus::LintError;
+use dsh_host_corpus::corpus;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -105,7 +106,12 @@ fn assert_one_problem(errors: &[LintError], file: &Path, needle: &str) {
 
 #[test]
 fn the_real_corpus_lints_clean() {
-    let errors = corpus::lint(&real_fixtures());
+    let fixtures = real_fixtures();
+    let mut errors = corpus::lint(&fixtures);
+    errors.extend(dsh_client_corpus::corpus::lint(
+        &fixtures,
+        &corpus::default_docs_dir(&fixtures),
+    ));
     assert!(
         errors.is_empty(),
         "the corpus has lint problems:\n{}",

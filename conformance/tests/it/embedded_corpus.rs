@@ -4,7 +4,7 @@
 //! the nearest `fixtures/` holding `rules.json`).
 
 use assert_cmd::Command;
-use dsh_conformance::corpus::{self, embedded, locate::Source};
+use dsh_engine::corpus::{self, embedded, locate::Source};
 use dsh_engine::selection::{corpus_hash, find_cases};
 use std::path::{Path, PathBuf};
 
@@ -79,7 +79,11 @@ fn export_writes_a_corpus_that_lints_clean_and_refuses_to_overwrite_a_changed_fi
         .assert()
         .success();
     let fixtures = dir.path().join("fixtures");
-    assert_eq!(corpus::lint(&fixtures), Vec::new());
+    assert_eq!(dsh_host_corpus::corpus::lint(&fixtures), Vec::new());
+    assert_eq!(
+        dsh_client_corpus::corpus::lint(&fixtures, &dir.path().join("docs")),
+        Vec::new()
+    );
     assert_eq!(
         embedded::tree_hash_on_disk(dir.path()).expect("reads"),
         embedded::embedded_tree_hash()

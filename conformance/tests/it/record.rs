@@ -352,7 +352,7 @@ fn a_recorded_default_session_is_byte_exact_valid_and_becomes_a_clean_replayable
 
 fn assert_rules_exist(case: &Value) {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
-    let catalog = dsh_conformance::corpus::load_rules(&fixtures).unwrap();
+    let catalog = dsh_host_corpus::corpus::load_rules(&fixtures).unwrap();
     let ids: Vec<&str> = catalog.iter().map(|rule| rule.id.as_str()).collect();
     for rule in case["rules"].as_array().unwrap() {
         assert!(ids.contains(&rule.as_str().unwrap()), "unknown rule {rule}");

@@ -5,9 +5,9 @@
 
 use crate::report_support;
 
-use dsh_conformance::report::config::{HostSpec, MatrixConfig, VariantSpec};
-use dsh_conformance::report::document::ReportDocument;
-use dsh_conformance::report::{build_document, run_matrix, write_report_files};
+use dsh_report::config::{HostSpec, MatrixConfig, VariantSpec};
+use dsh_report::document::ReportDocument;
+use dsh_report::{build_document, run_matrix, write_report_files};
 use report_support::{passing_suite, sample_suite, RULES_JSON};
 use std::io::Read;
 use std::os::unix::process::CommandExt;

@@ -4,8 +4,8 @@
 use crate::report_support;
 
 use assert_cmd::Command;
-use dsh_conformance::report::diff::{diff, ChangeKind};
-use dsh_conformance::report::document::{ReportDocument, SuiteError};
+use dsh_report::diff::{diff, ChangeKind};
+use dsh_report::document::{ReportDocument, SuiteError};
 use dsh_results::model::{SuiteReport, Verdict};
 use report_support::{passing_suite, renamed, sample_suite};
 use std::path::{Path, PathBuf};

@@ -5,9 +5,9 @@
 use crate::report_support;
 
 use assert_cmd::Command;
-use dsh_conformance::report::config::{default_variants, HostSpec, MatrixConfig, VariantSpec};
-use dsh_conformance::report::document::{schema_errors, ReportDocument, SchemaPart};
-use dsh_conformance::report::{build_document, exit_code_of, run_matrix, write_report_files};
+use dsh_report::config::{default_variants, HostSpec, MatrixConfig, VariantSpec};
+use dsh_report::document::{schema_errors, ReportDocument, SchemaPart};
+use dsh_report::{build_document, exit_code_of, run_matrix, write_report_files};
 use dsh_results::model::Verdict;
 use report_support::{passing_suite, renamed, sample_suite, RULES_JSON};
 use std::collections::BTreeMap;
@@ -103,7 +103,7 @@ fn coverage_lists_cases_per_rule_and_flags_uncovered_and_uncatalogued_rules() {
     assert!(rule("s14.stdout-frames-only").cases.is_empty());
     assert_eq!(
         rule("s7.restart-mapping").text,
-        dsh_conformance::report::coverage::UNCATALOGUED
+        dsh_report::coverage::UNCATALOGUED
     );
 }
 
@@ -138,11 +138,8 @@ fn report_files_are_written_and_report_json_is_schema_valid() {
 fn report_markdown_snapshot() {
     let fixtures = fixtures_dir();
     let mut bytes = Vec::new();
-    dsh_conformance::report::markdown::write_report_markdown(
-        &sample_document(fixtures.path()),
-        &mut bytes,
-    )
-    .unwrap();
+    dsh_report::markdown::write_report_markdown(&sample_document(fixtures.path()), &mut bytes)
+        .unwrap();
     insta::assert_snapshot!("report_markdown", String::from_utf8(bytes).unwrap());
 }
 
@@ -155,7 +152,7 @@ fn report_json_snapshot() {
 
 fn html_of(document: &ReportDocument) -> String {
     let mut bytes = Vec::new();
-    dsh_conformance::report::html::write_report_html(document, &mut bytes).unwrap();
+    dsh_report::html::write_report_html(document, &mut bytes).unwrap();
     String::from_utf8(bytes).unwrap()
 }
 

@@ -3,7 +3,7 @@
 
 use crate::report_support;
 
-use dsh_conformance::report::document::{schema_errors, SchemaPart};
+use dsh_report::document::{schema_errors, SchemaPart};
 use dsh_results::model::SuiteReport;
 use dsh_results::output::{self, TableOptions};
 use report_support::sample_suite;

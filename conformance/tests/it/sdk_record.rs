@@ -4,7 +4,7 @@
 //! shapes. Recorded from fake-dsh itself (always) and from the real SDK runtime (skipped, saying
 //! so, when `cargo xtask real-dsh --runtime-bin` has not installed it).
 
-use dsh_conformance::sdk_check::{
+use dsh_runtime_check::sdk_check::{
     drive, initialize, prompt, request, shapes, ModelServer, Step, World,
 };
 use serde_json::{json, Value};
@@ -48,7 +48,7 @@ fn steps() -> Vec<Step> {
 struct Recorded {
     world: World,
     recording: PathBuf,
-    wire: dsh_conformance::sdk_check::Wire,
+    wire: dsh_runtime_check::sdk_check::Wire,
 }
 
 /// How to record: the runtime, its arguments, `record`'s own flags, the model script and

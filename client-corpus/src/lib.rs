@@ -1,0 +1,337 @@
+//! `dsh-conformance run --surface sdk|headless --host CLIENT`: the client corpus
+//! (docs/sdk-clients.md). Each case of `fixtures/clients/<surface>/` starts the client through
+//! its driver contract against fake-dsh playing the case's scenario, and judges what the client
+//! reported, how it ended, what it left running and where the credential went. Results go through
+//! the same model and outputs as the host corpus (table, JSON, JSONL, JUnit, Markdown; exit 1 on a
+//! failure, 2 when the run could not start, 3 when a `--case`/`--skip` glob matches nothing).
+//!
+//! - [`corpus`]: loading and linting the cases and the client rule catalog;
+//! - [`play`]: one case, played; [`judge`]: its verdict.
+//!
+//! It shares the case engine (`dsh-engine`: processes, the token sweep, the journal, selection)
+//! and the results model (`dsh-results`) with the host corpus, and imports nothing of it.
+
+pub mod corpus;
+pub mod judge;
+pub mod play;
+
+use corpus::LoadedCase;
+use dsh_formats::client_case::ClientSurface;
+use dsh_results::model::{CaseResult, CorpusInfo, HostInfo, SuiteReport};
+use dsh_results::run_args::{Flags, EXIT_NOTHING_MEASURED};
+use play::Setup;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// `run --surface sdk|headless`: the exit code, or `Err` when the run could not start.
+pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
+    let corpus_dir = dsh_engine::corpus::choose(args.fixtures.as_deref(), args.embedded_corpus)?;
+    let corpus = corpus::load(corpus_dir.path()).map_err(|errors| {
+        let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        format!("the client corpus is invalid:\n{}", lines.join("\n"))
+    })?;
+    for path in [&args.junit, &args.markdown, &args.json]
+        .into_iter()
+        .flatten()
+    {
+        dsh_engine::files::refuse_symlink(path).map_err(|e| e.to_string())?;
+    }
+    let Some(selected) = select(args, corpus.of(surface).collect())? else {
+        return Ok(EXIT_NOTHING_MEASURED);
+    };
+    if args.list {
+        for loaded in &selected {
+            println!("{}", loaded.case.id);
+        }
+        return Ok(0);
+    }
+    let setup = setup(args, surface)?;
+    let info = CorpusInfo {
+        source: corpus_dir.source_label(),
+        hash: corpus.hash.clone(),
+        cases: corpus.of(surface).count(),
+        embedded: corpus.hash == corpus::embedded_hash(),
+    };
+    if let Some(warning) = info.warning() {
+        eprintln!("dsh-conformance run: {warning}");
+    }
+    let mut report = suite(args, surface, &setup, &selected, info)?;
+    report.rerun_args = rerun_args(args, surface);
+    match dsh_results::run_args::write_outputs(args, &report, None) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(format!("cannot write the report: {e}"))
+        }
+        _ => {}
+    }
+    Ok(dsh_results::run_args::exit_code(&report))
+}
+
+/// The cases `--case`/`--skip` select, checked as the host run checks them (a malformed glob is
+/// an error); `None` (after saying which) when a glob matches no client case of the surface.
+fn select<'a>(
+    args: &Flags,
+    cases: Vec<&'a LoadedCase>,
+) -> Result<Option<Vec<&'a LoadedCase>>, String> {
+    if !args.sections.is_empty() || args.shard.is_some() {
+        return Err(
+            "--section and --shard select host cases; the client corpus takes --case and --skip"
+                .into(),
+        );
+    }
+    let selection = dsh_engine::selection::Selection {
+        case_globs: args.cases.clone(),
+        sections: Vec::new(),
+        skip_globs: args.skip.clone(),
+        shard: None,
+    };
+    selection.check()?;
+    let unmatched = selection.unmatched_globs(cases.iter().map(|c| c.case.id.as_str()));
+    if !unmatched.is_empty() {
+        eprintln!(
+            "dsh-conformance run: {} matches no client case",
+            unmatched.join(", ")
+        );
+        return Ok(None);
+    }
+    Ok(Some(
+        cases
+            .into_iter()
+            .filter(|c| selection.matches_id(&c.case.id))
+            .collect(),
+    ))
+}
+
+/// How every case starts the client; the client's command must start (checked once, up front).
+fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
+    let mut client = match &args.host {
+        Some(command) => dsh_engine::programs::split_command(command)?,
+        None => Vec::new(),
+    };
+    client.extend(args.host_args.iter().cloned());
+    if client.is_empty() {
+        return Err(
+            "--surface sdk|headless needs --host CLIENT (the client's command line)".into(),
+        );
+    }
+    let client: Vec<String> = client.into_iter().map(absolute_if_a_file).collect();
+    dsh_engine::child_env::check_pass_env(&args.pass_env)?;
+    let fake_dsh = dsh_results::run_args::fake_dsh_of(args)?;
+    if !fake_dsh.is_file() {
+        return Err(format!(
+            "fake-dsh not found at {} (pass --fake-dsh)",
+            fake_dsh.display()
+        ));
+    }
+    let program = &client[0];
+    if dsh_engine::programs::resolve_program(program).is_none() {
+        return Err(format!(
+            "the client cannot start: {program:?} is not an executable file nor on PATH"
+        ));
+    }
+    Ok(Setup {
+        client,
+        fake_dsh,
+        time_scale: args.time_scale,
+        inherited: dsh_engine::child_env::inherited(&args.pass_env),
+        runtime_args: runtime_args(surface, args.runtime_persona.as_deref())?,
+    })
+}
+
+/// fake-dsh's arguments for the surface and `--runtime-persona`.
+fn runtime_args(surface: ClientSurface, persona: Option<&str>) -> Result<Vec<String>, String> {
+    let args: &[&str] = match (surface, persona) {
+        (ClientSurface::Sdk, None | Some("0.1.5")) => &["--profile", "sdk"],
+        (ClientSurface::Sdk, Some("0.1.1")) => &["--persona", "0.1.1", "cordis.yml"],
+        (ClientSurface::Headless, None | Some("0.1.5")) => &["--profile", "headless"],
+        (surface, Some(other)) => {
+            return Err(format!(
+                "--runtime-persona {other:?}: the {} surface has 0.1.5{}",
+                surface.name(),
+                if surface == ClientSurface::Sdk {
+                    " and 0.1.1"
+                } else {
+                    " only"
+                }
+            ))
+        }
+    };
+    Ok(args.iter().map(|a| a.to_string()).collect())
+}
+
+/// Runs the selected cases into the results model.
+fn suite(
+    args: &Flags,
+    surface: ClientSurface,
+    setup: &Setup,
+    selected: &[&LoadedCase],
+    corpus: CorpusInfo,
+) -> Result<SuiteReport, String> {
+    use dsh_results::output::stream::{LiveOutput, StreamStyle};
+    use dsh_results::output::Format;
+    let style = match args.format {
+        Format::Table => StreamStyle::Lines {
+            color: args.color.resolve(),
+            id_width: selected.iter().map(|c| c.case.id.len()).max().unwrap_or(4),
+        },
+        Format::Jsonl => StreamStyle::Jsonl,
+        Format::Json => StreamStyle::Quiet,
+    };
+    let host_name = args
+        .host_name
+        .clone()
+        .unwrap_or_else(|| name_of(&setup.client));
+    let variant = match &args.runtime_persona {
+        Some(persona) => format!("fake-dsh {} {persona}", surface.name()),
+        None => format!("fake-dsh {}", surface.name()),
+    };
+    let live = LiveOutput::new(style, &host_name, &variant, selected.len());
+    if args.format == Format::Table {
+        live.write(&header(
+            &host_name,
+            setup,
+            &variant,
+            selected.len(),
+            &corpus,
+        ));
+    }
+    let started = std::time::Instant::now();
+    let mut cases = play_all(args, setup, selected, &live)?;
+    cases.sort_by(|a, b| a.id.cmp(&b.id));
+    let selected_hash = dsh_engine::corpus::embedded::tree_hash(
+        selected
+            .iter()
+            .map(|c| (c.case.id.as_str(), c.text.as_bytes())),
+    );
+    Ok(SuiteReport {
+        kit_version: env!("CARGO_PKG_VERSION").to_string(),
+        corpus_hash: selected_hash,
+        host: HostInfo {
+            name: host_name,
+            command: dsh_results::output::secrets::redact_command(&setup.client),
+            handshake: serde_json::Value::Null,
+        },
+        runtime_variant: variant,
+        cases,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        rerun_args: Vec::new(),
+        corpus: Some(corpus),
+        surface: Some(surface.name().to_string()),
+    })
+}
+
+/// Plays the cases on `--jobs` workers (default 2), printing each as it finishes; stops starting
+/// new ones after a failure with `--fail-fast`. `Err` when a case could not be played at all.
+fn play_all(
+    args: &Flags,
+    setup: &Setup,
+    selected: &[&LoadedCase],
+    live: &dsh_results::output::stream::LiveOutput,
+) -> Result<Vec<CaseResult>, String> {
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let results: Mutex<Vec<CaseResult>> = Mutex::new(Vec::new());
+    let broken: Mutex<Option<String>> = Mutex::new(None);
+    let jobs = args.jobs.unwrap_or(2).clamp(1, 8);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                while let Some(loaded) = selected.get(next.fetch_add(1, Ordering::SeqCst)) {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let result = match lacking(args, loaded) {
+                        Some(capability) => judge::skipped(&loaded.case, capability),
+                        None => match play::play(setup, &loaded.case) {
+                            Ok(played) => judge::verdict(&loaded.case, &played),
+                            Err(why) => {
+                                *broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+                                stop.store(true, Ordering::SeqCst);
+                                return;
+                            }
+                        },
+                    };
+                    live.case(&result);
+                    if args.fail_fast && result.verdict.is_failure() {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                    results
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(result);
+                }
+            });
+        }
+    });
+    live.finish();
+    if let Some(why) = broken.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(why);
+    }
+    Ok(results.into_inner().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// The head of a table run: kit, client, command, runtime, case count; the corpus line and, when
+/// it is not the embedded corpus, the warning.
+fn header(host: &str, setup: &Setup, variant: &str, cases: usize, corpus: &CorpusInfo) -> String {
+    use dsh_results::output::{escape::terminal, secrets::display_command};
+    let mut head = format!(
+        "dsh-conformance {}: client {} ({}), runtime {variant}, {cases} cases\n{}\n",
+        env!("CARGO_PKG_VERSION"),
+        terminal(host),
+        terminal(&display_command(&setup.client)),
+        terminal(&corpus.line())
+    );
+    if let Some(warning) = corpus.warning() {
+        head.push_str(&format!("{}\n", terminal(&warning)));
+    }
+    head
+}
+
+/// The first capability the case requires that `--client-lacks` names.
+fn lacking<'a>(args: &Flags, loaded: &'a LoadedCase) -> Option<&'a str> {
+    loaded
+        .case
+        .requires
+        .iter()
+        .find(|capability| args.client_lacks.contains(capability))
+        .map(String::as_str)
+}
+
+fn rerun_args(args: &Flags, surface: ClientSurface) -> Vec<String> {
+    let mut rerun = vec!["--surface".to_string(), surface.name().to_string()];
+    if let Some(dir) = &args.fixtures {
+        rerun.extend(["--fixtures".to_string(), dir.display().to_string()]);
+    }
+    if args.time_scale != 1.0 {
+        rerun.extend(["--time-scale".to_string(), args.time_scale.to_string()]);
+    }
+    if let Some(persona) = &args.runtime_persona {
+        rerun.extend(["--runtime-persona".to_string(), persona.clone()]);
+    }
+    for capability in &args.client_lacks {
+        rerun.extend(["--client-lacks".to_string(), capability.clone()]);
+    }
+    rerun
+}
+
+/// A relative path in the client command that names an existing file, made absolute (each case
+/// runs the client in its own empty working directory).
+fn absolute_if_a_file(arg: String) -> String {
+    let path = Path::new(&arg);
+    if arg.contains('/') && path.is_relative() && path.exists() {
+        if let Ok(absolute) = std::path::absolute(path) {
+            return absolute.to_string_lossy().into_owned();
+        }
+    }
+    arg
+}
+
+/// A client's name in reports when `--host-name` gives none: the file name of its script (the
+/// last argument naming a file), else of its program.
+fn name_of(client: &[String]) -> String {
+    let script = client.iter().rev().find(|arg| Path::new(arg).is_file());
+    let word = script.unwrap_or(&client[0]);
+    Path::new(word)
+        .file_name()
+        .map_or_else(|| word.clone(), |name| name.to_string_lossy().into_owned())
+}

@@ -1,0 +1,352 @@
+//! The host corpus: the fixture corpus (`fixtures/<area>/`) against one host driver, with
+//! rule-traced verdicts (`dsh-conformance run`, the open-design surface).
+//!
+//! - [`suite`]: the library API ([`run_suite`], [`Suite`] for one case at a time).
+//! - `case`: one case: world, driver, steps; `expect`: a step's own expectations; `checks`: the
+//!   global checks made on every run, one file each; `events`: the spec 9 event comparison.
+//! - `world`, `driver`, `transcript`: the temp world, the driver client, the bounded transcript;
+//!   `mapping_watch`: how a run rewrites a saved session mapping (in place or replaced whole).
+//! - [`verdict`]: findings -> verdict; [`expectations`]: the xfail file; [`corpus`]: the lint of
+//!   the host cases and the rule catalog.
+//!
+//! What every corpus shares (processes, the supervisor, leftovers, the journal, selection) is
+//! `dsh-engine`'s; the results model and the outputs are `dsh-results`'. This crate root holds
+//! the run itself: from the `run` flags to a config, live output, signals, the exit code.
+
+mod case;
+mod checks;
+pub mod corpus;
+mod driver;
+mod events;
+mod expect;
+pub mod expectations;
+mod mapping_watch;
+mod preflight;
+pub mod project_files;
+pub mod suite;
+mod transcript;
+pub mod verdict;
+mod world;
+
+pub use case::needed_capabilities;
+pub use expectations::Expectations;
+pub use suite::{run_suite, HarnessError, Suite, SuiteConfig, Variant};
+
+use dsh_engine::programs::{sibling_of_exe, split_command};
+use dsh_engine::selection::{CaseEntry, Selection};
+use dsh_results::model::{CaseResult, SuiteReport};
+use dsh_results::output::Format;
+use dsh_results::run_args::{
+    exit_code, fake_dsh_from_env, fake_dsh_of, write_outputs, Flags, EXIT_NOTHING_MEASURED, EXIT_OK,
+};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once no new case may start: Ctrl-C, SIGTERM or `--fail-fast`.
+static STOP: AtomicBool = AtomicBool::new(false);
+/// Set by the SIGINT/SIGTERM handler.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// How many SIGINT/SIGTERM arrived, and the last one's number.
+static SIGNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static LAST_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+/// Exit code after Ctrl-C (128 + SIGINT, as shells report it); SIGTERM gives 143.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+extern "C" fn on_stop_signal(signal: nix::libc::c_int) {
+    LAST_SIGNAL.store(signal, Ordering::SeqCst);
+    SIGNALS.fetch_add(1, Ordering::SeqCst);
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// 128 + the signal that stopped the run.
+fn interrupted_code() -> u8 {
+    u8::try_from(128 + LAST_SIGNAL.load(Ordering::SeqCst)).unwrap_or(EXIT_INTERRUPTED)
+}
+
+/// The first SIGINT or SIGTERM starts no new case and ends the cases in flight at once (their
+/// drivers' process groups are killed, their supervisors kill the rest of each tree, and they are
+/// reported `interrupted`); their temp dirs are removed as usual, the partial summary is printed
+/// and the outputs are written. A second one removes every case's temp dir still alive (journals
+/// hold prompts) and ends the process at once; the per-case supervisors kill the drivers' trees
+/// when they see the harness gone.
+fn catch_stop_signals() {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    let action = SigAction::new(
+        SigHandler::Handler(on_stop_signal),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for signal in [Signal::SIGINT, Signal::SIGTERM] {
+        // SAFETY: the handler only stores to atomics, which is async-signal-safe.
+        let _ = unsafe { sigaction(signal, &action) };
+    }
+    std::thread::spawn(|| loop {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if SIGNALS.load(Ordering::SeqCst) >= 1 && !driver::interrupted() {
+            let ended = driver::interrupt_all();
+            eprintln!("dsh-conformance run: interrupted; ended {ended} case(s) in flight");
+        }
+        if SIGNALS.load(Ordering::SeqCst) >= 2 {
+            let removed = world::remove_live_worlds();
+            eprintln!("dsh-conformance run: stopped by a second signal; removed {removed} case temp dir(s)");
+            std::process::exit(i32::from(interrupted_code()));
+        }
+    });
+}
+
+/// `run` on the open-design surface: the exit code, or `Err` when the run could not start.
+pub fn run_cli(args: &Flags) -> Result<u8, String> {
+    let corpus = dsh_engine::corpus::choose(args.fixtures.as_deref(), args.embedded_corpus)?;
+    corpus.announce("run");
+    let mut config = config_from_args(args, corpus.path().to_path_buf())?;
+    config.corpus_source = Some(corpus.source_label());
+    // A planted link at an output path stops the run before any case: nothing is written.
+    for path in [
+        &args.junit,
+        &args.markdown,
+        &args.json,
+        &args.write_expectations,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        dsh_engine::files::refuse_symlink(path).map_err(|e| e.to_string())?;
+    }
+    let suite = match Suite::prepare(&config) {
+        Ok(suite) => suite,
+        Err(HarnessError::NoMatch(message)) => {
+            eprintln!("dsh-conformance run: {message}");
+            return Ok(EXIT_NOTHING_MEASURED);
+        }
+        Err(error) => return Err(error.to_string()),
+    };
+    if args.list {
+        return list(args, &suite);
+    }
+    if let Some(warning) = suite.corpus().warning() {
+        eprintln!("dsh-conformance run: {warning}");
+    }
+    if suite.entries().is_empty() {
+        eprintln!(
+            "dsh-conformance run: no case selected (check --case / --skip / --section / --shard)"
+        );
+        return Ok(EXIT_NOTHING_MEASURED);
+    }
+    if let Some(expectations) = &config.expectations {
+        for id in expectations
+            .xfail
+            .keys()
+            .filter(|id| !suite.entries().iter().any(|entry| &entry.id == *id))
+        {
+            eprintln!("dsh-conformance run: warning: the expectations file lists {id}, which is not selected or does not exist");
+        }
+    }
+    suite.preflight().map_err(|e| e.to_string())?;
+    let mut report = run_live(args, &suite)?;
+    report.rerun_args = rerun_args(args, &config);
+    if let Some(path) = &args.write_expectations {
+        Expectations::from_failures(&report).write(path)?;
+    }
+    let stopped = stop_reason(args, &suite, &report);
+    if let Some(reason) = &stopped {
+        eprintln!(
+            "dsh-conformance run: stopped early ({reason}): {} of {} cases ran",
+            report.cases.len(),
+            suite.entries().len()
+        );
+    }
+    match write_outputs(args, &report, stopped.as_deref()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(format!("cannot write the report: {e}"))
+        }
+        _ => {}
+    }
+    Ok(if INTERRUPTED.load(Ordering::SeqCst) {
+        interrupted_code()
+    } else {
+        exit_code(&report)
+    })
+}
+
+/// Runs the suite printing each case as it finishes (table lines or jsonl) with a progress line
+/// on a terminal; Ctrl-C and `--fail-fast` stop it between cases.
+fn run_live(args: &Flags, suite: &Suite) -> Result<SuiteReport, String> {
+    use dsh_results::output::stream::{LiveOutput, StreamStyle};
+    let color = args.color.resolve();
+    let style = match args.format {
+        Format::Table => StreamStyle::Lines {
+            color,
+            id_width: suite
+                .entries()
+                .iter()
+                .map(|e| e.id.chars().count())
+                .max()
+                .unwrap_or(4),
+        },
+        Format::Jsonl => StreamStyle::Jsonl,
+        Format::Json => StreamStyle::Quiet,
+    };
+    let total = suite.entries().len() * args.verify;
+    let live = LiveOutput::new(style, &suite.host_name(), &suite.variant_name(), total);
+    if args.format == Format::Table {
+        live.write(&format!("{}\n", suite.header_line()));
+    }
+    STOP.store(false, Ordering::SeqCst);
+    catch_stop_signals();
+    let fail_fast = args.fail_fast;
+    let observer = |case: &CaseResult| {
+        live.case(case);
+        if fail_fast && case.verdict.is_failure() {
+            STOP.store(true, Ordering::SeqCst);
+        }
+    };
+    let report = suite.run_observed(&observer, &STOP);
+    live.finish();
+    Ok(report)
+}
+
+fn stop_reason(args: &Flags, suite: &Suite, report: &SuiteReport) -> Option<String> {
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        Some("interrupted".to_string())
+    } else if args.fail_fast && report.cases.len() < suite.entries().len() {
+        Some("--fail-fast".to_string())
+    } else {
+        None
+    }
+}
+
+/// `--list`: `id<TAB>summary` lines, or with `--format json`/`jsonl` the cases as JSON. A
+/// selection that matches nothing says so on stderr (exit 3); a closed stdout is not an error.
+fn list(args: &Flags, suite: &Suite) -> Result<u8, String> {
+    if suite.entries().is_empty() {
+        eprintln!(
+            "dsh-conformance run --list: no case matches the selection (--case / --skip / --section / --shard) in {}",
+            args.fixtures.as_deref().map_or_else(|| "the fixtures dir".to_string(), |dir| dir.display().to_string())
+        );
+        return Ok(EXIT_NOTHING_MEASURED);
+    }
+    let item = |entry: &CaseEntry| {
+        let (spec, rules) = entry
+            .case
+            .as_ref()
+            .map(|case| (case.spec.clone(), case.rules.clone()))
+            .unwrap_or_default();
+        serde_json::json!({"id": entry.id, "summary": entry.summary(), "spec": spec,
+            "rules": rules, "file": entry.file, "loads": entry.case.is_ok()})
+    };
+    let text = match args.format {
+        Format::Table => suite
+            .entries()
+            .iter()
+            .map(|entry| format!("{}\t{}\n", entry.id, entry.summary()))
+            .collect::<String>(),
+        Format::Json => {
+            let items: Vec<serde_json::Value> = suite.entries().iter().map(item).collect();
+            format!("{:#}\n", serde_json::Value::from(items))
+        }
+        Format::Jsonl => suite
+            .entries()
+            .iter()
+            .map(|entry| format!("{}\n", item(entry)))
+            .collect::<String>(),
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+        _ => Ok(EXIT_OK),
+    }
+}
+
+/// The flags a re-run line needs besides `--host`, `--variant` and `--case`: every one given that
+/// changes a result, with paths made absolute so the line works from any directory.
+fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    let path = |p: &Path| {
+        std::path::absolute(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string()
+    };
+    if args.fixtures.is_some() {
+        out.extend(["--fixtures".to_string(), path(&config.fixtures)]);
+    }
+    if args.fake_dsh.is_some() || fake_dsh_from_env().is_some() {
+        out.extend(["--fake-dsh".to_string(), path(&config.fake_dsh)]);
+    }
+    if args.time_scale != 1.0 {
+        out.extend(["--time-scale".to_string(), args.time_scale.to_string()]);
+    }
+    if let Some(file) = &args.expectations {
+        out.extend(["--expectations".to_string(), path(file)]);
+    }
+    for pair in &args.variant_env {
+        out.extend(["--variant-env".to_string(), pair.clone()]);
+    }
+    if let Some(name) = &args.host_name {
+        out.extend(["--host-name".to_string(), name.clone()]);
+    }
+    for name in &args.pass_env {
+        out.extend(["--pass-env".to_string(), name.clone()]);
+    }
+    out
+}
+
+fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, String> {
+    let mut host = match &args.host {
+        Some(command) => split_command(command)?,
+        None if !args.host_args.is_empty() => Vec::new(),
+        None => vec![sibling_of_exe("dsh-host-driver")?.display().to_string()],
+    };
+    host.extend(args.host_args.iter().cloned());
+    if host.is_empty() {
+        return Err("--host is empty".to_string());
+    }
+    let fake_dsh = fake_dsh_of(args)?;
+    let mut variant = args
+        .variant
+        .as_deref()
+        .map(Variant::named)
+        .unwrap_or_default();
+    for pair in &args.variant_env {
+        let (key, value) = pair
+            .split_once('=')
+            .filter(|(key, _)| !key.is_empty())
+            .ok_or_else(|| format!("--variant-env {pair:?} is not KEY=VALUE"))?;
+        dsh_engine::child_env::check_variant_env(key, value)
+            .map_err(|why| format!("--variant-env {pair:?}: {why}"))?;
+        variant.env.insert(key.to_string(), value.to_string());
+    }
+    let expectations = args
+        .expectations
+        .as_deref()
+        .map(Expectations::load)
+        .transpose()?;
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    Ok(SuiteConfig {
+        host,
+        host_name: args.host_name.clone(),
+        fixtures,
+        selection: Selection {
+            case_globs: args.cases.clone(),
+            sections: args.sections.clone(),
+            skip_globs: args.skip.clone(),
+            shard: args.shard,
+        },
+        jobs,
+        time_scale: args.time_scale,
+        fake_dsh,
+        variant,
+        expectations,
+        verify: args.verify,
+        driver_per_case: args.driver_per_case,
+        corpus_source: None,
+        pass_env: args.pass_env.clone(),
+    })
+}

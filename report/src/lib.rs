@@ -1,0 +1,392 @@
+//! `report` (every host x runtime variant over the corpus, written as report.json, report.html and
+//! report.md) and `diff` (two reports compared by case id; exit 1 on a regression).
+//!
+//! - [`config`]: the hosts and variants of the matrix, and the defaults.
+//! - [`document`]: `report.json`, its schema, loading it back; the JSON file readers whose errors
+//!   name the file.
+//! - [`coverage`]: the rule catalog and which cases cover each rule.
+//! - [`html`] (with [`html_matrix`]), [`markdown`]: the page and the pull-request comment.
+//! - [`diff`]: comparing two reports.
+//! - [`stable`]: what makes report.json the same file for two runs of the same code.
+//! - [`tools`]: `summary` (a quick look at a stored report) and `merge` (shards into one).
+//!
+//! Exit codes mirror `run`: 0 written and nothing failed, 1 written and some cell has a case that
+//! fails a run, 2 something could not run (bad config, unwritable output, a cell the harness could
+//! not complete; whatever could be written still is), 3 no cell measured any case.
+
+pub mod config;
+pub mod coverage;
+pub mod diff;
+pub mod document;
+pub mod html;
+pub mod html_matrix;
+pub mod markdown;
+pub mod stable;
+pub mod tools;
+
+use config::{HostSpec, MatrixConfig, VariantSpec};
+use document::{ReportDocument, SuiteError};
+use dsh_results::model::SuiteReport;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// `dsh-conformance report`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// JSON config: {"hosts":[{"name","command":[...]}],"variants":[{"name","env":{...}}]}.
+    /// Without it: the reference host x the version-policy variants.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Directory to write report.json, report.html and report.md into (created if missing).
+    #[arg(long, value_name = "DIR", default_value = "conformance-report")]
+    pub out: PathBuf,
+    /// The fixture corpus (holding rules.json; default: as `run` finds it, the embedded corpus
+    /// last).
+    #[arg(long, value_name = "DIR")]
+    pub fixtures: Option<PathBuf>,
+    /// One host instead of a config file: its command line, split like `run --host` splits it
+    /// (like a shell splits words, nothing expanded), without the reference host beside it.
+    #[arg(long, value_name = "CMD", conflicts_with = "config")]
+    pub host: Option<String>,
+    /// With --host: its name in the report (default `host`).
+    #[arg(long, value_name = "NAME", requires = "host")]
+    pub host_name: Option<String>,
+    /// With --host: its expectations file ({"v":1,"xfail":{...}}).
+    #[arg(long, value_name = "FILE", requires = "host")]
+    pub expectations: Option<PathBuf>,
+    /// With --host: a runtime variant, named as `run --variant` names it (repeatable; default the
+    /// report's default variants).
+    #[arg(long, value_name = "NAME", requires = "host")]
+    pub variant: Vec<String>,
+    /// With --host: a caller's variable (`NAME` or `PREFIX*`) its driver gets besides the
+    /// allowlist, as `run --pass-env` (repeatable).
+    #[arg(long, value_name = "NAME", requires = "host")]
+    pub pass_env: Vec<String>,
+    /// Run the corpus embedded in this binary, whatever $DSH_CONFORMANCE_FIXTURES or a fixtures/
+    /// dir nearby says (as `run --embedded-corpus`).
+    #[arg(long, conflicts_with = "fixtures")]
+    pub embedded_corpus: bool,
+    /// Cases run in parallel within one host x variant (default: the core count).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Multiply every timeout by this factor (slow CI machines).
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Keep every case's transcript and duration in report.json (default: transcripts of
+    /// non-passing cells only, no durations, so two runs give the same file).
+    #[arg(long)]
+    pub full_transcripts: bool,
+    /// Also write JUnit XML (one testsuite per host x variant) here.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+/// Runs one host x variant; the error is the harness's, as one line.
+pub type CellRunner<'a> = dyn FnMut(&HostSpec, &VariantSpec) -> Result<SuiteReport, String> + 'a;
+
+/// Runs every host x variant (host-major) through `run_cell`. A cell's suite is renamed to the
+/// config's host and variant names so reports from different machines line up in `diff`.
+pub fn run_matrix(
+    config: &MatrixConfig,
+    run_cell: &mut CellRunner<'_>,
+) -> (Vec<SuiteReport>, Vec<SuiteError>) {
+    let mut suites = Vec::new();
+    let mut errors = Vec::new();
+    for host in &config.hosts {
+        for variant in &config.variants {
+            eprintln!("report: {} x {} ...", host.name, variant.name);
+            match run_cell(host, variant) {
+                Ok(mut suite) => {
+                    suite.host.name = host.name.clone();
+                    suite.runtime_variant = variant.name.clone();
+                    eprintln!(
+                        "report: {} x {}: {}",
+                        host.name,
+                        variant.name,
+                        dsh_results::output::summary_line(&suite)
+                    );
+                    suites.push(suite);
+                }
+                Err(message) => {
+                    eprintln!(
+                        "report: {} x {}: could not run: {message}",
+                        host.name, variant.name
+                    );
+                    errors.push(SuiteError {
+                        host: host.name.clone(),
+                        variant: variant.name.clone(),
+                        message,
+                    });
+                }
+            }
+        }
+    }
+    (suites, errors)
+}
+
+/// Assembles the document: the suites, the cells that could not run, and rule coverage from
+/// `<fixtures>/rules.json` (an unreadable catalog leaves the coverage table empty, with a warning).
+pub fn build_document(
+    config: &MatrixConfig,
+    suites: Vec<SuiteReport>,
+    errors: Vec<SuiteError>,
+    fixtures: &Path,
+) -> ReportDocument {
+    let rules = match coverage::load_rules(fixtures) {
+        Ok(rules) => rules,
+        Err(message) => {
+            eprintln!("report: warning: no spec-coverage table: {message}");
+            Vec::new()
+        }
+    };
+    let table = coverage::coverage(&rules, &suites);
+    ReportDocument::new(config.variants.clone(), suites, errors, table)
+}
+
+/// The files `report` writes, in the order written.
+pub const REPORT_FILES: [&str; 3] = ["report.json", "report.html", "report.md"];
+
+/// Writes report.json, report.html and report.md into `dir` (created if missing).
+pub fn write_report_files(document: &ReportDocument, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    dsh_engine::files::create_dir_inside(dir, Path::new(""))
+        .map_err(|error| format!("{}: cannot create: {error}", dir.display()))?;
+    for name in REPORT_FILES {
+        dsh_engine::files::refuse_symlink(&dir.join(name)).map_err(|error| error.to_string())?;
+    }
+    let mut written = Vec::new();
+    for name in REPORT_FILES {
+        let path = dir.join(name);
+        let mut bytes = Vec::new();
+        let rendered = match name {
+            "report.json" => serde_json::to_writer_pretty(&mut bytes, document)
+                .map_err(std::io::Error::other)
+                .and_then(|()| bytes.write_all(b"\n")),
+            "report.html" => html::write_report_html(document, &mut bytes),
+            _ => markdown::write_report_markdown(document, &mut bytes),
+        };
+        rendered.map_err(|error| format!("{}: cannot render: {error}", path.display()))?;
+        dsh_engine::files::write_file(&path, &bytes).map_err(|error| error.to_string())?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// The exit code of a written report (see the module doc).
+pub fn exit_code_of(document: &ReportDocument) -> u8 {
+    if !document.errors.is_empty() {
+        2
+    } else if document.case_count() == 0 {
+        3
+    } else if document.has_failures() {
+        1
+    } else {
+        0
+    }
+}
+
+/// The fake-dsh binary: `$FAKE_DSH_BIN`, else next to this executable (as `run` finds it).
+fn fake_dsh_binary() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("FAKE_DSH_BIN").filter(|path| !path.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe()
+        .map_err(|error| format!("cannot locate this executable: {error}"))?;
+    let dir = exe
+        .parent()
+        .ok_or("cannot locate this executable's directory")?;
+    Ok(dir.join(format!("fake-dsh{}", std::env::consts::EXE_SUFFIX)))
+}
+
+/// Runs one cell through the harness library: the whole corpus, the host's expectations file.
+fn harness_cell(
+    args: &Args,
+    corpus: &dsh_engine::corpus::CorpusDir,
+    fake_dsh: &Path,
+    host: &HostSpec,
+    variant: &VariantSpec,
+) -> Result<SuiteReport, String> {
+    let expectations = host
+        .expectations
+        .as_deref()
+        .map(dsh_host_corpus::Expectations::load)
+        .transpose()?;
+    let config = dsh_host_corpus::SuiteConfig {
+        host: host.command.clone(),
+        host_name: Some(host.name.clone()),
+        fixtures: corpus.path().to_path_buf(),
+        selection: dsh_engine::selection::Selection::default(),
+        jobs: args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        time_scale: args.time_scale,
+        fake_dsh: fake_dsh.to_path_buf(),
+        variant: dsh_host_corpus::Variant {
+            name: variant.name.clone(),
+            env: variant.env.clone(),
+        },
+        expectations,
+        verify: 1,
+        driver_per_case: false,
+        corpus_source: Some(corpus.source_label()),
+        pass_env: host.pass_env.clone(),
+    };
+    dsh_host_corpus::run_suite(&config).map_err(|error| error.to_string())
+}
+
+pub fn main(args: Args) -> ExitCode {
+    let config = match (&args.config, &args.host) {
+        (Some(path), _) => MatrixConfig::load(path),
+        (None, Some(host)) => MatrixConfig::one_host(
+            host,
+            args.host_name.as_deref(),
+            args.expectations.as_deref(),
+            &args.variant,
+            &args.pass_env,
+        ),
+        (None, None) => Ok(MatrixConfig::default_matrix()),
+    };
+    let config = match config {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("dsh-conformance report: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
+        eprintln!(
+            "dsh-conformance report: --time-scale must be a positive number, got {}",
+            args.time_scale
+        );
+        return ExitCode::from(2);
+    }
+    let planted = REPORT_FILES
+        .iter()
+        .map(|name| args.out.join(name))
+        .chain(std::iter::once(args.out.clone()))
+        .chain(args.junit.clone())
+        .find_map(|path| dsh_engine::files::refuse_symlink(&path).err());
+    if let Some(error) = planted {
+        eprintln!("dsh-conformance report: {error}");
+        return ExitCode::from(2);
+    }
+    let fake_dsh = match fake_dsh_binary() {
+        Ok(path) => path,
+        Err(message) => {
+            eprintln!("dsh-conformance report: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let corpus = match dsh_engine::corpus::choose(args.fixtures.as_deref(), args.embedded_corpus) {
+        Ok(corpus) => corpus,
+        Err(message) => {
+            eprintln!("dsh-conformance report: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    corpus.announce("report");
+    let (suites, errors) = run_matrix(&config, &mut |host, variant| {
+        harness_cell(&args, &corpus, &fake_dsh, host, variant)
+    });
+    let mut document = build_document(&config, suites, errors, corpus.path());
+    if !args.full_transcripts {
+        stable::make_stable(&mut document);
+    }
+    if let Some(path) = &args.junit {
+        let written = dsh_engine::files::write_rendered(path, &|out| {
+            dsh_results::output::write_junit_suites(&document.suites, out)
+        });
+        if let Err(error) = written {
+            eprintln!("dsh-conformance report: {error}");
+            return ExitCode::from(2);
+        }
+    }
+    match write_report_files(&document, &args.out) {
+        Ok(paths) => {
+            for path in paths {
+                println!("wrote {}", path.display());
+            }
+        }
+        Err(message) => {
+            eprintln!("dsh-conformance report: {message}");
+            return ExitCode::from(2);
+        }
+    }
+    let code = exit_code_of(&document);
+    if code == 3 {
+        eprintln!("dsh-conformance report: no cell measured any case (check --fixtures)");
+    }
+    ExitCode::from(code)
+}
+
+/// Output format of `diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Markdown,
+    Json,
+}
+
+/// `dsh-conformance diff`.
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// The baseline: a report.json, or one suite from `run --format json`.
+    #[arg(value_name = "BASE.json")]
+    pub base: PathBuf,
+    /// The candidate, in the same forms.
+    #[arg(value_name = "NEW.json")]
+    pub new: PathBuf,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: DiffFormat,
+    /// A host x variant cell only in BASE is not a regression (it is by default).
+    #[arg(long)]
+    pub allow_removed: bool,
+}
+
+pub fn diff_main(args: DiffArgs) -> ExitCode {
+    let loaded = document::load_document(&args.base)
+        .and_then(|base| Ok((base, document::load_document(&args.new)?)));
+    let (base, new) = match loaded {
+        Ok(pair) => pair,
+        Err(message) => {
+            eprintln!("dsh-conformance diff: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut result = diff::diff(&base, &new);
+    result.removed_cell_regresses = !args.allow_removed;
+    let mut stdout = std::io::stdout().lock();
+    let written = match args.format {
+        DiffFormat::Text => diff::write_text(&result, &mut stdout),
+        DiffFormat::Markdown => diff::write_markdown(&result, &mut stdout),
+        DiffFormat::Json => serde_json::to_writer_pretty(&mut stdout, &result)
+            .map_err(std::io::Error::other)
+            .and_then(|()| writeln!(stdout)),
+    };
+    if let Err(error) = written.and_then(|()| stdout.flush()) {
+        eprintln!("dsh-conformance diff: cannot write the diff: {error}");
+        return ExitCode::from(2);
+    }
+    ExitCode::from(if result.is_regression() { 1 } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_files_refuse_a_planted_link_and_leave_its_target_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "untouched").unwrap();
+        std::os::unix::fs::symlink(&victim, out.join("report.json")).unwrap();
+        let document = ReportDocument::new(Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let error = write_report_files(&document, &out).unwrap_err();
+        assert!(error.contains("report.json is a symbolic link"), "{error}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+        let leftovers = std::fs::read_dir(&out).unwrap().count();
+        assert_eq!(leftovers, 1, "no temp file is left");
+    }
+}

@@ -1,0 +1,669 @@
+//! `dsh-conformance check-runtime --surface sdk|sdk-minimal|jsonrpc-agent|headless --dsh PATH`:
+//! judges an SDK runtime (the real one, or fake-dsh) on the behaviours docs/surface-sdk.md and
+//! docs/surface-headless.md record, driving it as a client would, against a scripted model on
+//! loopback (the kit's own `model-server` command, started as a subprocess). Also the wire
+//! driver the SDK differential test uses: [`drive`] runs client [`Step`]s and returns what the
+//! runtime showed as [`Wire`].
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The SDK surfaces check-runtime knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SdkSurface {
+    /// `DSH --profile sdk`.
+    Sdk,
+    /// `DSH --profile sdk-minimal`.
+    SdkMinimal,
+    /// `DSH` itself is the 0.1.1 `dsh-jsonrpc-agent` (its config preset).
+    JsonrpcAgent,
+    /// `DSH --profile headless --patch NO-TITLE TASK`.
+    Headless,
+}
+
+impl SdkSurface {
+    /// The runtime's arguments for the JSON-RPC surfaces.
+    pub fn args(self) -> &'static [&'static str] {
+        match self {
+            SdkSurface::Sdk => &["--profile", "sdk"],
+            SdkSurface::SdkMinimal => &["--profile", "sdk-minimal"],
+            SdkSurface::JsonrpcAgent | SdkSurface::Headless => &[],
+        }
+    }
+}
+
+/// `dsh-conformance model-server` as a subprocess on loopback, stopped and reaped on drop.
+pub struct ModelServer {
+    child: Child,
+    pub url: String,
+}
+
+impl ModelServer {
+    /// Starts `conformance model-server` with `script` (none: the default script) in `dir`.
+    pub fn start(conformance: &Path, script: Option<&Value>, dir: &Path) -> Result<Self, String> {
+        let url_file = dir.join("model-url");
+        let mut command = Command::new(conformance);
+        command.arg("model-server").arg("--url-file").arg(&url_file);
+        if let Some(script) = script {
+            let file = dir.join("model-script.json");
+            std::fs::write(&file, script.to_string()).map_err(|e| e.to_string())?;
+            command.arg("--script").arg(file);
+        }
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start {} model-server: {e}", conformance.display()))?;
+        let mut server = ModelServer {
+            child,
+            url: String::new(),
+        };
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(20) {
+            let url = std::fs::read_to_string(&url_file).unwrap_or_default();
+            if url.trim().starts_with("http://127.0.0.1:") {
+                server.url = url.trim().to_string();
+                return Ok(server);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err("the model server did not say its URL within 20 s".into())
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A throwaway world for one run: `project/` (cwd), `dsh-home/`, `home/`, `tmp/`.
+pub struct World {
+    pub root: tempfile::TempDir,
+}
+
+impl World {
+    pub fn new() -> Result<World, String> {
+        let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+        for dir in ["project", "dsh-home", "home", "tmp"] {
+            std::fs::create_dir_all(root.path().join(dir)).map_err(|e| e.to_string())?;
+        }
+        Ok(World { root })
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.root.path().join(name)
+    }
+
+    /// `program args` in this world: a clean environment that reaches only `model`, with a dummy
+    /// key, in its own process group.
+    pub fn command(&self, program: &Path, args: &[String], model: &str) -> Command {
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .current_dir(self.path("project"))
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("DSH_HOME", self.path("dsh-home"))
+            .env("HOME", self.path("home"))
+            .env("TMPDIR", self.path("tmp"))
+            .env("DEEPSEEK_BASE_URL", model)
+            .env("DEEPSEEK_API_KEY", "keyless-dummy")
+            .process_group(0);
+        // The 0.1.1 binary's config path, when the caller names one.
+        if let Some(config) = std::env::var_os("DSH_CORDIS_CONFIG") {
+            command.env("DSH_CORDIS_CONFIG", config);
+        }
+        command
+    }
+
+    /// The project's top-level names.
+    pub fn project_files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.path("project"))
+            .map(|dir| {
+                dir.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    /// The `--patch` overlay the 0.1.5rc1 wheel's headless profile needs to boot
+    /// (docs/surface-headless.md): the title-LLM row disabled.
+    pub fn no_title_patch(&self) -> Result<PathBuf, String> {
+        let patch = self.path("no-title.yml");
+        std::fs::write(&patch, "- id: session-title-llm\n  disabled: true\n")
+            .map_err(|e| e.to_string())?;
+        Ok(patch)
+    }
+}
+
+/// What a client does, in order.
+#[derive(Clone, Debug)]
+pub enum Step {
+    Send(Value),
+    /// Wait for the response to this id.
+    Response(Value),
+    /// Wait until this session reports `idle`.
+    Idle(&'static str),
+    /// Wait until a `session.event` of this type arrives.
+    Event(&'static str),
+    Signal(nix::sys::signal::Signal),
+    Eof,
+}
+
+/// Everything one run showed.
+#[derive(Debug, PartialEq)]
+pub struct Wire {
+    pub frames: Vec<Value>,
+    /// Lines that were not JSON.
+    pub junk: usize,
+    pub exit: Option<i32>,
+    pub stderr: String,
+    pub files: Vec<String>,
+}
+
+/// Runs the client `steps` against `command`; the process is killed (its group) after `limit`.
+/// Stdin stays open until the process ends unless a [`Step::Eof`] closes it.
+pub fn drive(
+    mut command: Command,
+    steps: &[Step],
+    world: &World,
+    limit: Duration,
+) -> Result<Wire, String> {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let (lines, received) = mpsc::channel::<String>();
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let mut stderr = child.stderr.take().ok_or("no stderr")?;
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    let deadline = Instant::now() + limit;
+    let mut stdin = child.stdin.take();
+    let mut seen: Vec<String> = Vec::new();
+    for step in steps {
+        let wait = |seen: &mut Vec<String>, done: &dyn Fn(&Value) -> bool| {
+            let left = || deadline.saturating_duration_since(Instant::now());
+            while let Ok(line) = received.recv_timeout(left()) {
+                let value: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                seen.push(line);
+                if done(&value) {
+                    return;
+                }
+            }
+        };
+        match step {
+            Step::Send(request) => {
+                if let Some(stdin) = stdin.as_mut() {
+                    let _ = stdin.write_all(format!("{request}\n").as_bytes());
+                }
+            }
+            Step::Response(id) => wait(&mut seen, &|v| &v["id"] == id && v.get("method").is_none()),
+            Step::Idle(session) => wait(&mut seen, &|v| {
+                v["method"] == "session.status"
+                    && v["params"]["sessionId"] == *session
+                    && v["params"]["status"] == "idle"
+            }),
+            Step::Event(kind) => wait(&mut seen, &|v| v["params"]["event"]["type"] == *kind),
+            Step::Signal(signal) => {
+                let _ =
+                    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), *signal);
+            }
+            Step::Eof => drop(stdin.take()),
+        }
+    }
+    let exit = wait_exit(&mut child, deadline);
+    drop(stdin);
+    let _ = reader.join();
+    seen.extend(received.try_iter());
+    let junk = seen
+        .iter()
+        .filter(|l| serde_json::from_str::<Value>(l).is_err())
+        .count();
+    Ok(Wire {
+        frames: seen
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect(),
+        junk,
+        exit,
+        stderr: errors.join().unwrap_or_default(),
+        files: world.project_files(),
+    })
+}
+
+/// The exit code (128 + n for a signal), or `None` after killing the group at the deadline.
+fn wait_exit(child: &mut Child, deadline: Instant) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.code().or_else(|| status.signal().map(|s| 128 + s));
+        }
+        if Instant::now() > deadline {
+            let group = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Each frame's shape: what a client keys on, without times, seqs, uuids or payloads.
+/// Consecutive `assistant/chunk`s of one chunk type are one shape (their count follows the model
+/// server's chunking, not the runtime).
+pub fn shapes(frames: &[Value]) -> Vec<String> {
+    let mut shapes: Vec<String> = Vec::new();
+    for frame in frames {
+        let shape = shape(frame);
+        if shape.contains(" assistant/chunk ") && shapes.last() == Some(&shape) {
+            continue;
+        }
+        shapes.push(shape);
+    }
+    shapes
+}
+
+fn shape(v: &Value) -> String {
+    let params = &v["params"];
+    let text = |value: &Value| value.as_str().unwrap_or("?").to_string();
+    match v["method"].as_str() {
+        Some("session.event") => {
+            let event = &params["event"];
+            let data = &event["data"];
+            let detail = match event["type"].as_str() {
+                Some("turn/end") => format!(" {}", data["reason"]["kind"]),
+                Some("assistant/chunk") => format!(" {}", data["chunk"]["type"]),
+                Some("tool/result") => {
+                    format!(
+                        " error={}",
+                        data["message"]["content"][0]["isError"] == true
+                    )
+                }
+                _ => String::new(),
+            };
+            format!(
+                "event {} {}{detail}",
+                text(&params["sessionId"]),
+                text(&event["type"])
+            )
+        }
+        Some("session.status") => format!(
+            "status {} {}",
+            text(&params["sessionId"]),
+            text(&params["status"])
+        ),
+        Some(method) => format!("notify {method}"),
+        None if v.get("error").is_some() => {
+            format!(
+                "error id={} {} {}",
+                v["id"], v["error"]["code"], v["error"]["message"]
+            )
+        }
+        None => {
+            let mut keys: Vec<&String> = v["result"]
+                .as_object()
+                .map(|o| o.keys().collect())
+                .unwrap_or_default();
+            keys.sort();
+            format!("response id={} {keys:?}", v["id"])
+        }
+    }
+}
+
+/// A JSON-RPC request.
+pub fn request(id: Value, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The `initialize` request (id 1).
+pub fn initialize() -> Value {
+    request(
+        json!(1),
+        "initialize",
+        json!({"cwd": ".", "provider": "deepseek-official", "model": "deepseek-flash"}),
+    )
+}
+
+/// A text prompt.
+pub fn prompt(id: u64, session: &str, text: &str) -> Value {
+    request(
+        json!(id),
+        "session/prompt",
+        json!({"sessionId": session, "contentBlocks": [{"type": "text", "text": text}]}),
+    )
+}
+
+/// What the checks need.
+pub struct Target {
+    pub dsh: PathBuf,
+    pub surface: SdkSurface,
+    /// `dsh-conformance` itself (for `model-server`).
+    pub conformance: PathBuf,
+    pub limit: Duration,
+}
+
+/// One check: its id, the docs/surface-sdk.md (or surface-headless.md) section it traces to, and
+/// its body.
+pub struct Check {
+    pub id: &'static str,
+    pub rule: &'static str,
+    pub run: fn(&Target) -> Result<(), String>,
+}
+
+/// A scripted model conversation: what the model server plays for a real runtime, and the same
+/// turn as a fake-dsh scenario (`FAKE_DSH_SCENARIO`, which a real runtime ignores).
+struct Script {
+    model: Option<Value>,
+    fake: Option<Value>,
+}
+
+const DEFAULT: Script = Script {
+    model: None,
+    fake: None,
+};
+
+impl World {
+    /// Points `FAKE_DSH_SCENARIO` at the script's fake-dsh side.
+    fn scripted(&self, command: &mut Command, script: &Script) -> Result<(), String> {
+        if let Some(scenario) = &script.fake {
+            let file = self.path("scenario.json");
+            std::fs::write(&file, scenario.to_string()).map_err(|e| e.to_string())?;
+            command.env("FAKE_DSH_SCENARIO", file);
+        }
+        Ok(())
+    }
+}
+
+/// A fresh world, the model server playing `script`, and the runtime's command in that world
+/// (its arguments from `args`) with the script's fake-dsh side.
+fn staged(
+    target: &Target,
+    script: &Script,
+    args: impl FnOnce(&World) -> Result<Vec<String>, String>,
+) -> Result<(World, ModelServer, Command), String> {
+    let world = World::new()?;
+    let server = ModelServer::start(
+        &target.conformance,
+        script.model.as_ref(),
+        world.root.path(),
+    )?;
+    let mut command = world.command(&target.dsh, &args(&world)?, &server.url);
+    world.scripted(&mut command, script)?;
+    Ok((world, server, command))
+}
+
+/// Runs the JSON-RPC surface with `script` through `steps`.
+fn rpc(target: &Target, script: &Script, steps: &[Step]) -> Result<Wire, String> {
+    let surface_args = |_: &World| {
+        Ok(target
+            .surface
+            .args()
+            .iter()
+            .map(|a| a.to_string())
+            .collect())
+    };
+    let (world, _server, command) = staged(target, script, surface_args)?;
+    drive(command, steps, &world, target.limit)
+}
+
+fn expect(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(why())
+    }
+}
+
+/// `initialize`, its response, then prompt 2 on session `s-1`, followed by `then`.
+fn one_prompt(text: &str, then: &[Step]) -> Vec<Step> {
+    let mut steps = vec![
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", text)),
+    ];
+    steps.extend_from_slice(then);
+    steps
+}
+
+fn conversation(target: &Target) -> Result<(), String> {
+    let steps = one_prompt(
+        "Make a landing page",
+        &[
+            Step::Idle("s-1"),
+            Step::Send(request(json!("x"), "bogus/method", json!({}))),
+            Step::Response(json!("x")),
+            Step::Send(request(json!(4), "shutdown", json!({}))),
+        ],
+    );
+    let wire = rpc(target, &DEFAULT, &steps)?;
+    let shapes = shapes(&wire.frames);
+    let at = |wanted: &str| shapes.iter().position(|s| s.starts_with(wanted));
+    let show = || format!("{shapes:#?}");
+    let info = wire
+        .frames
+        .iter()
+        .find(|f| f["id"] == 1)
+        .map(|f| f["result"]["serverInfo"]["name"].clone());
+    expect(info == Some(json!("deepseek-harness-sdk-runtime")), || {
+        format!("initialize: {info:?}")
+    })?;
+    let (Some(receipt), Some(running), Some(response), Some(end), Some(idle)) = (
+        at("event s-1 agent/inbox/spliced"),
+        at("status s-1 running"),
+        at("response id=2"),
+        at("event s-1 turn/end \"completed\""),
+        at("status s-1 idle"),
+    ) else {
+        return Err(format!(
+            "missing receipt, running, response, turn/end or idle: {}",
+            show()
+        ));
+    };
+    expect(receipt < response && running < response, || {
+        format!("receipt and running come before the response: {}", show())
+    })?;
+    expect(response < end && end < idle, || {
+        format!("the turn ends, then idle: {}", show())
+    })?;
+    expect(
+        at("error id=\"x\" -32603 \"unknown DeepSeek Harness SDK runtime method: bogus/method\"")
+            .is_some(),
+        || format!("an unknown method is -32603 naming it: {}", show()),
+    )?;
+    expect(
+        shapes
+            .last()
+            .is_some_and(|s| s.starts_with("response id=4")),
+        || format!("shutdown's response is last: {}", show()),
+    )?;
+    expect(wire.exit == Some(0), || {
+        format!("shutdown exits 0, not {:?}", wire.exit)
+    })?;
+    expect(wire.junk == 0, || {
+        format!("{} stdout lines were not JSON", wire.junk)
+    })
+}
+
+fn dropped_input(target: &Target) -> Result<(), String> {
+    let bogus = |id: Value| request(id, "bogus", json!({}));
+    let wire = rpc(
+        target,
+        &DEFAULT,
+        &[
+            Step::Send(json!("junk")),
+            Step::Send(json!([bogus(json!(7))])),
+            Step::Send(bogus(Value::Null)),
+            Step::Send(json!({"jsonrpc": "2.0", "method": "bogus"})),
+            Step::Send(bogus(json!(1))),
+            Step::Response(json!(1)),
+            Step::Eof,
+        ],
+    )?;
+    let ids: Vec<&Value> = wire.frames.iter().map(|f| &f["id"]).collect();
+    expect(ids == [&json!(1)], || {
+        format!("only id 1 is answered, got {ids:?}")
+    })?;
+    expect(wire.exit == Some(0), || {
+        format!("stdin EOF exits 0, not {:?}", wire.exit)
+    })
+}
+
+fn signal_exit(target: &Target, signal: nix::sys::signal::Signal, code: i32) -> Result<(), String> {
+    let slow = Script {
+        model: Some(
+            json!({"replies": [{"text": "slow", "chunk_chars": 1, "drip_ms": 500, "reuse": true}]}),
+        ),
+        fake: Some(json!({"sdk": {"turns": [{"steps": [{"delay_ms": 30000, "text": "slow"}]}]}})),
+    };
+    let steps = one_prompt(
+        "hello",
+        &[Step::Event("request/context"), Step::Signal(signal)],
+    );
+    let wire = rpc(target, &slow, &steps)?;
+    let ended = shapes(&wire.frames).iter().any(|s| s.contains("turn/end"));
+    expect(!ended, || {
+        "a turn cut by the signal has no turn/end".to_string()
+    })?;
+    expect(wire.exit == Some(code), || {
+        format!("{signal}: exit {:?}, not {code}", wire.exit)
+    })
+}
+
+fn sigterm(target: &Target) -> Result<(), String> {
+    signal_exit(target, nix::sys::signal::Signal::SIGTERM, 0)
+}
+
+fn sigint(target: &Target) -> Result<(), String> {
+    signal_exit(target, nix::sys::signal::Signal::SIGINT, 130)
+}
+
+/// What a headless run showed: exit, stdout, stderr, the project's files.
+type HeadlessRun = (Option<i32>, String, String, Vec<String>);
+
+/// `headless TASK` with `script`.
+fn headless_run(target: &Target, script: &Script, task: &[&str]) -> Result<HeadlessRun, String> {
+    let headless_args = |world: &World| {
+        let mut args = vec!["--profile".to_string(), "headless".into(), "--patch".into()];
+        args.push(world.no_title_patch()?.to_string_lossy().into_owned());
+        args.extend(task.iter().map(|t| t.to_string()));
+        Ok(args)
+    };
+    let (world, _server, command) = staged(target, script, headless_args)?;
+    let output = crate::output_within(command, Stdio::null(), target.limit)
+        .map_err(|e| format!("could not run: {e:?}"))?;
+    Ok((
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+        world.project_files(),
+    ))
+}
+
+fn headless_completed(target: &Target) -> Result<(), String> {
+    let (exit, stdout, _, files) = headless_run(target, &DEFAULT, &["Make a landing page"])?;
+    expect(exit == Some(0), || {
+        format!("a completed turn exits 0, not {exit:?}")
+    })?;
+    expect(stdout == "I wrote index.html.\n", || {
+        format!("stdout is the final text and a newline: {stdout:?}")
+    })?;
+    expect(files.contains(&"index.html".to_string()), || {
+        format!("the write tool wrote index.html: {files:?}")
+    })
+}
+
+fn headless_failed(target: &Target) -> Result<(), String> {
+    let failing = Script {
+        model: Some(json!({"replies": [{"status": 401, "reuse": true}]})),
+        fake: Some(json!({"sdk": {"turns": [{"end": "error",
+            "error": {"code": "AUTH", "message": "model-server: scripted HTTP 401"}}]}})),
+    };
+    let (exit, stdout, stderr, _) = headless_run(target, &failing, &["say hi"])?;
+    expect(exit == Some(1), || {
+        format!("a failed turn exits 1, not {exit:?}")
+    })?;
+    expect(stdout.trim().is_empty(), || {
+        format!("no final text on stdout: {stdout:?}")
+    })?;
+    let last = stderr.lines().last().unwrap_or_default();
+    expect(last.starts_with("dsh: AUTH: "), || {
+        format!("stderr ends with `dsh: AUTH: ...`: {last:?}")
+    })
+}
+
+/// The checks of a surface.
+pub fn checks(surface: SdkSurface) -> Vec<Check> {
+    if surface == SdkSurface::Headless {
+        return vec![
+            Check {
+                id: "headless.completed",
+                rule: "headless: completed turn",
+                run: headless_completed,
+            },
+            Check {
+                id: "headless.failed-turn",
+                rule: "headless: failed turn",
+                run: headless_failed,
+            },
+        ];
+    }
+    vec![
+        Check {
+            id: "sdk.conversation",
+            rule: "Methods; Notifications",
+            run: conversation,
+        },
+        Check {
+            id: "sdk.dropped-input",
+            rule: "Framing",
+            run: dropped_input,
+        },
+        Check {
+            id: "sdk.sigterm",
+            rule: "Process lifecycle",
+            run: sigterm,
+        },
+        Check {
+            id: "sdk.sigint",
+            rule: "Process lifecycle",
+            run: sigint,
+        },
+    ]
+}
+
+/// Runs every check of `target.surface`; a table on stdout, exit 0 when all pass, 1 otherwise.
+pub fn main(target: &Target) -> ExitCode {
+    let mut failed = 0;
+    for check in checks(target.surface) {
+        match (check.run)(target) {
+            Ok(()) => println!("pass  {:<22} {}", check.id, check.rule),
+            Err(why) => {
+                failed += 1;
+                println!("FAIL  {:<22} {}\n      {why}", check.id, check.rule);
+            }
+        }
+    }
+    println!("{failed} check(s) failed");
+    ExitCode::from(u8::from(failed > 0))
+}
