@@ -56,9 +56,7 @@ pub fn run(args: &[String]) -> ! {
         persona: Persona::V015,
         minimal: false,
     };
-    let log_root = crate::home::dsh_home()
-        .ok()
-        .map(|home| home.join("sessions"));
+    let log_root = claimed_log_root();
     let id = uuid::Uuid::new_v4().to_string();
     let session = Session::create(
         &id,
@@ -84,6 +82,18 @@ pub fn run(args: &[String]) -> ! {
     session::play_turn(&session, &message, &script, &|| false);
     let outcome = outcome.lock().unwrap_or_else(|p| p.into_inner());
     report(&outcome)
+}
+
+/// `$DSH_HOME/sessions` (none without a home) once the home is claimed
+/// ([`crate::home::claim`]); a refused home ends the run before anything is written: the claim's
+/// error (naming the home and `DSH_HOME`) on stderr, exit 2.
+fn claimed_log_root() -> Option<std::path::PathBuf> {
+    let home = crate::home::dsh_home().ok()?;
+    crate::home::claim(&home).unwrap_or_else(|message| {
+        stderr_bytes(format!("{message}\n").as_bytes());
+        finish(2, ExitReason::Error)
+    });
+    Some(home.join("sessions"))
 }
 
 /// The task from the arguments: `--patch FILE` (the launcher's overlay) is skipped, `-h`/`--help`

@@ -31,6 +31,10 @@ struct Server {
     sessions: Mutex<HashMap<String, Live>>,
     /// Where session logs live (`$DSH_HOME/sessions`, or 0.1.1's `./.sessions`).
     log_root: Option<PathBuf>,
+    /// 0.1.5's Harness home, claimed ([`crate::home::claim`]) before the first session is stored.
+    home: Option<PathBuf>,
+    /// The outcome of that claim, once made.
+    claimed: OnceLock<Result<(), String>>,
 }
 
 static SERVER: OnceLock<Server> = OnceLock::new();
@@ -50,11 +54,15 @@ pub fn run(flavor: Flavor) -> ! {
     }
     super::wire::configure(scenario.crlf, scenario.stray_responses);
     let cwd = std::env::current_dir().unwrap_or_default();
+    let home = match flavor.persona {
+        session::Persona::V011 => None,
+        session::Persona::V015 => crate::home::dsh_home().ok(),
+    };
     let log_root = match flavor.persona {
         session::Persona::V011 => std::env::var_os("DSH_SESSION_ROOT")
             .map(PathBuf::from)
             .or_else(|| Some(cwd.join(".sessions"))),
-        session::Persona::V015 => crate::home::dsh_home().ok().map(|h| h.join("sessions")),
+        session::Persona::V015 => home.as_ref().map(|h| h.join("sessions")),
     };
     let _ = SERVER.set(Server {
         flavor,
@@ -65,6 +73,8 @@ pub fn run(flavor: Flavor) -> ! {
         cwd: Mutex::new(cwd),
         sessions: Mutex::new(HashMap::new()),
         log_root,
+        home,
+        claimed: OnceLock::new(),
     });
     read_requests()
 }
@@ -288,6 +298,23 @@ fn prompt(id: &Value, params: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// Claims 0.1.5's Harness home once, on the first new session (a process that stores nothing
+/// writes nothing): a home holding files fake-dsh did not create refuses every new session with
+/// the claim's error (naming the home and `DSH_HOME`), also said once on stderr.
+fn claim_home() -> Result<(), String> {
+    let Some(home) = &server().home else {
+        return Ok(());
+    };
+    server()
+        .claimed
+        .get_or_init(|| {
+            crate::home::claim(home).inspect_err(|message| {
+                crate::output::stderr_bytes(format!("{message}\n").as_bytes());
+            })
+        })
+        .clone()
+}
+
 /// The session for an id, created on first use; a session a previous process left in the log
 /// root is refused like the real runtime refuses it.
 fn live_session(id: Option<&str>) -> Result<Live, String> {
@@ -302,6 +329,7 @@ fn live_session(id: Option<&str>) -> Result<Live, String> {
     if let Some(live) = sessions.get(id) {
         return Ok(live.clone());
     }
+    claim_home()?;
     let cwd = server.cwd.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let session = Session::create(id, &cwd, server.flavor, server.log_root.as_deref(), sink())?;
     let live = Arc::new(Mutex::new(session));

@@ -560,3 +560,84 @@ fn a_turn_that_signals_itself_dies_mid_turn_and_padding_makes_megabyte_frames() 
     });
     assert_eq!(text.unwrap().as_str().unwrap().len(), 3_000_004);
 }
+
+/// Every file under `dir` (links not followed) with its contents, or the link's target.
+fn tree(dir: &std::path::Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+        let (path, kind) = (entry.path(), entry.file_type().unwrap());
+        if kind.is_dir() {
+            found.extend(tree(&path));
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(&path).unwrap();
+            found.push((path, target.into_os_string().into_encoded_bytes()));
+        } else {
+            found.push((path.clone(), std::fs::read(&path).unwrap()));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A Harness home the real 0.1.5 runtime has used: its session store and shared packages.
+fn real_runtime_home(home: &std::path::Path) {
+    let log = home.join("sessions/--w-project--/s-1/session.v3.jsonl");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, "{\"type\":\"session\",\"version\":3}\n").unwrap();
+    std::fs::create_dir_all(home.join("profiles/node_modules")).unwrap();
+}
+
+#[test]
+fn the_sdk_surfaces_never_write_into_a_home_holding_files_fake_dsh_did_not_create() {
+    let world = World::new();
+    let real = world.path("real-home");
+    real_runtime_home(&real);
+    real_runtime_home(&world.path("user/.dsh"));
+    std::os::unix::fs::symlink(&real, world.path("linked-home")).unwrap();
+    let before = (tree(&real), tree(&world.path("user")));
+    for variant in ["real-home", "linked-home", "unset"] {
+        let configure = |command: &mut Command| {
+            match variant {
+                "unset" => command
+                    .env_remove("DSH_HOME")
+                    .env("HOME", world.path("user")),
+                home => command.env("DSH_HOME", world.path(home)),
+            };
+        };
+        let mut sdk = world.command(&["--profile", "sdk"], None);
+        configure(&mut sdk);
+        let mut client = Client::start(sdk);
+        client.request(initialize());
+        client.request(prompt(2, "s-2", "Make a landing page"));
+        client.until(|v| v["id"] == 2);
+        let refused = client.seen.last().unwrap()["error"]["message"].clone();
+        let refused = refused
+            .as_str()
+            .unwrap_or_else(|| panic!("{variant}: {refused}"));
+        assert!(
+            refused.contains("will not write into the Harness home")
+                && refused.contains("DSH_HOME"),
+            "{variant}: {refused}"
+        );
+        assert_eq!(client.finish().0, Some(0), "{variant}");
+        let mut headless = world.command(&["--profile", "headless", "Make a page"], None);
+        configure(&mut headless);
+        let output = headless.stdin(Stdio::null()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{variant}: {stderr}");
+        assert!(
+            stderr.contains("DSH_HOME") && stderr.contains("sessions/--w-project--"),
+            "{stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{variant}");
+    }
+    assert_eq!(
+        (tree(&real), tree(&world.path("user"))),
+        before,
+        "nothing written"
+    );
+    assert!(
+        !world.path("project/index.html").exists(),
+        "no turn was played"
+    );
+}
