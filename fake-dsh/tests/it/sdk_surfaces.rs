@@ -641,3 +641,63 @@ fn the_sdk_surfaces_never_write_into_a_home_holding_files_fake_dsh_did_not_creat
         "no turn was played"
     );
 }
+
+/// The text and `isError` of every `tool/result` seen.
+fn tool_results(seen: &[Value]) -> Vec<(String, bool)> {
+    seen.iter()
+        .filter(|v| v["params"]["event"]["type"] == "tool/result")
+        .map(|v| {
+            let result = &v["params"]["event"]["data"]["message"]["content"][0];
+            let text = result["content"][0]["text"].as_str().unwrap().to_string();
+            (text, result["isError"] == true)
+        })
+        .collect()
+}
+
+#[test]
+fn the_write_tool_never_writes_outside_the_cwd_nor_through_a_link() {
+    let world = World::new();
+    let outside = world.path("outside.html");
+    std::fs::write(&outside, "untouched").unwrap();
+    std::os::unix::fs::symlink(&outside, world.path("project/index.html")).unwrap();
+    let absolute = world.path("absolute.txt");
+    let write =
+        |path: &str| json!({"name": "write", "arguments": {"file_path": path, "content": "x"}});
+    let scenario = json!({"sdk": {"turns": [{"steps": [{"tool_calls": [
+        write("../escaped.txt"), write(absolute.to_str().unwrap()), write("inside.txt")]}]}]}});
+    let mut client = Client::start(world.command(&["--profile", "sdk"], Some(scenario)));
+    client.request(initialize());
+    client.request(prompt(2, "s-1", "scripted writes"));
+    client.until_idle("s-1");
+    client.request(prompt(3, "s-1", "Make a landing page"));
+    client.until_idle("s-1");
+    let (_, seen) = client.finish();
+    let results = tool_results(&seen);
+    let refused: Vec<bool> = results.iter().map(|(_, error)| *error).collect();
+    assert_eq!(refused, [true, true, false, true], "{results:#?}");
+    for (text, _) in [&results[0], &results[1]] {
+        assert!(text.contains("outside the project directory"), "{text}");
+    }
+    assert!(results[3].0.contains("symbolic link"), "{}", results[3].0);
+    assert!(!world.path("escaped.txt").exists() && !absolute.exists());
+    assert_eq!(
+        std::fs::read_to_string(world.path("project/inside.txt")).unwrap(),
+        "x"
+    );
+    let headless = world
+        .command(&["--profile", "headless", "Make a page"], None)
+        .output()
+        .unwrap();
+    assert_eq!(
+        headless.status.code(),
+        Some(0),
+        "a failed tool does not fail the turn"
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "untouched");
+    let ends = seen
+        .iter()
+        .filter(|v| v["params"]["event"]["type"] == "turn/end");
+    assert!(ends
+        .map(|v| &v["params"]["event"]["data"]["reason"]["kind"])
+        .all(|k| k == "completed"));
+}
