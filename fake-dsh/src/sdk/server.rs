@@ -1,9 +1,9 @@
 //! The SDK runtime's request loop, as the real one behaves on the wire (docs/surface-sdk.md):
 //! newline-terminated JSON-RPC requests on stdin (junk, batches, notifications and `null` ids
-//! dropped; a last line without its newline never processed), three methods, `-32603` for every
-//! failure, one thread per running session so turns overlap, the receipt and `running` before
-//! the `session/prompt` response, `shutdown` answered last, stdin EOF and SIGTERM exit 0, SIGINT
-//! 130.
+//! dropped; a last line without its newline never processed; a line over 1 MiB ends the process
+//! with exit 2), three methods, `-32603` for every failure, one thread per running session so
+//! turns overlap, the receipt and `running` before the `session/prompt` response, `shutdown`
+//! answered last, stdin EOF and SIGTERM exit 0, SIGINT 130.
 
 use super::scenario::{self, SdkScenario, SubagentScript, TurnScript};
 use super::session::{self, Flavor, Session, Sink};
@@ -118,32 +118,23 @@ fn start_signal_thread() {
     });
 }
 
-/// Reads newline-terminated lines until EOF; the bytes after the last newline are never handled.
-/// The lines already waiting at start (a client writes `initialize` as it spawns the runtime) are
-/// answered before the signal thread and the watchdog start, so neither delays that answer (as
-/// `ready` on the open-design surface); nothing blocks before they run.
+/// The longest request line read, without its line ending: the kit's line bound,
+/// [`dsh_protocol::MAX_LINE_BYTES`] (1 MiB). A longer line ends the process ([`too_long`]).
+pub const MAX_REQUEST_LINE_BYTES: usize = dsh_protocol::MAX_LINE_BYTES;
+
+/// Reads newline-terminated lines until EOF through the kit's bounded line framer
+/// ([`dsh_protocol::LineFramer`]); the bytes after the last newline are never handled. The lines
+/// already waiting at start (a client writes `initialize` as it spawns the runtime) are answered
+/// before the signal thread and the watchdog start, so neither delays that answer (as `ready` on
+/// the open-design surface); nothing blocks before they run.
 fn read_requests() -> ! {
-    // A buffer of our own, whose contents can be looked at without reading more.
-    let mut reader = std::io::BufReader::new(std::io::stdin().lock());
-    let mut line = Vec::new();
-    if stdin_ready() && reader.fill_buf().is_ok() {
-        while reader.buffer().contains(&b'\n') {
-            line.clear();
-            if reader.read_until(b'\n', &mut line).is_err() {
-                break;
-            }
-            handle_line(&line);
-        }
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
+    let mut framer = dsh_protocol::LineFramer::with_limit(MAX_REQUEST_LINE_BYTES);
+    if stdin_ready() {
+        feed(&mut reader, &mut framer);
     }
     start_background();
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) if line.ends_with(b"\n") => handle_line(&line),
-            Ok(_) => break,
-        }
-    }
+    while feed(&mut reader, &mut framer) {}
     journal::record(Event::StdinClosed);
     if server().shutting_down.load(Ordering::SeqCst) || server().scenario.ignore_stdin_eof {
         // The shutdown thread writes the response and ends the process (or, with the scenario's
@@ -151,6 +142,47 @@ fn read_requests() -> ! {
         crate::process::hang();
     }
     wire().end(None, 0, ExitReason::StdinClosed)
+}
+
+/// Reads what stdin has (one buffer) into the framer and handles the lines it completes; false
+/// at EOF or on a read error.
+fn feed(reader: &mut impl BufRead, framer: &mut dsh_protocol::LineFramer) -> bool {
+    use dsh_protocol::LineEvent;
+    let chunk = match reader.fill_buf() {
+        Ok([]) => return false,
+        Ok(chunk) => chunk,
+        Err(error) => return error.kind() == std::io::ErrorKind::Interrupted,
+    };
+    let read = chunk.len();
+    framer.push_each(chunk, |event| match event {
+        LineEvent::Line { bytes, .. } => handle_line(bytes),
+        LineEvent::TooLarge { number } => too_long(number),
+        LineEvent::Truncated { .. } => {}
+    });
+    reader.consume(read);
+    true
+}
+
+/// A request line past [`MAX_REQUEST_LINE_BYTES`], as soon as it passes the bound (the rest is
+/// never read): journaled as a `command` whose `raw` says so (none of its bytes), said on stderr
+/// naming the line and the bound, and the process ends with exit 2, fake-dsh's status for its
+/// own limits. No frame follows.
+fn too_long(number: usize) -> ! {
+    let limit = MAX_REQUEST_LINE_BYTES;
+    journal::record(Event::Command {
+        command: None,
+        raw: Some(format!(
+            "[stdin line {number}: over {limit} bytes, not kept]"
+        )),
+    });
+    crate::output::stderr_bytes(
+        format!(
+            "fake-dsh: stdin line {number} is longer than {limit} bytes (1 MiB), the limit of an \
+             SDK request line; exiting\n"
+        )
+        .as_bytes(),
+    );
+    wire().end(None, 2, ExitReason::Error)
 }
 
 /// One line: journaled, then handled when it is a request (an object with a method and a

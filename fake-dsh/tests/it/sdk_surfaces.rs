@@ -701,3 +701,64 @@ fn the_write_tool_never_writes_outside_the_cwd_nor_through_a_link() {
         .map(|v| &v["params"]["event"]["data"]["reason"]["kind"])
         .all(|k| k == "completed"));
 }
+
+#[test]
+fn a_request_line_over_1_mib_ends_the_process_with_a_clear_error_and_is_not_kept() {
+    let world = World::new();
+    let mut child = world
+        .command(&["--profile", "sdk"], None)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let padded = |id: u64, bytes: usize| {
+        let pad = "x".repeat(bytes);
+        format!("{}\n", request(json!(id), "bogus", json!({"pad": pad})))
+    };
+    let writer = std::thread::spawn(move || {
+        // Written whole before the next line: the process answers it, then meets the long one.
+        let lines = [
+            format!("{}\n", initialize()),
+            padded(2, 1_000_000),
+            padded(3, 3 * 1024 * 1024),
+            format!("{}\n", request(json!(4), "bogus", json!({}))),
+        ];
+        for line in lines {
+            // The process exits part-way through the long line: a broken pipe is expected.
+            if stdin.write_all(line.as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("stdin line 3 is longer than 1048576 bytes"),
+        "{stderr}"
+    );
+    let ids: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["id"].clone())
+        .collect();
+    assert_eq!(
+        ids,
+        [json!(1), json!(2)],
+        "a line under the bound is answered"
+    );
+    let journal = std::fs::metadata(world.path("journal.jsonl"))
+        .unwrap()
+        .len();
+    assert!(
+        journal < 1_100_000,
+        "the journal holds line 2, not line 3: {journal} bytes"
+    );
+    let entries = world.journal();
+    assert_eq!(entries.last().unwrap()["event"], "exit");
+    let mut raws = entries.iter().filter_map(|e| e["raw"].as_str());
+    assert!(raws.any(|raw| raw == "[stdin line 3: over 1048576 bytes, not kept]"));
+}
