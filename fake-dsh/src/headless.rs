@@ -2,7 +2,9 @@
 //! (docs/surface-headless.md): reasoning streamed to stderr under `dsh: reasoning:`, the
 //! last assistant text plus a newline on stdout, exit 0 only for a completed turn; otherwise a
 //! lone newline on stdout, `dsh: <code>: <message>` on stderr and exit 1. The turn is the
-//! scenario's first `sdk` turn or the default agent's, with real file writes in the cwd.
+//! scenario's first `sdk` turn or the default agent's, with real file writes in the cwd (never
+//! outside it, never through a link: [`crate::project`]); the session log goes into the Harness
+//! home only once [`crate::home::claim`] allows it (else exit 2 before the turn).
 
 use crate::journal::ExitReason;
 use crate::output::{stderr_bytes, Stdout};
