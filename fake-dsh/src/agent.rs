@@ -319,7 +319,7 @@ fn write_design(
         plan.name,
         &plan.arguments,
     ));
-    let written = write_inside_project(cwd, &html_path, plan.new_contents.as_bytes());
+    let written = crate::project::write_inside(cwd, &html_path, plan.new_contents.as_bytes());
     if written.is_ok() {
         record.html_file = Some(html_path.to_string_lossy().into_owned());
     }
@@ -327,10 +327,10 @@ fn write_design(
         return Err(Cancelled);
     }
     let (output, is_error) = match &written {
-        Ok(()) if plan.name == "edit_file" => {
+        Ok(_) if plan.name == "edit_file" => {
             (format!("Edited {html_name} (revision {revision})"), false)
         }
-        Ok(()) => (
+        Ok(_) => (
             format!("Wrote {} bytes to {html_name}", plan.new_contents.len()),
             false,
         ),
@@ -420,35 +420,6 @@ struct ToolCallPlan {
     name: &'static str,
     arguments: Value,
     new_contents: String,
-}
-
-/// Writes the design file only where it stays inside the project once symlinks are resolved:
-/// a symlinked `index.html` (or directory) pointing out of `cwd`, or a dangling link, is
-/// refused with `PermissionDenied` (the tool_result reports the error). A `cwd` that does not
-/// exist is created first, as the real dsh's `write` tool creates a missing directory
-/// (docs/fake-dsh.md, "A missing cwd").
-fn write_inside_project(cwd: &Path, path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let outside = || {
-        std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            "refusing to write outside the project directory",
-        )
-    };
-    if std::fs::symlink_metadata(cwd).is_err() {
-        std::fs::create_dir_all(cwd)?;
-    }
-    let root = cwd.canonicalize()?;
-    let is_link = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
-    let resolved = if is_link {
-        path.canonicalize().map_err(|_| outside())?
-    } else {
-        let parent = path.parent().unwrap_or(cwd).canonicalize()?;
-        parent.join(path.file_name().ok_or_else(outside)?)
-    };
-    if !resolved.starts_with(&root) {
-        return Err(outside());
-    }
-    std::fs::write(resolved, contents)
 }
 
 /// `edit_file` replacing the hero block when editing a file that has one, else `write_file`.

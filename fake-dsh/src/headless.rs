@@ -2,7 +2,9 @@
 //! (docs/surface-headless.md): reasoning streamed to stderr under `dsh: reasoning:`, the
 //! last assistant text plus a newline on stdout, exit 0 only for a completed turn; otherwise a
 //! lone newline on stdout, `dsh: <code>: <message>` on stderr and exit 1. The turn is the
-//! scenario's first `sdk` turn or the default agent's, with real file writes in the cwd.
+//! scenario's first `sdk` turn or the default agent's, with real file writes in the cwd (never
+//! outside it, never through a link: [`crate::project`]); the session log goes into the Harness
+//! home only once [`crate::home::claim`] allows it (else exit 2 before the turn).
 
 use crate::journal::ExitReason;
 use crate::output::{stderr_bytes, Stdout};
@@ -56,9 +58,7 @@ pub fn run(args: &[String]) -> ! {
         persona: Persona::V015,
         minimal: false,
     };
-    let log_root = crate::home::dsh_home()
-        .ok()
-        .map(|home| home.join("sessions"));
+    let log_root = claimed_log_root();
     let id = uuid::Uuid::new_v4().to_string();
     let session = Session::create(
         &id,
@@ -84,6 +84,18 @@ pub fn run(args: &[String]) -> ! {
     session::play_turn(&session, &message, &script, &|| false);
     let outcome = outcome.lock().unwrap_or_else(|p| p.into_inner());
     report(&outcome)
+}
+
+/// `$DSH_HOME/sessions` (none without a home) once the home is claimed
+/// ([`crate::home::claim`]); a refused home ends the run before anything is written: the claim's
+/// error (naming the home and `DSH_HOME`) on stderr, exit 2.
+fn claimed_log_root() -> Option<std::path::PathBuf> {
+    let home = crate::home::dsh_home().ok()?;
+    crate::home::claim(&home).unwrap_or_else(|message| {
+        stderr_bytes(format!("{message}\n").as_bytes());
+        finish(2, ExitReason::Error)
+    });
+    Some(home.join("sessions"))
 }
 
 /// The task from the arguments: `--patch FILE` (the launcher's overlay) is skipped, `-h`/`--help`

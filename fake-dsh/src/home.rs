@@ -1,5 +1,7 @@
 //! The Harness home (`DSH_HOME`): where the open-design profile counts as installed, where
-//! `plugin add` records it, and fake-dsh's own per-home state (the `stdio` invocation counter).
+//! `plugin add` records it, fake-dsh's own per-home state (the `stdio` invocation counter), and
+//! the one rule for writing into it ([`claim`]: never into a home holding what fake-dsh did not
+//! create).
 
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -25,7 +27,9 @@ pub fn dsh_home() -> Result<PathBuf, String> {
 
 /// The file that marks a Harness home as fake-dsh's own (relative to the home). fake-dsh writes
 /// into a home only when it carries this marker, or when everything in it is something fake-dsh
-/// itself writes (then it marks it first): never into a real dsh installation.
+/// itself writes (then it marks it first): never into a real dsh installation. Every surface that
+/// writes into the home (`plugin add`, `--stdio`, the SDK surfaces' session logs) claims it with
+/// [`claim`] first.
 pub const MARKER: &str = ".fake-dsh/home";
 
 /// Makes sure fake-dsh may write into `dsh_home` (see [`MARKER`]), marking it as fake-dsh's own;
@@ -57,34 +61,91 @@ pub fn claim(dsh_home: &Path) -> Result<(), String> {
 }
 
 /// The paths under `dsh_home` (relative) that fake-dsh never writes: anything but its own
-/// `.fake-dsh/`, `sessions/<file>` and `profiles/open-design/package.json` (and the temp files of
-/// [`write_atomically`] beside them). A missing home has none.
+/// `.fake-dsh/`, `sessions/<file>.json` and a stand-in `profiles/open-design/package.json` (see
+/// [`is_stand_in_manifest`]), and the temp files of [`write_atomically`] beside them. A link is
+/// never fake-dsh's, whatever its name. A missing home has none.
 fn foreign_entries(dsh_home: &Path) -> Vec<String> {
     let mut foreign = Vec::new();
-    let mut check = |dir: &Path, relative: &str, allowed: &dyn Fn(&str, bool) -> bool| {
+    let mut check = |dir: &Path, relative: &str, allowed: &dyn Fn(&str, FileKind) -> bool| {
         for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
-            if !allowed(&name, is_dir) {
+            // `DirEntry::file_type` does not follow links: a link is neither a file nor a dir.
+            let kind = match entry.file_type() {
+                Ok(kind) if kind.is_dir() => FileKind::Dir,
+                Ok(kind) if kind.is_file() => FileKind::File,
+                _ => FileKind::Other,
+            };
+            if !allowed(&name, kind) {
                 foreign.push(format!("{relative}{name}"));
             }
         }
     };
     let temp_file = |name: &str| name.starts_with('.') && name.ends_with(".tmp");
-    check(dsh_home, "", &|name, is_dir| {
-        matches!(name, ".fake-dsh" | "sessions" | "profiles") && is_dir
+    check(dsh_home, "", &|name, kind| {
+        matches!(name, ".fake-dsh" | "sessions" | "profiles") && kind == FileKind::Dir
     });
-    check(&dsh_home.join("sessions"), "sessions/", &|name, is_dir| {
-        !is_dir && (name.ends_with(".json") || temp_file(name))
+    check(&dsh_home.join("sessions"), "sessions/", &|name, kind| {
+        kind == FileKind::File && (name.ends_with(".json") || temp_file(name))
     });
-    check(&dsh_home.join("profiles"), "profiles/", &|name, is_dir| {
-        name == PROFILE_NAME && is_dir
+    check(&dsh_home.join("profiles"), "profiles/", &|name, kind| {
+        name == PROFILE_NAME && kind == FileKind::Dir
     });
     let profile = dsh_home.join("profiles").join(PROFILE_NAME);
-    check(&profile, "profiles/open-design/", &|name, is_dir| {
-        !is_dir && (name == "package.json" || temp_file(name))
+    check(&profile, "profiles/open-design/", &|name, kind| {
+        kind == FileKind::File
+            && (temp_file(name)
+                || (name == "package.json" && is_stand_in_manifest(&profile.join(name))))
     });
     foreign
+}
+
+/// What a directory entry is, links not followed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FileKind {
+    File,
+    Dir,
+    Other,
+}
+
+/// The largest profile manifest [`is_stand_in_manifest`] reads.
+const MAX_STAND_IN_BYTES: u64 = 64 * 1024;
+
+/// Whether `path` holds a stand-in profile record, the only `package.json` fake-dsh replaces: a
+/// regular file (not a link) of at most 64 KiB holding a JSON object whose `name` is
+/// [`BUNDLE_PACKAGE`] and that has neither `dsh` nor `dependencies`. That is what fake-dsh's
+/// `plugin add` writes and what test kits write in its place; the real dsh's
+/// `profiles/open-design/package.json` is pnpm's project file (`dsh.profile.bundles`,
+/// `dependencies`), never one.
+pub fn is_stand_in_manifest(path: &Path) -> bool {
+    let regular = fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_file());
+    let mut text = Vec::new();
+    let read =
+        File::open(path).and_then(|file| file.take(MAX_STAND_IN_BYTES + 1).read_to_end(&mut text));
+    if !regular || read.is_err() || text.len() as u64 > MAX_STAND_IN_BYTES {
+        return false;
+    }
+    let Ok(serde_json::Value::Object(manifest)) = serde_json::from_slice(&text) else {
+        return false;
+    };
+    manifest.get("name").and_then(|name| name.as_str()) == Some(BUNDLE_PACKAGE)
+        && !manifest.contains_key("dsh")
+        && !manifest.contains_key("dependencies")
+}
+
+/// Makes sure `plugin add` may replace the home's profile manifest: there is none yet, or it is a
+/// stand-in record ([`is_stand_in_manifest`]). Anything else (the real dsh's package.json, a
+/// link) is refused even in a marked home; the error names the file and `DSH_HOME`.
+pub fn check_manifest_replaceable(dsh_home: &Path) -> Result<(), String> {
+    let path = profile_manifest_path(dsh_home);
+    if fs::symlink_metadata(&path).is_err() || is_stand_in_manifest(&path) {
+        return Ok(());
+    }
+    Err(format!(
+        "error: fake-dsh will not replace {}: it is not a profile record fake-dsh writes \
+         (a JSON object named {BUNDLE_PACKAGE} without `dsh` or `dependencies`), a real dsh profile?\n\
+         Set DSH_HOME to an empty directory (or one fake-dsh made, marked by {MARKER}) for fake-dsh.",
+        path.display()
+    ))
 }
 
 /// `$DSH_HOME/profiles/open-design/package.json`: its existence means the profile is installed.
@@ -139,8 +200,8 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 }
 
 /// Installs the profile from a bundle tarball (`dsh plugin --profile open-design add <tarball>`):
-/// records the package name, version, the tarball's sha256 and absolute path. Returns the
-/// manifest path.
+/// records the package name, version, the tarball's sha256 and absolute path, over nothing but a
+/// stand-in record ([`check_manifest_replaceable`]). Returns the manifest path.
 pub fn install_profile(dsh_home: &Path, tarball: &Path, version: &str) -> Result<PathBuf, String> {
     if !tarball.is_file() {
         return Err(format!(
@@ -160,6 +221,7 @@ pub fn install_profile(dsh_home: &Path, tarball: &Path, version: &str) -> Result
         "profile": PROFILE_NAME
     });
     let path = profile_manifest_path(dsh_home);
+    check_manifest_replaceable(dsh_home)?;
     let mut contents = serde_json::to_vec_pretty(&manifest).expect("a manifest always serializes");
     contents.push(b'\n');
     write_atomically(&path, &contents)
@@ -226,7 +288,11 @@ mod tests {
 
         let kit_made = home.path().join("kit-made");
         fs::create_dir_all(kit_made.join("profiles/open-design")).unwrap();
-        fs::write(profile_manifest_path(&kit_made), b"{}").unwrap();
+        fs::write(
+            profile_manifest_path(&kit_made),
+            b"{\"name\": \"@open-design/dsh-runtime\", \"installed_by\": \"a kit\"}",
+        )
+        .unwrap();
         fs::create_dir_all(kit_made.join("sessions")).unwrap();
         fs::write(kit_made.join("sessions/od-1.json"), b"{}").unwrap();
         claim(&kit_made).unwrap();
@@ -244,6 +310,41 @@ mod tests {
         fs::create_dir_all(real.join(".fake-dsh")).unwrap();
         fs::write(real.join(MARKER), b"{}").unwrap();
         claim(&real).expect("a marked home is fake-dsh's whatever it holds");
+    }
+
+    #[test]
+    fn a_home_holding_only_a_real_profile_manifest_or_a_link_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let real = root.path().join("real");
+        fs::create_dir_all(real.join("profiles/open-design")).unwrap();
+        let pnpm = br#"{"name": "@open-design/dsh-runtime", "dsh": {"profile": {"bundles": []}}}"#;
+        fs::write(profile_manifest_path(&real), pnpm).unwrap();
+        let refused = claim(&real).unwrap_err();
+        assert!(
+            refused.contains("profiles/open-design/package.json") && refused.contains("DSH_HOME"),
+            "{refused}"
+        );
+        assert!(!real.join(".fake-dsh").exists(), "nothing written");
+
+        fs::create_dir_all(real.join(".fake-dsh")).unwrap();
+        fs::write(real.join(MARKER), b"{}").unwrap();
+        let refused = check_manifest_replaceable(&real).unwrap_err();
+        assert!(
+            refused.contains("package.json") && refused.contains("DSH_HOME"),
+            "{refused}"
+        );
+        let tarball = root.path().join("bundle.tgz");
+        fs::write(&tarball, b"abc").unwrap();
+        install_profile(&real, &tarball, "0.1.0").unwrap_err();
+        assert_eq!(fs::read(profile_manifest_path(&real)).unwrap(), pnpm);
+
+        let linked = root.path().join("linked");
+        fs::create_dir_all(linked.join("profiles/open-design")).unwrap();
+        let elsewhere = root.path().join("stand-in.json");
+        fs::write(&elsewhere, br#"{"name": "@open-design/dsh-runtime"}"#).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, profile_manifest_path(&linked)).unwrap();
+        assert!(claim(&linked).unwrap_err().contains("package.json"));
+        assert!(check_manifest_replaceable(&linked).is_err());
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! - [`cli`]: the command line; [`run`]: the entry point.
 //! - [`frames`]: the frames it writes, as JSON values; [`output`]: how they reach stdout.
 //! - [`scenario`]: the scenario language; [`stdio`]: the `--stdio` mode and script player;
-//!   [`agent`]: the default agent's turn; [`design`]: the HTML file it writes.
+//!   [`agent`]: the default agent's turn; [`design`]: the HTML file it writes; [`project`]: the
+//!   rule for every file an agent writes (inside the cwd, never through a link).
 //! - [`inbox`]: host commands from stdin; [`journal`]: the journal; [`process`]: signals,
 //!   watchdog, grandchildren; [`home`]: `DSH_HOME` and the profile; [`sessions`]: session records.
 //! - [`sdk`]: the SDK JSON-RPC runtime surfaces; [`headless`]: `--profile headless TASK`.
@@ -20,6 +21,7 @@ pub mod inbox;
 pub mod journal;
 pub mod output;
 pub mod process;
+pub mod project;
 pub mod run;
 pub mod scenario;
 pub mod sdk;

@@ -84,6 +84,7 @@ fn plugin_add(tarball: &std::path::Path) -> ! {
     let dsh_home = home::dsh_home().unwrap_or_else(|message| fail(&message));
     if tarball.is_file() {
         home::claim(&dsh_home).unwrap_or_else(|message| fail(&message));
+        home::check_manifest_replaceable(&dsh_home).unwrap_or_else(|message| fail(&message));
     }
     match home::install_profile(&dsh_home, tarball, frames::PLUGIN_VERSION) {
         Ok(_) => {

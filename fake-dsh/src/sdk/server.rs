@@ -1,9 +1,9 @@
 //! The SDK runtime's request loop, as the real one behaves on the wire (docs/surface-sdk.md):
 //! newline-terminated JSON-RPC requests on stdin (junk, batches, notifications and `null` ids
-//! dropped; a last line without its newline never processed), three methods, `-32603` for every
-//! failure, one thread per running session so turns overlap, the receipt and `running` before
-//! the `session/prompt` response, `shutdown` answered last, stdin EOF and SIGTERM exit 0, SIGINT
-//! 130.
+//! dropped; a last line without its newline never processed; a line over 1 MiB ends the process
+//! with exit 2), three methods, `-32603` for every failure, one thread per running session so
+//! turns overlap, the receipt and `running` before the `session/prompt` response, `shutdown`
+//! answered last, stdin EOF and SIGTERM exit 0, SIGINT 130.
 
 use super::scenario::{self, SdkScenario, SubagentScript, TurnScript};
 use super::session::{self, Flavor, Session, Sink};
@@ -31,6 +31,10 @@ struct Server {
     sessions: Mutex<HashMap<String, Live>>,
     /// Where session logs live (`$DSH_HOME/sessions`, or 0.1.1's `./.sessions`).
     log_root: Option<PathBuf>,
+    /// 0.1.5's Harness home, claimed ([`crate::home::claim`]) before the first session is stored.
+    home: Option<PathBuf>,
+    /// The outcome of that claim, once made.
+    claimed: OnceLock<Result<(), String>>,
 }
 
 static SERVER: OnceLock<Server> = OnceLock::new();
@@ -50,11 +54,15 @@ pub fn run(flavor: Flavor) -> ! {
     }
     super::wire::configure(scenario.crlf, scenario.stray_responses);
     let cwd = std::env::current_dir().unwrap_or_default();
+    let home = match flavor.persona {
+        session::Persona::V011 => None,
+        session::Persona::V015 => crate::home::dsh_home().ok(),
+    };
     let log_root = match flavor.persona {
         session::Persona::V011 => std::env::var_os("DSH_SESSION_ROOT")
             .map(PathBuf::from)
             .or_else(|| Some(cwd.join(".sessions"))),
-        session::Persona::V015 => crate::home::dsh_home().ok().map(|h| h.join("sessions")),
+        session::Persona::V015 => home.as_ref().map(|h| h.join("sessions")),
     };
     let _ = SERVER.set(Server {
         flavor,
@@ -65,6 +73,8 @@ pub fn run(flavor: Flavor) -> ! {
         cwd: Mutex::new(cwd),
         sessions: Mutex::new(HashMap::new()),
         log_root,
+        home,
+        claimed: OnceLock::new(),
     });
     read_requests()
 }
@@ -108,32 +118,23 @@ fn start_signal_thread() {
     });
 }
 
-/// Reads newline-terminated lines until EOF; the bytes after the last newline are never handled.
-/// The lines already waiting at start (a client writes `initialize` as it spawns the runtime) are
-/// answered before the signal thread and the watchdog start, so neither delays that answer (as
-/// `ready` on the open-design surface); nothing blocks before they run.
+/// The longest request line read, without its line ending: the kit's line bound,
+/// [`dsh_protocol::MAX_LINE_BYTES`] (1 MiB). A longer line ends the process ([`too_long`]).
+pub const MAX_REQUEST_LINE_BYTES: usize = dsh_protocol::MAX_LINE_BYTES;
+
+/// Reads newline-terminated lines until EOF through the kit's bounded line framer
+/// ([`dsh_protocol::LineFramer`]); the bytes after the last newline are never handled. The lines
+/// already waiting at start (a client writes `initialize` as it spawns the runtime) are answered
+/// before the signal thread and the watchdog start, so neither delays that answer (as `ready` on
+/// the open-design surface); nothing blocks before they run.
 fn read_requests() -> ! {
-    // A buffer of our own, whose contents can be looked at without reading more.
-    let mut reader = std::io::BufReader::new(std::io::stdin().lock());
-    let mut line = Vec::new();
-    if stdin_ready() && reader.fill_buf().is_ok() {
-        while reader.buffer().contains(&b'\n') {
-            line.clear();
-            if reader.read_until(b'\n', &mut line).is_err() {
-                break;
-            }
-            handle_line(&line);
-        }
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
+    let mut framer = dsh_protocol::LineFramer::with_limit(MAX_REQUEST_LINE_BYTES);
+    if stdin_ready() {
+        feed(&mut reader, &mut framer);
     }
     start_background();
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) if line.ends_with(b"\n") => handle_line(&line),
-            Ok(_) => break,
-        }
-    }
+    while feed(&mut reader, &mut framer) {}
     journal::record(Event::StdinClosed);
     if server().shutting_down.load(Ordering::SeqCst) || server().scenario.ignore_stdin_eof {
         // The shutdown thread writes the response and ends the process (or, with the scenario's
@@ -141,6 +142,47 @@ fn read_requests() -> ! {
         crate::process::hang();
     }
     wire().end(None, 0, ExitReason::StdinClosed)
+}
+
+/// Reads what stdin has (one buffer) into the framer and handles the lines it completes; false
+/// at EOF or on a read error.
+fn feed(reader: &mut impl BufRead, framer: &mut dsh_protocol::LineFramer) -> bool {
+    use dsh_protocol::LineEvent;
+    let chunk = match reader.fill_buf() {
+        Ok([]) => return false,
+        Ok(chunk) => chunk,
+        Err(error) => return error.kind() == std::io::ErrorKind::Interrupted,
+    };
+    let read = chunk.len();
+    framer.push_each(chunk, |event| match event {
+        LineEvent::Line { bytes, .. } => handle_line(bytes),
+        LineEvent::TooLarge { number } => too_long(number),
+        LineEvent::Truncated { .. } => {}
+    });
+    reader.consume(read);
+    true
+}
+
+/// A request line past [`MAX_REQUEST_LINE_BYTES`], as soon as it passes the bound (the rest is
+/// never read): journaled as a `command` whose `raw` says so (none of its bytes), said on stderr
+/// naming the line and the bound, and the process ends with exit 2, fake-dsh's status for its
+/// own limits. No frame follows.
+fn too_long(number: usize) -> ! {
+    let limit = MAX_REQUEST_LINE_BYTES;
+    journal::record(Event::Command {
+        command: None,
+        raw: Some(format!(
+            "[stdin line {number}: over {limit} bytes, not kept]"
+        )),
+    });
+    crate::output::stderr_bytes(
+        format!(
+            "fake-dsh: stdin line {number} is longer than {limit} bytes (1 MiB), the limit of an \
+             SDK request line; exiting\n"
+        )
+        .as_bytes(),
+    );
+    wire().end(None, 2, ExitReason::Error)
 }
 
 /// One line: journaled, then handled when it is a request (an object with a method and a
@@ -288,6 +330,23 @@ fn prompt(id: &Value, params: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// Claims 0.1.5's Harness home once, on the first new session (a process that stores nothing
+/// writes nothing): a home holding files fake-dsh did not create refuses every new session with
+/// the claim's error (naming the home and `DSH_HOME`), also said once on stderr.
+fn claim_home() -> Result<(), String> {
+    let Some(home) = &server().home else {
+        return Ok(());
+    };
+    server()
+        .claimed
+        .get_or_init(|| {
+            crate::home::claim(home).inspect_err(|message| {
+                crate::output::stderr_bytes(format!("{message}\n").as_bytes());
+            })
+        })
+        .clone()
+}
+
 /// The session for an id, created on first use; a session a previous process left in the log
 /// root is refused like the real runtime refuses it.
 fn live_session(id: Option<&str>) -> Result<Live, String> {
@@ -302,6 +361,7 @@ fn live_session(id: Option<&str>) -> Result<Live, String> {
     if let Some(live) = sessions.get(id) {
         return Ok(live.clone());
     }
+    claim_home()?;
     let cwd = server.cwd.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let session = Session::create(id, &cwd, server.flavor, server.log_root.as_deref(), sink())?;
     let live = Arc::new(Mutex::new(session));

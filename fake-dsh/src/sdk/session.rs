@@ -1,7 +1,8 @@
 //! One SDK session: its event log (`seq` from 0, kept on disk like the real runtime's
 //! `$DSH_HOME/sessions/<cwd slug>/<id>/session.v3.jsonl`) and the playing of a turn as session
 //! events: steps with reasoning, text and tool calls that really read and write files in the
-//! session's cwd, then `turn/end`. Which events a turn carries depends on the [`Flavor`].
+//! session's cwd (writes never outside it, never through a link: [`crate::project`]), then
+//! `turn/end`. Which events a turn carries depends on the [`Flavor`].
 
 use super::scenario::{EndKind, StepScript, ToolCallScript, TurnScript};
 use crate::journal::now_ms;
@@ -411,6 +412,9 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
 }
 
 /// `write` and `read` on real files under the session's cwd (`sdk` 0.1.5 and `headless` only).
+/// A `write` outside the cwd or through a link is refused by [`crate::project::write_inside`]:
+/// an error result (`Error: cannot write PATH: refusing to write: ...`), as the real runtime
+/// reports a failed tool, and the turn goes on.
 fn run_tool(session: &Session, call: &ToolCallScript) -> Result<String, String> {
     let unknown = || {
         Err(format!(
@@ -427,8 +431,8 @@ fn run_tool(session: &Session, call: &ToolCallScript) -> Result<String, String> 
     match (call.name.as_str(), path) {
         ("write", Some(path)) => {
             let content = call.arguments["content"].as_str().unwrap_or_default();
-            std::fs::write(&path, content)
-                .map(|()| {
+            crate::project::write_inside(&session.cwd, &path, content.as_bytes())
+                .map(|_| {
                     format!(
                         "<path>{}</path>\nWrote {} bytes.",
                         path.display(),

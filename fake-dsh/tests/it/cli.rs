@@ -257,6 +257,35 @@ fn a_home_holding_a_real_dsh_installation_is_never_written() {
 }
 
 #[test]
+fn a_home_holding_only_a_real_profile_manifest_is_never_claimed_nor_overwritten() {
+    let world = World::without_profile();
+    let profile = world.home().join("profiles/open-design/package.json");
+    std::fs::create_dir_all(profile.parent().unwrap()).unwrap();
+    let manifest = b"{\"dependencies\":{\"@open-design/dsh-runtime\":\"0.1.0\"}}\n";
+    std::fs::write(&profile, manifest).unwrap();
+    add_a_bundle(&world)
+        .code(2)
+        .stderr(predicate::str::contains(
+            "profiles/open-design/package.json",
+        ))
+        .stderr(predicate::str::contains("DSH_HOME"));
+    assert_eq!(std::fs::read(&profile).unwrap(), manifest, "untouched");
+    assert!(!world.home().join(".fake-dsh").exists(), "not marked");
+
+    std::fs::create_dir_all(world.home().join(".fake-dsh")).unwrap();
+    std::fs::write(world.home().join(fake_dsh::home::MARKER), b"{}").unwrap();
+    add_a_bundle(&world)
+        .code(2)
+        .stderr(predicate::str::contains("will not replace"))
+        .stderr(predicate::str::contains("DSH_HOME"));
+    assert_eq!(
+        std::fs::read(&profile).unwrap(),
+        manifest,
+        "even a marked home's real package.json is never overwritten"
+    );
+}
+
+#[test]
 fn without_dsh_home_a_real_installation_in_home_dot_dsh_is_refused() {
     let world = World::without_profile();
     let user_home = world.root.path().join("user-home");

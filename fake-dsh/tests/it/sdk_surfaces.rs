@@ -560,3 +560,205 @@ fn a_turn_that_signals_itself_dies_mid_turn_and_padding_makes_megabyte_frames() 
     });
     assert_eq!(text.unwrap().as_str().unwrap().len(), 3_000_004);
 }
+
+/// Every file under `dir` (links not followed) with its contents, or the link's target.
+fn tree(dir: &std::path::Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+        let (path, kind) = (entry.path(), entry.file_type().unwrap());
+        if kind.is_dir() {
+            found.extend(tree(&path));
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(&path).unwrap();
+            found.push((path, target.into_os_string().into_encoded_bytes()));
+        } else {
+            found.push((path.clone(), std::fs::read(&path).unwrap()));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A Harness home the real 0.1.5 runtime has used: its session store and shared packages.
+fn real_runtime_home(home: &std::path::Path) {
+    let log = home.join("sessions/--w-project--/s-1/session.v3.jsonl");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, "{\"type\":\"session\",\"version\":3}\n").unwrap();
+    std::fs::create_dir_all(home.join("profiles/node_modules")).unwrap();
+}
+
+#[test]
+fn the_sdk_surfaces_never_write_into_a_home_holding_files_fake_dsh_did_not_create() {
+    let world = World::new();
+    let real = world.path("real-home");
+    real_runtime_home(&real);
+    real_runtime_home(&world.path("user/.dsh"));
+    std::os::unix::fs::symlink(&real, world.path("linked-home")).unwrap();
+    let before = (tree(&real), tree(&world.path("user")));
+    for variant in ["real-home", "linked-home", "unset"] {
+        let configure = |command: &mut Command| {
+            match variant {
+                "unset" => command
+                    .env_remove("DSH_HOME")
+                    .env("HOME", world.path("user")),
+                home => command.env("DSH_HOME", world.path(home)),
+            };
+        };
+        let mut sdk = world.command(&["--profile", "sdk"], None);
+        configure(&mut sdk);
+        let mut client = Client::start(sdk);
+        client.request(initialize());
+        client.request(prompt(2, "s-2", "Make a landing page"));
+        client.until(|v| v["id"] == 2);
+        let refused = client.seen.last().unwrap()["error"]["message"].clone();
+        let refused = refused
+            .as_str()
+            .unwrap_or_else(|| panic!("{variant}: {refused}"));
+        assert!(
+            refused.contains("will not write into the Harness home")
+                && refused.contains("DSH_HOME"),
+            "{variant}: {refused}"
+        );
+        assert_eq!(client.finish().0, Some(0), "{variant}");
+        let mut headless = world.command(&["--profile", "headless", "Make a page"], None);
+        configure(&mut headless);
+        let output = headless.stdin(Stdio::null()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{variant}: {stderr}");
+        assert!(
+            stderr.contains("DSH_HOME") && stderr.contains("sessions/--w-project--"),
+            "{stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{variant}");
+    }
+    assert_eq!(
+        (tree(&real), tree(&world.path("user"))),
+        before,
+        "nothing written"
+    );
+    assert!(
+        !world.path("project/index.html").exists(),
+        "no turn was played"
+    );
+}
+
+/// The text and `isError` of every `tool/result` seen.
+fn tool_results(seen: &[Value]) -> Vec<(String, bool)> {
+    seen.iter()
+        .filter(|v| v["params"]["event"]["type"] == "tool/result")
+        .map(|v| {
+            let result = &v["params"]["event"]["data"]["message"]["content"][0];
+            let text = result["content"][0]["text"].as_str().unwrap().to_string();
+            (text, result["isError"] == true)
+        })
+        .collect()
+}
+
+#[test]
+fn the_write_tool_never_writes_outside_the_cwd_nor_through_a_link() {
+    let world = World::new();
+    let outside = world.path("outside.html");
+    std::fs::write(&outside, "untouched").unwrap();
+    std::os::unix::fs::symlink(&outside, world.path("project/index.html")).unwrap();
+    let absolute = world.path("absolute.txt");
+    let write =
+        |path: &str| json!({"name": "write", "arguments": {"file_path": path, "content": "x"}});
+    let scenario = json!({"sdk": {"turns": [{"steps": [{"tool_calls": [
+        write("../escaped.txt"), write(absolute.to_str().unwrap()), write("inside.txt")]}]}]}});
+    let mut client = Client::start(world.command(&["--profile", "sdk"], Some(scenario)));
+    client.request(initialize());
+    client.request(prompt(2, "s-1", "scripted writes"));
+    client.until_idle("s-1");
+    client.request(prompt(3, "s-1", "Make a landing page"));
+    client.until_idle("s-1");
+    let (_, seen) = client.finish();
+    let results = tool_results(&seen);
+    let refused: Vec<bool> = results.iter().map(|(_, error)| *error).collect();
+    assert_eq!(refused, [true, true, false, true], "{results:#?}");
+    for (text, _) in [&results[0], &results[1]] {
+        assert!(text.contains("outside the project directory"), "{text}");
+    }
+    assert!(results[3].0.contains("symbolic link"), "{}", results[3].0);
+    assert!(!world.path("escaped.txt").exists() && !absolute.exists());
+    assert_eq!(
+        std::fs::read_to_string(world.path("project/inside.txt")).unwrap(),
+        "x"
+    );
+    let headless = world
+        .command(&["--profile", "headless", "Make a page"], None)
+        .output()
+        .unwrap();
+    assert_eq!(
+        headless.status.code(),
+        Some(0),
+        "a failed tool does not fail the turn"
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "untouched");
+    let ends = seen
+        .iter()
+        .filter(|v| v["params"]["event"]["type"] == "turn/end");
+    assert!(ends
+        .map(|v| &v["params"]["event"]["data"]["reason"]["kind"])
+        .all(|k| k == "completed"));
+}
+
+#[test]
+fn a_request_line_over_1_mib_ends_the_process_with_a_clear_error_and_is_not_kept() {
+    let world = World::new();
+    let mut child = world
+        .command(&["--profile", "sdk"], None)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let padded = |id: u64, bytes: usize| {
+        let pad = "x".repeat(bytes);
+        format!("{}\n", request(json!(id), "bogus", json!({"pad": pad})))
+    };
+    let writer = std::thread::spawn(move || {
+        // Written whole before the next line: the process answers it, then meets the long one.
+        let lines = [
+            format!("{}\n", initialize()),
+            padded(2, 1_000_000),
+            padded(3, 3 * 1024 * 1024),
+            format!("{}\n", request(json!(4), "bogus", json!({}))),
+        ];
+        for line in lines {
+            // The process exits part-way through the long line: a broken pipe is expected.
+            if stdin.write_all(line.as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("stdin line 3 is longer than 1048576 bytes"),
+        "{stderr}"
+    );
+    let ids: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["id"].clone())
+        .collect();
+    assert_eq!(
+        ids,
+        [json!(1), json!(2)],
+        "a line under the bound is answered"
+    );
+    let journal = std::fs::metadata(world.path("journal.jsonl"))
+        .unwrap()
+        .len();
+    assert!(
+        journal < 1_100_000,
+        "the journal holds line 2, not line 3: {journal} bytes"
+    );
+    let entries = world.journal();
+    assert_eq!(entries.last().unwrap()["event"], "exit");
+    let mut raws = entries.iter().filter_map(|e| e["raw"].as_str());
+    assert!(raws.any(|raw| raw == "[stdin line 3: over 1048576 bytes, not kept]"));
+}
