@@ -12,8 +12,9 @@
 #                   version tag, else the version of the checkout this script is in)
 #   KIT_SHA256      the archive's expected SHA-256 (hex), overriding kit-checksums.txt
 #   KIT_CHECKSUMS   the pin file (default: kit-checksums.txt beside this script)
-#   KIT_BASE_URL    where the archives are (default: the GitHub release v$KIT_VERSION of
-#                   $KIT_REPOSITORY); a file:// URL works for a local `cargo xtask dist` output
+#   KIT_BASE_URL    where the archives are (the action's `kit-base-url` input; default: the GitHub
+#                   release v$KIT_VERSION of $KIT_REPOSITORY); a file:// URL works for a local
+#                   `cargo xtask dist` output
 #   KIT_REPOSITORY  owner/name of the kit's repository (default: $GITHUB_ACTION_REPOSITORY)
 #   KIT_DIR         where to put the binaries (default: $RUNNER_TEMP/dsh-conformance or ./dsh-conformance)
 # Prints the directory; when $GITHUB_PATH is set, also appends it there.
@@ -63,6 +64,9 @@ if [[ -z "${KIT_BASE_URL:-}" ]]; then
   KIT_BASE_URL="https://github.com/${repository}/releases/download/v${version}"
 fi
 dir=${KIT_DIR:-${RUNNER_TEMP:-$PWD}/dsh-conformance}
+if [[ -e "$dir" || -L "$dir" ]] && [[ ! -d "$dir" ]]; then
+  fail "the install directory $dir exists and is not a directory: remove it or set KIT_DIR"
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 curl --fail --silent --show-error --location --proto '=https,file' --output "$work/$archive" \
@@ -78,7 +82,7 @@ fi
 
 mkdir "$work/unpacked"
 tar -xzf "$work/$archive" -C "$work/unpacked" --no-same-owner || fail "cannot unpack $archive"
-mkdir -p "$dir"
+mkdir -p "$dir" || fail "cannot create the install directory $dir"
 for binary in dsh-conformance fake-dsh dsh-host-driver; do
   source="$work/unpacked/$name/$binary"
   [[ -f "$source" && ! -L "$source" && -x "$source" ]] || fail "$archive holds no $name/$binary"

@@ -3,8 +3,11 @@
 //! first in their own group, then every other case under its spec section. Every cell and column
 //! header carries its host (`data-host`) so the page's script can show one host, hide another and
 //! recount; every row carries its section and its place in section order so the script can regroup.
+//! Names and messages are shown with [`shown`] (hidden characters as `\u{..}`); the attributes the
+//! script matches on keep the text itself.
 
 use super::document::ReportDocument;
+use super::html::shown;
 use dsh_results::model::{CaseResult, Verdict};
 use dsh_results::output::escape::html;
 use std::collections::BTreeMap;
@@ -200,8 +203,9 @@ fn write_head(
     for (host, span) in &hosts {
         write!(
             out,
-            "<th colspan=\"{span}\" class=\"host\" data-host=\"{0}\">{0}</th>",
-            html(host)
+            "<th colspan=\"{span}\" class=\"host\" data-host=\"{}\">{}</th>",
+            html(host),
+            shown(host)
         )?;
     }
     writeln!(out, "</tr><tr>")?;
@@ -209,7 +213,7 @@ fn write_head(
         let title = column.suite.map_or_else(String::new, |index| {
             format!(
                 " title=\"{}\"",
-                html(&dsh_results::output::secrets::display_command(
+                shown(&dsh_results::output::secrets::display_command(
                     &document.suites[index].host.command
                 ))
             )
@@ -218,7 +222,7 @@ fn write_head(
             out,
             "<th class=\"variant\" data-host=\"{}\"{title}>{}</th>",
             html(column.host),
-            html(column.variant)
+            shown(column.variant)
         )?;
     }
     writeln!(out, "</tr></thead>")
@@ -247,7 +251,7 @@ fn section_heading(section: &str) -> String {
     let title = section_title(section)
         .map(|title| format!(": {title}"))
         .unwrap_or_default();
-    format!("Section {}{title}", html(section))
+    format!("Section {}{title}", shown(section))
 }
 
 fn write_row(
@@ -258,11 +262,12 @@ fn write_row(
 ) -> io::Result<()> {
     write!(
         out,
-        "<tr class=\"case\" id=\"case-{0}\" data-case=\"{0}\" data-section=\"{1}\" data-order=\"{2}\"><th class=\"case\"><code>{0}</code><span class=\"summary\">{3}</span></th>",
+        "<tr class=\"case\" id=\"case-{0}\" data-case=\"{0}\" data-section=\"{1}\" data-order=\"{2}\"><th class=\"case\"><code>{3}</code><span class=\"summary\">{4}</span></th>",
         html(row.id),
         html(&row.section),
         row.order,
-        html(&row.first.summary)
+        shown(row.id),
+        shown(&row.first.summary)
     )?;
     for column in columns {
         write_cell(document, column, row.id, out)?;
@@ -339,7 +344,7 @@ fn write_cell(
     });
     let Some((suite_index, case_index, case)) = found else {
         let (class, text, title) = match column.error {
-            Some(message) => ("v v-not-run", "not run", html(message)),
+            Some(message) => ("v v-not-run", "not run", shown(message)),
             None => ("v v-absent", "-", "not in this run's corpus".to_string()),
         };
         return write!(
@@ -360,6 +365,6 @@ fn write_cell(
         "<td class=\"v v-{0}{flaky}\" id=\"cell-{suite_index}-{case_index}\" data-host=\"{host}\" data-verdict=\"{0}\" \
          data-suite=\"{suite_index}\" data-index=\"{case_index}\" tabindex=\"0\" role=\"button\" title=\"{1}\">{0}</td>",
         case.verdict.as_str(),
-        html(&title)
+        shown(&title)
     )
 }

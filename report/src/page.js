@@ -2,7 +2,8 @@
 // "only"), verdict filters whose counts follow the hosts shown and the search, the failing rows
 // first, the detail panel of a matrix cell, and deep links to a cell (#cell-<suite>-<index>) or
 // a row (#case-<id>) that show it whatever the view.
-// Everything from the report is inserted with textContent, never as markup.
+// Everything from the report is inserted with textContent, never as markup, and with its hidden
+// characters shown (visible). A malformed link names nothing and says so; it never stops the page.
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("report-data").textContent);
@@ -16,10 +17,14 @@
   });
   var state = { search: "", filter: "all", failuresFirst: true, hidden: {} };
 
-  // Control characters (a host's escape sequences, NUL, ...) shown as \u{..}, as in the terminal.
+  // Hidden characters shown as \u{..}, as in the terminal: controls (a host's escape sequences,
+  // NUL, ...; tab and newline kept), line/paragraph separators, bidi controls (U+202E would reorder
+  // what a reviewer reads), zero-width and other invisible format characters, Unicode tags. The
+  // same set as html.rs's is_hidden.
+  var hiddenChars = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff0-\ufffb\u{1d173}-\u{1d17a}\u{e0000}-\u{e007f}]/gu;
   function visible(text) {
-    return String(text).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, function (c) {
-      return "\\u{" + c.charCodeAt(0).toString(16) + "}";
+    return String(text).replace(hiddenChars, function (c) {
+      return "\\u{" + c.codePointAt(0).toString(16) + "}";
     });
   }
 
@@ -327,9 +332,40 @@
 
   // ---- deep links: #cell-<suite>-<index> shows the cell whatever the view, opens and marks it --
 
+  // A note above the matrix naming a link that names no case (malformed or unknown); null clears it.
+  function linkNote(hash) {
+    var note = document.getElementById("link-note");
+    if (!hash) {
+      if (note) note.remove();
+      return;
+    }
+    if (!note) {
+      note = element("p", "link-note");
+      note.id = "link-note";
+      note.setAttribute("role", "status");
+      var controls = document.getElementById("controls");
+      controls.parentNode.insertBefore(note, controls);
+    }
+    note.textContent = visible("The link " + hash + " names no case of this report.");
+  }
+
+  // The row a #case-<id> link names: null (with a note) when the fragment is not valid
+  // percent-encoding (decodeURIComponent throws URIError) or names no row.
+  function linkedRow() {
+    if (!/^#case-/.test(location.hash)) return null;
+    var target = null;
+    try {
+      target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    } catch (error) {
+      target = null;
+    }
+    linkNote(target ? null : location.hash);
+    return target;
+  }
+
   // A link to a row (#case-<id>, as the coverage table has) shows it even if the view hid it.
   function showLinkedRow() {
-    var target = /^#case-/.test(location.hash) && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    var target = linkedRow();
     if (!target || !target.hidden) return;
     state.search = "";
     search.value = "";

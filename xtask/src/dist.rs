@@ -4,8 +4,13 @@
 //! - `dsh-conformance-<version>-<platform>.tar.gz`, the three binaries and the README, and beside
 //!   it `<archive>.sha256` (`<hex>  <file name>`, as `sha256sum -c` reads);
 //! - `npm/`: the platform package `@dsh-conformance/<platform>` (binaries, `os`/`cpu` fields) and
-//!   the main package `dsh-conformance` (JS shims from `npm/dsh-conformance/`, every platform in
-//!   `optionalDependencies`), both packed by `npm pack`.
+//!   the main package `dsh-conformance` (JS shims from `npm/dsh-conformance/`), both packed by
+//!   `npm pack`.
+//!
+//! The main package names no other package (no `optionalDependencies`): the npm names are not
+//! claimed yet, so a name it gave would make a user's next `npm install` ask the registry for a
+//! package anyone could register. Users install the platform tarball beside it explicitly (README);
+//! docs/releasing.md restores the per-platform `optionalDependencies` once the names are claimed.
 //!
 //! The release workflow runs it once per platform and publishes the platform packages before the
 //! main one.
@@ -218,7 +223,7 @@ fn stage_platform_package(bins: &Path, dir: &Path, platform: &str) -> Result<(),
 }
 
 /// `dsh-conformance`: the shims and `lib/` from `npm/dsh-conformance/`, the README, and a
-/// package.json naming every platform package in `optionalDependencies`.
+/// package.json that names no other package (see the module's doc: the names are not claimed yet).
 fn stage_main_package(dir: &Path) -> Result<(), String> {
     let source = workspace_root().join("npm/dsh-conformance");
     for sub in ["bin", "lib"] {
@@ -242,10 +247,6 @@ fn stage_main_package(dir: &Path) -> Result<(), String> {
         .iter()
         .map(|name| (name.to_string(), json!(format!("bin/{name}.js"))))
         .collect();
-    let optional: serde_json::Map<String, serde_json::Value> = PLATFORMS
-        .iter()
-        .map(|platform| (format!("{SCOPE}/{platform}"), json!(VERSION)))
-        .collect();
     let manifest = json!({
         "name": "dsh-conformance",
         "version": VERSION,
@@ -254,8 +255,7 @@ fn stage_main_package(dir: &Path) -> Result<(), String> {
         "main": "lib/index.js",
         "bin": bin,
         "files": ["bin/", "lib/"],
-        "engines": { "node": ">=18" },
-        "optionalDependencies": optional
+        "engines": { "node": ">=18" }
     });
     write(&dir.join("package.json"), &format!("{manifest:#}\n"))
 }

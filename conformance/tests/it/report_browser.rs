@@ -1,12 +1,15 @@
 //! End-to-end test of report.html in a real browser: headless Chromium (Debian's `chromium`)
 //! loads the page from a temp dir, its script runs, and the rendered DOM must show the matrix's
-//! counts and, for a linked cell, the detail panel. A screenshot is kept under the target dir.
+//! counts and, for a linked cell, the detail panel. A malformed `#case-` fragment leaves the page
+//! working (a note names it), and a host name with U+202E or zero-width characters is shown with
+//! them written as `\u{..}`. A screenshot is kept under the target dir.
 //! Without Chromium the test prints why it is skipped and passes.
 
 use crate::report_support;
 
 use dsh_report::config::{HostSpec, MatrixConfig, VariantSpec};
 use dsh_report::document::ReportDocument;
+use dsh_report::html::csp_hash;
 use dsh_report::{build_document, run_matrix, write_report_files};
 use report_support::{passing_suite, sample_suite, RULES_JSON};
 use std::io::Read;
@@ -375,13 +378,15 @@ fn report_html_for_several_hosts_in_chromium() {
         .position(|suite| suite.host.name == "broken")
         .unwrap();
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
-    let probed = page.replace(
-        "</body>",
-        &format!(
-            "{}</body>",
-            PROBE.replace("LINKED", &format!("cell-{broken}-7"))
-        ),
-    );
+    let probe = PROBE.replace("LINKED", &format!("cell-{broken}-7"));
+    // The page's CSP runs only scripts it knows by hash: the probe's is added for this test.
+    let probe_text = &probe["<script>".len()..probe.len() - "</script>".len()];
+    let probed = page
+        .replace(
+            "script-src ",
+            &format!("script-src {} ", csp_hash(probe_text)),
+        )
+        .replace("</body>", &format!("{probe}</body>"));
     let probe_page = work.path().join("probe.html");
     std::fs::write(&probe_page, probed).unwrap();
     let url = format!("file://{}", probe_page.display());
@@ -467,4 +472,118 @@ fn report_html_for_several_hosts_in_chromium() {
         deep["in_view"], true,
         "the linked cell is scrolled into view"
     );
+}
+
+/// Two hosts, one named with a right-to-left override (it would read `spoofexe.png`), and a why
+/// holding a zero-width space and a bidi isolate.
+fn hostile_names_document(fixtures: &Path) -> ReportDocument {
+    let host = |name: &str| HostSpec {
+        name: name.to_string(),
+        command: vec!["node".to_string(), format!("{name}.js")],
+        expectations: None,
+        pass_env: Vec::new(),
+    };
+    let config = MatrixConfig {
+        hosts: vec![host("reference"), host(SPOOF)],
+        variants: vec![VariantSpec {
+            name: "dsh-0.1.7-rc.1".to_string(),
+            env: Default::default(),
+        }],
+    };
+    let (suites, errors) = run_matrix(&config, &mut |host, _| {
+        let mut suite = passing_suite();
+        if host.name == SPOOF {
+            suite.cases[0].verdict = dsh_results::model::Verdict::Fail;
+            suite.cases[0].rule = Some("s6.session-before-content".to_string());
+            suite.cases[0].why = Some("got sess\u{200B}ion \u{2066}id\u{2069}".to_string());
+        }
+        Ok(suite)
+    });
+    build_document(&config, suites, errors, fixtures)
+}
+
+const SPOOF: &str = "spoof\u{202E}gnp.exe";
+
+/// The text a reader sees: the DOM without its tags (attributes such as `data-host` keep a name as
+/// it is, for the script to match on) and without the embedded report data (JSON, likewise).
+fn rendered_text(dom: &str) -> String {
+    let start = dom
+        .find("<script id=\"report-data\"")
+        .expect("the data block");
+    let end = start + dom[start..].find("</script>").expect("closes");
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in dom[..start].chars().chain(dom[end..].chars()) {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text
+}
+
+#[test]
+fn report_html_survives_a_bad_fragment_and_shows_hidden_characters() {
+    let Some(binary) = find_chromium() else {
+        println!("skipped: chromium not installed (apt-get install chromium to run this test)");
+        return;
+    };
+    let (work, document, out) = written_report(hostile_names_document);
+    let url = format!("file://{}", out.join("report.html").display());
+    let profile = work.path().join("chromium-profile");
+
+    let dom = chromium(
+        &binary,
+        &profile,
+        &["--dump-dom".to_string()],
+        &format!("{url}#case-%E0%A4%A"),
+    );
+    assert!(
+        dom.contains("data-js=\"ready\""),
+        "the page's script ran to its end despite the malformed fragment"
+    );
+    assert_eq!(
+        text_after(&dom, "id=\"link-note\""),
+        "The link #case-%E0%A4%A names no case of this report."
+    );
+    assert_eq!(
+        text_after(&dom, "id=\"count-all\""),
+        "12",
+        "the matrix rendered"
+    );
+    let text = rendered_text(&dom);
+    assert!(
+        !text.contains('\u{202E}'),
+        "U+202E reached the page's text: {text}"
+    );
+    assert!(
+        dom.contains("data-host=\"spoof\u{202E}gnp.exe\">spoof\\u{202e}gnp.exe</th>"),
+        "the host's column header shows the override as text"
+    );
+    assert!(
+        dom.contains(" spoof\\u{202e}gnp.exe <span"),
+        "the host chooser shows it too"
+    );
+
+    let spoof = document
+        .suites
+        .iter()
+        .position(|suite| suite.host.name == SPOOF)
+        .unwrap();
+    let linked = format!("{url}#cell-{spoof}-0");
+    let dom = chromium(&binary, &profile, &["--dump-dom".to_string()], &linked);
+    assert!(!dom.contains("id=\"link-note\""), "a good link has no note");
+    let panel_start = dom.find("<aside id=\"detail\"").expect("the detail panel");
+    let panel = &dom[panel_start..panel_start + dom[panel_start..].find("</aside>").unwrap()];
+    assert!(panel.contains("<dd>spoof\\u{202e}gnp.exe ("), "{panel}");
+    assert!(
+        panel.contains("<dd>got sess\\u{200b}ion \\u{2066}id\\u{2069}</dd>"),
+        "{panel}"
+    );
+    let text = rendered_text(&dom);
+    for hidden in ['\u{202E}', '\u{200B}', '\u{2066}', '\u{2069}'] {
+        assert!(!text.contains(hidden), "{hidden:?} reached the page's text");
+    }
 }

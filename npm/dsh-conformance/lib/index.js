@@ -1,6 +1,7 @@
-// Finds the native binaries of dsh-conformance in the platform package npm installed through
-// optionalDependencies (the esbuild pattern), and runs them with the caller's stdio, exit code
-// and signals. Plain CommonJS, Node's standard library only.
+// Finds the native binaries of dsh-conformance in the platform package installed beside it (the
+// esbuild pattern; until the npm names are claimed the user installs the platform tarball
+// explicitly, see the README), and runs them with the caller's stdio, exit code and signals.
+// Plain CommonJS, Node's standard library only.
 //
 // Trust: the platform package is looked up only where npm, pnpm and yarn put this package's own
 // dependencies (its own node_modules, or the node_modules it sits in), never through Node's module
@@ -72,7 +73,8 @@ function binDir() {
   }
   throw new Error(
     `dsh-conformance: the platform package ${pkg}@${own.version} is not installed beside ` +
-      `dsh-conformance (was it skipped by --no-optional / --omit=optional? reinstall without it)`,
+      `dsh-conformance: install the release's dsh-conformance-${key}-${own.version}.tgz beside it ` +
+      `(README, "npm route")`,
   );
 }
 

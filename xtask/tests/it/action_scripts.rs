@@ -2,7 +2,9 @@
 //! runs the embedded corpus whatever the workspace holds, takes case globs literally, starts the
 //! host the same way in `run` and `report`, and fails when a report cannot be written;
 //! `scripts/install-kit.sh` installs only an archive whose SHA-256 matches a pin kept outside the
-//! release, and never writes through a planted link.
+//! release, never writes through a planted link, and exits 2 when its directory is a file. The
+//! steps of action.yml run as a runner runs them (issue 33 item 13): an `artifact-name` input
+//! cannot add step outputs, and the `kit-base-url` input reaches install-kit.sh.
 
 use crate::support;
 
@@ -274,4 +276,274 @@ fn install_kit_installs_only_an_archive_matching_a_pinned_checksum() {
     assert_eq!(fs::read_to_string(&victim).expect("read"), "keep me\n");
     let installed = fs::read_to_string(bin.join("fake-dsh")).expect("installed");
     assert!(installed.contains("echo fake-dsh"), "{installed}");
+}
+
+#[test]
+fn install_kit_exits_2_when_its_directory_is_a_file() {
+    let release = Release::new("9.9.9");
+    let cwd = tempfile::tempdir().expect("temp dir");
+    fs::write(cwd.path().join("dsh-conformance"), "a file\n").expect("write");
+    let output = release
+        .install(Path::new("unused"))
+        .env_remove("KIT_DIR")
+        .env_remove("RUNNER_TEMP")
+        .env("KIT_VERSION", "9.9.9")
+        .env("KIT_SHA256", &release.sha256)
+        .current_dir(cwd.path())
+        .output()
+        .expect("install-kit.sh runs");
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("dsh-conformance exists and is not a directory"),
+        "{stderr}"
+    );
+    assert_eq!(
+        fs::read_to_string(cwd.path().join("dsh-conformance")).expect("read"),
+        "a file\n",
+        "the file is left alone"
+    );
+}
+
+/// One `run` step of action.yml as a runner runs it: `(env, script)`, with each `${{ inputs.X }}`
+/// replaced by `inputs` (else the input's default; naming an input action.yml does not declare
+/// fails the test) and every other `${{ expression }}` by `context` (one it lacks fails the test).
+fn action_step(
+    step: &str,
+    inputs: &[(&str, &str)],
+    context: &[(&str, &str)],
+) -> (Vec<(String, String)>, String) {
+    let action = fs::read_to_string(repo_root().join("action.yml")).expect("action.yml");
+    let lines: Vec<&str> = action.lines().collect();
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    let unquote = |value: &str| {
+        let value = value.trim();
+        if let Some(inner) = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
+            inner.replace("''", "'")
+        } else if let Some(inner) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+            inner.to_string()
+        } else {
+            value.to_string()
+        }
+    };
+
+    // inputs: `  name:` lines, each with its `    default:`.
+    let mut declared: Vec<(String, String)> = Vec::new();
+    let start = lines.iter().position(|l| *l == "inputs:").expect("inputs:");
+    for line in lines[start + 1..]
+        .iter()
+        .take_while(|l| l.is_empty() || indent(l) > 0)
+    {
+        if indent(line) == 2 {
+            let name = line.trim().trim_end_matches(':').to_string();
+            declared.push((name, String::new()));
+        } else if let Some(default) = line.trim().strip_prefix("default:") {
+            declared.last_mut().expect("an input").1 = unquote(default);
+        }
+    }
+    for (name, _) in inputs {
+        assert!(
+            declared.iter().any(|(declared, _)| declared == name),
+            "action.yml declares no input {name:?}"
+        );
+    }
+    let expand = |text: &str| {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("${{") {
+            out.push_str(&rest[..at]);
+            let end = at + rest[at..].find("}}").expect("an expression closes");
+            let expression = rest[at + 3..end].trim();
+            let value = match expression.strip_prefix("inputs.") {
+                Some(name) => inputs
+                    .iter()
+                    .find(|(given, _)| *given == name)
+                    .map(|(_, value)| value.to_string())
+                    .or_else(|| {
+                        declared
+                            .iter()
+                            .find(|(declared, _)| declared == name)
+                            .map(|(_, default)| default.clone())
+                    })
+                    .unwrap_or_else(|| panic!("action.yml uses an undeclared input {name}")),
+                None => context
+                    .iter()
+                    .find(|(key, _)| *key == expression)
+                    .map(|(_, value)| value.to_string())
+                    .unwrap_or_else(|| panic!("the test gives no value for {expression}")),
+            };
+            out.push_str(&value);
+            rest = &rest[end + 2..];
+        }
+        out.push_str(rest);
+        out
+    };
+
+    let start = lines
+        .iter()
+        .position(|l| l.trim() == format!("- name: {step}"))
+        .unwrap_or_else(|| panic!("action.yml has no step {step:?}"));
+    let body: Vec<&str> = lines[start + 1..]
+        .iter()
+        .take_while(|l| l.is_empty() || indent(l) > indent(lines[start]))
+        .copied()
+        .collect();
+    let mut env = Vec::new();
+    let mut script = String::new();
+    let mut i = 0;
+    while i < body.len() {
+        let line = body[i].trim();
+        let block = |i: usize| {
+            body[i + 1..]
+                .iter()
+                .take_while(|l| l.is_empty() || indent(l) > indent(body[i]))
+                .copied()
+                .collect::<Vec<&str>>()
+        };
+        if line == "env:" {
+            let entries = block(i);
+            for entry in &entries {
+                let (key, value) = entry.trim().split_once(':').expect("KEY: value");
+                env.push((key.to_string(), expand(&unquote(value))));
+            }
+            i += entries.len();
+        } else if line == "run: |" {
+            let entries = block(i);
+            let cut = indent(entries[0]);
+            for entry in &entries {
+                script.push_str(entry.get(cut..).unwrap_or(""));
+                script.push('\n');
+            }
+            i += entries.len();
+        } else if let Some(value) = line.strip_prefix("run:") {
+            script = unquote(value);
+        }
+        i += 1;
+    }
+    assert!(!script.is_empty(), "step {step:?} has a run script");
+    (env, expand(&script))
+}
+
+/// Runs an action step's script as a composite action's `shell: bash` does, with only `PATH`,
+/// `HOME`, the step's env and `runner` (the runner's own variables).
+fn run_step(
+    env: &[(String, String)],
+    script: &str,
+    runner: &[(&str, &Path)],
+) -> std::process::Output {
+    let mut command = Command::new("bash");
+    command
+        .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", script])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", std::env::var_os("HOME").unwrap_or_default())
+        .envs(env.iter().map(|(key, value)| (key, value)))
+        .envs(runner.iter().copied());
+    command.output().expect("bash runs")
+}
+
+#[test]
+fn the_artifact_name_input_cannot_add_step_outputs() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let action = temp.path().join("action");
+    fs::create_dir_all(action.join("scripts")).expect("mkdir");
+    let gate = action.join("scripts/gate.sh");
+    fs::write(&gate, "#!/bin/sh\ntouch \"$GATE_OUT.ran\"\n").expect("write");
+    fs::set_permissions(&gate, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out_file = temp.path().join("github-output");
+    let results = temp.path().join("dsh-conformance-results");
+    let context = [
+        ("runner.temp", temp.path().to_str().expect("utf-8 temp dir")),
+        ("strategy.job-index", "3"),
+    ];
+    let runner: [(&str, &Path); 5] = [
+        ("GITHUB_OUTPUT", &out_file),
+        ("GITHUB_ACTION_PATH", &action),
+        ("GITHUB_JOB", Path::new("gate")),
+        ("RUNNER_OS", Path::new("Linux")),
+        ("GITHUB_RUN_ATTEMPT", Path::new("1")),
+    ];
+    let ran = temp.path().join("dsh-conformance-results.ran");
+
+    for hostile in [
+        "results\nresults-dir=/etc",
+        "results\r\nx=y",
+        "a/b",
+        "what?",
+    ] {
+        let _ = fs::remove_file(&out_file);
+        let (env, script) = action_step(
+            "Run the conformance gate",
+            &[("host", "h"), ("artifact-name", hostile)],
+            &context,
+        );
+        let output = run_step(&env, &script, &runner);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{hostile:?}: {}",
+            describe(&output)
+        );
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("is not a usable artifact name"),
+            "{}",
+            describe(&output)
+        );
+        let written = fs::read_to_string(&out_file).unwrap_or_default();
+        assert!(written.is_empty(), "{hostile:?} wrote outputs: {written:?}");
+        assert!(!ran.exists(), "{hostile:?}: the gate ran");
+    }
+
+    for (given, expected) in [
+        ("my results-1", "my results-1"),
+        ("", "dsh-conformance-results-gate-3-Linux-1"),
+    ] {
+        let _ = fs::remove_file(&out_file);
+        let (env, script) = action_step(
+            "Run the conformance gate",
+            &[("host", "h"), ("artifact-name", given)],
+            &context,
+        );
+        let output = run_step(&env, &script, &runner);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        assert_eq!(
+            fs::read_to_string(&out_file).expect("outputs"),
+            format!(
+                "results-dir={}\nartifact-name={expected}\n",
+                results.display()
+            )
+        );
+        assert!(ran.exists(), "the gate ran");
+        fs::remove_file(&ran).expect("rm");
+    }
+}
+
+#[test]
+fn the_kit_base_url_input_reaches_install_kit() {
+    let release = Release::new("9.9.9");
+    let temp = tempfile::tempdir().expect("temp dir");
+    let base = format!("file://{}", release.dir.path().display());
+    let (env, script) = action_step(
+        "Install the dsh-conformance kit",
+        &[
+            ("version", "9.9.9"),
+            ("sha256", &release.sha256),
+            ("kit-base-url", &base),
+        ],
+        &[("github.action_repository", ""), ("github.action_ref", "")],
+    );
+    let root = repo_root();
+    let output = run_step(
+        &env,
+        &script,
+        &[("GITHUB_ACTION_PATH", &root), ("RUNNER_TEMP", temp.path())],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let installed = temp.path().join("dsh-conformance/fake-dsh");
+    assert!(
+        fs::read_to_string(&installed)
+            .expect("installed")
+            .contains("echo fake-dsh"),
+        "installed from the given base URL"
+    );
 }

@@ -1,7 +1,10 @@
 //! `cargo xtask dist --profile dev` (the test build's binaries, not a second release build): the
 //! archive matches its checksum file, and the npm tarballs install offline into an empty npm
 //! project whose PATH has no cargo, where `npx fake-dsh`, `npx dsh-conformance run` (the embedded
-//! corpus against the reference host) and the same against the Node.js example host work.
+//! corpus against the reference host) and the same against the Node.js example host work. No
+//! package.json the dist writes names a package the same run did not write (an unclaimed npm name
+//! would be asked of the registry by the project's next `npm install`), and neither does the
+//! project's lockfile after the install.
 //! (action.yml's shell steps have their own tests: `action_scripts.rs`.) Skipped, saying so, when
 //! npm is not installed (`.ci/run` installs it).
 
@@ -81,6 +84,54 @@ fn assert_checksum_matches(dist: &Path) {
     assert_eq!(checksum, format!("{hex}  {name}\n"));
 }
 
+/// A package.json's name and every package its dependency fields name.
+fn names_in(manifest: &serde_json::Value) -> (String, Vec<String>) {
+    let name = manifest["name"].as_str().expect("a name").to_string();
+    let mut named = Vec::new();
+    for field in [
+        "dependencies",
+        "optionalDependencies",
+        "peerDependencies",
+        "devDependencies",
+    ] {
+        if let Some(map) = manifest[field].as_object() {
+            named.extend(map.keys().cloned());
+        }
+    }
+    for field in ["bundleDependencies", "bundledDependencies"] {
+        if let Some(list) = manifest[field].as_array() {
+            named.extend(list.iter().filter_map(|v| v.as_str()).map(str::to_string));
+        }
+    }
+    (name, named)
+}
+
+/// The package.json inside an `npm pack` tarball.
+fn packed_manifest(tarball: &Path) -> serde_json::Value {
+    let mut tar = Command::new("tar");
+    tar.arg("-xzOf").arg(tarball).arg("package/package.json");
+    let output = checked(tar, "tar -xzOf package/package.json");
+    serde_json::from_slice(&output.stdout).expect("package.json is JSON")
+}
+
+/// Every package the dist's tarballs name is one of the dist's own packages; returns their names.
+fn assert_names_only_its_own_packages(tarballs: &[&Path]) -> Vec<String> {
+    let manifests: Vec<(String, Vec<String>)> = tarballs
+        .iter()
+        .map(|tarball| names_in(&packed_manifest(tarball)))
+        .collect();
+    let written: Vec<String> = manifests.iter().map(|(name, _)| name.clone()).collect();
+    for (name, named) in &manifests {
+        let foreign: Vec<&String> = named.iter().filter(|n| !written.contains(n)).collect();
+        assert!(
+            foreign.is_empty(),
+            "{name}'s package.json names {foreign:?}, which this dist did not write ({written:?}): \
+             a project's next `npm install` would ask the registry for them"
+        );
+    }
+    written
+}
+
 #[test]
 fn npm_tarballs_install_offline_and_run_the_gate_without_cargo() {
     let npm_found = Command::new("npm").arg("--version").output();
@@ -105,6 +156,7 @@ fn npm_tarballs_install_offline_and_run_the_gate_without_cargo() {
         .collect();
     assert_eq!(platforms.len(), 1, "one platform package: {platforms:?}");
     let platform = &platforms[0];
+    let written = assert_names_only_its_own_packages(&[&main, platform]);
 
     let project = temp.path().join("project");
     let cache = temp.path().join("npm-cache");
@@ -123,6 +175,24 @@ fn npm_tarballs_install_offline_and_run_the_gate_without_cargo() {
     install.args(["install", "--offline", "--no-audit", "--no-fund"]);
     install.arg(&main).arg(platform);
     checked(install, "npm install --offline");
+    // What the next ordinary `npm install` would resolve: only the two packages installed.
+    let lock: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(project.join("package-lock.json")).expect("package-lock.json"),
+    )
+    .expect("the lockfile is JSON");
+    let locked: Vec<&String> = lock["packages"]
+        .as_object()
+        .expect("lockfile packages")
+        .keys()
+        .filter(|key| !key.is_empty())
+        .collect();
+    for key in &locked {
+        let name = key.strip_prefix("node_modules/").unwrap_or(key);
+        assert!(
+            written.iter().any(|own| own == name),
+            "the lockfile holds {key}, not one of {written:?}: {locked:?}"
+        );
+    }
 
     let mut version = in_project("npx", &project, &cache, &path);
     version.args(["--offline", "fake-dsh", "--version"]);

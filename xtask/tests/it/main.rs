@@ -2,7 +2,8 @@
 //! a test file of its own. `action_scripts`: the GitHub Action's shell steps; `dist`: `cargo xtask
 //! dist` and an offline npm install of its packages; `docs_links`: every relative link and path the
 //! docs name exists; `install`: `install-fake-dsh` keeps a real `dsh`; `npm_shim`: the npm package's
-//! JavaScript shim; `readme_dependencies`: every dependency is chosen or explained. `support` is what
+//! JavaScript shim; `readme_checksums`: the README's download checks against
+//! pinned checksums; `readme_dependencies`: every dependency is chosen or explained. `support` is what
 //! they share.
 
 mod support;
@@ -12,4 +13,5 @@ mod dist;
 mod docs_links;
 mod install;
 mod npm_shim;
+mod readme_checksums;
 mod readme_dependencies;
