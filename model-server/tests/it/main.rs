@@ -6,4 +6,6 @@
 mod support;
 
 mod abuse;
+mod messages;
+mod real_runtime;
 mod serve;

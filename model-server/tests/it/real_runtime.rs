@@ -1,0 +1,199 @@
+//! The real dsh 0.2.1 (the PyPI wheel `deepseek-harness-runtime-bin` 0.2.1rc2, installed by
+//! `cargo xtask real-dsh --runtime-bin` as `target/real-dsh-runtime-bin/dsh-0.2.1`) driven through
+//! the model server's Messages route, keylessly, with nothing leaving loopback or the test's temp
+//! dir (`HOME`, `TMPDIR` and `DSH_HOME` inside it): its headless profile finishes a text turn,
+//! a turn that writes a file with a tool call, and a turn the model stops at `max_tokens`.
+//!
+//! Skips, saying so, when that runtime is not installed.
+
+use dsh_model_server::script::Script;
+use dsh_model_server::{default_script, ModelServer, DEFAULT_HTML};
+use serde_json::Value;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long one headless run may take before its process group is killed.
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+/// The 0.2.1 wrapper, or `None` after saying why the test skips.
+fn real_runtime() -> Option<PathBuf> {
+    let target = dsh_test_support::target_profile_dir()?
+        .parent()?
+        .to_path_buf();
+    let wrapper = target.join("real-dsh-runtime-bin").join("dsh-0.2.1");
+    if wrapper.is_file() {
+        return Some(wrapper);
+    }
+    println!(
+        "skipped: the real dsh 0.2.1 is not installed at {} (run `cargo xtask real-dsh \
+         --runtime-bin`)",
+        wrapper.display()
+    );
+    None
+}
+
+/// One headless run's world (`project/`, `dsh-home/`, `user-home/`, `tmp/`), removed on drop.
+struct World {
+    root: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let root = tempfile::tempdir().unwrap();
+        for dir in ["project", "dsh-home", "user-home", "tmp"] {
+            std::fs::create_dir(root.path().join(dir)).unwrap();
+        }
+        World { root }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.root.path().join(name)
+    }
+
+    /// `dsh headless TASK` in this world against `server`, with a dummy key.
+    fn headless(&self, dsh: &Path, server: &ModelServer, task: &str) -> Output {
+        let mut command = Command::new(dsh);
+        command
+            .args(["headless", task])
+            .current_dir(self.path("project"))
+            .env("DSH_HOME", self.path("dsh-home"))
+            .env("HOME", self.path("user-home"))
+            .env("TMPDIR", self.path("tmp"))
+            .env("DEEPSEEK_BASE_URL", server.url())
+            .env("DEEPSEEK_API_KEY", "keyless-canary")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .env_remove("ANTHROPIC_API_KEY");
+        output_within(command, RUN_LIMIT)
+    }
+}
+
+/// Runs `command` in a process group of its own, stdin closed, its output collected; the group is
+/// killed once the command has ended or `limit` has passed, and the command is always reaped.
+fn output_within(mut command: Command, limit: Duration) -> Output {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let child = command.spawn().expect("start the real dsh");
+    let group = child.id();
+    let waiter = std::thread::spawn(move || child.wait_with_output());
+    let deadline = Instant::now() + limit;
+    while !waiter.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    kill_group(group);
+    waiter
+        .join()
+        .expect("the waiting thread")
+        .expect("the real dsh's output")
+}
+
+/// SIGKILL to process group `group` (what is left of it), through `kill(1)`, itself reaped.
+fn kill_group(group: u32) {
+    Command::new("kill")
+        .args(["-KILL", "--", &format!("-{group}")])
+        .stderr(Stdio::null())
+        .status()
+        .ok();
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Every logged request went to `/v1/messages` with an `x-api-key`, and none was refused.
+fn assert_messages_only(server: &ModelServer) -> Vec<Value> {
+    let log = server.requests();
+    assert!(!log.is_empty(), "the runtime sent the model server nothing");
+    for entry in &log {
+        assert_eq!(entry["path"], "/v1/messages", "{entry}");
+        assert_eq!(entry["x_api_key"], true, "{entry}");
+        assert_eq!(entry["status"], 200, "{entry}");
+    }
+    log
+}
+
+#[test]
+fn a_text_turn_completes_keylessly() {
+    let Some(dsh) = real_runtime() else { return };
+    let script = Script::parse(
+        r#"{"replies": [{"when": {"tools": true}, "reasoning": "A greeting.",
+             "text": "Hello from the model server.", "reuse": true},
+            {"when": {"tools": false}, "text": "Greeting", "reuse": true}]}"#,
+    )
+    .unwrap();
+    let server = ModelServer::start(script).unwrap();
+    let world = World::new();
+    let output = world.headless(&dsh, &server, "Say hello");
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(
+        stdout.contains("Hello from the model server."),
+        "{stdout}\n{stderr}"
+    );
+    let log = assert_messages_only(&server);
+    let first = &log[0]["body"];
+    assert_eq!(first["stream"], true);
+    assert!(first["max_tokens"].as_u64().is_some_and(|max| max >= 1));
+}
+
+#[test]
+fn a_write_turn_writes_the_file_through_a_tool_use() {
+    let Some(dsh) = real_runtime() else { return };
+    let server = ModelServer::start(default_script()).unwrap();
+    let world = World::new();
+    let output = world.headless(&dsh, &server, "Make a landing page");
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(stdout.contains("I wrote index.html."), "{stdout}\n{stderr}");
+    let written = std::fs::read_to_string(world.path("project").join("index.html"));
+    assert_eq!(written.ok().as_deref(), Some(DEFAULT_HTML));
+    let log = assert_messages_only(&server);
+    let results = log.iter().filter(|entry| {
+        entry["body"]["messages"]
+            .as_array()
+            .and_then(|messages| messages.last())
+            .is_some_and(|last| last.to_string().contains("\"tool_result\""))
+    });
+    assert!(
+        results.count() >= 1,
+        "the tool's result went back to the model"
+    );
+}
+
+#[test]
+fn a_max_tokens_stop_ends_the_turn_without_a_crash() {
+    let Some(dsh) = real_runtime() else { return };
+    let script = Script::parse(
+        r#"{"replies": [{"when": {"tools": true}, "text": "Cut off in the mid",
+             "max_tokens": true, "reuse": true},
+            {"when": {"tools": false}, "text": "Cut", "reuse": true}]}"#,
+    )
+    .unwrap();
+    let server = ModelServer::start(script).unwrap();
+    let world = World::new();
+    let output = world.headless(&dsh, &server, "Say hello");
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(
+        output.status.code().is_some(),
+        "killed, not ended: {}\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(
+        !stderr.contains("INVALID_REQUEST"),
+        "the runtime took the reply as malformed: {stderr}"
+    );
+    assert!(stdout.contains("Cut off in the mid"), "{stdout}\n{stderr}");
+    assert_messages_only(&server);
+}
