@@ -2,9 +2,12 @@
 //! `cargo xtask real-dsh --runtime-bin` as `target/real-dsh-runtime-bin/dsh-0.2.1`) driven through
 //! the model server's Messages route, keylessly, with nothing leaving loopback or the test's temp
 //! dir (`HOME`, `TMPDIR` and `DSH_HOME` inside it): its headless profile finishes a text turn,
-//! a turn that writes a file with a tool call, and a turn the model stops at `max_tokens`.
+//! a turn that writes a file with a tool call, and a turn the model stops at `max_tokens`; the
+//! official Python client 0.2.1 (unpacked beside it) drives it in SDK mode (`--profile sdk`)
+//! through a write turn and a `max_tokens` stop. Every request must reach `/v1/messages` with an
+//! `x-api-key` and get a scripted reply.
 //!
-//! Skips, saying so, when that runtime is not installed.
+//! Skips, saying so, when that runtime (or, for the client, python3 with pydantic 2) is missing.
 
 use dsh_model_server::script::Script;
 use dsh_model_server::{default_script, ModelServer, DEFAULT_HTML};
@@ -104,6 +107,43 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Prints (seen with `--nocapture`) how a run ended and what the runtime sent each request: its
+/// top-level members, its last message's block types, and the reply it got.
+fn report(output: &Output, server: &ModelServer) {
+    println!(
+        "{}\nstdout: {}\nstderr: {}",
+        output.status,
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    for entry in server.requests() {
+        let body = &entry["body"];
+        let members: Vec<&String> = body
+            .as_object()
+            .map(|o| o.keys().collect())
+            .unwrap_or_default();
+        let last = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .cloned()
+            .unwrap_or_default();
+        let blocks: Vec<&Value> = last["content"]
+            .as_array()
+            .map(|b| b.iter().map(|b| &b["type"]).collect())
+            .unwrap_or_default();
+        println!(
+            "request {} {} {:?} last {} {:?} -> reply {} status {}",
+            entry["n"],
+            entry["path"],
+            members,
+            last["role"],
+            blocks,
+            entry["reply"],
+            entry["status"]
+        );
+    }
+}
+
 /// Every logged request went to `/v1/messages` with an `x-api-key`, and none was refused.
 fn assert_messages_only(server: &ModelServer) -> Vec<Value> {
     let log = server.requests();
@@ -128,6 +168,7 @@ fn a_text_turn_completes_keylessly() {
     let server = ModelServer::start(script).unwrap();
     let world = World::new();
     let output = world.headless(&dsh, &server, "Say hello");
+    report(&output, &server);
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert!(
         output.status.success(),
@@ -150,6 +191,7 @@ fn a_write_turn_writes_the_file_through_a_tool_use() {
     let server = ModelServer::start(default_script()).unwrap();
     let world = World::new();
     let output = world.headless(&dsh, &server, "Make a landing page");
+    report(&output, &server);
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert!(
         output.status.success(),
@@ -173,7 +215,7 @@ fn a_write_turn_writes_the_file_through_a_tool_use() {
 }
 
 #[test]
-fn a_max_tokens_stop_ends_the_turn_without_a_crash() {
+fn a_max_tokens_stop_prints_the_partial_text_and_exits_1() {
     let Some(dsh) = real_runtime() else { return };
     let script = Script::parse(
         r#"{"replies": [{"when": {"tools": true}, "text": "Cut off in the mid",
@@ -184,16 +226,109 @@ fn a_max_tokens_stop_ends_the_turn_without_a_crash() {
     let server = ModelServer::start(script).unwrap();
     let world = World::new();
     let output = world.headless(&dsh, &server, "Say hello");
+    report(&output, &server);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    // 0.2.1's headless profile prints what came and exits 1: the turn did not complete.
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Cut off in the mid"), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("INVALID_REQUEST"), "{stderr}");
+    assert_messages_only(&server);
+}
+
+/// The official Python client 0.2.1 (`deepseek_harness`, unpacked beside the runtime) runs one
+/// turn in SDK mode (`dsh --profile sdk`, JSON-RPC on stdio) and prints its final response and
+/// finish reason as JSON.
+const PYTHON_CLIENT_TURN: &str = r#"
+import json, sys
+from deepseek_harness import DeepSeekHarness
+home, cwd, url, prompt = sys.argv[1:5]
+with DeepSeekHarness(dsh_home=home, cwd=cwd, base_url=url, api_key="keyless-canary",
+                     initialize_timeout_seconds=60, request_timeout_seconds=90) as harness:
+    result = harness.run(prompt, session_id="model-server-001")
+print(json.dumps({"final_response": result.final_response,
+                  "finish_reason": result.finish_reason}))
+"#;
+
+/// `PYTHONPATH` for the 0.2.1 client and its runtime, or `None` after saying why the test skips
+/// (no runtime install, or no python3 with pydantic 2, which the client needs).
+fn python_client_path(dsh: &Path) -> Option<String> {
+    let dir = dsh.parent()?;
+    let client = dir.join("deepseek-harness-sdk-0.2.1rc2");
+    let runtime = dir.join("0.2.1rc2");
+    let pydantic = Command::new("python3")
+        .args([
+            "-c",
+            "import pydantic; assert pydantic.VERSION.startswith('2')",
+        ])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !client.is_dir() || !pydantic {
+        println!("skipped: the Python client 0.2.1 or python3 with pydantic 2 is missing");
+        return None;
+    }
+    Some(format!("{}:{}", client.display(), runtime.display()))
+}
+
+/// Runs one turn of `prompt` through the Python client 0.2.1 against a server of `script`; `None`
+/// when the test skips.
+fn python_turn(script: Script, prompt: &str) -> Option<(Output, ModelServer, World)> {
+    let dsh = real_runtime()?;
+    let python_path = python_client_path(&dsh)?;
+    let server = ModelServer::start(script).unwrap();
+    let world = World::new();
+    let mut command = Command::new("python3");
+    command
+        .args(["-c", PYTHON_CLIENT_TURN])
+        .arg(world.path("dsh-home"))
+        .arg(world.path("project"))
+        .arg(server.url())
+        .arg(prompt)
+        .current_dir(world.path("project"))
+        .env("PYTHONPATH", python_path)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("HOME", world.path("user-home"))
+        .env("TMPDIR", world.path("tmp"))
+        .env_remove("DSH_HOME");
+    let output = output_within(command, RUN_LIMIT);
+    report(&output, &server);
+    Some((output, server, world))
+}
+
+/// The client's JSON line, after checking that it ended well.
+fn client_result(output: &Output) -> Value {
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert!(
-        output.status.code().is_some(),
-        "killed, not ended: {}\n{stdout}\n{stderr}",
+        output.status.success(),
+        "{}\n{stdout}\n{stderr}",
         output.status
     );
-    assert!(
-        !stderr.contains("INVALID_REQUEST"),
-        "the runtime took the reply as malformed: {stderr}"
-    );
-    assert!(stdout.contains("Cut off in the mid"), "{stdout}\n{stderr}");
+    serde_json::from_str(stdout.trim()).expect("the client's JSON line")
+}
+
+#[test]
+fn the_python_client_0_2_1_writes_a_file_in_sdk_mode() {
+    let Some((output, server, world)) = python_turn(default_script(), "Make a landing page") else {
+        return;
+    };
+    let result = client_result(&output);
+    assert_eq!(result["final_response"], "I wrote index.html.");
+    assert_eq!(result["finish_reason"], "completed");
+    let written = std::fs::read_to_string(world.path("project").join("index.html"));
+    assert_eq!(written.ok().as_deref(), Some(DEFAULT_HTML));
+    assert_messages_only(&server);
+}
+
+#[test]
+fn the_python_client_0_2_1_reports_a_max_tokens_stop() {
+    let script = Script::parse(
+        r#"{"replies": [{"text": "Cut off in the mid", "max_tokens": true, "reuse": true}]}"#,
+    )
+    .unwrap();
+    let Some((output, server, _world)) = python_turn(script, "Say hello") else {
+        return;
+    };
+    let result = client_result(&output);
+    assert_eq!(result["final_response"], "Cut off in the mid");
+    assert_eq!(result["finish_reason"], "max-tokens");
     assert_messages_only(&server);
 }
