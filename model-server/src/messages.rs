@@ -3,7 +3,8 @@
 //! named server-sent events (`message_start`, a `content_block_start`/`_delta`/`_stop` run per
 //! block: `thinking` with `thinking_delta`s and a `signature_delta`, `text` with `text_delta`s,
 //! `tool_use` with `input_json_delta`s; then `message_delta` with `stop_reason` and `usage`, and
-//! `message_stop`), or as one JSON `message` when the request does not ask for `stream: true`.
+//! `message_stop`), or as one JSON `message` when the request does not ask for `stream: true`
+//! (`drip_ms` and `cut_after_events` shape streams only).
 //! Errors take Anthropic's shape `{"type":"error","error":{"type":...,"message":...}}`.
 //!
 //! A request is matched against the script through [`chat_view`]: its messages in the
@@ -21,8 +22,18 @@ pub fn is_messages_path(path: &str) -> bool {
 }
 
 /// Refuses a body the Messages API would refuse: `model` a string, `messages` an array of
-/// objects, `max_tokens` a positive integer; the error names the member.
+/// objects, `max_tokens` a positive integer, `stream` a boolean and `tools` an array when present;
+/// the error names the member.
 pub fn check_request(body: &Value) -> Result<(), String> {
+    if body
+        .get("stream")
+        .is_some_and(|stream| !stream.is_boolean())
+    {
+        return Err("`stream` must be a boolean".into());
+    }
+    if body.get("tools").is_some_and(|tools| !tools.is_array()) {
+        return Err("`tools` must be an array".into());
+    }
     if !body.get("model").is_some_and(Value::is_string) {
         return Err("`model` must be a string".into());
     }

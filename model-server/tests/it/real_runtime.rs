@@ -110,36 +110,22 @@ fn text(bytes: &[u8]) -> String {
 /// Prints (seen with `--nocapture`) how a run ended and what the runtime sent each request: its
 /// top-level members, its last message's block types, and the reply it got.
 fn report(output: &Output, server: &ModelServer) {
-    println!(
-        "{}\nstdout: {}\nstderr: {}",
-        output.status,
-        text(&output.stdout),
-        text(&output.stderr)
-    );
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    println!("{}\nstdout: {stdout}\nstderr: {stderr}", output.status);
     for entry in server.requests() {
         let body = &entry["body"];
         let members: Vec<&String> = body
             .as_object()
-            .map(|o| o.keys().collect())
-            .unwrap_or_default();
-        let last = body["messages"]
-            .as_array()
-            .and_then(|m| m.last())
-            .cloned()
-            .unwrap_or_default();
-        let blocks: Vec<&Value> = last["content"]
-            .as_array()
-            .map(|b| b.iter().map(|b| &b["type"]).collect())
-            .unwrap_or_default();
+            .into_iter()
+            .flat_map(|o| o.keys())
+            .collect();
+        let last = &body["messages"].as_array().and_then(|m| m.last()).cloned();
+        let last = last.as_ref().unwrap_or(&Value::Null);
+        let blocks: Vec<&Value> = last["content"].as_array().into_iter().flatten().collect();
+        let kinds: Vec<&Value> = blocks.iter().map(|block| &block["type"]).collect();
         println!(
-            "request {} {} {:?} last {} {:?} -> reply {} status {}",
-            entry["n"],
-            entry["path"],
-            members,
-            last["role"],
-            blocks,
-            entry["reply"],
-            entry["status"]
+            "request {} {}: members {members:?}; last message {} {kinds:?}; reply {}, status {}",
+            entry["n"], entry["path"], last["role"], entry["reply"], entry["status"]
         );
     }
 }
