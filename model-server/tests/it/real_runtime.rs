@@ -55,19 +55,27 @@ impl World {
         self.root.path().join(name)
     }
 
-    /// `dsh headless TASK` in this world against `server`, with a dummy key.
-    fn headless(&self, dsh: &Path, server: &ModelServer, task: &str) -> Output {
-        let mut command = Command::new(dsh);
+    /// `program` run in this world: its project as the cwd, its `HOME` and `TMPDIR`, the
+    /// endpoint `server` with a dummy key, and no Anthropic endpoint or key from outside.
+    fn command(&self, program: &Path, server: &ModelServer) -> Command {
+        let mut command = Command::new(program);
         command
-            .args(["headless", task])
             .current_dir(self.path("project"))
-            .env("DSH_HOME", self.path("dsh-home"))
             .env("HOME", self.path("user-home"))
             .env("TMPDIR", self.path("tmp"))
             .env("DEEPSEEK_BASE_URL", server.url())
             .env("DEEPSEEK_API_KEY", "keyless-canary")
             .env_remove("ANTHROPIC_BASE_URL")
             .env_remove("ANTHROPIC_API_KEY");
+        command
+    }
+
+    /// `dsh headless TASK` in this world against `server`.
+    fn headless(&self, dsh: &Path, server: &ModelServer, task: &str) -> Output {
+        let mut command = self.command(dsh, server);
+        command
+            .args(["headless", task])
+            .env("DSH_HOME", self.path("dsh-home"));
         output_within(command, RUN_LIMIT)
     }
 }
@@ -246,6 +254,7 @@ fn python_client_path(dsh: &Path) -> Option<String> {
             "-c",
             "import pydantic; assert pydantic.VERSION.startswith('2')",
         ])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .is_ok_and(|output| output.status.success());
     if !client.is_dir() || !pydantic {
@@ -262,18 +271,15 @@ fn python_turn(script: Script, prompt: &str) -> Option<(Output, ModelServer, Wor
     let python_path = python_client_path(&dsh)?;
     let server = ModelServer::start(script).unwrap();
     let world = World::new();
-    let mut command = Command::new("python3");
+    let mut command = world.command(Path::new("python3"), &server);
     command
         .args(["-c", PYTHON_CLIENT_TURN])
         .arg(world.path("dsh-home"))
         .arg(world.path("project"))
         .arg(server.url())
         .arg(prompt)
-        .current_dir(world.path("project"))
         .env("PYTHONPATH", python_path)
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("HOME", world.path("user-home"))
-        .env("TMPDIR", world.path("tmp"))
         .env_remove("DSH_HOME");
     let output = output_within(command, RUN_LIMIT);
     report(&output, &server);
