@@ -351,9 +351,9 @@ impl Server {
                 .await;
         };
         let view = match dialect {
-            Dialect::Chat => body.clone(),
+            Dialect::Chat => None,
             Dialect::Messages => match messages::check_request(&body) {
-                Ok(()) => messages::chat_view(&body),
+                Ok(()) => Some(messages::chat_view(&body)),
                 Err(problem) => {
                     let message = format!("model-server: a Messages request: {problem}");
                     return self
@@ -362,7 +362,7 @@ impl Server {
                 }
             },
         };
-        let (n, reply) = self.choose(request, &body, &view);
+        let (n, reply) = self.choose(request, &body, view.as_ref().unwrap_or(&body));
         self.answer(stream, n, reply, &body, dialect).await.ok();
     }
 

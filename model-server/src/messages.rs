@@ -57,25 +57,43 @@ pub fn wants_stream(body: &Value) -> bool {
 }
 
 /// The request as [`crate::script::When`] reads it: `{"messages": [...], "tools": [...]}` in the
-/// chat-completions shape. A user message's text blocks become a `user` message and its
-/// `tool_result` blocks `tool` messages after it (so a message carrying a tool result ends with
-/// the role `tool`); an assistant message's `tool_use` blocks become its `tool_calls`.
+/// chat-completions shape, holding only what `When` reads (roles, user text, tool call ids and
+/// names, tool names), so a large body is not copied. A user message's text blocks become a
+/// `user` message and its `tool_result` blocks `tool` messages after it (so a message carrying a
+/// tool result ends with the role `tool`); an assistant message's `tool_use` blocks become its
+/// `tool_calls`.
 pub fn chat_view(body: &Value) -> Value {
-    let messages: Vec<Value> = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
+    let messages: Vec<Value> = array(body, "messages")
         .iter()
         .flat_map(chat_messages)
         .collect();
-    json!({ "messages": messages, "tools": body.get("tools").cloned().unwrap_or(json!([])) })
+    let tools: Vec<Value> = array(body, "tools")
+        .iter()
+        .map(|tool| json!({ "name": tool.get("name") }))
+        .collect();
+    json!({ "messages": messages, "tools": tools })
+}
+
+/// The array member `key` of `value`, empty when it is absent or not an array.
+fn array<'a>(value: &'a Value, key: &str) -> &'a [Value] {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
 }
 
 /// One Messages message as chat-completions messages.
 fn chat_messages(message: &Value) -> Vec<Value> {
     let role = message.get("role").and_then(Value::as_str).unwrap_or("");
-    let blocks = blocks(message);
+    let text_content;
+    let blocks = match message.get("content") {
+        Some(Value::String(text)) => {
+            text_content = [json!({ "type": "text", "text": text })];
+            &text_content[..]
+        }
+        _ => array(message, "content"),
+    };
     let of_type = |kind: &'static str| {
         blocks
             .iter()
@@ -86,34 +104,22 @@ fn chat_messages(message: &Value) -> Vec<Value> {
         .collect();
     if role == "assistant" {
         let calls: Vec<Value> = of_type("tool_use").map(chat_tool_call).collect();
-        return vec![
-            json!({ "role": "assistant", "content": text.join("\n"), "tool_calls": calls }),
-        ];
+        return vec![json!({ "role": "assistant", "tool_calls": calls })];
     }
     let mut out = Vec::new();
     if !text.is_empty() {
         out.push(json!({ "role": role, "content": text.join("\n") }));
     }
-    out.extend(of_type("tool_result").map(|block| {
-        json!({ "role": "tool", "tool_call_id": block.get("tool_use_id").cloned().unwrap_or(Value::Null),
-                "content": block.get("content").cloned().unwrap_or(Value::Null) })
-    }));
+    out.extend(
+        of_type("tool_result")
+            .map(|block| json!({ "role": "tool", "tool_call_id": block.get("tool_use_id") })),
+    );
     out
 }
 
-/// A message's content as blocks: a string content is one text block.
-fn blocks(message: &Value) -> Vec<Value> {
-    match message.get("content") {
-        Some(Value::String(text)) => vec![json!({ "type": "text", "text": text })],
-        Some(Value::Array(blocks)) => blocks.clone(),
-        _ => Vec::new(),
-    }
-}
-
+/// A `tool_use` block as a chat-completions tool call: its id and name (not its input).
 fn chat_tool_call(block: &Value) -> Value {
-    json!({ "id": block.get("id").cloned().unwrap_or(Value::Null), "type": "function",
-            "function": { "name": block.get("name").cloned().unwrap_or(Value::Null),
-                          "arguments": block.get("input").map(Value::to_string).unwrap_or_default() } })
+    json!({ "id": block.get("id"), "type": "function", "function": { "name": block.get("name") } })
 }
 
 /// The events (each `event: NAME\ndata: JSON\n\n`) that stream `reply` as the answer to request
