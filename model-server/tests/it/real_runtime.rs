@@ -5,7 +5,8 @@
 //! a turn that writes a file with a tool call, and a turn the model stops at `max_tokens`; the
 //! official Python client 0.2.1 (unpacked beside it) drives it in SDK mode (`--profile sdk`)
 //! through a write turn and a `max_tokens` stop. Every request must reach `/v1/messages` with an
-//! `x-api-key` and get a scripted reply.
+//! `x-api-key` and get a scripted reply. The client 0.1.5 with runtime 0.1.5 still writes its file
+//! over `/chat/completions`.
 //!
 //! Skips, saying so, when that runtime (or, for the client, python3 with pydantic 2) is missing.
 
@@ -243,12 +244,13 @@ print(json.dumps({"final_response": result.final_response,
                   "finish_reason": result.finish_reason}))
 "#;
 
-/// `PYTHONPATH` for the 0.2.1 client and its runtime, or `None` after saying why the test skips
-/// (no runtime install, or no python3 with pydantic 2, which the client needs).
-fn python_client_path(dsh: &Path) -> Option<String> {
+/// `PYTHONPATH` for the client of `version` (`0.2.1rc2`, `0.1.5rc1`) and the same version's
+/// runtime, or `None` after saying why the test skips (no python3 with pydantic 2, which the
+/// client needs, or no client install).
+fn python_client_path(dsh: &Path, version: &str) -> Option<String> {
     let dir = dsh.parent()?;
-    let client = dir.join("deepseek-harness-sdk-0.2.1rc2");
-    let runtime = dir.join("0.2.1rc2");
+    let client = dir.join(format!("deepseek-harness-sdk-{version}"));
+    let runtime = dir.join(version);
     let pydantic = Command::new("python3")
         .args([
             "-c",
@@ -258,17 +260,21 @@ fn python_client_path(dsh: &Path) -> Option<String> {
         .output()
         .is_ok_and(|output| output.status.success());
     if !client.is_dir() || !pydantic {
-        println!("skipped: the Python client 0.2.1 or python3 with pydantic 2 is missing");
+        println!("skipped: the Python client {version} or python3 with pydantic 2 is missing");
         return None;
     }
     Some(format!("{}:{}", client.display(), runtime.display()))
 }
 
-/// Runs one turn of `prompt` through the Python client 0.2.1 against a server of `script`; `None`
-/// when the test skips.
-fn python_turn(script: Script, prompt: &str) -> Option<(Output, ModelServer, World)> {
+/// Runs one turn of `prompt` through the Python client of `version` (with the same version's
+/// runtime) against a server of `script`; `None` when the test skips.
+fn python_turn(
+    version: &str,
+    script: Script,
+    prompt: &str,
+) -> Option<(Output, ModelServer, World)> {
     let dsh = real_runtime()?;
-    let python_path = python_client_path(&dsh)?;
+    let python_path = python_client_path(&dsh, version)?;
     let server = ModelServer::start(script).unwrap();
     let world = World::new();
     let mut command = world.command(Path::new("python3"), &server);
@@ -299,7 +305,9 @@ fn client_result(output: &Output) -> Value {
 
 #[test]
 fn the_python_client_0_2_1_writes_a_file_in_sdk_mode() {
-    let Some((output, server, world)) = python_turn(default_script(), "Make a landing page") else {
+    let Some((output, server, world)) =
+        python_turn("0.2.1rc2", default_script(), "Make a landing page")
+    else {
         return;
     };
     let result = client_result(&output);
@@ -316,11 +324,29 @@ fn the_python_client_0_2_1_reports_a_max_tokens_stop() {
         r#"{"replies": [{"text": "Cut off in the mid", "max_tokens": true, "reuse": true}]}"#,
     )
     .unwrap();
-    let Some((output, server, _world)) = python_turn(script, "Say hello") else {
+    let Some((output, server, _world)) = python_turn("0.2.1rc2", script, "Say hello") else {
         return;
     };
     let result = client_result(&output);
     assert_eq!(result["final_response"], "Cut off in the mid");
     assert_eq!(result["finish_reason"], "max-tokens");
     assert_messages_only(&server);
+}
+
+#[test]
+fn the_python_client_0_1_5_still_runs_over_chat_completions() {
+    let turn = python_turn("0.1.5rc1", default_script(), "Make a landing page");
+    let Some((output, server, world)) = turn else {
+        return;
+    };
+    let result = client_result(&output);
+    assert_eq!(result["final_response"], "I wrote index.html.");
+    let written = std::fs::read_to_string(world.path("project").join("index.html"));
+    assert_eq!(written.ok().as_deref(), Some(DEFAULT_HTML));
+    let log = server.requests();
+    assert!(!log.is_empty());
+    assert!(
+        log.iter().all(|entry| entry["path"] == "/chat/completions"),
+        "{log:?}"
+    );
 }
