@@ -26,6 +26,8 @@ const DRAIN_TIME: Duration = Duration::from_millis(500);
 pub struct HttpError {
     pub status: u16,
     pub message: String,
+    /// The request's path, when its head was read (so the refusal can speak its route's dialect).
+    pub path: Option<String>,
 }
 
 impl HttpError {
@@ -33,7 +35,14 @@ impl HttpError {
         HttpError {
             status,
             message: message.into(),
+            path: None,
         }
+    }
+
+    /// This error, about a request for `path`.
+    fn on(mut self, path: &str) -> HttpError {
+        self.path = Some(path.to_string());
+        self
     }
 }
 
@@ -86,8 +95,10 @@ pub async fn read_request<R: AsyncBufRead + Unpin>(
         return Ok(None);
     };
     let mut request = parse_head(&head)?;
-    check_loopback(&request)?;
-    let (body, budget) = read_body(stream, &request, bounds).await?;
+    check_loopback(&request).map_err(|error| error.on(&request.path))?;
+    let (body, budget) = read_body(stream, &request, bounds)
+        .await
+        .map_err(|error| error.on(&request.path))?;
     request.body = body;
     request._budget = budget;
     Ok(Some(request))
@@ -593,6 +604,8 @@ mod tests {
         assert_eq!(status(fits.as_bytes(), &shared), 200);
         let short = format!("{POST}Content-Length: 50\r\n\r\nabc");
         assert_eq!(status(short.as_bytes(), &shared), 400);
+        let refused = read(big.as_bytes(), &shared).unwrap_err();
+        assert_eq!(refused.path.as_deref(), Some("/chat/completions"));
     }
 
     #[test]

@@ -1,23 +1,30 @@
-//! A scripted, loopback-only, OpenAI-compatible chat-completions endpoint that streams
-//! DeepSeek-style server-sent events, so a real dsh runs keylessly and deterministically
-//! (`DEEPSEEK_BASE_URL=<url>`, any `DEEPSEEK_API_KEY`). `dsh-conformance model-server` is its CLI;
-//! `check-runtime` runs one in process. It imports nothing else of the kit.
+//! A scripted, loopback-only model endpoint, so a real dsh runs keylessly and deterministically
+//! (`DEEPSEEK_BASE_URL=<url>`, any `DEEPSEEK_API_KEY`). It speaks both APIs a dsh may use, from
+//! the same script: OpenAI-compatible chat completions streamed as DeepSeek-style server-sent
+//! events (dsh 0.1.x), and Anthropic Messages (dsh 0.2.1). `dsh-conformance model-server` is its
+//! CLI; `check-runtime` runs one in process. It imports nothing else of the kit.
 //!
 //! - [`script`]: which reply each request gets (text, reasoning, tool calls, usage, faults).
 //! - [`sse`]: a reply as `chat.completion.chunk` events.
+//! - [`messages`]: a reply as Messages events (or one `message`), and a Messages request as the
+//!   chat-completions shape the script matches.
 //! - [`http`]: the small HTTP/1.1 layer on tokio, every input bounded.
 //! - [`files`]: the request log and the URL file, created without following links.
 //!
 //! It binds 127.0.0.1 only (port 0 unless told), answers `POST <any prefix>/chat/completions`
-//! (the real dsh posts to `$DEEPSEEK_BASE_URL/chat/completions`, no `/v1`; a `/v1` prefix works
-//! too) and `GET .../models`, and logs every request as one JSON line: its number, method, path,
-//! whether it carried an `Authorization` header (never its value), the body, and the reply given.
-//! Whatever a client sends, the server's memory stays bounded by [`Limits`]: connections are
-//! capped, idle ones time out, heads and bodies are bounded, requests not addressed to loopback
-//! are refused, and the log kept in memory is bounded too.
+//! (the real dsh 0.1.x posts to `$DEEPSEEK_BASE_URL/chat/completions`, no `/v1`; a `/v1` prefix
+//! works too), `POST <any prefix>/messages` (dsh 0.2.1 posts to `$DEEPSEEK_BASE_URL/v1/messages`)
+//! and `GET .../models`; a query string is ignored when routing. Errors on a Messages path take
+//! the Messages error shape, others the OpenAI one. It logs every request as one JSON line: its
+//! number, method, path, whether it carried an `Authorization` or an `x-api-key` header (never
+//! their values), the body, and the reply given. Whatever a client sends, the server's memory
+//! stays bounded by [`Limits`], on every route alike: connections are capped, idle ones time out,
+//! heads and bodies are bounded, requests not addressed to loopback are refused, and the log kept
+//! in memory is bounded too.
 
 pub mod files;
 pub mod http;
+pub mod messages;
 pub mod script;
 pub mod sse;
 
@@ -291,9 +298,11 @@ impl Server {
                     "no whole request within {} ms",
                     self.limits.read_timeout.as_millis()
                 ),
+                path: None,
             },
         };
-        let body = sse::error_body(
+        let dialect = refusal.path.as_deref().map_or(Dialect::Chat, Dialect::of);
+        let body = dialect.error_body(
             refusal.status,
             &format!("model-server: {}", refusal.message),
         );
@@ -307,25 +316,16 @@ impl Server {
     }
 
     async fn route(&self, stream: &mut TcpStream, request: http::Request) {
-        let body = serde_json::from_slice::<Value>(&request.body).ok();
-        let limit = self.limits.write_timeout;
-        let is_post = request.method == "POST";
-        if is_post && request.path.ends_with("/chat/completions") {
-            let Some(body) = body.filter(Value::is_object) else {
-                let message = "model-server: the body is not a JSON object";
-                self.log_request(&request, None, json!({ "status": 400, "error": message }));
-                http::write_whole(stream, 400, &sse::error_body(400, message), limit)
-                    .await
-                    .ok();
-                return;
-            };
-            let (n, reply) = self.choose(&request, &body);
-            self.answer(stream, n, reply, &body).await.ok();
-        } else if request.method == "GET" && request.path.ends_with("/models") {
+        let path = request.path.split('?').next().unwrap_or_default();
+        let dialect = Dialect::of(&request.path);
+        let completes = path.ends_with("/chat/completions") || path.ends_with("/messages");
+        if request.method == "POST" && completes {
+            self.complete(stream, &request, dialect).await;
+        } else if request.method == "GET" && path.ends_with("/models") {
             let models = json!({ "object": "list", "data": [
                 { "id": "deepseek-chat", "object": "model", "owned_by": "model-server" },
                 { "id": "deepseek-reasoner", "object": "model", "owned_by": "model-server" } ] });
-            http::write_whole(stream, 200, &models.to_string(), limit)
+            http::write_whole(stream, 200, &models.to_string(), self.limits.write_timeout)
                 .await
                 .ok();
         } else {
@@ -333,15 +333,63 @@ impl Server {
                 "model-server: no route for {} {}",
                 request.method, request.path
             );
-            self.log_request(&request, body, json!({ "status": 404, "error": message }));
-            http::write_whole(stream, 404, &sse::error_body(404, &message), limit)
-                .await
-                .ok();
+            let body = serde_json::from_slice::<Value>(&request.body).ok();
+            self.refuse(stream, &request, body, (404, &message), dialect)
+                .await;
         }
     }
 
-    /// Picks the reply for a completions request, logs the request, and returns its number.
-    fn choose(&self, request: &http::Request, body: &Value) -> (u64, Result<Reply, String>) {
+    /// Serves one completions request: checks its body, picks its reply, answers it.
+    async fn complete(&self, stream: &mut TcpStream, request: &http::Request, dialect: Dialect) {
+        let Some(body) = serde_json::from_slice::<Value>(&request.body)
+            .ok()
+            .filter(Value::is_object)
+        else {
+            let message = "model-server: the body is not a JSON object";
+            return self
+                .refuse(stream, request, None, (400, message), dialect)
+                .await;
+        };
+        let view = match dialect {
+            Dialect::Chat => None,
+            Dialect::Messages => match messages::check_request(&body) {
+                Ok(()) => Some(messages::chat_view(&body)),
+                Err(problem) => {
+                    let message = format!("model-server: a Messages request: {problem}");
+                    return self
+                        .refuse(stream, request, Some(body), (400, &message), dialect)
+                        .await;
+                }
+            },
+        };
+        let (n, reply) = self.choose(request, &body, view.as_ref().unwrap_or(&body));
+        self.answer(stream, n, reply, &body, dialect).await.ok();
+    }
+
+    /// Logs a refused request and answers it with `status` and `message`, in `dialect`'s shape.
+    async fn refuse(
+        &self,
+        stream: &mut TcpStream,
+        request: &http::Request,
+        body: Option<Value>,
+        (status, message): (u16, &str),
+        dialect: Dialect,
+    ) {
+        self.log_request(request, body, json!({ "status": status, "error": message }));
+        let limit = self.limits.write_timeout;
+        http::write_whole(stream, status, &dialect.error_body(status, message), limit)
+            .await
+            .ok();
+    }
+
+    /// Picks the reply for a completions request (matching its `view`, the chat-completions
+    /// shape of its `body`), logs the request, and returns its number.
+    fn choose(
+        &self,
+        request: &http::Request,
+        body: &Value,
+        view: &Value,
+    ) -> (u64, Result<Reply, String>) {
         let mut guard = lock(&self.state);
         guard.requests += 1;
         let n = guard.requests;
@@ -350,7 +398,7 @@ impl Server {
             .replies
             .iter()
             .enumerate()
-            .find(|(index, reply)| !guard.used[*index] && reply.when.matches(body))
+            .find(|(index, reply)| !guard.used[*index] && reply.when.matches(view))
             .map(|(index, reply)| (index, reply.clone()));
         if let Some((index, reply)) = &found {
             guard.used[*index] = !reply.reuse;
@@ -386,6 +434,7 @@ impl Server {
             "method": request.method,
             "path": request.path,
             "authorization": request.header("authorization").is_some(),
+            "x_api_key": request.header("x-api-key").is_some(),
             "body": body,
         });
         if let (Some(entry), Value::Object(outcome)) = (entry.as_object_mut(), outcome) {
@@ -394,34 +443,52 @@ impl Server {
         guard.log.record(entry);
     }
 
-    /// Streams (or refuses with an HTTP error) one reply.
+    /// Streams (or refuses with an HTTP error, or sends whole) one reply.
     async fn answer(
         &self,
         stream: &mut TcpStream,
         n: u64,
         reply: Result<Reply, String>,
         body: &Value,
+        dialect: Dialect,
     ) -> std::io::Result<()> {
         let limit = self.limits.write_timeout;
         let reply = match reply {
             Ok(reply) => reply,
             Err(message) => {
-                return http::write_whole(stream, 500, &sse::error_body(500, &message), limit)
+                return http::write_whole(stream, 500, &dialect.error_body(500, &message), limit)
                     .await;
             }
         };
         if let Some(status) = reply.status {
             let message = format!("model-server: scripted HTTP {status}");
-            return http::write_whole(stream, status, &sse::error_body(status, &message), limit)
-                .await;
+            let error = dialect.error_body(status, &message);
+            return http::write_whole(stream, status, &error, limit).await;
         }
         let model = body
             .get("model")
             .and_then(Value::as_str)
             .unwrap_or("deepseek-chat");
-        let events = sse::events(&reply, n, model);
+        let events = match dialect {
+            Dialect::Messages if !messages::wants_stream(body) => {
+                let whole = messages::message(&reply, n, model).to_string();
+                return http::write_whole(stream, 200, &whole, limit).await;
+            }
+            Dialect::Messages => messages::events(&reply, n, model),
+            Dialect::Chat => sse::events(&reply, n, model),
+        };
+        self.stream_events(stream, &reply, &events).await
+    }
+
+    /// Sends `events` as an event stream, with the reply's drip and cut.
+    async fn stream_events(
+        &self,
+        stream: &mut TcpStream,
+        reply: &Reply,
+        events: &[String],
+    ) -> std::io::Result<()> {
         let drip = Duration::from_millis(reply.drip_ms.unwrap_or(0));
-        let mut out = http::EventStream::start(stream, limit).await?;
+        let mut out = http::EventStream::start(stream, self.limits.write_timeout).await?;
         for (index, event) in events.iter().enumerate() {
             if !drip.is_zero() {
                 tokio::time::sleep(drip).await;
@@ -432,5 +499,32 @@ impl Server {
             out.event(event).await?;
         }
         out.finish().await
+    }
+}
+
+/// The two model APIs the server speaks, told apart by the request's path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    /// OpenAI-compatible chat completions (`.../chat/completions`).
+    Chat,
+    /// Anthropic Messages (`.../messages`).
+    Messages,
+}
+
+impl Dialect {
+    fn of(path: &str) -> Dialect {
+        if messages::is_messages_path(path) {
+            Dialect::Messages
+        } else {
+            Dialect::Chat
+        }
+    }
+
+    /// An error reply's JSON body in this dialect's shape.
+    fn error_body(self, status: u16, message: &str) -> String {
+        match self {
+            Dialect::Chat => sse::error_body(status, message),
+            Dialect::Messages => messages::error_body(status, message),
+        }
     }
 }

@@ -1,12 +1,16 @@
-//! The model server's script: which reply each chat-completions request gets.
+//! The model server's script: which reply each model request gets, chat completions and
+//! Anthropic Messages alike (a Messages request is matched through [`crate::messages::chat_view`],
+//! its messages in the chat-completions shape).
 //!
 //! A script is `{"replies": [REPLY, ...]}`. Each request gets the first reply, in order, that is
 //! not used up and whose `when` holds for the request; a reply is used up after one request unless
 //! it says `"reuse": true`. A request no reply fits gets a 500 naming the request number, so an
 //! exhausted script never passes silently. A reply streams, in this order, its `reasoning`
-//! (`reasoning_content` deltas), its `text` (`content` deltas), its `tool_calls` and a last chunk
-//! with `finish_reason` and `usage`; or, with `status`, answers that HTTP error instead. `drip_ms`
-//! waits between events, `cut_after_events` closes the connection in the middle of the next event.
+//! (`reasoning_content` deltas, or a `thinking` block), its `text` (`content` deltas, or a `text`
+//! block), its `tool_calls` (or `tool_use` blocks) and the end (`finish_reason` and `usage`, or
+//! `message_delta` with `stop_reason` and `usage`); `max_tokens` ends it as cut off by the token
+//! limit. With `status` it answers that HTTP error instead. `drip_ms` waits between events,
+//! `cut_after_events` closes the connection in the middle of the next event.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -34,8 +38,13 @@ pub struct Reply {
     pub text: Option<String>,
     #[serde(default)]
     pub tool_calls: Vec<ToolCall>,
-    /// The last chunk's `usage`; a small made-up one when absent.
+    /// The last chunk's `usage`; a small made-up one when absent. On the Messages route an
+    /// OpenAI-style usage (`prompt_tokens`, ...) is translated, an Anthropic one sent as it is.
     pub usage: Option<Value>,
+    /// End as cut off by the request's token limit: `finish_reason` `length`, `stop_reason`
+    /// `max_tokens` (instead of `stop`/`end_turn` or `tool_calls`/`tool_use`).
+    #[serde(default)]
+    pub max_tokens: bool,
     /// Characters per `content`/`reasoning_content` delta (default 24).
     pub chunk_chars: Option<usize>,
     /// An HTTP error status (401, 429, 500, ...) answered with an error body instead of a stream.
@@ -69,8 +78,19 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments: an object (serialized for the wire) or a ready-made JSON string.
     pub arguments: Value,
-    /// The call id; `call_<request>_<index>` when absent.
+    /// The call id; `call_<request>_<index>` (`toolu_<request>_<index>` on the Messages route)
+    /// when absent.
     pub id: Option<String>,
+}
+
+impl ToolCall {
+    /// The arguments as the wire's JSON text: an object serialized, a string as it is.
+    pub fn arguments_text(&self) -> String {
+        match &self.arguments {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        }
+    }
 }
 
 impl Script {

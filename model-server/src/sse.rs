@@ -5,7 +5,8 @@
 use super::script::Reply;
 use serde_json::{json, Value};
 
-const DEFAULT_CHUNK_CHARS: usize = 24;
+/// Characters per text delta when the reply does not say (`chunk_chars`).
+pub(crate) const DEFAULT_CHUNK_CHARS: usize = 24;
 
 /// The events (each `data: ...\n\n`) that stream `reply` as the answer to request number `n`.
 pub fn events(reply: &Reply, n: u64, model: &str) -> Vec<String> {
@@ -44,10 +45,7 @@ pub fn events(reply: &Reply, n: u64, model: &str) -> Vec<String> {
             .id
             .clone()
             .unwrap_or_else(|| format!("call_{n}_{index}"));
-        let arguments = match &call.arguments {
-            Value::String(text) => text.clone(),
-            other => other.to_string(),
-        };
+        let arguments = call.arguments_text();
         out.push(chunk(
             json!({ "tool_calls": [{ "index": index, "id": call_id, "type": "function",
                                      "function": { "name": call.name, "arguments": "" } }] }),
@@ -62,7 +60,9 @@ pub fn events(reply: &Reply, n: u64, model: &str) -> Vec<String> {
             ));
         }
     }
-    let finish = if reply.tool_calls.is_empty() {
+    let finish = if reply.max_tokens {
+        "length"
+    } else if reply.tool_calls.is_empty() {
         "stop"
     } else {
         "tool_calls"
@@ -85,7 +85,7 @@ pub fn error_body(status: u16, message: &str) -> String {
 }
 
 /// A plausible usage block: token counts of a few characters per token.
-fn made_up_usage(reply: &Reply) -> Value {
+pub(crate) fn made_up_usage(reply: &Reply) -> Value {
     let chars = reply.text.as_deref().unwrap_or_default().chars().count()
         + reply
             .reasoning
@@ -109,7 +109,7 @@ fn made_up_usage(reply: &Reply) -> Value {
 }
 
 /// `text` cut into runs of at most `size` characters (never inside a character).
-fn pieces(text: &str, size: usize) -> Vec<String> {
+pub(crate) fn pieces(text: &str, size: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     chars.chunks(size).map(|run| run.iter().collect()).collect()
 }
@@ -179,6 +179,20 @@ mod tests {
         assert_eq!(
             chunks.last().unwrap()["choices"][0]["finish_reason"],
             "tool_calls"
+        );
+    }
+
+    #[test]
+    fn a_max_tokens_reply_finishes_with_length() {
+        let reply = Reply {
+            text: Some("cut".into()),
+            max_tokens: true,
+            ..Reply::default()
+        };
+        let chunks = payloads(&events(&reply, 1, "m"));
+        assert_eq!(
+            chunks.last().unwrap()["choices"][0]["finish_reason"],
+            "length"
         );
     }
 

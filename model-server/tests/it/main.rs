@@ -1,9 +1,13 @@
 //! dsh-model-server's integration tests in one binary (one link instead of one per file): each
 //! module was a test file of its own. `serve`: the server over real sockets (scripted replies,
-//! faults, the request log); `abuse`: hostile clients against small limits. `support` is their
-//! loopback HTTP client, also used by the conformance crate's tests of the CLI.
+//! faults, the request log); `messages`: the Anthropic Messages route the same way; `abuse`:
+//! hostile clients against small limits; `real_runtime`: the real dsh 0.2.1 (and the Python
+//! clients) driven through it, when installed. `support` is their loopback HTTP client, also used
+//! by the conformance crate's tests of the CLI.
 
 mod support;
 
 mod abuse;
+mod messages;
+mod real_runtime;
 mod serve;

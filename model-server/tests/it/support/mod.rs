@@ -18,10 +18,23 @@ pub struct Answer {
 
 /// POSTs `body` as JSON to `path` and reads the whole answer.
 pub fn post(url: &str, path: &str, body: &Value) -> Answer {
+    post_with(url, path, "Authorization: Bearer canary-key\r\n", body)
+}
+
+/// POSTs `body` to `/v1/messages` with the headers dsh 0.2.1 sends (`x-api-key`,
+/// `anthropic-version`), and reads the whole answer.
+pub fn post_messages(url: &str, body: &Value) -> Answer {
+    let headers = "x-api-key: canary-key\r\nanthropic-version: 2023-06-01\r\n\
+                   Accept: text/event-stream\r\n";
+    post_with(url, "/v1/messages", headers, body)
+}
+
+/// POSTs `body` as JSON to `path` with extra `headers` (each ending in CRLF).
+pub fn post_with(url: &str, path: &str, headers: &str, body: &Value) -> Answer {
     let address = url.trim_start_matches("http://");
     let body = body.to_string();
     let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer canary-key\r\n\
+        "POST {path} HTTP/1.1\r\nHost: {address}\r\n{headers}\
          Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
@@ -116,4 +129,56 @@ pub fn deltas(answer: &Answer, key: &str) -> String {
         .filter_map(|e| serde_json::from_str::<Value>(e).ok())
         .filter_map(|c| c["choices"][0]["delta"][key].as_str().map(String::from))
         .collect()
+}
+
+/// A Messages request body: a `user` turn with the prompt and a runtime-context block (as dsh
+/// 0.2.1 sends it), then, with `after_tool`, the assistant's `tool_use` of that tool and the
+/// user message carrying its result.
+pub fn messages_body(user: &str, after_tool: Option<&str>, tools: bool) -> Value {
+    let mut body = json!({
+        "model": "deepseek-flash",
+        "stream": true,
+        "max_tokens": 4096,
+        "system": "sys",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": user},
+                                                 {"type": "text", "text": "Current runtime context."}]}],
+    });
+    if let Some(tool) = after_tool {
+        let messages = body["messages"].as_array_mut().unwrap();
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_x", "name": tool, "input": {}}]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_x", "content": "ok"}]}));
+    }
+    if tools {
+        body["tools"] = json!([{"name": "write", "input_schema": {"type": "object"}}]);
+    }
+    body
+}
+
+/// The named events (`event: NAME` + `data: JSON`) of a Messages stream; an event cut short has
+/// `Value::Null` as its data.
+pub fn named_events(answer: &Answer) -> Vec<(String, Value)> {
+    dechunk(&answer.raw_body)
+        .split("\n\n")
+        .filter_map(|event| {
+            let (name, data) = event.strip_prefix("event: ")?.split_once("\ndata: ")?;
+            let data = serde_json::from_str(data).unwrap_or(Value::Null);
+            Some((name.to_string(), data))
+        })
+        .collect()
+}
+
+/// The joined `key` strings of the `kind` deltas of a Messages stream.
+pub fn block_deltas(answer: &Answer, kind: &str, key: &str) -> String {
+    named_events(answer)
+        .iter()
+        .filter(|(_, data)| data["delta"]["type"] == kind)
+        .filter_map(|(_, data)| data["delta"][key].as_str().map(String::from))
+        .collect()
+}
+
+/// The body of a whole (not streamed) answer as JSON.
+pub fn json_body(answer: &Answer) -> Value {
+    serde_json::from_slice(&answer.raw_body).expect("a JSON body")
 }
