@@ -55,7 +55,8 @@ enum Command {
     SdkScenarioFromTranscript(record::sdk::Args),
     /// The fixture corpus built into this binary: `export DIR`, `info`.
     Corpus(lint::CorpusArgs),
-    /// Serve a scripted OpenAI-compatible chat-completions endpoint on 127.0.0.1 (keyless runs).
+    /// Serve a scripted model endpoint on 127.0.0.1 (OpenAI chat completions and Anthropic
+    /// Messages, from one script) for keyless runs.
     ModelServer(model_server::Args),
     /// Run a host's runtime under a child subreaper that kills what it leaves behind (escaped
     /// daemons) once it exited: `supervise -- dsh --profile open-design --stdio`.
