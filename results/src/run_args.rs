@@ -24,101 +24,131 @@ pub struct Args {
 pub struct Flags {
     /// The host driver's command line, split like a shell would (default: dsh-host-driver next to
     /// this executable).
-    #[arg(long)]
+    #[arg(help_heading = "Host and runtime")]
+    #[arg(long, value_name = "COMMAND")]
     pub host: Option<String>,
     /// One more argument of the host command (repeatable; alone it builds the whole command).
-    #[arg(long = "host-arg", allow_hyphen_values = true)]
+    #[arg(help_heading = "Host and runtime")]
+    #[arg(long = "host-arg", allow_hyphen_values = true, value_name = "ARG")]
     pub host_args: Vec<String>,
     /// The host's name in reports.
-    #[arg(long)]
+    #[arg(help_heading = "Host and runtime")]
+    #[arg(long, value_name = "NAME")]
     pub host_name: Option<String>,
     /// The fixtures dir (default: $DSH_CONFORMANCE_FIXTURES, else the nearest fixtures/ holding
     /// rules.json from the cwd up, else the corpus embedded in this binary).
-    #[arg(long)]
+    #[arg(help_heading = "Selection")]
+    #[arg(long, value_name = "DIR")]
     pub fixtures: Option<PathBuf>,
     /// Run the corpus embedded in this binary, whatever $DSH_CONFORMANCE_FIXTURES or a fixtures/
     /// dir nearby says (a CI gate's choice: no stray file can swap the corpus).
+    #[arg(help_heading = "Selection")]
     #[arg(long, conflicts_with = "fixtures")]
     pub embedded_corpus: bool,
     /// Select cases whose id matches this glob (`*`, `?`; repeatable).
-    #[arg(long = "case")]
+    #[arg(help_heading = "Selection")]
+    #[arg(long = "case", value_name = "PATTERN")]
     pub cases: Vec<String>,
     /// Select cases exercising this spec section (repeatable).
-    #[arg(long = "section")]
+    #[arg(help_heading = "Selection")]
+    #[arg(long = "section", value_name = "SECTION")]
     pub sections: Vec<String>,
     /// Leave out cases whose id matches this glob (repeatable).
+    #[arg(help_heading = "Selection")]
     #[arg(long = "skip", value_name = "PATTERN")]
     pub skip: Vec<String>,
     /// Run only shard K of N (`--shard 2/4`): a deterministic split balanced by expected wait.
+    #[arg(help_heading = "Selection")]
     #[arg(long, value_name = "K/N")]
     pub shard: Option<dsh_engine::selection::Shard>,
     /// Print the selected cases and exit (`--format json` for a JSON array).
+    #[arg(help_heading = "Selection")]
     #[arg(long)]
     pub list: bool,
     /// Start no new case after the first one that fails the run.
+    #[arg(help_heading = "Timing")]
     #[arg(long)]
     pub fail_fast: bool,
     /// Cases run in parallel (default: the core count).
-    #[arg(long)]
+    #[arg(help_heading = "Timing")]
+    #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Multiply every timeout by this factor (slow CI machines).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(help_heading = "Timing")]
+    #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
     pub time_scale: f64,
     /// Run the selection N times; cases whose verdicts differ are reported flaky (fail).
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = "Timing")]
+    #[arg(long, default_value_t = 1, value_name = "N")]
     pub verify: usize,
     /// Start the driver afresh for every case, even when it claims `reuse` (one driver per worker)
+    #[arg(help_heading = "Host and runtime")]
     #[arg(long)]
     pub driver_per_case: bool,
     /// The host's expectations file: {"v":1,"xfail":{"case.id":"reason"}}.
-    #[arg(long)]
+    #[arg(help_heading = "Host and runtime")]
+    #[arg(long, value_name = "FILE")]
     pub expectations: Option<PathBuf>,
     /// Write an expectations file listing the current failures.
-    #[arg(long)]
+    #[arg(help_heading = "Output")]
+    #[arg(long, value_name = "FILE")]
     pub write_expectations: Option<PathBuf>,
     /// stdout format: a live table, one JSON document at the end, or one JSON object per
     /// finished case (jsonl) and a summary object.
+    #[arg(help_heading = "Output")]
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Colour verdicts: auto (a terminal, unless NO_COLOR is set), always, never.
+    #[arg(help_heading = "Output")]
     #[arg(long, value_enum, default_value_t = crate::output::stream::ColorChoice::Auto)]
     pub color: crate::output::stream::ColorChoice,
     /// Also write JUnit XML here.
-    #[arg(long)]
+    #[arg(help_heading = "Output")]
+    #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Also write a Markdown summary here.
-    #[arg(long)]
+    #[arg(help_heading = "Output")]
+    #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
     /// Also write the JSON report here.
-    #[arg(long)]
+    #[arg(help_heading = "Output")]
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Print every case's full transcript (driver messages in and out, the journal).
+    #[arg(help_heading = "Output")]
     #[arg(long)]
     pub verbose: bool,
     /// The fake-dsh binary (default: $FAKE_DSH_BIN, else next to this executable).
-    #[arg(long)]
+    #[arg(help_heading = "Host and runtime")]
+    #[arg(long, value_name = "PATH")]
     pub fake_dsh: Option<PathBuf>,
     /// The runtime variant's name (`dsh-<version>` sets `FAKE_DSH_VERSION=<version>`).
-    #[arg(long)]
+    #[arg(help_heading = "Host and runtime")]
+    #[arg(long, value_name = "NAME")]
     pub variant: Option<String>,
     /// Extra env for fake-dsh in this variant, KEY=VALUE (repeatable).
-    #[arg(long = "variant-env")]
+    #[arg(help_heading = "Host and runtime")]
+    #[arg(long = "variant-env", value_name = "KEY=VALUE")]
     pub variant_env: Vec<String>,
     /// Pass this variable of the caller's environment to the driver (`NAME` or `PREFIX*`,
     /// repeatable); besides these the driver gets only PATH, HOME, the user, locale, TZ, TMPDIR,
     /// TERM and what the harness sets (docs/host-driver.md, "Environment").
+    #[arg(help_heading = "Host and runtime")]
     #[arg(long = "pass-env", value_name = "NAME")]
     pub pass_env: Vec<String>,
     /// What `--host` is: an open-design host driver (the fixture corpus), or a client of the SDK
     /// runtime (`sdk`) or of `headless` (the client corpus of docs/sdk-clients.md).
+    #[arg(help_heading = "Host and runtime")]
     #[arg(long, value_enum, default_value_t = Surface::OpenDesign)]
     pub surface: Surface,
     /// A capability the client lacks (`--surface sdk|headless`, repeatable): the client cases
     /// that require it are skipped (e.g. `background-subagents`).
+    #[arg(help_heading = "Host and runtime")]
     #[arg(long = "client-lacks", value_name = "CAPABILITY")]
     pub client_lacks: Vec<String>,
     /// With `--surface sdk`: the runtime generation fake-dsh plays, `0.1.5` (`dsh --profile sdk`,
     /// the default) or `0.1.1` (the `dsh-jsonrpc-agent` binary).
+    #[arg(help_heading = "Host and runtime")]
     #[arg(long = "runtime-persona", value_name = "VERSION")]
     pub runtime_persona: Option<String>,
 }
