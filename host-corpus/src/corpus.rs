@@ -1,4 +1,5 @@
-//! The fixture corpus lint (`dsh-conformance lint`) and the rule catalog loader.
+//! The host corpus's lint (`dsh-conformance lint` with the client corpus's) and the rule catalog
+//! loader.
 //!
 //! The lint checks what the runner takes for granted: every case file matches
 //! `schemas/fixture.schema.json`, lives at `fixtures/<first id segment>/<id>.json`, has a unique id,
@@ -7,9 +8,8 @@
 //! carries an `untestable_reason`. It can also render the rule -> sentence -> cases table
 //! (`docs/rules.md`).
 //!
-//! - [`embedded`]: the corpus built into the binary, its hashes, `corpus export`.
-//! - [`locate`](mod@locate): where `run`, `report` and `lint` take the corpus from (flag, env, nearest
-//!   `fixtures/`, embedded).
+//! The tree itself (the corpus built into the binary, where a command takes its corpus from) is
+//! [`dsh_engine::corpus`]'s.
 
 use dsh_engine::corpus::{interpretation_ids, read_corpus_file, LintError, RULES_FILE};
 
