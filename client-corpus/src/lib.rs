@@ -86,7 +86,7 @@ fn select<'a>(
         shard: None,
     };
     selection.check()?;
-    let unmatched = selection.unmatched_globs(cases.iter().map(|c| c.case.id.as_str()));
+    let unmatched = selection.unmatched_with_hints(cases.iter().map(|c| c.case.id.as_str()));
     if !unmatched.is_empty() {
         eprintln!(
             "dsh-conformance run: {} matches no client case",
@@ -114,7 +114,10 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
             "--surface sdk|headless needs --host CLIENT (the client's command line)".into(),
         );
     }
-    let client: Vec<String> = client.into_iter().map(absolute_if_a_file).collect();
+    let client: Vec<String> = client
+        .into_iter()
+        .map(dsh_engine::programs::absolute_if_a_file)
+        .collect();
     dsh_engine::child_env::check_pass_env(&args.pass_env)?;
     let fake_dsh = dsh_results::run_args::fake_dsh_of(args)?;
     if !fake_dsh.is_file() {
@@ -217,6 +220,7 @@ fn suite(
         rerun_args: Vec::new(),
         corpus: Some(corpus),
         surface: Some(surface.name().to_string()),
+        rerun_as: None,
     })
 }
 
@@ -312,18 +316,6 @@ fn rerun_args(args: &Flags, surface: ClientSurface) -> Vec<String> {
         rerun.extend(["--client-lacks".to_string(), capability.clone()]);
     }
     rerun
-}
-
-/// A relative path in the client command that names an existing file, made absolute (each case
-/// runs the client in its own empty working directory).
-fn absolute_if_a_file(arg: String) -> String {
-    let path = Path::new(&arg);
-    if arg.contains('/') && path.is_relative() && path.exists() {
-        if let Ok(absolute) = std::path::absolute(path) {
-            return absolute.to_string_lossy().into_owned();
-        }
-    }
-    arg
 }
 
 /// A client's name in reports when `--host-name` gives none: the file name of its script (the

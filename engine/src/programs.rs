@@ -22,6 +22,19 @@ pub fn resolve_program(program: &str) -> Option<PathBuf> {
         .find(|candidate| is_executable(candidate))
 }
 
+/// A relative path in a host's or client's command that names an existing file, made absolute
+/// against the caller's directory (each case runs the command in its own empty working
+/// directory, on every surface).
+pub fn absolute_if_a_file(arg: String) -> String {
+    let path = Path::new(&arg);
+    if arg.contains('/') && path.is_relative() && path.exists() {
+        if let Ok(absolute) = std::path::absolute(path) {
+            return absolute.to_string_lossy().into_owned();
+        }
+    }
+    arg
+}
+
 /// A binary shipped in the same directory as this executable.
 pub fn sibling_of_exe(name: &str) -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;

@@ -79,16 +79,62 @@ impl Selection {
     }
 
     /// The `--case` and `--skip` globs that match no case id in `ids` (the whole corpus, before
-    /// any other filter), each named with its flag: a typo must not silently drop a selection or
-    /// leave a case in.
-    pub fn unmatched_globs<'a>(&self, ids: impl Iterator<Item = &'a str> + Clone) -> Vec<String> {
+    /// any other filter), each named with its flag and the ids nearest to it (at most three, by
+    /// edit distance over the glob's text without its wildcards): a typo must not silently drop a
+    /// selection or leave a case in, and the hint says what was probably meant.
+    pub fn unmatched_with_hints<'a>(
+        &self,
+        ids: impl Iterator<Item = &'a str> + Clone,
+    ) -> Vec<String> {
         [("--case", &self.case_globs), ("--skip", &self.skip_globs)]
             .into_iter()
             .flat_map(|(flag, globs)| globs.iter().map(move |glob| (flag, glob)))
             .filter(|(_, glob)| !ids.clone().any(|id| glob_match(glob, id)))
-            .map(|(flag, glob)| format!("{flag} {glob:?}"))
+            .map(|(flag, glob)| {
+                let near = nearest_ids(glob, ids.clone(), 3);
+                if near.is_empty() {
+                    format!("{flag} {glob:?}")
+                } else {
+                    format!("{flag} {glob:?} (nearest: {})", near.join(", "))
+                }
+            })
             .collect()
     }
+}
+
+/// The `count` ids nearest to `glob` by edit distance (its `*` and `?` left out), nearest first.
+pub fn nearest_ids<'a>(
+    glob: &str,
+    ids: impl Iterator<Item = &'a str>,
+    count: usize,
+) -> Vec<String> {
+    let literal: String = glob.chars().filter(|c| !matches!(c, '*' | '?')).collect();
+    let mut scored: Vec<(usize, &str)> = ids.map(|id| (edit_distance(&literal, id), id)).collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored
+        .into_iter()
+        .take(count)
+        .map(|(_, id)| id.to_string())
+        .collect()
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// One shard of N (`--shard K/N`, K from 1).
@@ -243,6 +289,23 @@ pub fn corpus_hash(entries: &[&CaseEntry]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_typo_gets_the_nearest_ids() {
+        let ids = ["framing.crlf", "framing.bom", "cancel.grace"];
+        assert_eq!(
+            nearest_ids("framing.crfl", ids.into_iter(), 2),
+            ["framing.crlf", "framing.bom"]
+        );
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        let selection = Selection {
+            case_globs: vec!["cancle.*".into()],
+            ..Selection::default()
+        };
+        let hints = selection.unmatched_with_hints(ids.into_iter());
+        assert_eq!(hints.len(), 1);
+        assert!(hints[0].contains("nearest: cancel.grace"), "{hints:?}");
+    }
 
     #[test]
     fn globs() {

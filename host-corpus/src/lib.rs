@@ -98,6 +98,11 @@ fn catch_stop_signals() {
 
 /// `run` on the open-design surface: the exit code, or `Err` when the run could not start.
 pub fn run_cli(args: &Flags) -> Result<u8, String> {
+    if args.host.is_none() && args.host_args.is_empty() {
+        eprintln!(
+            "dsh-conformance run: no --host: running the built-in reference host (dsh-host-driver beside this executable)"
+        );
+    }
     let corpus = dsh_engine::corpus::choose(args.fixtures.as_deref(), args.embedded_corpus)?;
     corpus.announce("run");
     let mut config = config_from_args(args, corpus.path().to_path_buf())?;
@@ -146,6 +151,7 @@ pub fn run_cli(args: &Flags) -> Result<u8, String> {
     suite.preflight().map_err(|e| e.to_string())?;
     let mut report = run_live(args, &suite)?;
     report.rerun_args = rerun_args(args, &config);
+    report.rerun_as = args.rerun_as.clone();
     if let Some(path) = &args.write_expectations {
         Expectations::from_failures(&report).write(path)?;
     }
@@ -306,6 +312,10 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
     if host.is_empty() {
         return Err("--host is empty".to_string());
     }
+    let host: Vec<String> = host
+        .into_iter()
+        .map(dsh_engine::programs::absolute_if_a_file)
+        .collect();
     let fake_dsh = fake_dsh_of(args)?;
     let mut variant = args
         .variant

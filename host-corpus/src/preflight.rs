@@ -73,7 +73,11 @@ fn explain(host: &[String], failure: &str, status: &str, stderr: &str) -> String
         "the host driver failed the pre-flight handshake, so no case was run: {}\n  command: {}{}\n  status: {status}\n{stderr}",
         terminal(failure),
         terminal(&display_command(host)),
-        terminal(&super::suite::unexpanded_hint(host)),
+        super::suite::unexpanded_hint(host)
+            .lines()
+            .map(terminal)
+            .collect::<Vec<_>>()
+            .join("\n"),
     )
 }
 

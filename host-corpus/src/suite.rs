@@ -181,15 +181,18 @@ fn check_paths_and_flags(config: &SuiteConfig) -> Result<(), HarnessError> {
 fn check_globs_match(config: &SuiteConfig, found: &[CaseEntry]) -> Result<(), HarnessError> {
     let unmatched = config
         .selection
-        .unmatched_globs(found.iter().map(|entry| entry.id.as_str()));
+        .unmatched_with_hints(found.iter().map(|entry| entry.id.as_str()));
     if unmatched.is_empty() {
         return Ok(());
     }
+    let corpus = match config.corpus_source.as_deref() {
+        Some("embedded") => "the embedded corpus".to_string(),
+        _ => format!("the corpus in {}", config.fixtures.display()),
+    };
     Err(HarnessError::NoMatch(format!(
-        "{} matches no case of the {} in {}",
-        unmatched.join(", "),
+        "{} matches none of the {} cases of {corpus}",
+        unmatched.join("; "),
         found.len(),
-        config.fixtures.display()
     )))
 }
 
@@ -294,7 +297,7 @@ impl Suite {
     pub fn header_line(&self) -> String {
         use dsh_results::output::{escape::terminal, secrets::display_command};
         format!(
-            "dsh-conformance {}: host {} ({}), runtime {}, corpus {}, {} cases",
+            "dsh-conformance {}: host {} ({}), runtime {}, selection sha256 {}, {} cases",
             env!("CARGO_PKG_VERSION"),
             terminal(&self.host_name()),
             terminal(&display_command(&self.config.host)),
@@ -428,6 +431,7 @@ impl Suite {
             rerun_args: Vec::new(),
             corpus: Some(self.corpus.clone()),
             surface: None,
+            rerun_as: None,
         }
     }
 

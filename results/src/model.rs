@@ -117,6 +117,10 @@ pub struct SuiteReport {
     /// The client surface a client-corpus run judged (`sdk`, `headless`); absent for a host run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub surface: Option<String>,
+    /// How a re-run line starts when not `dsh-conformance run --host HOST` (`cargo xtask suite`
+    /// passes `--rerun-as "cargo xtask suite"`); said on the terminal only, never stored.
+    #[serde(skip)]
+    pub rerun_as: Option<String>,
 }
 
 /// Which corpus a run judged: where it came from, the hash and size of the whole corpus (before

@@ -118,6 +118,10 @@ pub struct Flags {
     #[arg(help_heading = "Output")]
     #[arg(long)]
     pub verbose: bool,
+    /// How re-run lines start instead of `dsh-conformance run --host HOST ...` (a wrapper such as
+    /// `cargo xtask suite` that passes the rest itself).
+    #[arg(long, value_name = "COMMAND", hide = true)]
+    pub rerun_as: Option<String>,
     /// The fake-dsh binary (default: $FAKE_DSH_BIN, else next to this executable).
     #[arg(help_heading = "Host and runtime")]
     #[arg(long, value_name = "PATH")]

@@ -200,6 +200,8 @@ fn suite(args: &[String]) -> Outcome {
     {
         conformance.args(["--jobs", SUITE_JOBS]);
     }
+    // Re-run lines a cargo user can paste: the suite's own command, whatever the kit's flags.
+    conformance.args(["--rerun-as", "cargo xtask suite"]);
     conformance.args(args);
     run(
         "dsh-conformance run against the reference host",

@@ -697,8 +697,9 @@ fn selection_skip_list_json_fail_fast_shards_and_closed_pipes() {
         .args(["--list", "--case", "nothing.*"])
         .assert()
         .code(3)
+        .stderr(predicates::str::contains("--case \"nothing.*\" (nearest: "))
         .stderr(predicates::str::contains(
-            "--case \"nothing.*\" matches no case of the 3",
+            "matches none of the 3 cases of the corpus in",
         ));
     // One glob of several matching nothing is a typo, not a smaller selection: exit 3, named.
     cli(&kit)
@@ -710,7 +711,8 @@ fn selection_skip_list_json_fail_fast_shards_and_closed_pipes() {
         .args(["--list", "--skip", "*-b", "--skip", "*-c"])
         .assert()
         .code(3)
-        .stderr(predicates::str::contains("--skip \"*-c\" matches no case"));
+        .stderr(predicates::str::contains("--skip \"*-c\" (nearest: "))
+        .stderr(predicates::str::contains("matches none of the 3 cases"));
     let by_section_only = cli(&kit)
         .args(["--list", "--section", "14"])
         .output()

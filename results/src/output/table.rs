@@ -75,6 +75,9 @@ pub fn summary_line(report: &SuiteReport) -> String {
 /// result-changing flags ([`SuiteReport::rerun_args`]: `--fixtures`, `--time-scale`,
 /// `--expectations`, `--variant-env`, ...).
 pub fn rerun_command(report: &SuiteReport, case_id: &str) -> String {
+    if let Some(prefix) = &report.rerun_as {
+        return format!("{prefix} --case {} --verbose", shell_word(case_id));
+    }
     let host_command = super::secrets::display_command(&report.host.command);
     let variant = if report.runtime_variant == "default" {
         String::new()
@@ -117,7 +120,7 @@ pub fn write_table(
 ) -> io::Result<()> {
     writeln!(
         out,
-        "dsh-conformance {}: host {} ({}), runtime {}, corpus {}",
+        "dsh-conformance {}: host {} ({}), runtime {}, selection sha256 {}",
         terminal(&report.kit_version),
         terminal(&report.host.name),
         terminal(&super::secrets::display_command(&report.host.command)),

@@ -169,6 +169,7 @@ pub fn sample_suite() -> SuiteReport {
         rerun_args: Vec::new(),
         corpus: None,
         surface: None,
+        rerun_as: None,
     }
 }
 
