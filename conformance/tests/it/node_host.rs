@@ -31,7 +31,7 @@ fn run_corpus(driver_args: &str, expectations: &str, extra: &[&str]) -> Output {
     Command::new(dsh_test_support::binary("dsh-conformance"))
         .arg("run")
         .arg("--host")
-        .arg(format!("node {}{driver_args}", driver.display()))
+        .arg(format!("{} {}{driver_args}", lts_node(), driver.display()))
         .arg("--fake-dsh")
         .arg(dsh_test_support::binary("fake-dsh"))
         .arg("--fixtures")
@@ -43,6 +43,13 @@ fn run_corpus(driver_args: &str, expectations: &str, extra: &[&str]) -> Output {
         .current_dir(&root)
         .output()
         .expect("dsh-conformance runs")
+}
+
+/// The Node.js the corpus runs the example host with: Node 24 (a maintained LTS line), which
+/// `cargo xtask real-dsh` installs beside the real dsh, else the machine's `node`.
+fn lts_node() -> String {
+    dsh_test_support::real_dsh_node()
+        .map_or_else(|| "node".to_string(), |node| node.display().to_string())
 }
 
 /// `--supervisor`: the Node host spawns each runtime through `dsh-conformance supervise`, the

@@ -19,8 +19,14 @@ use std::time::{Duration, Instant};
 
 const VERSION: &str = "1.2.3";
 
+/// Node 24 (a maintained LTS line, which `cargo xtask real-dsh` installs beside the real dsh) when
+/// it is there, else the machine's `node`: the shim is tested on a supported Node.js.
+fn node() -> PathBuf {
+    dsh_test_support::real_dsh_node().unwrap_or_else(|| PathBuf::from("node"))
+}
+
 fn node_missing() -> bool {
-    let found = Command::new("node").arg("--version").output();
+    let found = Command::new(node()).arg("--version").output();
     if found.is_ok_and(|output| output.status.success()) {
         return false;
     }
@@ -66,7 +72,7 @@ fn platform_at(node_modules: &Path, version: &str, binary: &str, body: &[u8]) ->
 
 /// What `binDir()` answers from `project`, or the error it throws.
 fn bin_dir(project: &Path, node_path: Option<&Path>) -> Result<String, String> {
-    let mut command = Command::new("node");
+    let mut command = Command::new(node());
     command.current_dir(project).arg("-e").arg(
         "try { console.log(require('dsh-conformance').binDir()) } \
          catch (e) { console.error(e.message); process.exit(1) }",
@@ -114,7 +120,7 @@ fn the_shim_runs_only_its_own_platform_package() {
 /// Starts `node <shim bin>` as the leader of its own process group (as a shell starts a job).
 fn start_shim(project: &Path, binary: &str) -> std::process::Child {
     let script = project.join(format!("node_modules/dsh-conformance/bin/{binary}.js"));
-    Command::new("node")
+    Command::new(node())
         .arg(script)
         .current_dir(project)
         .stdin(Stdio::piped())
@@ -149,7 +155,7 @@ fn a_ctrl_c_reaches_the_binary_once() {
     fs::create_dir_all(&tmp).expect("mkdir");
     // The runtime never writes ready: the case waits 10 s for it, long enough to be in flight.
     let script = node_modules.join("dsh-conformance/bin/dsh-conformance.js");
-    let shim = Command::new("node")
+    let shim = Command::new(node())
         .arg(script)
         .args([
             "run",
