@@ -82,7 +82,7 @@ pub const MAX_RECORDING_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Opens one file of a recording for a bounded read: a regular file (a FIFO or device would
 /// hang or never end) of at most [`MAX_RECORDING_FILE_BYTES`].
-fn open_recording_file(path: &Path) -> Result<std::io::Take<std::fs::File>, String> {
+pub(crate) fn open_recording_file(path: &Path) -> Result<std::io::Take<std::fs::File>, String> {
     let meta = std::fs::metadata(path)
         .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
     if !meta.is_file() {
