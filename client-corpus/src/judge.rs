@@ -1,8 +1,10 @@
 //! A played client case's verdict, checked in this order (the first broken expectation is the one
 //! reported, blamed on the rule it breaks): the client ended within the limit; its stdout is one
-//! JSON report per line; it ended as the case's `outcome` says with the expected reports; it left
-//! no runtime running; the credential stayed in the environment. A case resting on an
-//! interpretation is `informational` when it fails.
+//! JSON report per line; it ended as the case's `outcome` says with the expected reports;
+//! fake-dsh's journal shows the runtime it started (every case expects the client to start the
+//! runtime it is given); it left no runtime running; the credential stayed in the environment. A
+//! case resting on an interpretation is `informational` when it fails, except on a journal the
+//! client broke or never had written: then nothing it did can be judged, and the case fails.
 
 use super::play::Played;
 use dsh_formats::client_case::{ClientCase, ClientSurface, Outcome};
@@ -14,6 +16,8 @@ use serde_json::Value;
 pub struct Finding {
     pub rule: String,
     pub why: String,
+    /// No interpretation softens it (the kit's evidence of the case is gone).
+    pub hard: bool,
 }
 
 /// The case's result from what it left behind.
@@ -21,8 +25,8 @@ pub fn verdict(case: &ClientCase, played: &Played) -> CaseResult {
     let finding = first_finding(case, played);
     let verdict = match (&finding, &case.interpretation) {
         (None, _) => Verdict::Pass,
-        (Some(_), Some(_)) => Verdict::Informational,
-        (Some(_), None) => Verdict::Fail,
+        (Some(finding), Some(_)) if !finding.hard => Verdict::Informational,
+        (Some(_), _) => Verdict::Fail,
     };
     CaseResult {
         id: case.id.clone(),
@@ -67,6 +71,7 @@ fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
         Some(Finding {
             rule: rule.to_string(),
             why,
+            hard: false,
         })
     };
     let first_rule = case.rules[0].as_str();
@@ -82,6 +87,13 @@ fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
     };
     if let Err(why) = check_outcome(case, played, &reports) {
         return blame(first_rule, why);
+    }
+    if let Some(why) = &played.journal_problem {
+        return Some(Finding {
+            rule: first_rule.to_string(),
+            why: why.clone(),
+            hard: true,
+        });
     }
     let surface = case.surface.name();
     if !played.leftovers.is_empty() {
@@ -315,6 +327,41 @@ fn transcript(played: &Played) -> Vec<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A case resting on an interpretation, played by a client that did everything right but
+    /// left the journal in `problem`.
+    fn judged(problem: Option<&str>) -> CaseResult {
+        let case: ClientCase = serde_json::from_value(json!({
+            "id": "sdk.x", "surface": "sdk", "summary": "s", "rules": ["sdk.line-framing"],
+            "interpretation": "I-S01", "prompts": ["p"], "expect": {"reports": [{"text": "t"}]}
+        }))
+        .unwrap();
+        let played = Played {
+            exit: Some(0),
+            hung: false,
+            stdout: b"{\"text\": \"t\"}\n".to_vec(),
+            stderr: Vec::new(),
+            journal: Vec::new(),
+            journal_problem: problem.map(str::to_string),
+            leftovers: Vec::new(),
+            leaked: Vec::new(),
+            duration: std::time::Duration::ZERO,
+        };
+        verdict(&case, &played)
+    }
+
+    #[test]
+    fn a_broken_journal_fails_the_case_whatever_it_rests_on() {
+        assert_eq!(judged(None).verdict, Verdict::Pass);
+        let broken = judged(Some("fake-dsh's journal is a link: j is a symbolic link"));
+        assert_eq!(broken.verdict, Verdict::Fail, "never informational");
+        assert_eq!(broken.rule.as_deref(), Some("sdk.line-framing"));
+        assert_eq!(broken.blame, Blame::Host);
+        assert_eq!(
+            broken.why.as_deref(),
+            Some("fake-dsh's journal is a link: j is a symbolic link")
+        );
+    }
 
     #[test]
     fn members_compare_as_documented() {

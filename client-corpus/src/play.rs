@@ -61,6 +61,10 @@ pub struct Played {
     pub stderr: Vec<u8>,
     /// fake-dsh's journal lines (every runtime the client started).
     pub journal: Vec<Entry>,
+    /// What is wrong with the journal, said exactly, when it holds no entry to judge by: it is
+    /// missing, a link, not a regular file, over the bound, emptied, or was never written (no
+    /// runtime started with the kit's environment).
+    pub journal_problem: Option<String>,
     /// Runtimes (and any other process of the client's) still alive after the client exited.
     pub leftovers: Vec<Leftover>,
     /// Where the case's credential was found (argv, output, files).
@@ -74,6 +78,8 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
         .map_err(|e| format!("cannot create a temp dir: {e}"))?;
     let work = temp.path().join("work");
     std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    let journal_path = temp.path().join("journal.jsonl");
+    create_journal(&journal_path)?;
     let token = random_uuid();
     let secret = format!("sk-dsh-conformance-{}", random_uuid().replace('-', ""));
     let mut command = client_command(setup, case, temp.path(), &token, &secret)?;
@@ -94,7 +100,7 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
         stderr.join().unwrap_or_default(),
     );
     let duration = started.elapsed();
-    let journal = read_journal(&temp.path().join("journal.jsonl"))?;
+    let (journal, journal_problem) = read_journal(&journal_path)?;
     let mut leaked = leaks_in_argv(&journal, &secret);
     for (name, bytes) in [
         ("the client's stdout", &stdout),
@@ -111,6 +117,7 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
         stdout,
         stderr,
         journal,
+        journal_problem,
         leftovers,
         leaked,
         duration,
@@ -222,15 +229,69 @@ fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::Join
     })
 }
 
-/// fake-dsh's journal of the case, read by the harness's own reader (a last entry cut off by a
-/// SIGKILL mid-write is left out); none when no runtime started with the kit's environment, and
-/// a line that is no journal entry is a kit fault that stops the run.
-fn read_journal(path: &Path) -> Result<Vec<Entry>, String> {
-    if !path.exists() {
-        return Ok(Vec::new());
+/// The modification time the kit gives the journal it creates: any write or truncation since
+/// (which stamps the time of day) moves it.
+const UNWRITTEN: std::time::SystemTime = std::time::UNIX_EPOCH;
+
+/// Creates the case's empty journal (mode 0600: it will hold prompts) before the client starts,
+/// so that its absence later means it was removed, stamped [`UNWRITTEN`] so that an empty
+/// journal tells being emptied from never being written.
+fn create_journal(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|file| file.set_modified(UNWRITTEN))
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))
+}
+
+/// fake-dsh's journal of the case, read by the harness's own reader (never through a link, a
+/// regular file only, bounded: `dsh_engine::journal`; a last entry cut off by a SIGKILL
+/// mid-write is left out). The client is told the journal's path, so what it did to it is the
+/// case's problem, said exactly (the second value): the journal removed, replaced by a link or
+/// by something that is no regular file, grown past the bound, emptied; or never written, no
+/// runtime having started with the kit's environment. A line that is no journal entry is a kit
+/// fault that stops the run (`Err`).
+fn read_journal(path: &Path) -> Result<(Vec<Entry>, Option<String>), String> {
+    use dsh_engine::journal::{Journal, JournalError};
+    let entries = match Journal::new(path).read() {
+        Ok(entries) => entries,
+        Err(error @ JournalError::NotAnEntry { .. }) => return Err(error.to_string()),
+        Err(JournalError::Missing(path)) => {
+            let why = format!(
+                "fake-dsh's journal is missing: {}, created by the kit before the client \
+                 started, was removed",
+                path.display()
+            );
+            return Ok((Vec::new(), Some(why)));
+        }
+        Err(other) => return Ok((Vec::new(), Some(other.to_string()))),
+    };
+    if !entries.is_empty() {
+        return Ok((entries.into_iter().map(|line| line.entry).collect(), None));
     }
-    let entries = dsh_engine::journal::Journal::new(path).read()?;
-    Ok(entries.into_iter().map(|line| line.entry).collect())
+    let meta = std::fs::symlink_metadata(path).ok();
+    let length = meta.as_ref().map_or(0, std::fs::Metadata::len);
+    let written = meta.and_then(|meta| meta.modified().ok()) != Some(UNWRITTEN);
+    let why = if length > 0 {
+        format!(
+            "fake-dsh's journal holds no entry: {} has {length} bytes and no whole journal line",
+            path.display()
+        )
+    } else if written {
+        format!(
+            "fake-dsh's journal was emptied: {} was written to and holds nothing",
+            path.display()
+        )
+    } else {
+        "fake-dsh's journal was never written: no runtime started with the kit's environment \
+         (the client must start the runtime it is given and pass its environment down, \
+         FAKE_DSH_JOURNAL included)"
+            .to_string()
+    };
+    Ok((Vec::new(), Some(why)))
 }
 
 fn leaks_in_argv(journal: &[Entry], secret: &str) -> Vec<String> {
@@ -289,4 +350,62 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack
         .windows(needle.len())
         .any(|window| window == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_the_client_broke_or_never_had_written_is_named_as_such() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let problem = |path: &Path| {
+            read_journal(path)
+                .expect("no kit fault")
+                .1
+                .unwrap_or_default()
+        };
+        create_journal(&path).unwrap();
+        assert!(
+            problem(&path).starts_with("fake-dsh's journal was never written: no runtime started"),
+            "{}",
+            problem(&path)
+        );
+        std::fs::File::create(&path).unwrap();
+        assert!(
+            problem(&path).starts_with("fake-dsh's journal was emptied: "),
+            "{}",
+            problem(&path)
+        );
+        std::fs::write(&path, "\n\n").unwrap();
+        assert!(
+            problem(&path).contains("holds no entry"),
+            "{}",
+            problem(&path)
+        );
+        std::fs::remove_file(&path).unwrap();
+        assert!(
+            problem(&path).starts_with("fake-dsh's journal is missing: ")
+                && problem(&path).ends_with("was removed"),
+            "{}",
+            problem(&path)
+        );
+        symlink("/dev/zero", &path).unwrap();
+        assert!(
+            problem(&path).starts_with("fake-dsh's journal is a link: "),
+            "{}",
+            problem(&path)
+        );
+        std::fs::remove_file(&path).unwrap();
+        let start = r#"{"v":1,"event":"start","pid":10,"t_ms":1,"mode":"sdk","ppid":1,"pgid":10,"sid":1,"argv":["dsh"],"cwd":"/","env_names":[]}"#;
+        std::fs::write(&path, format!("{start}\n")).unwrap();
+        let (entries, problem) = read_journal(&path).unwrap();
+        assert_eq!((entries.len(), problem), (1, None));
+        std::fs::write(&path, "not an entry\n").unwrap();
+        assert!(read_journal(&path)
+            .unwrap_err()
+            .contains("line 1: not a journal entry"));
+    }
 }

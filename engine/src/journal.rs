@@ -91,6 +91,143 @@ impl Entry {
     }
 }
 
+/// The most of a journal the harness reads. fake-dsh writes a few hundred bytes per event, so a
+/// case's journal stays in kilobytes; but whatever can write at its path (a client of the client
+/// corpus is told it in `FAKE_DSH_JOURNAL`) can make it anything, so a larger file is refused
+/// unread.
+pub const MAX_JOURNAL_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Why a journal could not be read; `Display` says exactly what was found at its path.
+#[derive(Debug)]
+pub enum JournalError {
+    /// Nothing at the path.
+    Missing(PathBuf),
+    /// The path is a symbolic link: never followed.
+    Link(PathBuf),
+    /// Something other than a regular file (a directory, a FIFO, a device, a socket): `kind`.
+    NotAFile { path: PathBuf, kind: &'static str },
+    /// Over [`MAX_JOURNAL_BYTES`]: not read.
+    TooLarge(PathBuf),
+    /// The file could not be opened or read.
+    Unreadable {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// A line (1-based) that is not a journal entry.
+    NotAnEntry {
+        path: PathBuf,
+        line: usize,
+        error: String,
+    },
+}
+
+impl std::fmt::Display for JournalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JournalError::Missing(path) => {
+                write!(f, "fake-dsh's journal is missing: {} does not exist", path.display())
+            }
+            JournalError::Link(path) => write!(
+                f,
+                "fake-dsh's journal is a link: {} is a symbolic link (not followed)",
+                path.display()
+            ),
+            JournalError::NotAFile { path, kind } => write!(
+                f,
+                "fake-dsh's journal is not a regular file: {} is a {kind}",
+                path.display()
+            ),
+            JournalError::TooLarge(path) => write!(
+                f,
+                "fake-dsh's journal is over the {MAX_JOURNAL_BYTES}-byte bound ({} MiB): {} (not read)",
+                MAX_JOURNAL_BYTES >> 20,
+                path.display()
+            ),
+            JournalError::Unreadable { path, error } => {
+                write!(f, "cannot read fake-dsh's journal {}: {error}", path.display())
+            }
+            JournalError::NotAnEntry { path, line, error } => write!(
+                f,
+                "journal {} line {line}: not a journal entry ({error})",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for JournalError {}
+
+impl From<JournalError> for String {
+    fn from(error: JournalError) -> String {
+        error.to_string()
+    }
+}
+
+/// What a file type is, for [`JournalError::NotAFile`].
+fn kind_of(file_type: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_dir() {
+        "directory"
+    } else if file_type.is_fifo() {
+        "FIFO"
+    } else if file_type.is_char_device() {
+        "character device"
+    } else if file_type.is_block_device() {
+        "block device"
+    } else if file_type.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
+}
+
+/// The bytes of the journal at `path`: opened without following a link (`O_NOFOLLOW`) nor
+/// blocking on a FIFO (`O_NONBLOCK`), a regular file only, at most [`MAX_JOURNAL_BYTES`].
+fn read_bounded(path: &Path) -> Result<Vec<u8>, JournalError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let unreadable = |error| JournalError::Unreadable {
+        path: path.to_path_buf(),
+        error,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+        .open(path)
+        .map_err(|error| {
+            let found = std::fs::symlink_metadata(path).map(|meta| meta.file_type());
+            match found {
+                Err(_) if error.kind() == std::io::ErrorKind::NotFound => {
+                    JournalError::Missing(path.to_path_buf())
+                }
+                Ok(kind) if kind.is_symlink() => JournalError::Link(path.to_path_buf()),
+                Ok(kind) if !kind.is_file() => JournalError::NotAFile {
+                    path: path.to_path_buf(),
+                    kind: kind_of(kind),
+                },
+                _ => unreadable(error),
+            }
+        })?;
+    let meta = file.metadata().map_err(unreadable)?;
+    if !meta.is_file() {
+        return Err(JournalError::NotAFile {
+            path: path.to_path_buf(),
+            kind: kind_of(meta.file_type()),
+        });
+    }
+    if meta.len() > MAX_JOURNAL_BYTES {
+        return Err(JournalError::TooLarge(path.to_path_buf()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
+    file.take(MAX_JOURNAL_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > MAX_JOURNAL_BYTES {
+        return Err(JournalError::TooLarge(path.to_path_buf()));
+    }
+    Ok(bytes)
+}
+
 /// The journal file of one case.
 pub struct Journal {
     path: PathBuf,
@@ -109,15 +246,16 @@ impl Journal {
 
     /// Every entry so far. A line that is not a journal entry is a kit fault (fake-dsh wrote it), except a
     /// last line without its newline that stops mid-entry: a write cut off by SIGKILL (or still
-    /// under way), which [`Journal::read_with_cut_off_tail`] reports.
-    pub fn read(&self) -> Result<Vec<Entry>, String> {
+    /// under way), which [`Journal::read_with_cut_off_tail`] reports. The file is read as
+    /// [`read_bounded`] says: a link, a FIFO or a device at the path, or a file over
+    /// [`MAX_JOURNAL_BYTES`], is an error saying so, never followed nor read.
+    pub fn read(&self) -> Result<Vec<Entry>, JournalError> {
         self.read_with_cut_off_tail().map(|(entries, _)| entries)
     }
 
     /// Every entry so far, and the last line as text when it stops mid-entry without a newline.
-    pub fn read_with_cut_off_tail(&self) -> Result<(Vec<Entry>, Option<String>), String> {
-        let bytes = std::fs::read(&self.path)
-            .map_err(|e| format!("cannot read the journal {}: {e}", self.path.display()))?;
+    pub fn read_with_cut_off_tail(&self) -> Result<(Vec<Entry>, Option<String>), JournalError> {
+        let bytes = read_bounded(&self.path)?;
         let complete = complete_part(&bytes);
         let tail = &bytes[complete.len()..];
         let mut entries = Vec::new();
@@ -125,13 +263,12 @@ impl Journal {
             if raw.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let entry: format::Entry = serde_json::from_slice(raw).map_err(|e| {
-                format!(
-                    "journal {} line {}: not a journal entry ({e})",
-                    self.path.display(),
-                    line + 1
-                )
-            })?;
+            let entry: format::Entry =
+                serde_json::from_slice(raw).map_err(|e| JournalError::NotAnEntry {
+                    path: self.path.clone(),
+                    line: line + 1,
+                    error: e.to_string(),
+                })?;
             entries.push(Entry { line, entry });
         }
         let tail = (!tail.is_empty()).then(|| String::from_utf8_lossy(tail).into_owned());
@@ -282,10 +419,16 @@ mod tests {
         );
         assert!(!left_its_group(&entries, 10), "the runtime itself");
         std::fs::write(&path, format!("{}\nnot json\n", lines[0])).expect("write");
-        let error = Journal::new(&path).read().expect_err("not JSON");
+        let error = Journal::new(&path)
+            .read()
+            .expect_err("not JSON")
+            .to_string();
         assert!(error.contains("line 2"), "{error}");
         std::fs::write(&path, "{\"v\":1}\n").expect("write");
-        let error = Journal::new(&path).read().expect_err("JSON, but no entry");
+        let error = Journal::new(&path)
+            .read()
+            .expect_err("JSON, but no entry")
+            .to_string();
         assert!(error.contains("line 1: not a journal entry"), "{error}");
     }
 
@@ -403,14 +546,64 @@ mod tests {
         assert_eq!((entries.len(), tail), (1, None));
 
         std::fs::write(&path, format!("{cut}\n{whole}\n")).expect("write");
-        let error = journal.read().expect_err("a cut-off line before others");
+        let error = journal
+            .read()
+            .expect_err("a cut-off line before others")
+            .to_string();
         assert!(error.contains("line 1"), "{error}");
 
         std::fs::write(&path, format!("{whole}\nnot json")).expect("write");
         let error = journal
             .read()
-            .expect_err("an unterminated line that is no entry's prefix");
+            .expect_err("an unterminated line that is no entry's prefix")
+            .to_string();
         assert!(error.contains("line 2"), "{error}");
+    }
+
+    #[test]
+    fn a_journal_that_is_missing_a_link_no_regular_file_or_over_the_bound_is_never_read() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("journal.jsonl");
+        let error = |path: &Path| Journal::new(path).read().expect_err("refused").to_string();
+        assert_eq!(
+            error(&path),
+            format!(
+                "fake-dsh's journal is missing: {} does not exist",
+                path.display()
+            )
+        );
+        symlink("/dev/zero", &path).expect("link");
+        assert_eq!(
+            error(&path),
+            format!(
+                "fake-dsh's journal is a link: {} is a symbolic link (not followed)",
+                path.display()
+            )
+        );
+        std::fs::remove_file(&path).expect("unlink");
+        let real = dir.path().join("real.jsonl");
+        std::fs::write(&real, "").expect("write");
+        symlink(&real, &path).expect("link");
+        assert!(error(&path).contains("is a link"), "even to a regular file");
+        std::fs::remove_file(&path).expect("unlink");
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU).expect("fifo");
+        assert!(error(&path).ends_with("is a FIFO"), "{}", error(&path));
+        std::fs::remove_file(&path).expect("unlink");
+        std::fs::create_dir(&path).expect("dir");
+        assert!(error(&path).ends_with("is a directory"), "{}", error(&path));
+        std::fs::remove_dir(&path).expect("rmdir");
+        std::fs::File::create(&path)
+            .expect("create")
+            .set_len(MAX_JOURNAL_BYTES + 1)
+            .expect("sparse");
+        assert!(
+            error(&path).starts_with("fake-dsh's journal is over the 67108864-byte bound (64 MiB)"),
+            "{}",
+            error(&path)
+        );
+        std::fs::File::create(&path).expect("truncate");
+        assert!(Journal::new(&path).read().expect("empty").is_empty());
     }
 
     #[test]

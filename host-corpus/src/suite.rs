@@ -119,12 +119,7 @@ pub type EntryRun = (CaseResult, Option<serde_json::Value>);
 
 /// `--time-scale` positive, `--jobs` and `--verify` at least 1.
 fn check_numbers(config: &SuiteConfig) -> Result<(), HarnessError> {
-    if !(config.time_scale.is_finite() && config.time_scale > 0.0) {
-        return Err(HarnessError::Config(format!(
-            "--time-scale must be a positive number, got {}",
-            config.time_scale
-        )));
-    }
+    dsh_results::run_args::check_time_scale(config.time_scale).map_err(HarnessError::Config)?;
     if config.jobs == 0 || config.verify == 0 {
         return Err(HarnessError::Config(
             "--jobs and --verify must be at least 1".to_string(),

@@ -82,7 +82,7 @@ pub const MAX_RECORDING_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Opens one file of a recording for a bounded read: a regular file (a FIFO or device would
 /// hang or never end) of at most [`MAX_RECORDING_FILE_BYTES`].
-fn open_recording_file(path: &Path) -> Result<std::io::Take<std::fs::File>, String> {
+pub(crate) fn open_recording_file(path: &Path) -> Result<std::io::Take<std::fs::File>, String> {
     let meta = std::fs::metadata(path)
         .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
     if !meta.is_file() {
@@ -165,6 +165,19 @@ fn redact_split_deltas(
         start = end;
     }
     replaced
+}
+
+/// Makes every token-shaped credential the runtime wrote in base64 a secret of `redactor`, so
+/// that it is redacted in every encoded form wherever it appears, though no environment names it.
+fn learn_encoded_tokens(events: &[LineEvent], redactor: &mut Redactor) {
+    for event in events {
+        if let LineEvent::Line { bytes, .. } | LineEvent::Truncated { bytes, .. } = event {
+            let text = String::from_utf8_lossy(bytes);
+            for token in dsh_results::redact::token_shapes_in_base64(&text) {
+                redactor.add_secret(&token);
+            }
+        }
+    }
 }
 
 /// Replaces the recorded ids and cwd with placeholders, then redacts.
@@ -560,6 +573,7 @@ pub fn case_from_recording(dir: &Path, id: &str) -> Result<Case, String> {
     let mut redactor = Redactor::new(dsh_results::redact::credential_values_from_env());
     let execute = read_commands(dir, &mut redactor)?;
     let events = read_stdout(dir)?;
+    learn_encoded_tokens(&events, &mut redactor);
     let parsed: Vec<Option<Value>> = events
         .iter()
         .map(|event| match event {
@@ -672,6 +686,36 @@ mod tests {
         };
         assert_eq!(content(1), "the key is [redacted]");
         assert_eq!(content(2), ", keep it");
+    }
+
+    #[test]
+    fn a_key_in_base64_that_no_environment_names_is_redacted() {
+        let key = "sk-fixtureCanary0123456789abcdef";
+        let encoded = dsh_protocol::needles::base64(format!("Bearer {key}").as_bytes());
+        let line = json!({"v": 1, "type": "text", "content": format!("auth {encoded}")});
+        let events = vec![LineEvent::Line {
+            number: 1,
+            bytes: line.to_string().into_bytes(),
+        }];
+        let mut redactor = Redactor::new(Vec::new());
+        learn_encoded_tokens(&events, &mut redactor);
+        let scrubber = Scrubber {
+            substitutions: Vec::new(),
+            redactor: &redactor,
+        };
+        let (action, _) = line_action(line.to_string().as_bytes(), true, &scrubber);
+        let Action::Frame(frame) = action else {
+            panic!("a frame: {action:?}")
+        };
+        let content = frame["content"].as_str().unwrap();
+        assert!(
+            content.starts_with("auth ") && content.contains("[redacted]"),
+            "{content}"
+        );
+        assert!(
+            dsh_results::redact::token_shapes_in_base64(content).is_empty(),
+            "{content}"
+        );
     }
 
     #[test]

@@ -5,12 +5,14 @@
 //! `background_subagent` of the turn that started it: the child's last text, how long after the
 //! root's turn it finished, and the text of the root's wake-up turn (which answers no prompt, so
 //! it is no turn of its own). Replayed by fake-dsh (`FAKE_DSH_SCENARIO`) with the same client
-//! requests, it gives the same wire shapes. Credentials (from the environment and by token shape)
-//! are redacted from every string.
+//! requests, it gives the same wire shapes. Credentials are redacted from every string by
+//! `fixture-from-transcript`'s rules ([`redact_scenario`]): from the environment and by token
+//! shape, raw or encoded (a token written in base64 too), and split across one turn's steps.
+//! The recording is read bounded, and `--out` is never written through a link.
 
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -33,27 +35,122 @@ pub fn main(args: Args) -> ExitCode {
 }
 
 fn convert(args: &Args) -> Result<(), String> {
+    if let Some(out) = &args.out {
+        dsh_engine::files::refuse_symlink(out).map_err(|e| e.to_string())?;
+    }
     let path = if args.recording.is_dir() {
         args.recording.join("stdout.jsonl")
     } else {
         args.recording.clone()
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = read_recording(&path)?;
     let (scenario, notes) = scenario_from_stdout(&text)
         .map_err(|(line, why)| format!("{}: line {line}: {why}", path.display()))?;
     for note in notes {
         eprintln!("note: {note}");
     }
-    let redactor =
-        dsh_results::redact::Redactor::new(dsh_results::redact::credential_values_from_env());
-    let scenario = redactor.redact_json(&scenario);
+    let scenario = redact_scenario(&scenario, dsh_results::redact::credential_values_from_env());
     let rendered = format!("{scenario:#}\n");
     match &args.out {
-        Some(out) => std::fs::write(out, rendered).map_err(|e| format!("{}: {e}", out.display())),
+        Some(out) => {
+            dsh_engine::files::write_file(out, rendered.as_bytes()).map_err(|e| e.to_string())
+        }
         None => {
             print!("{rendered}");
             Ok(())
         }
+    }
+}
+
+/// The runtime's stdout as text, read as `fixture-from-transcript` reads a recording file: a
+/// regular file (a FIFO or a device would hang or never end) of at most
+/// [`MAX_RECORDING_FILE_BYTES`](super::fixture::MAX_RECORDING_FILE_BYTES), in UTF-8.
+fn read_recording(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    super::fixture::open_recording_file(path)?
+        .read_to_end(&mut bytes)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    String::from_utf8(bytes).map_err(|error| {
+        format!(
+            "{}: not UTF-8 (byte {})",
+            path.display(),
+            error.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// `scenario` with every credential redacted by the rules `fixture-from-transcript` follows:
+/// the credential-named values of `env_secrets` and the token shapes found in the scenario itself,
+/// raw or in base64, each in every encoded form (`dsh_protocol::needles`); and a credential split
+/// across the steps of one turn (the `text`s, or the `reasoning`s, in order: one stream of the
+/// model's) cut out of each step.
+pub fn redact_scenario(scenario: &Value, env_secrets: Vec<String>) -> Value {
+    use dsh_results::redact::{token_shapes, token_shapes_in_base64, Redactor};
+    let mut redactor = Redactor::new(env_secrets);
+    let mut texts = Vec::new();
+    visit_strings(scenario, &mut |text| texts.push(text.to_string()));
+    let streams = streams(scenario);
+    for stream in &streams {
+        texts.push(stream.iter().map(|(_, text)| text.as_str()).collect());
+    }
+    for text in &texts {
+        for token in token_shapes(text)
+            .into_iter()
+            .chain(token_shapes_in_base64(text))
+        {
+            redactor.add_secret(&token);
+        }
+    }
+    let mut scenario = scenario.clone();
+    for stream in streams {
+        let pieces: Vec<String> = stream.iter().map(|(_, text)| text.clone()).collect();
+        for ((pointer, _), redacted) in stream.iter().zip(redactor.redact_pieces(&pieces)) {
+            if let Some(slot) = scenario.pointer_mut(pointer) {
+                *slot = Value::String(redacted);
+            }
+        }
+    }
+    redactor.redact_json(&scenario)
+}
+
+/// Each turn's step `text`s, and its step `reasoning`s, in order: (JSON pointer, text).
+fn streams(scenario: &Value) -> Vec<Vec<(String, String)>> {
+    let mut streams = Vec::new();
+    let turns = scenario["sdk"]["turns"].as_array().into_iter().flatten();
+    for (turn, value) in turns.enumerate() {
+        for field in ["text", "reasoning"] {
+            let steps = value["steps"].as_array().into_iter().flatten();
+            let stream: Vec<(String, String)> = steps
+                .enumerate()
+                .filter_map(|(step, value)| {
+                    let text = value[field].as_str()?;
+                    Some((
+                        format!("/sdk/turns/{turn}/steps/{step}/{field}"),
+                        text.to_string(),
+                    ))
+                })
+                .collect();
+            if stream.len() > 1 {
+                streams.push(stream);
+            }
+        }
+    }
+    streams
+}
+
+/// Calls `visit` on every string in `value`, object keys included.
+fn visit_strings(value: &Value, visit: &mut dyn FnMut(&str)) {
+    match value {
+        Value::String(text) => visit(text),
+        Value::Array(items) => items.iter().for_each(|item| visit_strings(item, visit)),
+        Value::Object(members) => {
+            for (key, item) in members {
+                visit(key);
+                visit_strings(item, visit);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -373,6 +470,37 @@ mod tests {
         );
         assert_eq!(scenario_from_stdout("{}\nnope").unwrap_err().0, 2);
     }
+    #[test]
+    fn a_key_split_across_steps_encoded_or_only_in_the_environment_is_redacted() {
+        let key = "sk-sdkCanary0123456789abcdefghij";
+        let env_key = "hunter2-very-secret-value";
+        let encoded = dsh_protocol::needles::base64(format!("Bearer {key}").as_bytes());
+        let scenario = json!({"sdk": {"turns": [
+            {"steps": [{"text": "key: sk-sdkCanary01"}, {"text": "23456789abcdefghij ok"}],
+             "end": "completed"},
+            {"steps": [{"reasoning": "pw hunter2-very"}, {"reasoning": "-secret-value!"},
+                       {"text": format!("b64 {encoded} end")}], "end": "completed"},
+        ]}});
+        let redacted = redact_scenario(&scenario, vec![env_key.to_string()]);
+        let turns = &redacted["sdk"]["turns"];
+        assert_eq!(turns[0]["steps"][0]["text"], "key: [redacted]");
+        assert_eq!(turns[0]["steps"][1]["text"], " ok");
+        assert_eq!(turns[1]["steps"][0]["reasoning"], "pw [redacted]");
+        assert_eq!(turns[1]["steps"][1]["reasoning"], "!");
+        let text = turns[1]["steps"][2]["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("b64 ") && text.contains("[redacted]"),
+            "{text}"
+        );
+        assert!(
+            dsh_results::redact::token_shapes_in_base64(text).is_empty(),
+            "{text}"
+        );
+        assert_eq!(turns[0]["end"], "completed");
+        let untouched = json!({"sdk": {"turns": [{"steps": [{"text": "a"}, {"text": "b"}]}]}});
+        assert_eq!(redact_scenario(&untouched, Vec::new()), untouched);
+    }
+
     #[test]
     fn a_background_child_becomes_its_turns_subagent_and_the_wake_up_no_turn_of_its_own() {
         let frame = |method: &str, params: Value| {

@@ -71,7 +71,8 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Multiply every timeout by this factor (slow CI machines).
-    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    #[arg(long, value_name = "F", default_value_t = 1.0, allow_negative_numbers = true,
+          value_parser = dsh_results::run_args::parse_time_scale)]
     pub time_scale: f64,
     /// Keep every case's transcript and duration in report.json (default: transcripts of
     /// non-passing cells only, no durations, so two runs give the same file).
@@ -253,11 +254,8 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
-        eprintln!(
-            "dsh-conformance report: --time-scale must be a positive number, got {}",
-            args.time_scale
-        );
+    if let Err(message) = dsh_results::run_args::check_time_scale(args.time_scale) {
+        eprintln!("dsh-conformance report: {message}");
         return ExitCode::from(2);
     }
     let planted = REPORT_FILES

@@ -93,6 +93,79 @@ pub fn redact_token_shapes(text: &str) -> String {
     out
 }
 
+/// The token-shaped credentials (see [`redact_token_shapes`]) in `text`, as they are written.
+pub fn token_shapes(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = token_shape_ranges(text)
+        .into_iter()
+        .map(|(from, to)| text[from..to].to_string())
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// Base64 runs shorter than this many characters are not decoded: the shortest token shape
+/// (`xoxb-` and 10 characters) takes 20.
+const MIN_BASE64_RUN: usize = 20;
+
+/// The sextet of a base64 character in either alphabet (standard `+/`, URL-safe `-_`).
+fn sextet(byte: u8) -> Option<u32> {
+    Some(match byte {
+        b'A'..=b'Z' => byte - b'A',
+        b'a'..=b'z' => byte - b'a' + 26,
+        b'0'..=b'9' => byte - b'0' + 52,
+        b'+' | b'-' => 62,
+        b'/' | b'_' => 63,
+        _ => return None,
+    } as u32)
+}
+
+/// The bytes base64 `chars` (sextets only, no padding) decode to; a last group of 2 or 3
+/// characters gives 1 or 2 bytes, a lone last character nothing.
+fn decode_sextets(chars: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(chars.len() / 4 * 3 + 2);
+    for group in chars.chunks(4) {
+        let bits = group.iter().enumerate().fold(0u32, |acc, (index, c)| {
+            acc | sextet(*c).unwrap_or(0) << (18 - 6 * index)
+        });
+        for index in 0..group.len().saturating_sub(1) {
+            out.push((bits >> (16 - 8 * index) & 0xff) as u8);
+        }
+    }
+    out
+}
+
+/// Token-shaped credentials written in base64 in `text` (a key that is in no environment the
+/// converter sees, encoded by whoever wrote it): every run of [`MIN_BASE64_RUN`]+ base64
+/// characters, of either alphabet, is decoded at each of its four alignments (the encoding may
+/// start anywhere in the run) and searched for token shapes. The tokens are returned decoded:
+/// give them to [`Redactor::add_secret`], whose encoded forms then find them where they are.
+pub fn token_shapes_in_base64(text: &str) -> Vec<String> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        if sextet(bytes[at]).is_none() {
+            at += 1;
+            continue;
+        }
+        let end = bytes[at..]
+            .iter()
+            .position(|b| sextet(*b).is_none())
+            .map_or(bytes.len(), |length| at + length);
+        if end - at >= MIN_BASE64_RUN {
+            for offset in 0..4 {
+                let decoded = decode_sextets(&bytes[at + offset..end]);
+                found.extend(token_shapes(&String::from_utf8_lossy(&decoded)));
+            }
+        }
+        at = end;
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
 /// Redacts one recording: known secret values, token shapes, and the prompts' text, each in its
 /// common encodings too (`dsh_protocol::needles`: base64, percent, JSON escapes, hex).
 #[derive(Debug, Default)]
@@ -149,6 +222,14 @@ impl Redactor {
             add_forms(&mut redactor.secrets, &secret);
         }
         redactor
+    }
+
+    /// Redacts `secret` from now on too, raw and encoded (a credential found in the recording
+    /// itself rather than in the environment).
+    pub fn add_secret(&mut self, secret: &str) {
+        if secret.chars().count() >= MIN_SECRET_CHARS {
+            add_forms(&mut self.secrets, secret);
+        }
     }
 
     /// Every whole occurrence of `prompt` (and of each of its lines of 16+ characters) is
@@ -340,6 +421,32 @@ mod tests {
                 ]))
                 .concat(),
             format!("You said: {PROMPT_PLACEHOLDER}.")
+        );
+    }
+
+    #[test]
+    fn a_token_in_base64_is_found_at_any_alignment_and_then_redacted() {
+        let token = "sk-sdkCanary0123456789abcdefghij";
+        for prefix in ["", " ", "a ", "Bearer "] {
+            let encoded = dsh_protocol::needles::base64(format!("{prefix}{token}").as_bytes());
+            let url_safe = encoded.replace('/', "_").replace('+', "-");
+            let text = format!("auth: {encoded}; url-safe: {url_safe}");
+            assert_eq!(token_shapes_in_base64(&text), [token], "{prefix:?}: {text}");
+            let mut redactor = Redactor::default();
+            for found in token_shapes_in_base64(&text) {
+                redactor.add_secret(&found);
+            }
+            let redacted = redactor.redact(&text);
+            assert!(redacted.contains(REDACTED), "{prefix:?}: {redacted}");
+            assert!(
+                token_shapes_in_base64(&redacted).is_empty(),
+                "{prefix:?}: {redacted}"
+            );
+        }
+        assert!(token_shapes_in_base64("plain words and c2hvcnQ= base64").is_empty());
+        assert_eq!(
+            token_shapes("a sk-abcdefghijklmnop1234 b sk-short"),
+            ["sk-abcdefghijklmnop1234"]
         );
     }
 

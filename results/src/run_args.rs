@@ -73,9 +73,16 @@ pub struct Flags {
     #[arg(help_heading = "Timing")]
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// Multiply every timeout by this factor (slow CI machines).
+    /// Multiply every timeout by this factor (slow CI machines): a finite number above 0, at
+    /// most 100.
     #[arg(help_heading = "Timing")]
-    #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "FACTOR",
+        allow_negative_numbers = true,
+        value_parser = parse_time_scale
+    )]
     pub time_scale: f64,
     /// Run the selection N times; cases whose verdicts differ are reported flaky (fail).
     #[arg(help_heading = "Timing")]
@@ -155,6 +162,35 @@ pub struct Flags {
     #[arg(help_heading = "Host and runtime")]
     #[arg(long = "runtime-persona", value_name = "VERSION")]
     pub runtime_persona: Option<String>,
+}
+
+/// The largest `--time-scale`: every bound times 100 (a 40 s case limit becomes 67 minutes) is
+/// already more than any machine needs, and far below what a `Duration` holds.
+pub const MAX_TIME_SCALE: f64 = 100.0;
+
+/// `--time-scale` as every command taking it parses it (`run` on every surface, `report`,
+/// `check-runtime`): a finite number above 0 and at most [`MAX_TIME_SCALE`]; anything else is a
+/// usage error (exit 2) naming the flag and the range.
+pub fn parse_time_scale(text: &str) -> Result<f64, String> {
+    let out_of_range = || {
+        format!(
+            "--time-scale must be a finite number above 0 and at most {MAX_TIME_SCALE}, got {text:?}"
+        )
+    };
+    let value: f64 = text.trim().parse().map_err(|_| out_of_range())?;
+    check_time_scale(value).map_err(|_| out_of_range())
+}
+
+/// `value` when it is a `--time-scale` [`parse_time_scale`] accepts, for callers that get one
+/// without the parser (a library caller's config): the error names the flag and the range.
+pub fn check_time_scale(value: f64) -> Result<f64, String> {
+    if value.is_finite() && value > 0.0 && value <= MAX_TIME_SCALE {
+        Ok(value)
+    } else {
+        Err(format!(
+            "--time-scale must be a finite number above 0 and at most {MAX_TIME_SCALE}, got {value}"
+        ))
+    }
 }
 
 /// The surface a run tests.
@@ -252,4 +288,25 @@ pub fn fake_dsh_from_env() -> Option<PathBuf> {
     std::env::var_os("FAKE_DSH_BIN")
         .filter(|path| !path.is_empty())
         .map(PathBuf::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_time_scale_is_finite_above_0_and_at_most_100() {
+        for good in ["1", "0.2", "100", " 3 "] {
+            assert!(parse_time_scale(good).is_ok(), "{good}");
+        }
+        for bad in ["0", "-1", "1e300", "100.5", "inf", "-inf", "NaN", "", "two"] {
+            let error = parse_time_scale(bad).expect_err(bad);
+            assert!(
+                error.contains("--time-scale") && error.contains("above 0 and at most 100"),
+                "{bad}: {error}"
+            );
+        }
+        assert!(check_time_scale(f64::INFINITY).is_err());
+        assert_eq!(check_time_scale(2.5), Ok(2.5));
+    }
 }

@@ -59,7 +59,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     /// Multiply every bound (ready, turn, cancel grace, exit) by this factor.
-    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    #[arg(long, default_value_t = 1.0, value_name = "F", allow_negative_numbers = true,
+          value_parser = dsh_results::run_args::parse_time_scale)]
     pub time_scale: f64,
     /// Run only these checks (repeatable).
     #[arg(long = "check", value_name = "ID")]
@@ -115,12 +116,7 @@ pub fn run_checks(
     target.model_url = Some(server.url().to_string());
     target.observed = Default::default();
     let target = &target;
-    if !(target.time_scale.is_finite() && target.time_scale > 0.0) {
-        return Err(CannotRun(format!(
-            "--time-scale must be a positive number, not {}",
-            target.time_scale
-        )));
-    }
+    dsh_results::run_args::check_time_scale(target.time_scale).map_err(CannotRun)?;
     preflight(target)?;
     if target.dsh_home.is_some() && jobs > 1 {
         // The real dsh rewrites profiles/NAME/cordis.yml on every boot; a concurrent boot of the

@@ -245,3 +245,68 @@ fn the_sdk_examples_pass_on_the_0_1_1_persona_and_headless_has_none() {
     let headless = run("headless", "true", &["--runtime-persona", "0.1.1"]);
     assert_eq!(headless.status.code(), Some(2));
 }
+
+/// A client is told where fake-dsh's journal is (`FAKE_DSH_JOURNAL`), so it can break it; and a
+/// client that never starts the runtime leaves it unwritten. Either way the case fails, saying
+/// exactly what happened to the journal, even when the client otherwise ended as the case asks
+/// (here: `sdk.sigterm-mid-turn` wants a failure on stderr and a non-zero exit, which these
+/// clients fake). A link (to `/dev/zero`, which the kit once read to a gigabyte) or a FIFO is
+/// never followed nor read, and the run goes on to judge the case.
+#[test]
+fn a_client_that_never_starts_the_runtime_or_breaks_its_journal_fails_saying_how() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let modes = [
+        (
+            "never",
+            "",
+            "fake-dsh's journal was never written: no runtime started",
+        ),
+        (
+            "removed",
+            r#"rm -f "$FAKE_DSH_JOURNAL""#,
+            "fake-dsh's journal is missing: ",
+        ),
+        (
+            "emptied",
+            r#": > "$FAKE_DSH_JOURNAL""#,
+            "fake-dsh's journal was emptied: ",
+        ),
+        (
+            "fifo",
+            r#"rm -f "$FAKE_DSH_JOURNAL" && mkfifo "$FAKE_DSH_JOURNAL""#,
+            "fake-dsh's journal is not a regular file: ",
+        ),
+        (
+            "linked",
+            r#"rm -f "$FAKE_DSH_JOURNAL" && ln -s /dev/zero "$FAKE_DSH_JOURNAL""#,
+            "fake-dsh's journal is a link: ",
+        ),
+    ];
+    for (mode, tamper, said) in modes {
+        let client = dir.path().join(format!("{mode}.sh"));
+        std::fs::write(
+            &client,
+            format!("#!/bin/sh\n{tamper}\necho 'the runtime died' >&2\nexit 1\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&client, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let output = run(
+            "sdk",
+            client.to_str().unwrap(),
+            &["--format", "json", "--case", "sdk.sigterm-mid-turn"],
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{mode}: {stderr}");
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let case = &report["cases"][0];
+        assert_eq!(case["verdict"], "fail", "{mode}: {case}");
+        assert_eq!(case["blame"], "host", "{mode}: {case}");
+        assert_eq!(
+            case["rule"], "sdk.runtime-death-fails-pending",
+            "{mode}: {case}"
+        );
+        let why = case["why"].as_str().unwrap();
+        assert!(why.starts_with(said), "{mode}: {why}");
+    }
+}

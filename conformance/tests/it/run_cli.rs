@@ -837,3 +837,70 @@ fn the_reference_driver_answers_help_and_version() {
         .success()
         .stdout(predicates::str::starts_with("dsh-host-driver 0."));
 }
+
+/// `--time-scale` is checked once, where the flags are parsed, for every surface and every
+/// command taking it: a value that is not finite, not above 0 or above 100 is a usage error
+/// (exit 2) naming the flag and the range, never a panic nor a run (`1e300` overflowed a
+/// `Duration`, `inf` and `-1` ran under `--surface sdk`).
+#[test]
+fn a_time_scale_out_of_range_is_exit_2_naming_the_range_on_every_surface() {
+    let cwd = tempfile::tempdir().expect("temp dir");
+    let fake_dsh = dsh_test_support::binary("fake-dsh");
+    let bad = ["1e300", "inf", "-1", "0", "NaN", "101"];
+    let mut commands: Vec<(String, Vec<String>)> = Vec::new();
+    for surface in ["open-design", "sdk", "headless"] {
+        for value in bad {
+            let args = [
+                "run",
+                "--surface",
+                surface,
+                "--host",
+                "true",
+                "--fake-dsh",
+                fake_dsh.to_str().unwrap(),
+                "--case",
+                "sdk.receipt-before-response",
+                "--time-scale",
+                value,
+            ];
+            commands.push((
+                format!("run --surface {surface} --time-scale {value}"),
+                args.iter().map(|a| a.to_string()).collect(),
+            ));
+        }
+    }
+    for value in bad {
+        commands.push((
+            format!("report --time-scale {value}"),
+            ["report", "--time-scale", value].map(String::from).to_vec(),
+        ));
+        commands.push((
+            format!("check-runtime --time-scale {value}"),
+            [
+                "check-runtime",
+                "--dsh",
+                fake_dsh.to_str().unwrap(),
+                "--time-scale",
+                value,
+            ]
+            .map(String::from)
+            .to_vec(),
+        ));
+    }
+    for (label, args) in commands {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
+            .args(&args)
+            .current_dir(cwd.path())
+            .output()
+            .expect("runs");
+        let stderr = stderr_of(&output);
+        assert_eq!(output.status.code(), Some(2), "{label}: {stderr}");
+        assert!(
+            stderr.contains("--time-scale")
+                && stderr.contains("must be a finite number above 0 and at most 100"),
+            "{label}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{label}: {stderr}");
+        assert!(output.stdout.is_empty(), "{label}: nothing ran");
+    }
+}

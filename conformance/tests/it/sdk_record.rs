@@ -399,3 +399,120 @@ fn an_sdk_recordings_meta_and_its_scenario_never_hold_the_key() {
         "{scenario}"
     );
 }
+
+/// `sdk-scenario-from-transcript RECORDING --out OUT` with no credential in its environment.
+fn convert(recording: &Path, out: &Path) -> std::process::Output {
+    let mut command = std::process::Command::new(conformance());
+    command
+        .arg("sdk-scenario-from-transcript")
+        .arg(recording)
+        .arg("--out")
+        .arg(out);
+    for (name, _) in std::env::vars_os() {
+        if dsh_results::redact::is_credential_name(&name.to_string_lossy()) {
+            command.env_remove(name);
+        }
+    }
+    command.output().unwrap()
+}
+
+/// A key the converter does not know (it is in no environment of its) still stays out of the
+/// scenario when the runtime wrote it split across two steps of a turn, or in base64: the same
+/// redaction `fixture-from-transcript` applies (token shapes, raw and encoded, and across the
+/// pieces of one stream).
+#[test]
+fn a_key_split_across_two_steps_or_in_base64_never_reaches_the_scenario() {
+    const KEY: &str = "sk-sdkSplitCanary0123456789abcdefgh";
+    let (head, tail) = KEY.split_at(15);
+    let encoded = dsh_protocol::needles::base64(format!("Bearer {KEY}").as_bytes());
+    let echo = json!({"sdk": {"turns": [
+        {"steps": [{"text": format!("the key is {head}")}, {"text": format!("{tail}, split")}]},
+        {"steps": [{"text": format!("encoded: {encoded} done")}]}
+    ]}});
+    let recorded = Session::fake_sdk(&[], Some(echo)).record(&steps());
+    recorded.assert_clean_sdk();
+    let out = recorded.world.path("redacted.json");
+    let converted = convert(&recorded.recording, &out);
+    assert!(
+        converted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&converted.stderr)
+    );
+    let scenario: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let texts: Vec<&str> = scenario["sdk"]["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|turn| turn["steps"].as_array().unwrap())
+        .filter_map(|step| step["text"].as_str())
+        .collect();
+    assert_eq!(texts.len(), 3, "{scenario:#}");
+    assert!(texts[0].starts_with("the key is [redacted]"), "{texts:?}");
+    assert_eq!(texts[1], ", split", "{texts:?}");
+    assert!(
+        texts[2].starts_with("encoded: ") && texts[2].contains("[redacted]"),
+        "{texts:?}"
+    );
+    let text = scenario.to_string();
+    for kept in [KEY, head, tail, &encoded[4..encoded.len() - 4]] {
+        assert!(!text.contains(kept), "{kept:?} in {scenario:#}");
+    }
+    assert!(
+        dsh_results::redact::token_shapes_in_base64(&text).is_empty(),
+        "{scenario:#}"
+    );
+}
+
+/// `sdk-scenario-from-transcript` never writes `--out` through a link (planted or dangling) and
+/// reads the recording bounded, as `fixture-from-transcript` does: a stdout.jsonl over the bound
+/// or not a regular file is refused unread, exit 2, naming it; nothing is written.
+#[test]
+fn sdk_scenario_from_transcript_refuses_a_linked_out_and_an_unbounded_recording() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let recording = dir.path().join("recording");
+    std::fs::create_dir(&recording).unwrap();
+    let stdout = recording.join("stdout.jsonl");
+    std::fs::write(&stdout, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n").unwrap();
+
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "untouched").unwrap();
+    let linked = dir.path().join("linked.json");
+    symlink(&victim, &linked).unwrap();
+    let dangling = dir.path().join("dangling.json");
+    let nowhere = dir.path().join("would-be-created");
+    symlink(&nowhere, &dangling).unwrap();
+    for out in [&linked, &dangling] {
+        let output = convert(&recording, out);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("is a symbolic link"), "{stderr}");
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+    assert!(!nowhere.exists());
+    let out = dir.path().join("scenario.json");
+    assert!(
+        convert(&recording, &out).status.success(),
+        "a regular --out"
+    );
+
+    let out = dir.path().join("never.json");
+    std::fs::File::create(&stdout)
+        .unwrap()
+        .set_len(dsh_record::fixture::MAX_RECORDING_FILE_BYTES + 1)
+        .unwrap();
+    let output = convert(&recording, &out);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("stdout.jsonl") && stderr.contains("more than the 67108864 bytes"),
+        "{stderr}"
+    );
+    std::fs::remove_file(&stdout).unwrap();
+    std::fs::create_dir(&stdout).unwrap();
+    let output = convert(&recording, &out);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+    assert!(!out.exists(), "nothing written");
+}
