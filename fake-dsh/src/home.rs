@@ -1,6 +1,7 @@
 //! The Harness home (`DSH_HOME`): where the open-design profile counts as installed, where
 //! `plugin add` records it, and fake-dsh's own per-home state (the `stdio` invocation counter).
 
+use crate::profile::Profile;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
@@ -57,7 +58,7 @@ pub fn claim(dsh_home: &Path) -> Result<(), String> {
 }
 
 /// The paths under `dsh_home` (relative) that fake-dsh never writes: anything but its own
-/// `.fake-dsh/`, `sessions/<file>` and `profiles/open-design/package.json` (and the temp files of
+/// `.fake-dsh/`, `sessions/<file>` and `profiles/<profile>/package.json` (and the temp files of
 /// [`write_atomically`] beside them). A missing home has none.
 fn foreign_entries(dsh_home: &Path) -> Vec<String> {
     let mut foreign = Vec::new();
@@ -78,26 +79,33 @@ fn foreign_entries(dsh_home: &Path) -> Vec<String> {
         !is_dir && (name.ends_with(".json") || temp_file(name))
     });
     check(&dsh_home.join("profiles"), "profiles/", &|name, is_dir| {
-        name == PROFILE_NAME && is_dir
+        Profile::from_name(name).is_some() && is_dir
     });
-    let profile = dsh_home.join("profiles").join(PROFILE_NAME);
-    check(&profile, "profiles/open-design/", &|name, is_dir| {
-        !is_dir && (name == "package.json" || temp_file(name))
-    });
+    for profile in Profile::ALL.map(Profile::name) {
+        let dir = dsh_home.join("profiles").join(profile);
+        check(&dir, &format!("profiles/{profile}/"), &|name, is_dir| {
+            !is_dir && (name == "package.json" || temp_file(name))
+        });
+    }
     foreign
 }
 
 /// `$DSH_HOME/profiles/open-design/package.json`: its existence means the profile is installed.
 pub fn profile_manifest_path(dsh_home: &Path) -> PathBuf {
+    manifest_path_of(dsh_home, Profile::OpenDesign)
+}
+
+/// `$DSH_HOME/profiles/<profile>/package.json`: its existence means that profile is installed.
+pub fn manifest_path_of(dsh_home: &Path, profile: Profile) -> PathBuf {
     dsh_home
         .join("profiles")
-        .join(PROFILE_NAME)
+        .join(profile.name())
         .join("package.json")
 }
 
-/// Whether the open-design profile is installed in this home.
-pub fn profile_installed(dsh_home: &Path) -> bool {
-    profile_manifest_path(dsh_home).is_file()
+/// Whether the profile is installed in this home.
+pub fn profile_installed(dsh_home: &Path, profile: Profile) -> bool {
+    manifest_path_of(dsh_home, profile).is_file()
 }
 
 /// The sha256 of a file as lowercase hex, read in chunks.
@@ -138,10 +146,15 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     })
 }
 
-/// Installs the profile from a bundle tarball (`dsh plugin --profile open-design add <tarball>`):
+/// Installs a profile from a bundle tarball (`dsh plugin --profile <name> add <tarball>`):
 /// records the package name, version, the tarball's sha256 and absolute path. Returns the
 /// manifest path.
-pub fn install_profile(dsh_home: &Path, tarball: &Path, version: &str) -> Result<PathBuf, String> {
+pub fn install_profile(
+    dsh_home: &Path,
+    profile: Profile,
+    tarball: &Path,
+    version: &str,
+) -> Result<PathBuf, String> {
     if !tarball.is_file() {
         return Err(format!(
             "error: bundle {} does not exist or is not a file",
@@ -153,13 +166,13 @@ pub fn install_profile(dsh_home: &Path, tarball: &Path, version: &str) -> Result
     let sha256 = sha256_file(&absolute)
         .map_err(|error| format!("error: cannot read {}: {error}", tarball.display()))?;
     let manifest = json!({
-        "name": BUNDLE_PACKAGE,
+        "name": profile.identity().bundle_package,
         "version": version,
         "sha256": sha256,
         "tarball": absolute.to_string_lossy(),
-        "profile": PROFILE_NAME
+        "profile": profile.name()
     });
-    let path = profile_manifest_path(dsh_home);
+    let path = manifest_path_of(dsh_home, profile);
     let mut contents = serde_json::to_vec_pretty(&manifest).expect("a manifest always serializes");
     contents.push(b'\n');
     write_atomically(&path, &contents)
@@ -197,14 +210,15 @@ mod tests {
     fn install_refuses_a_missing_tarball_and_records_a_real_one() {
         let home = tempfile::tempdir().unwrap();
         let missing = home.path().join("nope.tgz");
-        let refused = install_profile(home.path(), &missing, "0.1.0").unwrap_err();
+        let refused =
+            install_profile(home.path(), Profile::OpenDesign, &missing, "0.1.0").unwrap_err();
         assert!(refused.contains("does not exist"), "{refused}");
-        assert!(!profile_installed(home.path()));
+        assert!(!profile_installed(home.path(), Profile::OpenDesign));
 
         let tarball = home.path().join("bundle.tgz");
         fs::write(&tarball, b"abc").unwrap();
-        install_profile(home.path(), &tarball, "0.1.0").unwrap();
-        assert!(profile_installed(home.path()));
+        install_profile(home.path(), Profile::OpenDesign, &tarball, "0.1.0").unwrap();
+        assert!(profile_installed(home.path(), Profile::OpenDesign));
         let manifest: serde_json::Value =
             serde_json::from_slice(&fs::read(profile_manifest_path(home.path())).unwrap()).unwrap();
         assert_eq!(manifest["name"], BUNDLE_PACKAGE);

@@ -31,6 +31,15 @@ impl World {
         world
     }
 
+    /// A world with only this profile installed (`profiles/<name>/package.json`).
+    pub fn with_profile(name: &str) -> World {
+        let world = World::without_profile();
+        let manifest = world.home().join(format!("profiles/{name}/package.json"));
+        std::fs::create_dir_all(manifest.parent().unwrap()).unwrap();
+        std::fs::write(&manifest, b"{\"name\":\"a bundle\"}\n").unwrap();
+        world
+    }
+
     pub fn without_profile() -> World {
         let root = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(root.path().join("dsh-home")).unwrap();
