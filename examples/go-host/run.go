@@ -200,7 +200,8 @@ func (t *Turn) attempt(binary, workdir string, model *Model, resume string) (a a
 	child := &process{exited: make(chan struct{})}
 	go func() { child.err = cmd.Wait(); close(child.exited) }()
 	exited := child.exited
-	reap := func() attempt { return t.reap(a, pgid, child, lines, stderr, requestID) }
+	// reap(wait): step 5, after giving a runtime that closed stdout `wait` to exit on its own.
+	reap := func(wait time.Duration) attempt { return t.reap(a, pgid, child, lines, stderr, requestID, wait) }
 	runDeadline := time.After(t.bounds.Run)
 
 	// Step 2: the first ready, then execute.
@@ -209,19 +210,19 @@ func (t *Turn) attempt(binary, workdir string, model *Model, resume string) (a a
 		select {
 		case line, open := <-lines:
 			if !open {
-				return reap()
+				return reap(t.bounds.Drain)
 			}
 			t.handle(&a, line, requestID, resume, workdir)
 		case <-handshake:
 			a.readErr = fmt.Sprintf("dsh did not become ready within %s", t.bounds.Handshake)
-			return reap()
+			return reap(0)
 		case <-t.cancelled:
 			a.cancelled = true
 			a.readErr = "dsh cancelled before the runtime protocol became ready"
-			return reap()
+			return reap(0)
 		case <-runDeadline:
 			a.timedOut = true
-			return reap()
+			return reap(0)
 		}
 	}
 	command, _ := json.Marshal(executeCommand(requestID, workdir, t.prompt(resume), resume, model, t.req.Effort))
@@ -280,7 +281,7 @@ func (t *Turn) attempt(binary, workdir string, model *Model, resume string) (a a
 		}
 	}
 	stdin.Close()
-	return reap()
+	return reap(0)
 }
 
 // process is the runtime's exit, once `exited` is closed.
@@ -293,10 +294,10 @@ type process struct {
 // of a finished run may outlive it), escaped daemons by token, then stderr's tail and what
 // stdout still holds (discarded).
 func (t *Turn) reap(a attempt, pgid int, child *process, lines chan []byte, stderr func() string,
-	token string) attempt {
+	token string, wait time.Duration) attempt {
 	select {
 	case <-child.exited:
-	default:
+	case <-time.After(wait):
 		_ = signalGroup(pgid, syscall.SIGKILL)
 		<-child.exited
 	}

@@ -1,4 +1,4 @@
-//! The Harness home (`DSH_HOME`): where the open-design profile counts as installed, where
+//! The Harness home (`DSH_HOME`): where a profile (`crate::profile`) counts as installed, where
 //! `plugin add` records it, and fake-dsh's own per-home state (the `stdio` invocation counter).
 
 use crate::profile::Profile;
@@ -8,9 +8,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-/// The only profile fake-dsh knows.
+/// The open-design profile's name (every profile's is in [`Profile`]).
 pub const PROFILE_NAME: &str = "open-design";
-/// The package name of the open-design profile bundle.
+/// The package name of the open-design profile bundle (every profile's is in [`Profile`]).
 pub const BUNDLE_PACKAGE: &str = "@open-design/dsh-runtime";
 
 /// `DSH_HOME`, else `$HOME/.dsh`.
