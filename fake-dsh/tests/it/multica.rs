@@ -397,3 +397,32 @@ fn a_scripted_scenario_plays_on_multica_as_on_open_design() {
     assert_eq!(result["resume_rejected"], true);
     assert_eq!(result["error"]["message"], "no od-unknown");
 }
+
+#[test]
+fn a_cancel_ends_the_turn_and_the_process_with_stdin_still_open() {
+    let world = World::with_profile("multica");
+    world.scenario(json!({"agent": {"step_delay_ms": 1000}}));
+    let root = session_root(&world);
+    let env_root = root.clone();
+    let mut dsh = world.spawn(&["--profile", "multica", "--stdio"], move |command| {
+        command.env("MULTICA_DSH_SESSION_ROOT", &env_root);
+    });
+    assert_eq!(dsh.next_frame()["runtime"], "dsh");
+    dsh.send(&execute(&world, "task-1", None));
+    let session = dsh.next_frame();
+    assert_eq!(session["type"], "session");
+    dsh.send(&json!({"v": 1, "type": "cancel", "request_id": "task-1"}));
+    let frames = dsh.rest();
+    let result = only(&frames, "result");
+    assert_eq!(result["status"], "cancelled");
+    assert_eq!(result["session_id"], session["session_id"]);
+    assert!(result.get("acceptance").is_none(), "{result}");
+    assert_eq!(
+        code(dsh.wait()),
+        0,
+        "it exits on its own: Multica never closes stdin"
+    );
+    let session_id = session["session_id"].as_str().unwrap();
+    let record = support::read_json(&root.join(format!("{session_id}.json")));
+    assert_eq!(record["turns"][0]["status"], "cancelled");
+}
