@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -31,6 +32,7 @@ func logf(format string, args ...any) {
 
 // Driver serves driver requests; runs go on beside the request loop.
 type Driver struct {
+	out        io.Writer // where replies go (stdout)
 	profile    string
 	supervisor string
 	env        []string
@@ -54,7 +56,7 @@ func (d *Driver) reply(reply map[string]any) {
 	}
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
-	_, _ = os.Stdout.Write(line.Bytes())
+	_, _ = d.out.Write(line.Bytes())
 }
 
 func (d *Driver) fail(id any, message string) {
@@ -183,7 +185,7 @@ func main() {
 		os.Exit(2)
 	}
 	env := os.Environ()
-	driver := &Driver{profile: *profile, supervisor: *supervisor, env: env, bounds: boundsFromEnv(),
+	driver := &Driver{out: os.Stdout, profile: *profile, supervisor: *supervisor, env: env, bounds: boundsFromEnv(),
 		store: NewStore(envValue(env, "RUNTIME_DATA_DIR")), runs: map[string]*Turn{}}
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
