@@ -118,7 +118,7 @@ fn resolve_session(context: &Context, execute: &Execute) -> Result<Served, (Stri
             let set = context.knobs.resume_rejected_code.as_deref();
             set.unwrap_or(default).to_string()
         };
-        return match sessions::load(&context.dsh_home, resume) {
+        return match sessions::load(&context.session_dir, resume) {
             Ok(record) => Ok(Served {
                 record,
                 resumed: true,
@@ -137,7 +137,7 @@ fn resolve_session(context: &Context, execute: &Execute) -> Result<Served, (Stri
         .session_sent
         .clone()
         .unwrap_or_else(|| context.fresh_session_id.clone());
-    let record = sessions::load(&context.dsh_home, &session_id)
+    let record = sessions::load(&context.session_dir, &session_id)
         .unwrap_or_else(|_| SessionRecord::new(&session_id, &execute.cwd));
     Ok(Served {
         record,
@@ -146,7 +146,7 @@ fn resolve_session(context: &Context, execute: &Execute) -> Result<Served, (Stri
 }
 
 fn store(context: &Context, record: &SessionRecord) {
-    if let Err(error) = sessions::save(&context.dsh_home, record) {
+    if let Err(error) = sessions::save(&context.session_dir, record) {
         eprintln!("fake-dsh: cannot store the session record: {error}");
     }
 }
@@ -287,11 +287,21 @@ fn narrate(context: &mut Context, turn: &Turn) -> Result<(), Cancelled> {
             " It has a hero section, a call to action and a feature grid.".to_string(),
         )
     };
-    let steps: [Value; 3] = [
+    let mut steps = Vec::new();
+    if context.profile.identity().progress_and_acceptance {
+        let data = json!({"file": html_name, "edit": turn.edit});
+        steps.push(frames::progress(
+            request_id,
+            "planning",
+            "Planning the design",
+            data,
+        ));
+    }
+    steps.extend([
         frames::thinking(request_id, thinking),
         frames::text(request_id, &opening),
         frames::text(request_id, &plan),
-    ];
+    ]);
     for frame in &steps {
         step(context, frame)?;
     }
@@ -362,11 +372,23 @@ fn close(context: &mut Context, turn: &Turn, outcome: &ToolOutcome) -> Result<()
         format!(" Done: `{html_name}` now shows revision {}.", turn.revision)
     };
     let written = &outcome.plan.new_contents;
-    for frame in [
+    let mut closing_frames = Vec::new();
+    if context.profile.identity().progress_and_acceptance && !outcome.is_error {
+        let data = json!({"file": html_name, "checks": 1});
+        let message = format!("Checking {html_name}");
+        closing_frames.push(frames::progress(
+            &turn.request_id,
+            "verifying",
+            &message,
+            data,
+        ));
+    }
+    closing_frames.extend([
         frames::text(&turn.request_id, &closing),
         usage_frame(&turn.execute, written, turn.edit, turn.revision),
-    ] {
-        step(context, &frame)?;
+    ]);
+    for frame in &closing_frames {
+        step(context, frame)?;
     }
     if between_frames(context) {
         return Err(Cancelled);
@@ -402,9 +424,30 @@ fn finish(
     } else {
         format!("Created {}", turn.html_name)
     };
-    let frame = frames::result_completed(request_id, session_id, &summary);
+    let mut frame = frames::result_completed(request_id, session_id, &summary);
+    if context.profile.identity().progress_and_acceptance {
+        frame["acceptance"] = acceptance(&turn.execute, &turn.html_name);
+    }
     context.out.write_frame(&frame);
     TurnEnd::Completed
+}
+
+/// A completed result's `acceptance` (Multica at PR #7169: `{passed, checks: [{command,
+/// exit_code, passed, output, truncated}]}`): one check, that the design file is not empty,
+/// evaluated here rather than by a shell, and reported as the command that would check it.
+fn acceptance(execute: &Execute, html_name: &str) -> Value {
+    let path = Path::new(&execute.cwd).join(html_name);
+    let passed = std::fs::metadata(&path).is_ok_and(|meta| meta.is_file() && meta.len() > 0);
+    json!({
+        "passed": passed,
+        "checks": [{
+            "command": format!("test -s {html_name}"),
+            "exit_code": if passed { 0 } else { 1 },
+            "passed": passed,
+            "output": "",
+            "truncated": false
+        }]
+    })
 }
 
 fn short_id(session_id: &str) -> String {

@@ -5,8 +5,8 @@
 //! anything else on the line, a missing `--profile` says `--profile <name> is required`,
 //! `--list-models` is an unknown option, and `plugin --help` is an error.
 
-use crate::home::PROFILE_NAME;
 use crate::journal::Mode;
+use crate::profile::Profile;
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -18,12 +18,13 @@ const ENV_HELP: &str = "Environment:
   FAKE_DSH_JOURNAL         append a journal of what the host did to this file
   FAKE_DSH_VERSION         the version `--version` reports
   FAKE_DSH_IDENTITY_PATCH  JSON merged into the probe and ready frames
-  FAKE_DSH_WATCHDOG_SECS   exit after this many seconds whatever happens";
+  FAKE_DSH_WATCHDOG_SECS   exit after this many seconds whatever happens
+  MULTICA_DSH_SESSION_ROOT the multica profile's session store (instead of $DSH_HOME/sessions)";
 
 #[derive(Debug, Parser)]
 #[command(
     name = "dsh",
-    about = "DeepSeek Harness (fake-dsh: a keyless stand-in for the open-design profile)",
+    about = "DeepSeek Harness (fake-dsh: a keyless stand-in for the open-design and multica profiles)",
     disable_version_flag = true,
     args_conflicts_with_subcommands = true,
     after_help = ENV_HELP
@@ -41,9 +42,12 @@ struct Cli {
     /// Speak the profile's stdio protocol.
     #[arg(long, requires = "profile", group = "surface")]
     stdio: bool,
-    /// Print the profile's models frame.
+    /// Print the profile's models frame (the open-design profile).
     #[arg(long, requires = "profile", group = "surface")]
     models: bool,
+    /// Print the profile's models frame (the multica profile).
+    #[arg(long, requires = "profile", group = "surface")]
+    list_models: bool,
     #[command(subcommand)]
     command: Option<Sub>,
 }
@@ -83,10 +87,11 @@ enum PluginAction {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Invocation {
     Version,
-    Probe,
-    Models,
-    Stdio,
+    Probe(Profile),
+    Models(Profile),
+    Stdio(Profile),
     PluginAdd {
+        profile: Profile,
         tarball: PathBuf,
     },
     Child {
@@ -98,7 +103,8 @@ pub enum Invocation {
     Help(String),
     /// Print this text to stderr and exit 1 (the real dsh's status for every usage error).
     Usage(String),
-    /// The profile asked for does not exist (fake-dsh can hold only `open-design`): stderr, exit 1.
+    /// The profile asked for does not exist (fake-dsh can hold only the profiles of
+    /// [`Profile::ALL`]): stderr, exit 1.
     NoSuchProfile(String),
 }
 
@@ -116,9 +122,9 @@ impl Invocation {
     pub fn mode(&self) -> Mode {
         match self {
             Invocation::Version => Mode::Version,
-            Invocation::Probe => Mode::Probe,
-            Invocation::Models => Mode::Models,
-            Invocation::Stdio => Mode::Stdio,
+            Invocation::Probe(_) => Mode::Probe,
+            Invocation::Models(_) => Mode::Models,
+            Invocation::Stdio(_) => Mode::Stdio,
             Invocation::PluginAdd { .. } => Mode::Plugin,
             Invocation::Child { .. } => Mode::Child,
             Invocation::Help(_) | Invocation::Usage(_) | Invocation::NoSuchProfile(_) => {
@@ -166,35 +172,53 @@ where
                 ignore_sigterm,
                 daemon_watchdog_ms,
             },
-            Sub::Plugin(plugin) if plugin.profile != PROFILE_NAME => Invocation::Usage(format!(
-                "error: fake-dsh installs only the {PROFILE_NAME} profile, not {:?}",
-                plugin.profile
-            )),
-            Sub::Plugin(plugin) => match plugin.action {
-                PluginAction::Add { tarball } => Invocation::PluginAdd { tarball },
+            Sub::Plugin(plugin) => match Profile::from_name(&plugin.profile) {
+                None => Invocation::Usage(format!(
+                    "error: fake-dsh installs only the {} profiles, not {:?}",
+                    known_profiles(),
+                    plugin.profile
+                )),
+                Some(profile) => match plugin.action {
+                    PluginAction::Add { tarball } => Invocation::PluginAdd { profile, tarball },
+                },
             },
         };
     }
     if cli.version {
         return Invocation::Version;
     }
-    let Some(profile) = cli.profile else {
+    let Some(name) = cli.profile else {
         return Invocation::Usage("error: --profile <name> is required".to_string());
     };
-    if profile != PROFILE_NAME {
-        return Invocation::NoSuchProfile(profile);
+    // Each profile has its own models flag (`Identity::models_flag`); the other one is an unknown
+    // option there, as `--list-models` is for the real dsh (docs/fake-dsh.md, "Fidelity").
+    let flag = Profile::from_name(&name).map(|profile| profile.identity().models_flag);
+    for (given, spelled) in [(cli.models, "--models"), (cli.list_models, "--list-models")] {
+        if given && flag != Some(spelled) {
+            return Invocation::Usage(format!("error: unknown option '{spelled}'"));
+        }
     }
+    let Some(profile) = Profile::from_name(&name) else {
+        return Invocation::NoSuchProfile(name);
+    };
+    let models = cli.models || cli.list_models;
     if cli.probe {
-        Invocation::Probe
+        Invocation::Probe(profile)
     } else if cli.stdio {
-        Invocation::Stdio
-    } else if cli.models {
-        Invocation::Models
+        Invocation::Stdio(profile)
+    } else if models {
+        Invocation::Models(profile)
     } else {
-        Invocation::Usage(
-            "error: a profile mode needs exactly one of --models, --probe, --stdio".to_string(),
-        )
+        Invocation::Usage(format!(
+            "error: a profile mode needs exactly one of {}, --probe, --stdio",
+            profile.identity().models_flag
+        ))
     }
+}
+
+/// The names of the installable profiles, for messages.
+fn known_profiles() -> String {
+    Profile::ALL.map(Profile::name).join(" and ")
 }
 
 #[cfg(test)]
@@ -211,24 +235,44 @@ mod tests {
         assert_eq!(parsed(&["-V"]), Invocation::Version);
         assert_eq!(
             parsed(&["--profile", "open-design", "--probe"]),
-            Invocation::Probe
+            Invocation::Probe(Profile::OpenDesign)
         );
         assert_eq!(
             parsed(&["--probe", "--profile=open-design"]),
-            Invocation::Probe
+            Invocation::Probe(Profile::OpenDesign)
         );
         assert_eq!(
             parsed(&["--profile", "open-design", "--stdio"]),
-            Invocation::Stdio
+            Invocation::Stdio(Profile::OpenDesign)
         );
         assert_eq!(
             parsed(&["--profile", "open-design", "--models"]),
-            Invocation::Models
+            Invocation::Models(Profile::OpenDesign)
+        );
+        assert_eq!(
+            parsed(&["--profile", "multica", "--probe"]),
+            Invocation::Probe(Profile::Multica)
+        );
+        assert_eq!(
+            parsed(&["--profile", "multica", "--stdio"]),
+            Invocation::Stdio(Profile::Multica)
+        );
+        assert_eq!(
+            parsed(&["--profile", "multica", "--list-models"]),
+            Invocation::Models(Profile::Multica)
+        );
+        assert_eq!(
+            parsed(&["plugin", "--profile", "multica", "add", "/m.tgz"]),
+            Invocation::PluginAdd {
+                profile: Profile::Multica,
+                tarball: "/m.tgz".into()
+            }
         );
         assert_eq!(parsed(&["--version", "--bogus"]), Invocation::Version);
         assert_eq!(
             parsed(&["plugin", "--profile", "open-design", "add", "/x.tgz"]),
             Invocation::PluginAdd {
+                profile: Profile::OpenDesign,
                 tarball: "/x.tgz".into()
             }
         );
@@ -263,6 +307,9 @@ mod tests {
             &[],
             &["plugin", "--profile", "other", "add", "/x.tgz"],
             &["plugin", "--profile", "open-design", "add"],
+            &["--profile", "multica", "--models"],
+            &["--profile", "multica"],
+            &["--profile", "web", "--list-models"],
         ] {
             assert!(
                 matches!(parsed(args), Invocation::Usage(_)),
@@ -271,8 +318,8 @@ mod tests {
             );
         }
         assert_eq!(
-            parsed(&["--profile", "multica", "--stdio"]),
-            Invocation::NoSuchProfile("multica".into())
+            parsed(&["--profile", "web", "--stdio"]),
+            Invocation::NoSuchProfile("web".into())
         );
         assert_eq!(
             no_such_profile("multica"),

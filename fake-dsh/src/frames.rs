@@ -1,17 +1,14 @@
 //! Builds the generation-1 runtime frames fake-dsh writes, as plain `serde_json::Value`s, so that a
 //! scenario can also patch them into invalid shapes on purpose.
 
+use crate::profile::Profile;
 use dsh_protocol::frames::TokenCounts;
 use serde_json::{json, Value};
 
-/// The runtime identity of the open-design profile.
-pub const RUNTIME_ID: &str = "open-design";
 /// The protocol generation fake-dsh speaks.
 pub const PROTOCOL_VERSION: u64 = 1;
 /// The plugin version fake-dsh reports in `probe` and `ready`.
 pub const PLUGIN_VERSION: &str = "0.1.0";
-/// The plugin compatibility generation fake-dsh reports.
-pub const COMPATIBILITY_GENERATION: &str = "od-profile-1";
 /// The default model route.
 pub const DEFAULT_PROVIDER: &str = "deepseek-official";
 /// The default model id.
@@ -41,69 +38,149 @@ pub fn identity_patch() -> Result<Option<Value>, String> {
     }
 }
 
-fn identity(frame_type: &str) -> Value {
-    let mut frame = default_identity(frame_type);
+fn identity(frame_type: &str, profile: Profile) -> Value {
+    let mut frame = default_identity(frame_type, profile);
     if let Ok(Some(patch)) = identity_patch() {
         merge_patch(&mut frame, &patch);
     }
     frame
 }
 
-fn default_identity(frame_type: &str) -> Value {
-    json!({
+fn default_identity(frame_type: &str, profile: Profile) -> Value {
+    let identity = profile.identity();
+    let mut frame = json!({
         "v": 1,
         "type": frame_type,
-        "runtime": RUNTIME_ID,
+        "runtime": identity.runtime_id,
         "protocol_version": PROTOCOL_VERSION,
         "plugin_version": PLUGIN_VERSION,
-        "compatibility_generation": COMPATIBILITY_GENERATION,
-        "capabilities": {
+    });
+    if let Some(generation) = identity.compatibility_generation {
+        frame["compatibility_generation"] = json!(generation);
+    }
+    frame["capabilities"] = match profile {
+        Profile::OpenDesign => json!({
             "session_resume": true,
             "session_cancel": true,
             "structured_events": true
-        }
-    })
+        }),
+        // The members Multica's daemon decodes at PR #7169 (dsh.go); `issue_id` and
+        // `task_contract` stay false, so a host sends neither.
+        Profile::Multica => json!({
+            "resume": true, "cancel": true, "models": true, "thinking": true, "usage": true,
+            "tools": true, "progress": true, "acceptance": true,
+            "mcp": ["stdio", "streamable-http"],
+            "issue_id": false, "task_contract": false
+        }),
+    };
+    frame
 }
 
 /// The `probe` frame printed by `--probe`.
-pub fn probe() -> Value {
-    identity("probe")
+pub fn probe(profile: Profile) -> Value {
+    identity("probe", profile)
 }
 
 /// The `ready` frame that opens a `--stdio` stream.
-pub fn ready() -> Value {
-    identity("ready")
+pub fn ready(profile: Profile) -> Value {
+    identity("ready", profile)
 }
 
-/// The `models` frame printed by `--models`: two models, each with reasoning options.
-pub fn models() -> Value {
+/// One model of the catalog: its id, display name and reasoning options (id, name, default).
+struct CatalogModel {
+    id: &'static str,
+    name: &'static str,
+    options: &'static [(&'static str, &'static str, bool)],
+}
+
+/// The catalog both profiles print, each in its own shape.
+const CATALOG: [CatalogModel; 2] = [
+    CatalogModel {
+        id: DEFAULT_MODEL,
+        name: "DeepSeek Chat",
+        options: &[("none", "No reasoning", true), ("low", "Low", false)],
+    },
+    CatalogModel {
+        id: "deepseek-reasoner",
+        name: "DeepSeek Reasoner",
+        options: &[
+            ("low", "Low", false),
+            ("medium", "Medium", true),
+            ("high", "High", false),
+        ],
+    },
+];
+
+/// The display name of the default provider.
+const PROVIDER_NAME: &str = "DeepSeek";
+
+/// The `models` frame printed by `--models` (open-design) or `--list-models` (multica): two
+/// models, each with reasoning options. Multica's items are `{id: "provider/model", label,
+/// provider (a display name), default, thinking: {supported_levels, default_level}}` (dsh.go
+/// discoverDshModels, dsh_test.go TestDiscoverDshModels).
+pub fn models(profile: Profile) -> Value {
+    let models: Vec<Value> = CATALOG
+        .iter()
+        .enumerate()
+        .map(|(index, model)| match profile {
+            Profile::OpenDesign => {
+                let options: Vec<Value> = model
+                    .options
+                    .iter()
+                    .map(|(id, name, default)| {
+                        let mut option = json!({"id": id, "name": name});
+                        if *default {
+                            option["default"] = json!(true);
+                        }
+                        option
+                    })
+                    .collect();
+                json!({
+                    "provider": DEFAULT_PROVIDER,
+                    "provider_name": PROVIDER_NAME,
+                    "id": model.id,
+                    "name": model.name,
+                    "reasoning_options": options
+                })
+            }
+            Profile::Multica => {
+                let levels: Vec<Value> = model
+                    .options
+                    .iter()
+                    .map(|(id, name, _)| json!({"value": id, "label": name}))
+                    .collect();
+                let default_level = model
+                    .options
+                    .iter()
+                    .find(|(_, _, default)| *default)
+                    .map_or("", |(id, _, _)| *id);
+                json!({
+                    "id": format!("{DEFAULT_PROVIDER}/{}", model.id),
+                    "label": model.name,
+                    "provider": PROVIDER_NAME,
+                    "default": index == 0,
+                    "thinking": {"supported_levels": levels, "default_level": default_level}
+                })
+            }
+        })
+        .collect();
     json!({
         "v": 1,
         "type": "models",
-        "runtime": RUNTIME_ID,
-        "models": [
-            {
-                "provider": DEFAULT_PROVIDER,
-                "provider_name": "DeepSeek",
-                "id": DEFAULT_MODEL,
-                "name": "DeepSeek Chat",
-                "reasoning_options": [
-                    { "id": "none", "name": "No reasoning", "default": true },
-                    { "id": "low", "name": "Low" }
-                ]
-            },
-            {
-                "provider": DEFAULT_PROVIDER,
-                "provider_name": "DeepSeek",
-                "id": "deepseek-reasoner",
-                "name": "DeepSeek Reasoner",
-                "reasoning_options": [
-                    { "id": "low", "name": "Low" },
-                    { "id": "medium", "name": "Medium", "default": true },
-                    { "id": "high", "name": "High" }
-                ]
-            }
-        ]
+        "runtime": profile.identity().runtime_id,
+        "models": models
+    })
+}
+
+/// A `progress` frame (Multica at PR #7169: `phase`, `message`, `data`).
+pub fn progress(request_id: &str, phase: &str, message: &str, data: Value) -> Value {
+    json!({
+        "v": 1,
+        "type": "progress",
+        "request_id": request_id,
+        "phase": phase,
+        "message": message,
+        "data": data
     })
 }
 
@@ -299,7 +376,7 @@ mod tests {
 
     #[test]
     fn pad_to_makes_the_line_exactly_that_long() {
-        let mut frame = models();
+        let mut frame = models(Profile::OpenDesign);
         pad_to(&mut frame, 70_000);
         assert_eq!(
             serde_json::to_vec(&frame).map(|l| l.len()).ok(),

@@ -1,17 +1,18 @@
-//! The Harness home (`DSH_HOME`): where the open-design profile counts as installed, where
+//! The Harness home (`DSH_HOME`): where a profile (`crate::profile`) counts as installed, where
 //! `plugin add` records it, fake-dsh's own per-home state (the `stdio` invocation counter), and
 //! the one rule for writing into it ([`claim`]: never into a home holding what fake-dsh did not
 //! create).
 
+use crate::profile::Profile;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-/// The only profile fake-dsh knows.
+/// The open-design profile's name (every profile's is in [`Profile`]).
 pub const PROFILE_NAME: &str = "open-design";
-/// The package name of the open-design profile bundle.
+/// The package name of the open-design profile bundle (every profile's is in [`Profile`]).
 pub const BUNDLE_PACKAGE: &str = "@open-design/dsh-runtime";
 
 /// `DSH_HOME`, else `$HOME/.dsh`.
@@ -61,7 +62,7 @@ pub fn claim(dsh_home: &Path) -> Result<(), String> {
 }
 
 /// The paths under `dsh_home` (relative) that fake-dsh never writes: anything but its own
-/// `.fake-dsh/`, `sessions/<file>.json` and a stand-in `profiles/open-design/package.json` (see
+/// `.fake-dsh/`, `sessions/<file>.json` and a stand-in `profiles/<profile>/package.json` (see
 /// [`is_stand_in_manifest`]), and the temp files of [`write_atomically`] beside them. A link is
 /// never fake-dsh's, whatever its name. A missing home has none.
 fn foreign_entries(dsh_home: &Path) -> Vec<String> {
@@ -88,14 +89,21 @@ fn foreign_entries(dsh_home: &Path) -> Vec<String> {
         kind == FileKind::File && (name.ends_with(".json") || temp_file(name))
     });
     check(&dsh_home.join("profiles"), "profiles/", &|name, kind| {
-        name == PROFILE_NAME && kind == FileKind::Dir
+        Profile::from_name(name).is_some() && kind == FileKind::Dir
     });
-    let profile = dsh_home.join("profiles").join(PROFILE_NAME);
-    check(&profile, "profiles/open-design/", &|name, kind| {
-        kind == FileKind::File
-            && (temp_file(name)
-                || (name == "package.json" && is_stand_in_manifest(&profile.join(name))))
-    });
+    for profile in Profile::ALL {
+        let dir = dsh_home.join("profiles").join(profile.name());
+        check(
+            &dir,
+            &format!("profiles/{}/", profile.name()),
+            &|name, kind| {
+                kind == FileKind::File
+                    && (temp_file(name)
+                        || (name == "package.json"
+                            && is_stand_in_manifest(&dir.join(name), profile)))
+            },
+        );
+    }
     foreign
 }
 
@@ -111,12 +119,12 @@ enum FileKind {
 const MAX_STAND_IN_BYTES: u64 = 64 * 1024;
 
 /// Whether `path` holds a stand-in profile record, the only `package.json` fake-dsh replaces: a
-/// regular file (not a link) of at most 64 KiB holding a JSON object whose `name` is
-/// [`BUNDLE_PACKAGE`] and that has neither `dsh` nor `dependencies`. That is what fake-dsh's
-/// `plugin add` writes and what test kits write in its place; the real dsh's
-/// `profiles/open-design/package.json` is pnpm's project file (`dsh.profile.bundles`,
-/// `dependencies`), never one.
-pub fn is_stand_in_manifest(path: &Path) -> bool {
+/// regular file (not a link) of at most 64 KiB holding a JSON object whose `name` is the
+/// profile's bundle package ([`BUNDLE_PACKAGE`] for open-design) and that has neither `dsh` nor
+/// `dependencies`. That is what fake-dsh's `plugin add` writes and what test kits write in its
+/// place; the real dsh's `profiles/<profile>/package.json` is pnpm's project file
+/// (`dsh.profile.bundles`, `dependencies`), never one.
+pub fn is_stand_in_manifest(path: &Path, profile: Profile) -> bool {
     let regular = fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_file());
     let mut text = Vec::new();
     let read =
@@ -127,7 +135,7 @@ pub fn is_stand_in_manifest(path: &Path) -> bool {
     let Ok(serde_json::Value::Object(manifest)) = serde_json::from_slice(&text) else {
         return false;
     };
-    manifest.get("name").and_then(|name| name.as_str()) == Some(BUNDLE_PACKAGE)
+    manifest.get("name").and_then(|name| name.as_str()) == Some(profile.identity().bundle_package)
         && !manifest.contains_key("dsh")
         && !manifest.contains_key("dependencies")
 }
@@ -135,30 +143,36 @@ pub fn is_stand_in_manifest(path: &Path) -> bool {
 /// Makes sure `plugin add` may replace the home's profile manifest: there is none yet, or it is a
 /// stand-in record ([`is_stand_in_manifest`]). Anything else (the real dsh's package.json, a
 /// link) is refused even in a marked home; the error names the file and `DSH_HOME`.
-pub fn check_manifest_replaceable(dsh_home: &Path) -> Result<(), String> {
-    let path = profile_manifest_path(dsh_home);
-    if fs::symlink_metadata(&path).is_err() || is_stand_in_manifest(&path) {
+pub fn check_manifest_replaceable(dsh_home: &Path, profile: Profile) -> Result<(), String> {
+    let path = manifest_path_of(dsh_home, profile);
+    if fs::symlink_metadata(&path).is_err() || is_stand_in_manifest(&path, profile) {
         return Ok(());
     }
     Err(format!(
         "error: fake-dsh will not replace {}: it is not a profile record fake-dsh writes \
-         (a JSON object named {BUNDLE_PACKAGE} without `dsh` or `dependencies`), a real dsh profile?\n\
+         (a JSON object named {} without `dsh` or `dependencies`), a real dsh profile?\n\
          Set DSH_HOME to an empty directory (or one fake-dsh made, marked by {MARKER}) for fake-dsh.",
-        path.display()
+        path.display(),
+        profile.identity().bundle_package
     ))
 }
 
 /// `$DSH_HOME/profiles/open-design/package.json`: its existence means the profile is installed.
 pub fn profile_manifest_path(dsh_home: &Path) -> PathBuf {
+    manifest_path_of(dsh_home, Profile::OpenDesign)
+}
+
+/// `$DSH_HOME/profiles/<profile>/package.json`: its existence means that profile is installed.
+pub fn manifest_path_of(dsh_home: &Path, profile: Profile) -> PathBuf {
     dsh_home
         .join("profiles")
-        .join(PROFILE_NAME)
+        .join(profile.name())
         .join("package.json")
 }
 
-/// Whether the open-design profile is installed in this home.
-pub fn profile_installed(dsh_home: &Path) -> bool {
-    profile_manifest_path(dsh_home).is_file()
+/// Whether the profile is installed in this home.
+pub fn profile_installed(dsh_home: &Path, profile: Profile) -> bool {
+    manifest_path_of(dsh_home, profile).is_file()
 }
 
 /// The sha256 of a file as lowercase hex, read in chunks.
@@ -199,10 +213,15 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     })
 }
 
-/// Installs the profile from a bundle tarball (`dsh plugin --profile open-design add <tarball>`):
+/// Installs a profile from a bundle tarball (`dsh plugin --profile <name> add <tarball>`):
 /// records the package name, version, the tarball's sha256 and absolute path, over nothing but a
 /// stand-in record ([`check_manifest_replaceable`]). Returns the manifest path.
-pub fn install_profile(dsh_home: &Path, tarball: &Path, version: &str) -> Result<PathBuf, String> {
+pub fn install_profile(
+    dsh_home: &Path,
+    profile: Profile,
+    tarball: &Path,
+    version: &str,
+) -> Result<PathBuf, String> {
     if !tarball.is_file() {
         return Err(format!(
             "error: bundle {} does not exist or is not a file",
@@ -214,14 +233,14 @@ pub fn install_profile(dsh_home: &Path, tarball: &Path, version: &str) -> Result
     let sha256 = sha256_file(&absolute)
         .map_err(|error| format!("error: cannot read {}: {error}", tarball.display()))?;
     let manifest = json!({
-        "name": BUNDLE_PACKAGE,
+        "name": profile.identity().bundle_package,
         "version": version,
         "sha256": sha256,
         "tarball": absolute.to_string_lossy(),
-        "profile": PROFILE_NAME
+        "profile": profile.name()
     });
-    let path = profile_manifest_path(dsh_home);
-    check_manifest_replaceable(dsh_home)?;
+    let path = manifest_path_of(dsh_home, profile);
+    check_manifest_replaceable(dsh_home, profile)?;
     let mut contents = serde_json::to_vec_pretty(&manifest).expect("a manifest always serializes");
     contents.push(b'\n');
     write_atomically(&path, &contents)
@@ -259,14 +278,15 @@ mod tests {
     fn install_refuses_a_missing_tarball_and_records_a_real_one() {
         let home = tempfile::tempdir().unwrap();
         let missing = home.path().join("nope.tgz");
-        let refused = install_profile(home.path(), &missing, "0.1.0").unwrap_err();
+        let refused =
+            install_profile(home.path(), Profile::OpenDesign, &missing, "0.1.0").unwrap_err();
         assert!(refused.contains("does not exist"), "{refused}");
-        assert!(!profile_installed(home.path()));
+        assert!(!profile_installed(home.path(), Profile::OpenDesign));
 
         let tarball = home.path().join("bundle.tgz");
         fs::write(&tarball, b"abc").unwrap();
-        install_profile(home.path(), &tarball, "0.1.0").unwrap();
-        assert!(profile_installed(home.path()));
+        install_profile(home.path(), Profile::OpenDesign, &tarball, "0.1.0").unwrap();
+        assert!(profile_installed(home.path(), Profile::OpenDesign));
         let manifest: serde_json::Value =
             serde_json::from_slice(&fs::read(profile_manifest_path(home.path())).unwrap()).unwrap();
         assert_eq!(manifest["name"], BUNDLE_PACKAGE);
@@ -328,14 +348,14 @@ mod tests {
 
         fs::create_dir_all(real.join(".fake-dsh")).unwrap();
         fs::write(real.join(MARKER), b"{}").unwrap();
-        let refused = check_manifest_replaceable(&real).unwrap_err();
+        let refused = check_manifest_replaceable(&real, Profile::OpenDesign).unwrap_err();
         assert!(
             refused.contains("package.json") && refused.contains("DSH_HOME"),
             "{refused}"
         );
         let tarball = root.path().join("bundle.tgz");
         fs::write(&tarball, b"abc").unwrap();
-        install_profile(&real, &tarball, "0.1.0").unwrap_err();
+        install_profile(&real, Profile::OpenDesign, &tarball, "0.1.0").unwrap_err();
         assert_eq!(fs::read(profile_manifest_path(&real)).unwrap(), pnpm);
 
         let linked = root.path().join("linked");
@@ -344,7 +364,7 @@ mod tests {
         fs::write(&elsewhere, br#"{"name": "@open-design/dsh-runtime"}"#).unwrap();
         std::os::unix::fs::symlink(&elsewhere, profile_manifest_path(&linked)).unwrap();
         assert!(claim(&linked).unwrap_err().contains("package.json"));
-        assert!(check_manifest_replaceable(&linked).is_err());
+        assert!(check_manifest_replaceable(&linked, Profile::OpenDesign).is_err());
     }
 
     #[test]

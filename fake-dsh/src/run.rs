@@ -9,7 +9,9 @@ use crate::home;
 use crate::journal::{self, ExitReason, Journal, Mode};
 use crate::output::{self, Stdout};
 use crate::process::{self, finish};
+use crate::profile::Profile;
 use crate::scenario::{self, FrameAnswer, RawAnswer, Scenario, VersionAnswer};
+use crate::sessions;
 use crate::stdio::{self, Context};
 use serde_json::Value;
 
@@ -62,16 +64,16 @@ pub fn main() -> ! {
     }
     match invocation {
         Invocation::Version => version(&scenario),
-        Invocation::Probe => {
-            require_profile();
-            frame_surface(frames::probe(), scenario.probe.as_ref())
+        Invocation::Probe(profile) => {
+            require_profile(profile);
+            frame_surface(profile, frames::probe(profile), scenario.probe.as_ref())
         }
-        Invocation::Models => {
-            require_profile();
-            frame_surface(frames::models(), scenario.models.as_ref())
+        Invocation::Models(profile) => {
+            require_profile(profile);
+            frame_surface(profile, frames::models(profile), scenario.models.as_ref())
         }
-        Invocation::PluginAdd { tarball } => plugin_add(&tarball),
-        Invocation::Stdio => stdio_surface(&scenario, journaled_index),
+        Invocation::PluginAdd { profile, tarball } => plugin_add(profile, &tarball),
+        Invocation::Stdio(profile) => stdio_surface(profile, &scenario, journaled_index),
         Invocation::Child { .. }
         | Invocation::Help(_)
         | Invocation::Usage(_)
@@ -79,39 +81,49 @@ pub fn main() -> ! {
     }
 }
 
-/// `plugin add <tarball>`: installs the profile bundle into the Harness home.
-fn plugin_add(tarball: &std::path::Path) -> ! {
+/// `plugin --profile <name> add <tarball>`: installs the profile's bundle into the Harness home.
+fn plugin_add(profile: Profile, tarball: &std::path::Path) -> ! {
     let dsh_home = home::dsh_home().unwrap_or_else(|message| fail(&message));
     if tarball.is_file() {
         home::claim(&dsh_home).unwrap_or_else(|message| fail(&message));
-        home::check_manifest_replaceable(&dsh_home).unwrap_or_else(|message| fail(&message));
+        home::check_manifest_replaceable(&dsh_home, profile)
+            .unwrap_or_else(|message| fail(&message));
     }
-    match home::install_profile(&dsh_home, tarball, frames::PLUGIN_VERSION) {
+    match home::install_profile(&dsh_home, profile, tarball, frames::PLUGIN_VERSION) {
         Ok(_) => {
             let line = format!(
                 "Installed {}@{} into profile {}\n",
-                home::BUNDLE_PACKAGE,
+                profile.identity().bundle_package,
                 frames::PLUGIN_VERSION,
-                home::PROFILE_NAME
+                profile.name()
             );
             Stdout::new().write_bytes(line.as_bytes());
             finish(0, ExitReason::ScriptEnd)
         }
-        Err(message) => plugin_add_failed(&dsh_home, &message),
+        Err(message) => plugin_add_failed(profile, &dsh_home, &message),
     }
 }
 
 /// `--stdio`: the scenario's script for this invocation (counted in the journal, else in the
-/// Harness home when the scenario scripts stdio), or the default agent.
-fn stdio_surface(scenario: &Scenario, journaled_index: Option<u64>) -> ! {
-    let dsh_home = require_profile();
+/// Harness home when the scenario scripts stdio), or the default agent. Sessions live in
+/// `$DSH_HOME/sessions`, or in the profile's session root when one is set (multica).
+fn stdio_surface(profile: Profile, scenario: &Scenario, journaled_index: Option<u64>) -> ! {
+    let dsh_home = require_profile(profile);
     home::claim(&dsh_home).unwrap_or_else(|message| fail(&message));
+    let session_dir = match profile.session_root() {
+        Ok(Some(root)) => {
+            sessions::claim_session_root(&root).unwrap_or_else(|message| fail(&message));
+            root
+        }
+        Ok(None) => sessions::home_session_dir(&dsh_home),
+        Err(message) => fail(&message),
+    };
     let index = match journaled_index {
         Some(index) => Some(index),
         None if !scenario.stdio.is_empty() => home::next_stdio_invocation(&dsh_home).ok(),
         None => None,
     };
-    let context = Context::new(dsh_home, scenario.agent.clone());
+    let context = Context::new(profile, dsh_home, session_dir, scenario.agent.clone());
     match scenario.script(index) {
         Some(script) => stdio::run_script(context, script),
         None => stdio::run_default_agent(context),
@@ -129,8 +141,8 @@ fn usage_error(message: &str) -> ! {
 
 /// A failed `plugin add`, shaped like the real one: pnpm's complaint on stdout, dsh's own line on
 /// stderr, pnpm's exit status. Unlike the real dsh it leaves no half-made profile behind.
-fn plugin_add_failed(dsh_home: &std::path::Path, message: &str) -> ! {
-    let profile_dir = dsh_home.join("profiles").join(home::PROFILE_NAME);
+fn plugin_add_failed(profile: Profile, dsh_home: &std::path::Path, message: &str) -> ! {
+    let profile_dir = dsh_home.join("profiles").join(profile.name());
     Stdout::new().write_bytes(format!(" ERR_PNPM_ADD  {message}\n").as_bytes());
     output::stderr_bytes(
         format!(
@@ -149,18 +161,24 @@ fn fail(message: &str) -> ! {
     finish(2, ExitReason::Error)
 }
 
-/// The Harness home, or the real dsh's "does not exist" error (exit 1) when the open-design
-/// profile is not installed there (one line: the real dsh prints it under a stack trace).
-fn require_profile() -> std::path::PathBuf {
+/// The Harness home, or the real dsh's "does not exist" error (exit 1) when the profile is not
+/// installed there (one line: the real dsh prints it under a stack trace).
+fn require_profile(profile: Profile) -> std::path::PathBuf {
     let dsh_home = home::dsh_home().unwrap_or_else(|message| fail(&message));
-    if !home::profile_installed(&dsh_home) {
-        usage_error(&cli::no_such_profile(home::PROFILE_NAME));
+    if !home::profile_installed(&dsh_home, profile) {
+        usage_error(&cli::no_such_profile(profile.name()));
     }
     dsh_home
 }
 
-fn raw_answer(raw: &RawAnswer) -> ! {
+/// A raw answer: its stdout with the profile's placeholders filled (`{{runtime_id}}`,
+/// `{{profile}}`; none for `--version`, which has no profile), its stderr, its exit status.
+fn raw_answer(profile: Option<Profile>, raw: &RawAnswer) -> ! {
     if let Some(stdout) = &raw.stdout {
+        let stdout = match profile {
+            Some(profile) => profile.fill(stdout),
+            None => stdout.clone(),
+        };
         Stdout::new().write_bytes(stdout.as_bytes());
         journal::record(journal::Event::frame("raw"));
     }
@@ -174,7 +192,7 @@ fn version(scenario: &Scenario) -> ! {
     let from_env = std::env::var(VERSION_ENV).ok();
     let text = match (from_env, &scenario.version) {
         (Some(version), _) => version,
-        (None, Some(VersionAnswer::Raw(raw))) => raw_answer(raw),
+        (None, Some(VersionAnswer::Raw(raw))) => raw_answer(None, raw),
         (None, Some(VersionAnswer::Text(version))) => version.clone(),
         (None, None) => DEFAULT_VERSION.to_string(),
     };
@@ -182,9 +200,9 @@ fn version(scenario: &Scenario) -> ! {
     finish(0, ExitReason::ScriptEnd)
 }
 
-fn frame_surface(mut frame: Value, answer: Option<&FrameAnswer>) -> ! {
+fn frame_surface(profile: Profile, mut frame: Value, answer: Option<&FrameAnswer>) -> ! {
     match answer {
-        Some(FrameAnswer::Raw(raw)) => raw_answer(raw),
+        Some(FrameAnswer::Raw(raw)) => raw_answer(Some(profile), raw),
         Some(FrameAnswer::Patch(patch)) => {
             frames::merge_patch(&mut frame, &patch.patch);
             if let Some(bytes) = patch.pad_to_bytes {

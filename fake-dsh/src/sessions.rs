@@ -1,5 +1,7 @@
-//! Session records under `$DSH_HOME/sessions/<session_id>.json`: what a later process needs to
-//! cold-resume a session (its cwd, its turns, the HTML file it owns), written atomically.
+//! Session records under a session directory, `$DSH_HOME/sessions/<session_id>.json` unless the
+//! profile's session root moves them (multica: `MULTICA_DSH_SESSION_ROOT/<session_id>.json`):
+//! what a later process needs to cold-resume a session (its cwd, its turns, the HTML file it
+//! owns), written atomically.
 
 use crate::home::{hex, write_atomically};
 use serde::{Deserialize, Serialize};
@@ -54,9 +56,61 @@ pub fn is_storable_id(session_id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
-/// `$DSH_HOME/sessions/<session_id>.json`.
-pub fn record_path(dsh_home: &Path, session_id: &str) -> PathBuf {
-    dsh_home.join("sessions").join(format!("{session_id}.json"))
+/// The session directory of a home when no session root moves it: `$DSH_HOME/sessions`.
+pub fn home_session_dir(dsh_home: &Path) -> PathBuf {
+    dsh_home.join("sessions")
+}
+
+/// `<session dir>/<session_id>.json`.
+pub fn record_path(session_dir: &Path, session_id: &str) -> PathBuf {
+    session_dir.join(format!("{session_id}.json"))
+}
+
+/// Makes sure fake-dsh may store sessions in a session root it was handed (multica's
+/// `MULTICA_DSH_SESSION_ROOT`, a directory the host made for the runtime): a missing root is
+/// made; an existing one may hold only session records (`*.json` files) and the temp files of
+/// [`write_atomically`]. Anything else (a real dsh's session history, say) is refused before
+/// anything is written, naming the root and what in it fake-dsh did not create.
+pub fn claim_session_root(root: &Path) -> Result<(), String> {
+    let refuse = |why: String| {
+        format!(
+            "error: fake-dsh will not store sessions in {}: {why}",
+            root.display()
+        )
+    };
+    match std::fs::symlink_metadata(root) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return std::fs::create_dir_all(root).map_err(|error| refuse(error.to_string()));
+        }
+        Err(error) => return Err(refuse(error.to_string())),
+        Ok(meta) if !meta.is_dir() => return Err(refuse("it is not a directory".to_string())),
+        Ok(_) => {}
+    }
+    let entries = std::fs::read_dir(root).map_err(|error| refuse(error.to_string()))?;
+    let mut foreign: Vec<String> = entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let is_file = entry.file_type().is_ok_and(|kind| kind.is_file());
+            let temp = name.starts_with('.') && name.ends_with(".tmp");
+            !(is_file && (name.ends_with(".json") || temp))
+        })
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    foreign.sort();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = foreign.iter().take(3).map(String::as_str).collect();
+    Err(refuse(format!(
+        "it holds entries fake-dsh did not create ({}{})",
+        shown.join(", "),
+        if foreign.len() > shown.len() {
+            ", ..."
+        } else {
+            ""
+        }
+    )))
 }
 
 /// The sha256 of a prompt, hex.
@@ -64,12 +118,12 @@ pub fn prompt_hash(prompt: &str) -> String {
     hex(&Sha256::digest(prompt.as_bytes()))
 }
 
-/// Loads a stored session.
-pub fn load(dsh_home: &Path, session_id: &str) -> Result<SessionRecord, LoadError> {
+/// Loads a stored session from a session directory.
+pub fn load(session_dir: &Path, session_id: &str) -> Result<SessionRecord, LoadError> {
     if !is_storable_id(session_id) {
         return Err(LoadError::NotFound);
     }
-    let path = record_path(dsh_home, session_id);
+    let path = record_path(session_dir, session_id);
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -89,8 +143,8 @@ pub fn load(dsh_home: &Path, session_id: &str) -> Result<SessionRecord, LoadErro
     Ok(record)
 }
 
-/// Stores a session record atomically.
-pub fn save(dsh_home: &Path, record: &SessionRecord) -> std::io::Result<()> {
+/// Stores a session record atomically in a session directory.
+pub fn save(session_dir: &Path, record: &SessionRecord) -> std::io::Result<()> {
     if !is_storable_id(&record.session_id) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -102,7 +156,7 @@ pub fn save(dsh_home: &Path, record: &SessionRecord) -> std::io::Result<()> {
     }
     let mut contents = serde_json::to_vec_pretty(record).expect("records always serialize");
     contents.push(b'\n');
-    write_atomically(&record_path(dsh_home, &record.session_id), &contents)
+    write_atomically(&record_path(session_dir, &record.session_id), &contents)
 }
 
 impl SessionRecord {
@@ -169,5 +223,25 @@ mod tests {
             load(home.path(), "od-bad"),
             Err(LoadError::Corrupt(_))
         ));
+    }
+
+    #[test]
+    fn a_session_root_is_made_or_holds_only_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("dsh-sessions/dsh/agent-1");
+        claim_session_root(&fresh).unwrap();
+        assert!(fresh.is_dir(), "a missing root is made");
+        save(&fresh, &SessionRecord::new("od-1", "/p")).unwrap();
+        claim_session_root(&fresh).expect("records are fake-dsh's own");
+
+        std::fs::write(fresh.join("history.jsonl"), b"{}\n").unwrap();
+        let refused = claim_session_root(&fresh).unwrap_err();
+        assert!(refused.contains("history.jsonl"), "{refused}");
+        assert!(refused.contains(&fresh.display().to_string()), "{refused}");
+
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, b"").unwrap();
+        let refused = claim_session_root(&file).unwrap_err();
+        assert!(refused.contains("not a directory"), "{refused}");
     }
 }

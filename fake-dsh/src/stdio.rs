@@ -7,6 +7,7 @@ use crate::inbox::{remaining, Inbound, Inbox, Wait};
 use crate::journal::ExitReason;
 use crate::output::{self, FrameEntries, Stdout};
 use crate::process::{self, finish};
+use crate::profile::Profile;
 use crate::scenario::{
     Action, AgentKnobs, ExecuteBranches, ExecuteKind, ProtocolErrorSpec, ResultSpec, SessionSpec,
     TextLineSpec, UsageSpec,
@@ -103,7 +104,11 @@ pub fn classify(inbound: &Inbound) -> Command {
 pub struct Context {
     pub out: Stdout,
     pub inbox: Inbox,
+    /// The profile this process plays (its identity frames and extras).
+    pub profile: Profile,
     pub dsh_home: PathBuf,
+    /// Where session records live: `$DSH_HOME/sessions`, or the profile's session root.
+    pub session_dir: PathBuf,
     pub knobs: AgentKnobs,
     pub execute: Option<Execute>,
     /// A fresh id for a new session, drawn at start.
@@ -115,11 +120,18 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(dsh_home: PathBuf, knobs: AgentKnobs) -> Context {
+    pub fn new(
+        profile: Profile,
+        dsh_home: PathBuf,
+        session_dir: PathBuf,
+        knobs: AgentKnobs,
+    ) -> Context {
         Context {
             out: Stdout::new(),
             inbox: Inbox::for_stdin(),
+            profile,
             dsh_home,
+            session_dir,
             knobs,
             execute: None,
             fresh_session_id: sessions::new_session_id(),
@@ -152,7 +164,8 @@ impl Context {
         }
     }
 
-    /// Replaces the placeholders in a string.
+    /// Replaces the placeholders in a string: the run's, and the profile's (`{{runtime_id}}`,
+    /// `{{profile}}`, see [`Profile::fill`]).
     pub fn fill(&self, text: &str) -> String {
         if !text.contains("{{") {
             return text.to_string();
@@ -162,7 +175,9 @@ impl Context {
             .as_ref()
             .and_then(|execute| execute.resume_session_id.clone())
             .unwrap_or_default();
-        text.replace("{{request_id}}", &self.request_id())
+        self.profile
+            .fill(text)
+            .replace("{{request_id}}", &self.request_id())
             .replace("{{session_id}}", &self.session_id())
             .replace("{{resume_session_id}}", &resume)
             .replace("{{foreign_request_id}}", &self.foreign_request_id())
@@ -221,7 +236,7 @@ impl Context {
             ),
             None => (String::new(), String::new(), String::new()),
         };
-        let mut record = sessions::load(&self.dsh_home, session_id)
+        let mut record = sessions::load(&self.session_dir, session_id)
             .unwrap_or_else(|_| SessionRecord::new(session_id, &cwd));
         if record.turns.last().map(|turn| turn.request_id.as_str()) != Some(request_id.as_str()) {
             record.begin_turn(&request_id, &prompt, &cwd);
@@ -229,7 +244,7 @@ impl Context {
         if let Some(status) = status {
             record.finish_turn(status);
         }
-        if let Err(error) = sessions::save(&self.dsh_home, &record) {
+        if let Err(error) = sessions::save(&self.session_dir, &record) {
             eprintln!("fake-dsh: cannot store session record: {error}");
         }
     }
@@ -241,7 +256,9 @@ impl Context {
         let execute = self.execute.as_ref()?;
         Some(match &execute.resume_session_id {
             None => ExecuteKind::New,
-            Some(resume) if sessions::load(&self.dsh_home, resume).is_ok() => ExecuteKind::Resume,
+            Some(resume) if sessions::load(&self.session_dir, resume).is_ok() => {
+                ExecuteKind::Resume
+            }
             Some(_) => ExecuteKind::UnknownResume,
         })
     }
@@ -250,7 +267,7 @@ impl Context {
 /// Runs the default agent for a whole process: `ready` at once, then commands until one turn
 /// ends (then exit 0) or stdin closes before any execute (exit 0).
 pub fn run_default_agent(mut context: Context) -> ! {
-    context.out.write_frame(&frames::ready());
+    context.out.write_frame(&frames::ready(context.profile));
     process::start_background();
     context.inbox.start();
     loop {
@@ -463,7 +480,7 @@ fn text_line(context: &Context, spec: &TextLineSpec) -> (Vec<u8>, Vec<Option<Val
 fn frame_of(context: &mut Context, action: &Action) -> Value {
     match action {
         Action::Ready(ready) => {
-            let mut frame = frames::ready();
+            let mut frame = frames::ready(context.profile);
             if let Some(patch) = &ready.patch {
                 frames::merge_patch(&mut frame, &context.fill_value(patch));
             }

@@ -314,18 +314,20 @@ fn an_empty_home_is_marked_as_fake_dsh_s_own_on_first_write() {
 fn unknown_profiles_and_flags_are_usage_errors() {
     let world = World::new();
     world
-        .cmd(&["--profile", "multica", "--probe"])
+        .cmd(&["--profile", "web", "--probe"])
         .assert()
         .code(1)
         .stdout("")
         .stderr(predicate::str::contains(
-            "profile \"multica\" does not exist; create it with",
+            "profile \"web\" does not exist; create it with",
         ));
     world
-        .cmd(&["plugin", "--profile", "multica", "add", "/nope.tgz"])
+        .cmd(&["plugin", "--profile", "web", "add", "/nope.tgz"])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("only the open-design profile"));
+        .stderr(predicate::str::contains(
+            "only the open-design and multica profiles",
+        ));
     world
         .cmd(&["--profile", "open-design", "--frobnicate"])
         .assert()

@@ -1,15 +1,18 @@
 //! fake-dsh's integration tests in one binary (one link instead of one per file): each module
 //! was a test file of its own. `agent`: the default agent over `--stdio`; `cli`: the one-shot CLI
-//! surfaces; `journal_members`: the journal members the harness judges hosts by; `script`: every
-//! action of the scenario language; `scripted_sessions`: scripts that play what a host's own tests
-//! need; `sdk_surfaces`: the SDK surfaces (`--profile sdk|sdk-minimal|headless`, the 0.1.1 persona)
-//! and their scenario knobs. `support` is their shared test world.
+//! surfaces; `journal_members`: the journal members the harness judges hosts by; `multica`: the
+//! `--profile multica` surfaces and the raw-line templates that let one scenario play on either
+//! profile; `script`: every action of the scenario language; `scripted_sessions`: scripts that
+//! play what a host's own tests need; `sdk_surfaces`: the SDK surfaces (`--profile
+//! sdk|sdk-minimal|headless`, the 0.1.1 persona) and their scenario knobs. `support` is their
+//! shared test world.
 
 mod support;
 
 mod agent;
 mod cli;
 mod journal_members;
+mod multica;
 mod script;
 mod scripted_sessions;
 mod sdk_surfaces;

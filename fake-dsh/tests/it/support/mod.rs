@@ -31,6 +31,19 @@ impl World {
         world
     }
 
+    /// A world with only this profile installed (`profiles/<name>/package.json`).
+    pub fn with_profile(name: &str) -> World {
+        let world = World::without_profile();
+        let manifest = world.home().join(format!("profiles/{name}/package.json"));
+        std::fs::create_dir_all(manifest.parent().unwrap()).unwrap();
+        // A stand-in record (fake_dsh::home::is_stand_in_manifest): named for the profile's bundle.
+        let package = fake_dsh::profile::Profile::from_name(name)
+            .map_or("a bundle", |profile| profile.identity().bundle_package);
+        let record = serde_json::json!({ "name": package });
+        std::fs::write(&manifest, format!("{record}\n")).unwrap();
+        world
+    }
+
     pub fn without_profile() -> World {
         let root = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(root.path().join("dsh-home")).unwrap();

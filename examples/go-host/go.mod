@@ -1,0 +1,3 @@
+module dsh-conformance.invalid/examples/go-host
+
+go 1.22
