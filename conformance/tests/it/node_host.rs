@@ -271,3 +271,55 @@ fn node_host_types_check() {
         describe(&output)
     );
 }
+
+/// The skeleton driver next to the example host (`examples/node-host/minimal-driver.mjs`, about 90
+/// lines: handshake, one turn, outcome after the group is gone) does what it claims: under
+/// `--supervisor` it passes the lifecycle and escaped-daemon basics it implements, and every case
+/// needing a capability it does not claim is skipped, not failed.
+#[test]
+fn the_minimal_driver_skeleton_passes_the_basics_it_implements() {
+    if !node_available() {
+        return;
+    }
+    let root = repo_root();
+    let driver = root.join("examples/node-host/minimal-driver.mjs");
+    let basics = [
+        "artifact.custom-html-file",
+        "events.text-deltas-verbatim",
+        "lifecycle.execute-after-ready-only",
+        "lifecycle.grandchild-after-completed",
+        "lifecycle.result-then-stdin-eof",
+        "hygiene.daemon-setsid-cleared-env",
+        "discovery.version-partial",
+    ];
+    let mut command = Command::new(dsh_test_support::binary("dsh-conformance"));
+    command
+        .arg("run")
+        .arg("--host")
+        .arg(format!(
+            "{} {}{}",
+            lts_node(),
+            driver.display(),
+            supervised()
+        ))
+        .arg("--fake-dsh")
+        .arg(dsh_test_support::binary("fake-dsh"))
+        .arg("--fixtures")
+        .arg(root.join("fixtures"))
+        .args(["--jobs", "2", "--format", "json"]);
+    for case in basics {
+        command.args(["--case", case]);
+    }
+    let output = command.output().expect("dsh-conformance runs");
+    let report: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("{}", describe(&output)));
+    for case in report["cases"].as_array().expect("cases") {
+        let expected = if case["id"] == "discovery.version-partial" {
+            "skipped"
+        } else {
+            "pass"
+        };
+        assert_eq!(case["verdict"], expected, "{case:#}");
+    }
+    assert_eq!(report["cases"].as_array().map(Vec::len), Some(basics.len()));
+}
