@@ -114,10 +114,7 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
             "--surface sdk|headless needs --host CLIENT (the client's command line)".into(),
         );
     }
-    let client: Vec<String> = client
-        .into_iter()
-        .map(dsh_engine::programs::absolute_if_a_file)
-        .collect();
+    let client = dsh_engine::programs::absolute_paths(client);
     dsh_engine::child_env::check_pass_env(&args.pass_env)?;
     let fake_dsh = dsh_results::run_args::fake_dsh_of(args)?;
     if !fake_dsh.is_file() {

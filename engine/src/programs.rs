@@ -22,17 +22,33 @@ pub fn resolve_program(program: &str) -> Option<PathBuf> {
         .find(|candidate| is_executable(candidate))
 }
 
-/// A relative path in a host's or client's command that names an existing file, made absolute
-/// against the caller's directory (each case runs the command in its own empty working
-/// directory, on every surface).
-pub fn absolute_if_a_file(arg: String) -> String {
-    let path = Path::new(&arg);
-    if arg.contains('/') && path.is_relative() && path.exists() {
-        if let Ok(absolute) = std::path::absolute(path) {
-            return absolute.to_string_lossy().into_owned();
-        }
+/// A host's or client's command with its relative paths made absolute against the caller's
+/// directory (each case runs the command in its own empty working directory, on every surface):
+/// the program when it is a path (`./driver`, `bin/driver`; a bare name is looked up on `PATH`),
+/// and every argument naming an existing file or directory (`driver.mjs`, `nh/driver.mjs`).
+pub fn absolute_paths(command: Vec<String>) -> Vec<String> {
+    match std::env::current_dir() {
+        Ok(dir) => absolute_paths_in(command, &dir),
+        Err(_) => command,
     }
-    arg
+}
+
+/// [`absolute_paths`] against `base` instead of the current directory.
+pub fn absolute_paths_in(command: Vec<String>, base: &Path) -> Vec<String> {
+    command
+        .into_iter()
+        .enumerate()
+        .map(|(index, word)| {
+            let path = Path::new(&word);
+            let a_path = index > 0 || word.contains('/');
+            if a_path && path.is_relative() && !word.is_empty() && base.join(path).exists() {
+                if let Ok(absolute) = std::path::absolute(base.join(path)) {
+                    return absolute.to_string_lossy().into_owned();
+                }
+            }
+            word
+        })
+        .collect()
 }
 
 /// A binary shipped in the same directory as this executable.
@@ -69,6 +85,27 @@ mod tests {
         assert!(split_command("\"open").is_err());
         assert!(split_command("x\\").is_err());
         assert!(split("   ").is_empty());
+    }
+
+    #[test]
+    fn relative_paths_in_a_command_become_absolute() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("driver.mjs"), "").expect("write");
+        let command = absolute_paths_in(
+            ["node", "driver.mjs", "--flag", "missing.mjs", "."]
+                .map(String::from)
+                .to_vec(),
+            dir.path(),
+        );
+        let inside = |name: &str| std::path::absolute(dir.path().join(name)).unwrap();
+        assert_eq!(command[0], "node", "a bare program is looked up on PATH");
+        assert_eq!(Path::new(&command[1]), inside("driver.mjs"));
+        assert_eq!(command[2], "--flag");
+        assert_eq!(
+            command[3], "missing.mjs",
+            "a word naming nothing is left alone"
+        );
+        assert_eq!(Path::new(&command[4]), inside("."));
     }
 
     #[test]

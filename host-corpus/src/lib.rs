@@ -312,10 +312,7 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
     if host.is_empty() {
         return Err("--host is empty".to_string());
     }
-    let host: Vec<String> = host
-        .into_iter()
-        .map(dsh_engine::programs::absolute_if_a_file)
-        .collect();
+    let host = dsh_engine::programs::absolute_paths(host);
     let fake_dsh = fake_dsh_of(args)?;
     let mut variant = args
         .variant
