@@ -119,7 +119,9 @@ impl MatrixConfig {
     ) -> Result<MatrixConfig, String> {
         let host = HostSpec {
             name: name.unwrap_or("host").to_string(),
-            command: dsh_engine::programs::split_command(command)?,
+            command: dsh_engine::programs::absolute_paths(dsh_engine::programs::split_command(
+                command,
+            )?),
             expectations: expectations.map(Path::to_path_buf),
             pass_env: pass_env.to_vec(),
         };

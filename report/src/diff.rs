@@ -310,6 +310,33 @@ pub fn write_text(result: &ReportDiff, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// Markdown for a pull-request comment: the summary and a table of changes.
+/// `--format jsonl`: one object per change (`{"change":"case",...}`, `{"change":"cell",...}`,
+/// `{"change":"note","note":...}`), then `{"summary":{"regression":bool,"cases":N,"cells":N}}`.
+pub fn write_jsonl(result: &ReportDiff, out: &mut dyn Write) -> io::Result<()> {
+    let line = |out: &mut dyn Write, value: serde_json::Value| writeln!(out, "{value}");
+    for change in &result.cases {
+        let mut value = serde_json::to_value(change).map_err(io::Error::other)?;
+        value["change"] = "case".into();
+        line(out, value)?;
+    }
+    for cell in &result.cells {
+        let mut value = serde_json::to_value(cell).map_err(io::Error::other)?;
+        value["change"] = "cell".into();
+        line(out, value)?;
+    }
+    for note in &result.notes {
+        line(out, serde_json::json!({"change": "note", "note": note}))?;
+    }
+    line(
+        out,
+        serde_json::json!({"summary": {
+            "regression": result.is_regression(),
+            "cases": result.cases.len(),
+            "cells": result.cells.len(),
+        }}),
+    )
+}
+
 pub fn write_markdown(result: &ReportDiff, out: &mut dyn Write) -> io::Result<()> {
     let verdict = if result.is_regression() {
         "**Regression**"

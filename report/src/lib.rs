@@ -36,49 +36,67 @@ use std::process::ExitCode;
 pub struct Args {
     /// JSON config: {"hosts":[{"name","command":[...]}],"variants":[{"name","env":{...}}]}.
     /// Without it: the reference host x the version-policy variants.
+    #[arg(help_heading = "Hosts and runtime")]
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Directory to write report.json, report.html and report.md into (created if missing).
+    #[arg(help_heading = "Output")]
     #[arg(long, value_name = "DIR", default_value = "conformance-report")]
     pub out: PathBuf,
     /// The fixture corpus (holding rules.json; default: as `run` finds it, the embedded corpus
     /// last).
+    #[arg(help_heading = "Selection")]
     #[arg(long, value_name = "DIR")]
     pub fixtures: Option<PathBuf>,
     /// One host instead of a config file: its command line, split like `run --host` splits it
     /// (like a shell splits words, nothing expanded), without the reference host beside it.
-    #[arg(long, value_name = "CMD", conflicts_with = "config")]
+    #[arg(help_heading = "Hosts and runtime")]
+    #[arg(long, value_name = "COMMAND", conflicts_with = "config")]
     pub host: Option<String>,
     /// With --host: its name in the report (default `host`).
+    #[arg(help_heading = "Hosts and runtime")]
     #[arg(long, value_name = "NAME", requires = "host")]
     pub host_name: Option<String>,
     /// With --host: its expectations file ({"v":1,"xfail":{...}}).
+    #[arg(help_heading = "Hosts and runtime")]
     #[arg(long, value_name = "FILE", requires = "host")]
     pub expectations: Option<PathBuf>,
     /// With --host: a runtime variant, named as `run --variant` names it (repeatable; default the
     /// report's default variants).
+    #[arg(help_heading = "Hosts and runtime")]
     #[arg(long, value_name = "NAME", requires = "host")]
     pub variant: Vec<String>,
     /// With --host: a caller's variable (`NAME` or `PREFIX*`) its driver gets besides the
     /// allowlist, as `run --pass-env` (repeatable).
+    #[arg(help_heading = "Hosts and runtime")]
     #[arg(long, value_name = "NAME", requires = "host")]
     pub pass_env: Vec<String>,
     /// Run the corpus embedded in this binary, whatever $DSH_CONFORMANCE_FIXTURES or a fixtures/
     /// dir nearby says (as `run --embedded-corpus`).
+    #[arg(help_heading = "Selection")]
     #[arg(long, conflicts_with = "fixtures")]
     pub embedded_corpus: bool,
+    /// Select cases whose id matches this glob (`*`, `?`; repeatable), as `run --case`.
+    #[arg(long = "case", value_name = "PATTERN", help_heading = "Selection")]
+    pub cases: Vec<String>,
+    /// Leave out cases whose id matches this glob (repeatable), as `run --skip`.
+    #[arg(long = "skip", value_name = "PATTERN", help_heading = "Selection")]
+    pub skip: Vec<String>,
     /// Cases run in parallel within one host x variant (default: the core count).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Timing")]
     pub jobs: Option<usize>,
     /// Multiply every timeout by this factor (slow CI machines).
-    #[arg(long, value_name = "F", default_value_t = 1.0, allow_negative_numbers = true,
+    #[arg(help_heading = "Timing")]
+    #[arg(long, value_name = "FACTOR", default_value_t = 1.0, allow_negative_numbers = true,
           value_parser = dsh_results::run_args::parse_time_scale)]
     pub time_scale: f64,
     /// Keep every case's transcript and duration in report.json (default: transcripts of
     /// non-passing cells only, no durations, so two runs give the same file).
+    #[arg(help_heading = "Output")]
     #[arg(long)]
     pub full_transcripts: bool,
     /// Also write JUnit XML (one testsuite per host x variant) here.
+    #[arg(help_heading = "Output")]
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
 }
@@ -216,7 +234,11 @@ fn harness_cell(
         host: host.command.clone(),
         host_name: Some(host.name.clone()),
         fixtures: corpus.path().to_path_buf(),
-        selection: dsh_engine::selection::Selection::default(),
+        selection: dsh_engine::selection::Selection {
+            case_globs: args.cases.clone(),
+            skip_globs: args.skip.clone(),
+            ..Default::default()
+        },
         jobs: args
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
@@ -232,7 +254,34 @@ fn harness_cell(
         corpus_source: Some(corpus.source_label()),
         pass_env: host.pass_env.clone(),
     };
-    dsh_host_corpus::run_suite(&config).map_err(|error| error.to_string())
+    let suite = dsh_host_corpus::Suite::prepare(&config).map_err(|error| error.to_string())?;
+    Ok(run_cell_live(&suite))
+}
+
+/// Runs one cell, printing each case's verdict line as it finishes (as `run` does), with the
+/// progress line on a terminal.
+fn run_cell_live(suite: &dsh_host_corpus::Suite) -> SuiteReport {
+    use dsh_results::output::stream::{ColorChoice, LiveOutput, StreamStyle};
+    let id_width = suite
+        .entries()
+        .iter()
+        .map(|entry| entry.id.chars().count())
+        .max()
+        .unwrap_or(4);
+    let style = StreamStyle::Lines {
+        color: ColorChoice::Auto.resolve(),
+        id_width,
+    };
+    let live = LiveOutput::new(
+        style,
+        &suite.host_name(),
+        &suite.variant_name(),
+        suite.entries().len(),
+    );
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let report = suite.run_observed(&|case| live.case(case), &never);
+    live.finish();
+    report
 }
 
 pub fn main(args: Args) -> ExitCode {
@@ -320,9 +369,12 @@ pub fn main(args: Args) -> ExitCode {
 /// Output format of `diff`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum DiffFormat {
-    Text,
+    // The same names as every subcommand's `--format` (dsh_results::output::Format), plus markdown.
+    #[value(alias = "text")]
+    Table,
     Markdown,
     Json,
+    Jsonl,
 }
 
 /// `dsh-conformance diff`.
@@ -334,7 +386,7 @@ pub struct DiffArgs {
     /// The candidate, in the same forms.
     #[arg(value_name = "NEW.json")]
     pub new: PathBuf,
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(long, value_enum, default_value = "table")]
     pub format: DiffFormat,
     /// A host x variant cell only in BASE is not a regression (it is by default).
     #[arg(long)]
@@ -355,7 +407,8 @@ pub fn diff_main(args: DiffArgs) -> ExitCode {
     result.removed_cell_regresses = !args.allow_removed;
     let mut stdout = std::io::stdout().lock();
     let written = match args.format {
-        DiffFormat::Text => diff::write_text(&result, &mut stdout),
+        DiffFormat::Table => diff::write_text(&result, &mut stdout),
+        DiffFormat::Jsonl => diff::write_jsonl(&result, &mut stdout),
         DiffFormat::Markdown => diff::write_markdown(&result, &mut stdout),
         DiffFormat::Json => serde_json::to_writer_pretty(&mut stdout, &result)
             .map_err(std::io::Error::other)

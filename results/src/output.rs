@@ -24,10 +24,13 @@ pub use junit::{area_of, write_junit, write_junit_suites};
 pub use markdown::write_markdown;
 pub use table::{rerun_command, summary_line, write_table, TableOptions, VERDICT_ORDER};
 
-/// What `run` and `check-runtime` print on stdout (`--format`).
+/// What every subcommand prints on stdout (`--format`), one vocabulary for the same idea: `table`
+/// for people (`text` is the same), `json` one document at the end, `jsonl` one object per
+/// item as it comes (a case, a check, a finding, a change) and a summary object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     // No doc comments here: clap would print them as help for the values.
+    #[value(alias = "text")]
     Table,
     Json,
     Jsonl,

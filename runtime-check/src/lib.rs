@@ -56,10 +56,12 @@ pub struct Args {
     /// bundle such as the kit's `examples/real-dsh-profile`) is packed into a tarball first.
     #[arg(long, value_name = "TARBALL|DIR", conflicts_with = "dsh_home")]
     pub bundle: Option<PathBuf>,
+    /// stdout format: `table` (`text` is the same), `json` (one document), or `jsonl` (one object
+    /// per check, then a summary object).
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     /// Multiply every bound (ready, turn, cancel grace, exit) by this factor.
-    #[arg(long, default_value_t = 1.0, value_name = "F", allow_negative_numbers = true,
+    #[arg(long, default_value_t = 1.0, value_name = "FACTOR", allow_negative_numbers = true,
           value_parser = dsh_results::run_args::parse_time_scale)]
     pub time_scale: f64,
     /// Run only these checks (repeatable).
@@ -382,6 +384,21 @@ fn count_of(results: &[CheckResult], status: Status) -> usize {
 }
 
 /// The machine-readable report.
+/// `--format jsonl`: one object per check, then the run's summary (`{"summary": {...}}` with
+/// the runtime, time scale and totals), each on its own line.
+pub fn to_jsonl(report: &serde_json::Value) -> String {
+    let mut lines = String::new();
+    for check in report["checks"].as_array().into_iter().flatten() {
+        lines.push_str(&format!("{check}\n"));
+    }
+    let mut summary = report.clone();
+    if let Some(fields) = summary.as_object_mut() {
+        fields.remove("checks");
+    }
+    lines.push_str(&format!("{}\n", json!({ "summary": summary })));
+    lines
+}
+
 pub fn to_json(target: &Target, results: &[CheckResult]) -> serde_json::Value {
     json!({
         "v": 1,
@@ -457,6 +474,7 @@ pub fn main(args: Args) -> ExitCode {
             surface,
             conformance,
             limit: std::time::Duration::from_secs_f64(60.0 * args.time_scale.max(0.1)),
+            format: args.format,
         });
     }
     // Lives until the checks are done: the fresh home a --bundle was installed into.
@@ -488,7 +506,7 @@ pub fn main(args: Args) -> ExitCode {
     let rendered = match args.format {
         Format::Table => to_table(&target, &results),
         Format::Json => format!("{:#}\n", to_json(&target, &results)),
-        Format::Jsonl => format!("{}\n", to_json(&target, &results)),
+        Format::Jsonl => to_jsonl(&to_json(&target, &results)),
     };
     let _ = std::io::stdout().write_all(rendered.as_bytes());
     if results.iter().any(|result| result.status == Status::Fail) {

@@ -361,6 +361,8 @@ pub struct Target {
     /// `dsh-conformance` itself (for `model-server`).
     pub conformance: PathBuf,
     pub limit: Duration,
+    /// How the results are printed (`--format`, the same vocabulary as every subcommand).
+    pub format: dsh_results::output::Format,
 }
 
 /// One check: its id, the docs/surface-sdk.md (or surface-headless.md) section it traces to, and
@@ -654,16 +656,35 @@ pub fn checks(surface: SdkSurface) -> Vec<Check> {
 
 /// Runs every check of `target.surface`; a table on stdout, exit 0 when all pass, 1 otherwise.
 pub fn main(target: &Target) -> ExitCode {
-    let mut failed = 0;
+    use dsh_results::output::Format;
+    let mut results = Vec::new();
     for check in checks(target.surface) {
-        match (check.run)(target) {
-            Ok(()) => println!("pass  {:<22} {}", check.id, check.rule),
-            Err(why) => {
-                failed += 1;
-                println!("FAIL  {:<22} {}\n      {why}", check.id, check.rule);
+        let outcome = (check.run)(target);
+        if target.format == Format::Table {
+            match &outcome {
+                Ok(()) => println!("pass  {:<22} {}", check.id, check.rule),
+                Err(why) => println!("FAIL  {:<22} {}\n      {why}", check.id, check.rule),
             }
         }
+        results.push(serde_json::json!({
+            "id": check.id,
+            "rule": check.rule,
+            "status": if outcome.is_ok() { "pass" } else { "fail" },
+            "detail": outcome.err(),
+        }));
     }
-    println!("{failed} check(s) failed");
+    let failed = results.iter().filter(|r| r["status"] == "fail").count();
+    let report = serde_json::json!({
+        "v": 1,
+        "runtime": target.dsh.to_string_lossy(),
+        "surface": format!("{:?}", target.surface).to_lowercase(),
+        "checks": results,
+        "totals": {"pass": results.len() - failed, "fail": failed},
+    });
+    match target.format {
+        Format::Table => println!("{failed} check(s) failed"),
+        Format::Json => println!("{report:#}"),
+        Format::Jsonl => print!("{}", crate::to_jsonl(&report)),
+    }
     ExitCode::from(u8::from(failed > 0))
 }

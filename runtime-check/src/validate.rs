@@ -11,6 +11,7 @@
 use dsh_protocol::frames::Status;
 use dsh_protocol::{LineFramer, RunContext, StreamChecker, Terminal, Violation};
 use dsh_results::output::escape;
+use dsh_results::output::Format;
 use serde_json::json;
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -33,19 +34,13 @@ pub struct Args {
     /// The host sent `cancel` for the run, so `result: cancelled` is legitimate.
     #[arg(long)]
     pub cancel_sent: bool,
-    /// Output format: `text` (one line per finding) or `json` (one object).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    /// Output format: `table` (one line: the finding, or ok; `text` is the same) or `json`/`jsonl`
+    /// (one object on one line).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Line limit in bytes (default: the protocol's 1 MiB).
     #[arg(long, value_name = "BYTES", default_value_t = dsh_protocol::MAX_LINE_BYTES, hide = true)]
     pub max_line_bytes: usize,
-}
-
-/// How `validate` prints its finding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
 }
 
 /// What validating one transcript found.
@@ -100,8 +95,9 @@ pub fn main(args: Args) -> ExitCode {
     match validate(&args) {
         Ok(report) => {
             let printed = match args.format {
-                Format::Text => report.text(),
-                Format::Json => report.json().to_string(),
+                Format::Table => report.text(),
+                // One result (the stream stops at its first violation): one object, one line.
+                Format::Json | Format::Jsonl => report.json().to_string(),
             };
             // A closed stdout (e.g. `| head`) is not worth a panic.
             let _ = writeln!(io::stdout().lock(), "{printed}");

@@ -343,6 +343,28 @@ fn a_cancel_answered_with_an_unannounced_session_is_an_informational_runtime_fin
 }
 
 #[test]
+fn jsonl_prints_one_object_per_check_then_the_summary() {
+    let output = kit()
+        .arg("check-runtime")
+        .arg("--dsh")
+        .arg(fake_dsh())
+        .args(["--check", "rt.version-shape", "--check", "rt.probe-shape"])
+        .args(["--format", "jsonl"])
+        .output()
+        .unwrap();
+    let lines: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0]["id"], "rt.version-shape");
+    assert_eq!(lines[1]["id"], "rt.probe-shape");
+    assert_eq!(lines[2]["summary"]["totals"]["pass"], 2);
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
 fn table_output_ends_with_a_summary() {
     let output = kit()
         .arg("check-runtime")

@@ -87,6 +87,26 @@ fn a_new_failure_exits_1_and_is_listed_by_cell_and_case() {
         "reference / default:\n  new failure  events.text-delta  pass -> fail  (s6.session-before-content: expected failed, got completed)\n\
          1 new failure, 0 fixed, 0 changed, 0 added, 0 removed: REGRESSION\n"
     );
+    assert_eq!(
+        run_diff(&base, &new, "table").stdout,
+        outcome.stdout,
+        "`text` is `table`"
+    );
+    let jsonl = run_diff(&base, &new, "jsonl");
+    assert_eq!(jsonl.code, Some(1));
+    let lines: Vec<serde_json::Value> = jsonl
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "one change, then the summary: {}",
+        jsonl.stdout
+    );
+    assert_eq!(lines[0]["change"], "case");
+    assert_eq!(lines[1]["summary"]["regression"], true);
     let markdown = run_diff(&base, &new, "markdown");
     assert_eq!(markdown.code, Some(1));
     assert!(markdown.stdout.contains("**Regression**"));

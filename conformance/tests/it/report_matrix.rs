@@ -427,4 +427,33 @@ fn report_cli_runs_the_reference_host_end_to_end() {
         xml.contains("<testsuite name=\"reference/dsh-0.1.7-rc.1\""),
         "{xml}"
     );
+
+    // --case/--skip select as `run` does, and each cell shows its cases as they finish.
+    let selected = dir.path().join("selected");
+    let output = kit()
+        .args(["report", "--jobs", "2", "--config"])
+        .arg(&config)
+        .arg("--fixtures")
+        .arg(&fixtures)
+        .args(["--case", "discovery.*", "--out"])
+        .arg(&selected)
+        .env_remove("FAKE_DSH_BIN")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout
+            .lines()
+            .any(|line| line.starts_with("pass") && line.contains("discovery.default-available")),
+        "a live line per case: {stdout}"
+    );
+    assert!(
+        !stdout.contains("artifact.two-turn-cold-resume"),
+        "{stdout}"
+    );
+    let document: ReportDocument =
+        serde_json::from_str(&std::fs::read_to_string(selected.join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(document.suites[0].cases.len(), 1);
 }
