@@ -35,8 +35,11 @@ impl Expectations {
         Ok(expectations)
     }
 
-    /// A baseline from the report's failures: `fail`, `untestable`, and cases already `xfail`.
-    pub fn from_failures(report: &SuiteReport) -> Expectations {
+    /// A baseline from the report's failures: `fail`, `untestable`, and cases already `xfail`
+    /// (which keep the reason `previous`, the file the run was given, has for them: a reviewer's
+    /// words survive a regeneration). A new entry's reason is the broken rule and a stable phrase
+    /// ([`stable_reason`]), so writing it again for an unchanged host gives the same file.
+    pub fn from_failures(report: &SuiteReport, previous: Option<&Expectations>) -> Expectations {
         let xfail = report
             .cases
             .iter()
@@ -47,11 +50,15 @@ impl Expectations {
                 )
             })
             .map(|case| {
-                let reason = match (&case.rule, &case.why) {
-                    (Some(rule), Some(why)) => format!("{rule}: {why}"),
-                    (Some(rule), None) => rule.clone(),
-                    (None, Some(why)) => why.clone(),
-                    (None, None) => case.verdict.as_str().to_string(),
+                let kept = previous
+                    .filter(|_| case.verdict == Verdict::Xfail)
+                    .and_then(|previous| previous.xfail.get(&case.id));
+                let reason = match (kept, &case.rule, &case.why) {
+                    (Some(kept), _, _) => kept.clone(),
+                    (None, Some(rule), Some(why)) => format!("{rule}: {}", stable_reason(why)),
+                    (None, Some(rule), None) => rule.clone(),
+                    (None, None, Some(why)) => stable_reason(why),
+                    (None, None, None) => case.verdict.as_str().to_string(),
                 };
                 (case.id.clone(), reason)
             })
@@ -66,9 +73,127 @@ impl Expectations {
     }
 }
 
+/// The longest reason kept whole; a longer one is cut at the end of a sentence, never inside one.
+const REASON_CHARS: usize = 200;
+
+/// A failure's message as a reason a reviewer can keep: what changes from run to run (pids, paths,
+/// ids, durations) replaced by a placeholder, and a long message cut after its first sentence.
+pub fn stable_reason(why: &str) -> String {
+    let mut words: Vec<String> = Vec::new();
+    for word in why.split_whitespace() {
+        let after_pid = words
+            .last()
+            .is_some_and(|last| matches!(last.as_str(), "pid" | "pids" | "process" | "ppid"));
+        words.push(stable_word(word, after_pid));
+    }
+    let text = words.join(" ");
+    if text.chars().count() <= REASON_CHARS {
+        return text;
+    }
+    match text.find(". ") {
+        Some(end) => text[..=end].to_string(),
+        None => text,
+    }
+}
+
+/// One word of a message with its run-specific core replaced, punctuation around it kept.
+fn stable_word(word: &str, after_pid: bool) -> String {
+    let core = word.trim_matches(|c: char| "()[]{},;:.\"'`".contains(c));
+    if core.is_empty() {
+        return word.to_string();
+    }
+    let digits = core.chars().all(|c| c.is_ascii_digit());
+    let hex_run = core.chars().filter(|c| c.is_ascii_hexdigit()).count() >= 12
+        && core
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() || c == '-' || c.is_ascii_lowercase());
+    let placeholder = if core.starts_with('/') {
+        "<path>"
+    } else if digits && (after_pid || word.starts_with('[') || word.ends_with(']')) {
+        "<pid>"
+    } else if core
+        .strip_suffix("ms")
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+    {
+        "<n>ms"
+    } else if hex_run {
+        "<id>"
+    } else {
+        return word.to_string();
+    };
+    word.replacen(core, placeholder, 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reasons_drop_what_changes_between_runs() {
+        let why =
+            "process(es) [22472] of run r0.1 were gone; pid 4242 left /tmp/dsh-conformance-Ab3/x \
+                   after 1200ms, session od-3f2a9c1e-77aa-4b1e-9f00-1234567890ab";
+        let reason = stable_reason(why);
+        assert_eq!(
+            reason,
+            "process(es) [<pid>] of run r0.1 were gone; pid <pid> left <path> after <n>ms, session <id>"
+        );
+        assert_eq!(stable_reason(why), reason, "the same text every time");
+        let long = format!("First sentence. {}", "word ".repeat(60));
+        assert_eq!(
+            stable_reason(&long),
+            "First sentence.",
+            "cut after a sentence, never inside"
+        );
+    }
+
+    #[test]
+    fn a_listed_failure_keeps_the_reviewers_reason() {
+        use dsh_results::model::{Blame, CaseResult};
+        let case = |id: &str, verdict| CaseResult {
+            id: id.into(),
+            summary: String::new(),
+            spec: vec![],
+            rules: vec![],
+            verdict,
+            blame: Blame::Host,
+            rule: Some("s6.rule".into()),
+            why: Some("pid 77 left behind".into()),
+            interpretation: None,
+            duration_ms: 0,
+            transcript: vec![],
+            flaky: vec![],
+        };
+        let report = SuiteReport {
+            kit_version: "0".into(),
+            corpus_hash: String::new(),
+            host: dsh_results::model::HostInfo {
+                name: "h".into(),
+                command: vec![],
+                handshake: serde_json::Value::Null,
+            },
+            runtime_variant: "default".into(),
+            cases: vec![
+                case("a.known", Verdict::Xfail),
+                case("a.new", Verdict::Fail),
+            ],
+            duration_ms: 0,
+            rerun_args: vec![],
+            corpus: None,
+            surface: None,
+            rerun_as: None,
+        };
+        let mut previous = Expectations {
+            v: 1,
+            ..Default::default()
+        };
+        previous
+            .xfail
+            .insert("a.known".into(), "we kill only the group".into());
+        let written = Expectations::from_failures(&report, Some(&previous));
+        assert_eq!(written.xfail["a.known"], "we kill only the group");
+        assert_eq!(written.xfail["a.new"], "s6.rule: pid <pid> left behind");
+    }
 
     #[test]
     fn reads_what_it_writes_and_rejects_junk() {

@@ -153,7 +153,7 @@ pub fn run_cli(args: &Flags) -> Result<u8, String> {
     report.rerun_args = rerun_args(args, &config);
     report.rerun_as = args.rerun_as.clone();
     if let Some(path) = &args.write_expectations {
-        Expectations::from_failures(&report).write(path)?;
+        Expectations::from_failures(&report, config.expectations.as_ref()).write(path)?;
     }
     let stopped = stop_reason(args, &suite, &report);
     if let Some(reason) = &stopped {
