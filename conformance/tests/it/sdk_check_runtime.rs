@@ -64,17 +64,23 @@ fn the_real_sdk_runtime_passes_every_check() {
         );
         return;
     }
-    // The four surfaces at once: each boots the real runtime several times.
+    // Every surface of every pinned release at once (0.1.5 `dsh`, 0.2.1 `dsh-0.2.1`, which talks
+    // to the kit's model server in the Anthropic Messages format, and the 0.1.1
+    // `dsh-jsonrpc-agent`): each boots the real runtime several times.
     let runs: Vec<_> = [
         ("sdk", "dsh"),
         ("sdk-minimal", "dsh"),
         ("headless", "dsh"),
+        ("sdk", "dsh-0.2.1"),
+        ("sdk-minimal", "dsh-0.2.1"),
+        ("headless", "dsh-0.2.1"),
         ("jsonrpc-agent", "dsh-jsonrpc-agent"),
     ]
     .into_iter()
     .map(|(surface, program)| {
         let dsh = dir.join(program);
-        std::thread::spawn(move || (surface, check(surface, &dsh, None)))
+        let name = format!("{surface} on {program}");
+        std::thread::spawn(move || (name, check(surface, &dsh, None)))
     })
     .collect();
     for run in runs {
