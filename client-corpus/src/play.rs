@@ -2,10 +2,12 @@
 //! driver contract's environment (docs/sdk-clients.md, "The driver contract"), fake-dsh behind it
 //! playing the case's scenario and journaling what it did; the kit waits a bounded time, then
 //! looks at what is left: the client's reports and exit, the runtimes it left running (found by
-//! the case's token in their environment, then killed), and where the case's credential ended up.
+//! the case's token in their environment, or adopted by `run` as a child subreaper whatever their
+//! environment and session; then killed), the pipes still held open at the case's limit (their
+//! holders named and killed), and where the case's credential ended up.
 
 use dsh_engine::leftovers::{self, Leftover, CASE_TOKEN_ENV};
-use dsh_engine::process::{disown, spawn_owned};
+use dsh_engine::process::{adopted, disown, kill_adopted, spawn_owned};
 use dsh_engine::random::random_uuid;
 use dsh_formats::client_case::{ClientCase, ClientSurface};
 use dsh_formats::journal::{Entry, Event};
@@ -61,8 +63,12 @@ pub struct Played {
     pub stderr: Vec<u8>,
     /// fake-dsh's journal lines (every runtime the client started).
     pub journal: Vec<Entry>,
-    /// Runtimes (and any other process of the client's) still alive after the client exited.
+    /// Runtimes (and any other process of the client's) still alive after the client exited:
+    /// found by the case's token, or adopted by `run` as a subreaper whatever their environment.
     pub leftovers: Vec<Leftover>,
+    /// The client's pipes still open at the case's limit: which (`stdout`, `stderr`) and the
+    /// processes holding it (killed).
+    pub held_open: Vec<(String, Vec<Leftover>)>,
     /// Where the case's credential was found (argv, output, files).
     pub leaked: Vec<String>,
     pub duration: Duration,
@@ -79,20 +85,25 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
     let mut command = client_command(setup, case, temp.path(), &token, &secret)?;
     command.current_dir(&work);
     let started = Instant::now();
+    let deadline = started + setup.limit();
     let Ended {
         exit,
         hung,
         stdout,
         stderr,
-    } = wait_bounded(command, setup.limit())?;
-    // What still carries the token once a signalled runtime had its grace to finish is left
-    // behind; the sweep kills it before the pipes it may hold are read to their end.
+    } = wait_bounded(command, deadline)?;
+    // What still runs once a signalled runtime had its grace to finish is left behind: what
+    // carries the case's token, and every orphan `run` adopted as a subreaper (a daemon that
+    // called `setsid` and emptied its environment). Both are killed before the pipes they may
+    // hold are read to their end.
     let grace = Duration::from_secs_f64(setup.time_scale.max(0.5));
-    let leftovers = leftovers::sweep(&token, grace, Duration::from_secs(2));
-    let (stdout, stderr) = (
-        stdout.join().unwrap_or_default(),
-        stderr.join().unwrap_or_default(),
-    );
+    let leftovers = teardown(&token, grace);
+    // The pipes are read until the case's limit (and the teardown's grace) at most: a process
+    // that still holds one then is named, and killed.
+    let drained = deadline.max(Instant::now()) + grace;
+    let mut held_open = Vec::new();
+    let stdout = stdout.finish(drained, "stdout", &mut held_open);
+    let stderr = stderr.finish(drained, "stderr", &mut held_open);
     let duration = started.elapsed();
     let journal = read_journal(&temp.path().join("journal.jsonl"))?;
     let mut leaked = leaks_in_argv(&journal, &secret);
@@ -112,9 +123,49 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
         stderr,
         journal,
         leftovers,
+        held_open,
         leaked,
         duration,
     })
+}
+
+/// Ends what the client left running (see [`play`]): waits up to `grace` for the processes
+/// carrying `token` and the orphans adopted here to exit by themselves, then kills both kinds
+/// (an adopted orphan carrying another case's token is that case's to sweep). Returns what it
+/// killed, each process once.
+fn teardown(token: &str, grace: Duration) -> Vec<Leftover> {
+    let deadline = Instant::now() + grace;
+    let ours = |pid: i32| !carries_other_token(pid, token);
+    while Instant::now() < deadline
+        && (!leftovers::find(token).is_empty() || adopted().into_iter().any(ours))
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut killed = leftovers::sweep(token, Duration::ZERO, Duration::from_secs(2));
+    // Twice: the token sweep's victims may leave orphans of their own.
+    for _ in 0..2 {
+        for leftover in kill_adopted(Duration::from_secs(2), |pid| {
+            carries_other_token(pid, token)
+        }) {
+            if !killed.iter().any(|known| known.pid == leftover.pid) {
+                killed.push(leftover);
+            }
+        }
+    }
+    killed.sort_by_key(|leftover| leftover.pid);
+    killed
+}
+
+/// Whether `pid`'s environment holds another case's token (a case run beside this one).
+fn carries_other_token(pid: i32, token: &str) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let prefix = format!("{CASE_TOKEN_ENV}=");
+    environ
+        .split(|byte| *byte == 0)
+        .filter_map(|var| var.strip_prefix(prefix.as_bytes()))
+        .any(|value| value != token.as_bytes())
 }
 
 /// The client's command with the driver contract's environment and nothing else of the caller's
@@ -168,13 +219,13 @@ fn client_command(
 struct Ended {
     exit: Option<i32>,
     hung: bool,
-    stdout: std::thread::JoinHandle<Vec<u8>>,
-    stderr: std::thread::JoinHandle<Vec<u8>>,
+    stdout: Drain,
+    stderr: Drain,
 }
 
-/// Runs the client in its own process group, both pipes drained (bounded); at `limit` the group
-/// is killed and the run is `hung`.
-fn wait_bounded(mut command: Command, limit: Duration) -> Result<Ended, String> {
+/// Runs the client in its own process group, both pipes drained (bounded); at `deadline` the
+/// group is killed and the run is `hung`.
+fn wait_bounded(mut command: Command, deadline: Instant) -> Result<Ended, String> {
     use std::os::unix::process::CommandExt;
     command
         .stdin(Stdio::null())
@@ -186,7 +237,6 @@ fn wait_bounded(mut command: Command, limit: Duration) -> Result<Ended, String> 
     let group = nix::unistd::Pid::from_raw(child.id() as i32);
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
-    let deadline = Instant::now() + limit;
     let mut hung = false;
     let status = loop {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
@@ -208,18 +258,102 @@ fn wait_bounded(mut command: Command, limit: Duration) -> Result<Ended, String> 
     })
 }
 
-/// Reads a pipe to its end on a thread, keeping at most [`OUTPUT_BOUND`] bytes. The reader ends
-/// when every holder of the pipe's write end has exited (a runtime the client left running
-/// holds its stderr only if the client gave it its own).
-fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
+/// One of the client's pipes, read on a thread: its bytes (at most [`OUTPUT_BOUND`] kept, the
+/// rest read and dropped) until every holder of its write end has closed it, or until the
+/// deadline [`Drain::finish`] sets, whichever comes first.
+struct Drain {
+    reader: std::thread::JoinHandle<(Vec<u8>, bool)>,
+    /// The pipe's inode, to find who holds it open.
+    inode: Option<u64>,
+    deadline: std::sync::Arc<std::sync::Mutex<Option<Instant>>>,
+}
+
+fn drain<P>(pipe: Option<P>) -> Drain
+where
+    P: std::io::Read + std::os::fd::AsFd + Send + 'static,
+{
+    let inode = pipe
+        .as_ref()
+        .and_then(|pipe| nix::sys::stat::fstat(pipe.as_fd()).ok())
+        .map(|stat| stat.st_ino);
+    let deadline = std::sync::Arc::new(std::sync::Mutex::new(None::<Instant>));
+    let until = std::sync::Arc::clone(&deadline);
+    let reader = std::thread::spawn(move || {
         let mut kept = Vec::new();
-        if let Some(pipe) = pipe {
-            use std::io::Read;
-            let _ = pipe.take(OUTPUT_BOUND as u64).read_to_end(&mut kept);
+        let Some(mut pipe) = pipe else {
+            return (kept, true);
+        };
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let limit = *until.lock().unwrap_or_else(|p| p.into_inner());
+            let wait_ms: u16 = match limit {
+                Some(limit) if Instant::now() >= limit => return (kept, false),
+                Some(limit) => {
+                    u16::try_from(limit.saturating_duration_since(Instant::now()).as_millis())
+                        .unwrap_or(100)
+                        .clamp(1, 100)
+                }
+                None => 100,
+            };
+            let mut fds = [nix::poll::PollFd::new(
+                pipe.as_fd(),
+                nix::poll::PollFlags::POLLIN,
+            )];
+            match nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(wait_ms)) {
+                Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => return (kept, true),
+                Ok(_) => {}
+            }
+            match pipe.read(&mut buffer) {
+                Ok(0) => return (kept, true),
+                Ok(read) => {
+                    let room = OUTPUT_BOUND.saturating_sub(kept.len());
+                    kept.extend_from_slice(&buffer[..read.min(room)]);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return (kept, true),
+            }
+        }
+    });
+    Drain {
+        reader,
+        inode,
+        deadline,
+    }
+}
+
+impl Drain {
+    /// The pipe's bytes, read until its end or `deadline`; a pipe still open then is closed here,
+    /// and the processes holding it are killed and listed in `held_open` under `name`.
+    fn finish(
+        self,
+        deadline: Instant,
+        name: &str,
+        held_open: &mut Vec<(String, Vec<Leftover>)>,
+    ) -> Vec<u8> {
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = Some(deadline);
+        let (kept, ended) = self.reader.join().unwrap_or_default();
+        if !ended {
+            let holders: Vec<Leftover> = self
+                .inode
+                .map(dsh_engine::procfs::pipe_holders)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|pid| Leftover {
+                    pid,
+                    command: dsh_engine::procfs::command_of(pid),
+                })
+                .collect();
+            for holder in &holders {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(holder.pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            held_open.push((name.to_string(), holders));
         }
         kept
-    })
+    }
 }
 
 /// fake-dsh's journal of the case, read by the harness's own reader (a last entry cut off by a
@@ -289,4 +423,59 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack
         .windows(needle.len())
         .any(|window| window == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pipe whose write end a `sleep` holds is read only until the deadline: the drain returns
+    /// what came, names the sleep as the holder and kills it.
+    #[test]
+    fn a_drain_stops_at_its_deadline_and_names_the_holder() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        let mut holder = Command::new("sh")
+            .args(["-c", "echo early; exec sleep 30"])
+            .stdout(writer)
+            .spawn()
+            .unwrap();
+        let pid = holder.id() as i32;
+        let drained = drain(Some(reader));
+        let mut held_open = Vec::new();
+        let bytes = drained.finish(
+            Instant::now() + Duration::from_millis(500),
+            "stdout",
+            &mut held_open,
+        );
+        let status = holder.wait().unwrap();
+        assert_eq!(bytes, b"early\n");
+        assert_eq!(held_open.len(), 1, "{held_open:?}");
+        assert_eq!(held_open[0].0, "stdout");
+        assert_eq!(
+            held_open[0].1.iter().map(|l| l.pid).collect::<Vec<_>>(),
+            [pid]
+        );
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(9), "the holder was killed");
+    }
+
+    #[test]
+    fn a_pipe_closed_by_its_writers_drains_to_its_end() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        let mut writer_process = Command::new("echo")
+            .arg("all of it")
+            .stdout(writer)
+            .spawn()
+            .unwrap();
+        let drained = drain(Some(reader));
+        writer_process.wait().unwrap();
+        let mut held_open = Vec::new();
+        let bytes = drained.finish(
+            Instant::now() + Duration::from_secs(30),
+            "stderr",
+            &mut held_open,
+        );
+        assert_eq!(bytes, b"all of it\n");
+        assert!(held_open.is_empty());
+    }
 }

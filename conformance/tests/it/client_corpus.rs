@@ -245,3 +245,80 @@ fn the_sdk_examples_pass_on_the_0_1_1_persona_and_headless_has_none() {
     let headless = run("headless", "true", &["--runtime-persona", "0.1.1"]);
     assert_eq!(headless.status.code(), Some(2));
 }
+
+/// A shell-script client in `dir` (made executable) running `body`.
+fn script_client(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Whether `pid` is a live process (not gone, not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rfind(')').and_then(|end| {
+            stat[end + 1..]
+                .split_whitespace()
+                .next()
+                .map(str::to_string)
+        });
+        !matches!(state.as_deref(), Some("Z" | "X") | None)
+    })
+}
+
+/// The pid a client wrote to `file`.
+fn pid_in(file: &Path) -> i32 {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("the client wrote no pid to {}", file.display()))
+}
+
+const HAIKU: &str = r#"{"ok": true, "text": "Autumn moon rises", "error": null}"#;
+
+/// A daemon started with `setsid` and an emptied environment carries no case token, yet it
+/// outlives its client: `run` (a subreaper) adopts it, kills it and fails the case on the
+/// teardown rule (issue 33 item 2). The same daemon holding the client's stdout does not keep
+/// `run` waiting on the pipe: it is killed with the rest, and named.
+#[test]
+fn an_escaped_daemon_without_the_case_token_fails_the_case_and_is_killed() {
+    if !std::path::Path::new("/proc/self/stat").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, redirect) in [
+        ("quiet-daemon", "</dev/null >/dev/null 2>&1"),
+        ("stdout-holder", "</dev/null 2>/dev/null"),
+    ] {
+        let pid_file = dir.path().join(format!("{name}.pid"));
+        let client = script_client(
+            dir.path(),
+            name,
+            &format!(
+                "setsid env -i sleep 60 {redirect} &\necho $! > {}\necho '{HAIKU}'",
+                pid_file.display()
+            ),
+        );
+        let output = run(
+            "headless",
+            client.to_str().unwrap(),
+            &["--case", "headless.completed", "--format", "json"],
+        );
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{name}: {}", String::from_utf8_lossy(&output.stderr)));
+        assert_eq!(output.status.code(), Some(1), "{name}: {report}");
+        let case = &report["cases"][0];
+        assert_eq!(case["verdict"], "fail", "{name}: {case}");
+        assert_eq!(case["rule"], "headless.exit-code", "{name}: {case}");
+        let pid = pid_in(&pid_file);
+        let why = case["why"].as_str().unwrap();
+        assert!(
+            why.contains(&format!("pid {pid} (sleep)")) && why.contains("after the client exited"),
+            "{name}: {why}"
+        );
+        assert!(!alive(pid), "{name}: the daemon {pid} outlived run");
+    }
+}
