@@ -78,11 +78,20 @@ pub struct Played {
 pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
     let temp = dsh_engine::scratch::tempdir("dsh-conformance-client-")
         .map_err(|e| format!("cannot create a temp dir: {e}"))?;
-    let work = temp.path().join("work");
+    // A second stop signal removes it before `run` exits (its journal holds prompts).
+    dsh_engine::interrupt::add_live_dir(temp.path());
+    let played = play_in(setup, case, temp.path());
+    dsh_engine::interrupt::forget_live_dir(temp.path());
+    played
+}
+
+/// [`play`] in the case's temp dir `temp`.
+fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, String> {
+    let work = temp.join("work");
     std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
     let token = random_uuid();
     let secret = format!("sk-dsh-conformance-{}", random_uuid().replace('-', ""));
-    let mut command = client_command(setup, case, temp.path(), &token, &secret)?;
+    let mut command = client_command(setup, case, temp, &token, &secret)?;
     command.current_dir(&work);
     let started = Instant::now();
     let deadline = started + setup.limit();
@@ -105,7 +114,7 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
     let stdout = stdout.finish(drained, "stdout", &mut held_open);
     let stderr = stderr.finish(drained, "stderr", &mut held_open);
     let duration = started.elapsed();
-    let journal = read_journal(&temp.path().join("journal.jsonl"))?;
+    let journal = read_journal(&temp.join("journal.jsonl"))?;
     let mut leaked = leaks_in_argv(&journal, &secret);
     for (name, bytes) in [
         ("the client's stdout", &stdout),
@@ -232,9 +241,16 @@ fn wait_bounded(mut command: Command, deadline: Instant) -> Result<Ended, String
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    // Under the live groups' lock: a stop signal either sees the client's group or stops it.
+    let mut groups = dsh_engine::interrupt::live_groups();
+    if groups.interrupted() {
+        return Err("the run was interrupted".into());
+    }
     let mut child = spawn_owned(&mut command)
         .map_err(|e| format!("cannot start the client {:?}: {e}", command.get_program()))?;
     let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    groups.add(group.as_raw());
+    drop(groups);
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
     let mut hung = false;
@@ -249,6 +265,7 @@ fn wait_bounded(mut command: Command, deadline: Instant) -> Result<Ended, String
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    dsh_engine::interrupt::forget_group(group.as_raw());
     disown(group.as_raw());
     Ok(Ended {
         exit: status.code().filter(|_| !hung),
