@@ -119,6 +119,15 @@ fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
             format!("the API key was found in {}", played.leaked.join(", ")),
         );
     }
+    if !played.unverified.is_empty() {
+        return blame(
+            &credentials,
+            format!(
+                "the kit cannot vouch for where the API key went: {}",
+                played.unverified.join("; ")
+            ),
+        );
+    }
     check_runtime_env(case, played).and_then(|why| blame(&credentials, why))
 }
 

@@ -6,11 +6,12 @@
 //! failure, 2 when the run could not start, 3 when a `--case`/`--skip` glob matches nothing).
 //!
 //! - [`corpus`]: loading and linting the cases and the client rule catalog;
-//! - [`play`]: one case, played; [`judge`]: its verdict.
+//! - [`play`]: one case, played; [`canary`]: where its credential went; [`judge`]: its verdict.
 //!
 //! It shares the case engine (`dsh-engine`: processes, the token sweep, the journal, selection)
 //! and the results model (`dsh-results`) with the host corpus, and imports nothing of it.
 
+pub mod canary;
 pub mod corpus;
 pub mod judge;
 pub mod play;

@@ -6,6 +6,7 @@
 //! environment and session; then killed), the pipes still held open at the case's limit (their
 //! holders named and killed), and where the case's credential ended up.
 
+use crate::canary::{Bounds, Canary};
 use dsh_engine::leftovers::{self, Leftover, CASE_TOKEN_ENV};
 use dsh_engine::process::{adopted, disown, kill_adopted, spawn_owned};
 use dsh_engine::random::random_uuid;
@@ -69,8 +70,12 @@ pub struct Played {
     /// The client's pipes still open at the case's limit: which (`stdout`, `stderr`) and the
     /// processes holding it (killed).
     pub held_open: Vec<(String, Vec<Leftover>)>,
-    /// Where the case's credential was found (argv, output, files).
+    /// Where the case's credential was found: the runtime's argv and stdin, the client's output,
+    /// files under the case's directory (each with the form found: raw, base64, a piece of it).
     pub leaked: Vec<String>,
+    /// What keeps the kit from vouching that the credential went nowhere else (the journal
+    /// disturbed, the working directory swapped, a file scan cut short).
+    pub unverified: Vec<String>,
     pub duration: Duration,
 }
 
@@ -88,19 +93,23 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
 /// [`play`] in the case's temp dir `temp`.
 fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, String> {
     let work = temp.join("work");
-    std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    for dir in [&work, &temp.join("tmp")] {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
     let token = random_uuid();
     let secret = format!("sk-dsh-conformance-{}", random_uuid().replace('-', ""));
     let mut command = client_command(setup, case, temp, &token, &secret)?;
     command.current_dir(&work);
     let started = Instant::now();
     let deadline = started + setup.limit();
+    let mut journal_watch = JournalWatch::new(temp.join("journal.jsonl"));
     let Ended {
         exit,
         hung,
         stdout,
         stderr,
-    } = wait_bounded(command, deadline)?;
+    } = wait_bounded(command, deadline, &mut journal_watch)?;
     // What still runs once a signalled runtime had its grace to finish is left behind: what
     // carries the case's token, and every orphan `run` adopted as a subreaper (a daemon that
     // called `setsid` and emptied its environment). Both are killed before the pipes they may
@@ -114,17 +123,16 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     let stdout = stdout.finish(drained, "stdout", &mut held_open);
     let stderr = stderr.finish(drained, "stderr", &mut held_open);
     let duration = started.elapsed();
+    journal_watch.look(true);
     let journal = read_journal(&temp.join("journal.jsonl"))?;
-    let mut leaked = leaks_in_argv(&journal, &secret);
-    for (name, bytes) in [
-        ("the client's stdout", &stdout),
-        ("the client's stderr", &stderr),
-    ] {
-        if contains(bytes, secret.as_bytes()) {
-            leaked.push(name.to_string());
-        }
-    }
-    leaked.extend(leaks_in_files(&work, &secret));
+    let (leaked, unverified) = leaks(
+        &Canary::new(&secret),
+        &journal,
+        [("stdout", &stdout[..]), ("stderr", &stderr[..])],
+        journal_watch.disturbed,
+        temp,
+        deadline,
+    );
     Ok(Played {
         exit,
         hung,
@@ -134,6 +142,7 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
         leftovers,
         held_open,
         leaked,
+        unverified,
         duration,
     })
 }
@@ -206,6 +215,8 @@ fn client_command(
         .env(variable, runtime.to_string())
         .env(TIMEOUT_ENV, setup.client_timeout_secs().to_string())
         .env(KEY_ENV, secret)
+        // Its own temp dir, under the case's root: the key scan reads what is written there.
+        .env("TMPDIR", temp.join("tmp"))
         .env(CASE_TOKEN_ENV, token)
         .env("DSH_HOME", temp.join("dsh-home"))
         .env("FAKE_DSH_JOURNAL", temp.join("journal.jsonl"))
@@ -234,7 +245,11 @@ struct Ended {
 
 /// Runs the client in its own process group, both pipes drained (bounded); at `deadline` the
 /// group is killed and the run is `hung`.
-fn wait_bounded(mut command: Command, deadline: Instant) -> Result<Ended, String> {
+fn wait_bounded(
+    mut command: Command,
+    deadline: Instant,
+    journal: &mut JournalWatch,
+) -> Result<Ended, String> {
     use std::os::unix::process::CommandExt;
     command
         .stdin(Stdio::null())
@@ -255,6 +270,7 @@ fn wait_bounded(mut command: Command, deadline: Instant) -> Result<Ended, String
     let stderr = drain(child.stderr.take());
     let mut hung = false;
     let status = loop {
+        journal.look(false);
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             break status;
         }
@@ -384,62 +400,119 @@ fn read_journal(path: &Path) -> Result<Vec<Entry>, String> {
     Ok(entries.into_iter().map(|line| line.entry).collect())
 }
 
-fn leaks_in_argv(journal: &[Entry], secret: &str) -> Vec<String> {
-    journal
-        .iter()
-        .filter_map(|entry| match &entry.event {
-            Event::Start { argv, .. } if argv.iter().any(|arg| arg.contains(secret)) => {
-                Some(format!("the runtime's argv (pid {})", entry.pid))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-/// The files under the client's working directory holding the secret (bounded: the first 2,000
-/// files, 16 MiB each).
-fn leaks_in_files(work: &Path, secret: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut pending = vec![work.to_path_buf()];
-    let mut seen = 0;
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > 2000 {
-                return found;
-            }
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                pending.push(entry.path());
-            } else if kind.is_file() {
-                let mut bytes = Vec::new();
-                if let Ok(file) = std::fs::File::open(entry.path()) {
-                    use std::io::Read;
-                    let _ = file.take(16 << 20).read_to_end(&mut bytes);
+/// Where the key went, each place once: the runtime's argv and what it received on stdin (the
+/// journal's `start` and `command` entries), the client's output, the journal itself disturbed
+/// (emptied, removed or replaced: what the runtime received can no longer be checked), the
+/// working directory swapped for a link, and every file under the case's root (`temp`: the
+/// working dir, the files beside it, the client's `TMPDIR`), read within the case's limit. The
+/// places it was found, then what keeps the kit from vouching for the rest.
+fn leaks(
+    canary: &Canary,
+    journal: &[Entry],
+    outputs: [(&str, &[u8]); 2],
+    journal_disturbed: Option<String>,
+    temp: &Path,
+    deadline: Instant,
+) -> (Vec<String>, Vec<String>) {
+    let (mut leaked, mut unverified) = (Vec::new(), Vec::new());
+    for entry in journal {
+        match &entry.event {
+            Event::Start { argv, .. } => {
+                if let Some(form) = argv.iter().find_map(|arg| canary.find(arg.as_bytes())) {
+                    leaked.push(format!("the runtime's argv (pid {}; {form})", entry.pid));
                 }
-                if contains(&bytes, secret.as_bytes()) {
-                    let path = entry.path();
-                    let relative = path.strip_prefix(work).unwrap_or(&path);
-                    found.push(format!(
-                        "the file {} in its working directory",
-                        relative.display()
+            }
+            Event::Command { command, raw } => {
+                let text = command.as_ref().map(ToString::to_string);
+                let sent = text.iter().chain(raw.iter());
+                if let Some(form) = sent
+                    .into_iter()
+                    .find_map(|sent| canary.find(sent.as_bytes()))
+                {
+                    let what = command
+                        .as_ref()
+                        .and_then(|command| command["method"].as_str())
+                        .map_or_else(|| "a line".to_string(), |method| format!("`{method}`"));
+                    leaked.push(format!(
+                        "what the runtime received on stdin ({what}, pid {}; {form})",
+                        entry.pid
                     ));
                 }
             }
+            _ => {}
         }
     }
-    found
+    for (name, bytes) in outputs {
+        if let Some(form) = canary.find(bytes) {
+            leaked.push(format!("the client's {name} ({form})"));
+        }
+    }
+    if let Some(how) = journal_disturbed {
+        unverified.push(format!(
+            "the runtime's journal was {how} while the case ran"
+        ));
+    }
+    let work = temp.join("work");
+    if !std::fs::symlink_metadata(&work).is_ok_and(|meta| meta.is_dir()) {
+        unverified
+            .push("the client's working directory was replaced (a link, or gone)".to_string());
+    }
+    let scan = canary.scan_tree(temp, Bounds::default(), deadline);
+    for (file, form) in scan.found {
+        leaked.push(format!("the file {} ({form})", file.display()));
+    }
+    if let Some(why) = scan.incomplete {
+        unverified.push(format!(
+            "the files the client wrote were not all read ({why})"
+        ));
+    }
+    (leaked, unverified)
 }
 
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|window| window == needle)
+/// fake-dsh's journal, watched while the client runs: fake-dsh only appends to it, so a journal
+/// that shrinks, disappears once written, or becomes anything but a regular file (a link) was
+/// disturbed by someone else.
+struct JournalWatch {
+    path: PathBuf,
+    longest: u64,
+    inode: Option<u64>,
+    disturbed: Option<String>,
+}
+
+impl JournalWatch {
+    fn new(path: PathBuf) -> JournalWatch {
+        JournalWatch {
+            path,
+            longest: 0,
+            inode: None,
+            disturbed: None,
+        }
+    }
+
+    /// Looks at the journal now (`last`: once the client and what it left have ended); the
+    /// first disturbance seen is kept.
+    fn look(&mut self, last: bool) {
+        use std::os::unix::fs::MetadataExt;
+        if self.disturbed.is_some() {
+            return;
+        }
+        let how = match std::fs::symlink_metadata(&self.path) {
+            Err(_) if self.inode.is_some() => Some("removed"),
+            Err(_) => None,
+            Ok(meta) if !meta.is_file() => Some("replaced by a link or something not a file"),
+            Ok(meta) if self.inode.is_some_and(|inode| inode != meta.ino()) => Some("replaced"),
+            Ok(meta) if meta.len() < self.longest => Some("emptied or cut short"),
+            // fake-dsh writes a line right after it opens its journal: one still empty once
+            // everything ended was emptied.
+            Ok(meta) if last && meta.len() == 0 => Some("emptied"),
+            Ok(meta) => {
+                self.inode = Some(meta.ino());
+                self.longest = meta.len();
+                None
+            }
+        };
+        self.disturbed = how.map(str::to_string);
+    }
 }
 
 #[cfg(test)]

@@ -322,3 +322,104 @@ fn an_escaped_daemon_without_the_case_token_fails_the_case_and_is_killed() {
         assert!(!alive(pid), "{name}: the daemon {pid} outlived run");
     }
 }
+
+/// The key canary is looked for in its encoded and split forms, in every file under the case's
+/// root, in what the runtime received on stdin, and what hides it is itself reported (issue 33
+/// item 3): each of these clients reports the case's expected answer and leaks the key (or
+/// blinds the kit) one way, and fails the case on the credentials rule, saying where.
+#[test]
+fn a_key_hidden_from_the_canary_search_is_still_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = r#"rt=$(printf '%s' "$DSH_HEADLESS_COMMAND$DSH_SDK_COMMAND" | sed 's/^\["\([^"]*\)".*/\1/')"#;
+    let report = HAIKU;
+    let sdk_report = r#"{"turn_ends": ["completed"], "text": "I wrote index.html."}"#;
+    let clients: Vec<(&str, &str, String, &str)> = vec![
+        (
+            "base64-on-stderr",
+            "headless",
+            format!("printf '%s' \"$DEEPSEEK_API_KEY\" | base64 >&2\necho '{report}'"),
+            "the client's stderr (base64)",
+        ),
+        (
+            "split-on-stderr",
+            "headless",
+            format!(
+                "echo \"$DEEPSEEK_API_KEY\" | cut -c1-35 >&2\necho ... >&2\n\
+                 echo \"$DEEPSEEK_API_KEY\" | cut -c36- >&2\necho '{report}'"
+            ),
+            "the client's stderr (a piece of it)",
+        ),
+        (
+            "file-beside-the-working-dir",
+            "headless",
+            format!("echo \"$DEEPSEEK_API_KEY\" > ../beside.txt\necho '{report}'"),
+            "the file beside.txt (raw)",
+        ),
+        (
+            "file-past-2000-entries",
+            "headless",
+            format!(
+                "mkdir many\nfor i in $(seq 2100); do : > many/f$i; done\n\
+                 mkdir -p zz/deeper\necho \"$DEEPSEEK_API_KEY\" > zz/deeper/key\necho '{report}'"
+            ),
+            "the file work/zz/deeper/key (raw)",
+        ),
+        (
+            "journal-emptied",
+            "headless",
+            format!(
+                "{runtime}\n\"$rt\" --profile headless \"write a haiku\" \
+                 >/dev/null 2>&1\n: > \"$FAKE_DSH_JOURNAL\"\necho '{report}'"
+            ),
+            "journal was emptied",
+        ),
+        (
+            "working-dir-swapped",
+            "headless",
+            format!("cd ..\nmkdir elsewhere\nmv work moved\nln -s elsewhere work\necho '{report}'"),
+            "working directory was replaced",
+        ),
+        (
+            "sparse-files",
+            "headless",
+            format!("for i in $(seq 200); do truncate -s 16M f$i; done\necho '{report}'"),
+            "were not all read",
+        ),
+        (
+            "key-in-initialize",
+            "sdk",
+            format!(
+                "{runtime}\nprintf '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\
+                 \"params\":{{\"token\":\"%s\"}}}}\\n' \"$DEEPSEEK_API_KEY\" \
+                 | \"$rt\" --profile sdk >/dev/null 2>&1\necho '{sdk_report}'"
+            ),
+            "what the runtime received on stdin (`initialize`",
+        ),
+    ];
+    for (name, surface, body, expected) in clients {
+        let client = script_client(dir.path(), name, &body);
+        // The emptied journal would also fail key-only-in-env's runtime_env expectation.
+        let case = if name == "journal-emptied" {
+            "headless.completed".to_string()
+        } else {
+            format!("{surface}.key-only-in-env")
+        };
+        let output = run(
+            surface,
+            client.to_str().unwrap(),
+            &["--case", &case, "--format", "json"],
+        );
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{name}: {}", String::from_utf8_lossy(&output.stderr)));
+        let case = &report["cases"][0];
+        assert_eq!(output.status.code(), Some(1), "{name}: {case}");
+        assert_eq!(case["verdict"], "fail", "{name}: {case}");
+        assert_eq!(
+            case["rule"],
+            format!("{surface}.credentials-in-env"),
+            "{name}: {case}"
+        );
+        let why = case["why"].as_str().unwrap();
+        assert!(why.contains(expected), "{name}: {why}");
+    }
+}
