@@ -149,8 +149,10 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
 
 /// Ends what the client left running (see [`play`]): waits up to `grace` for the processes
 /// carrying `token` and the orphans adopted here to exit by themselves, then kills both kinds
-/// (an adopted orphan carrying another case's token is that case's to sweep). Returns what it
-/// killed, each process once.
+/// (an adopted orphan carrying another case's token is that case's to sweep). With `--jobs`
+/// above 1, an orphan with no token at all is blamed on the case that tears down first: the
+/// subreaper cannot tell which case's client it escaped from, and both are the same client's.
+/// Returns what it killed, each process once.
 fn teardown(token: &str, grace: Duration) -> Vec<Leftover> {
     let deadline = Instant::now() + grace;
     let ours = |pid: i32| !carries_other_token(pid, token);
