@@ -271,19 +271,27 @@ fn wait_bounded(
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
     let mut hung = false;
+    // The group leaves the live groups in the same step as its leader is reaped (under their
+    // lock), so a stop signal never signals a group id that is free again.
     let status = loop {
         journal.look(false);
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            break status;
+        {
+            let mut groups = dsh_engine::interrupt::live_groups();
+            let reaped = child.try_wait();
+            if let Ok(Some(status)) = reaped {
+                groups.remove(group.as_raw());
+                break status;
+            }
+            reaped.map_err(|e| e.to_string())?;
         }
         if Instant::now() >= deadline {
             hung = true;
             nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL).ok();
+            dsh_engine::interrupt::forget_group(group.as_raw());
             break child.wait().map_err(|e| e.to_string())?;
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    dsh_engine::interrupt::forget_group(group.as_raw());
     disown(group.as_raw());
     Ok(Ended {
         exit: status.code().filter(|_| !hung),

@@ -73,6 +73,10 @@ impl LiveGroups {
     pub fn add(&mut self, group: i32) {
         self.0.push(group);
     }
+    /// Forgets a group whose leader is being reaped under this lock.
+    pub fn remove(&mut self, group: i32) {
+        self.0.retain(|live| *live != group);
+    }
 }
 
 /// Locks the registry of live case process groups (see [`LiveGroups`]).

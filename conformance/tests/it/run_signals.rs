@@ -114,7 +114,7 @@ fn hanging_client(dir: &Path, pid_file: &Path) -> PathBuf {
 }
 
 /// `run --surface headless` with `client`, TMPDIR in `tmp`, JSON report at `json`.
-fn client_run(client: &Path, tmp: &Path, json: &Path) -> Reaped {
+fn client_run(client: &Path, tmp: &Path, json: &Path, extra: &[&str]) -> Reaped {
     Reaped(Some(
         Command::new(dsh_test_support::binary("dsh-conformance"))
             .args(["run", "--surface", "headless", "--host"])
@@ -124,6 +124,7 @@ fn client_run(client: &Path, tmp: &Path, json: &Path) -> Reaped {
             .args(["--case", "headless.completed", "--case", "headless.error"])
             .args(["--jobs", "1", "--color", "never", "--json"])
             .arg(json)
+            .args(extra)
             .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
             .env("TMPDIR", tmp)
             .stdout(Stdio::piped())
@@ -173,7 +174,7 @@ fn a_client_run_stopped_by_a_signal_kills_the_client_and_writes_its_outputs() {
         let pid_file = tmp.path().join("client.pid");
         let client = hanging_client(tmp.path(), &pid_file);
         let json = tmp.path().join("report.json");
-        let mut run = client_run(&client, tmp.path(), &json);
+        let mut run = client_run(&client, tmp.path(), &json, &[]);
         let client_pid = client_pid(&pid_file);
         let child = run.0.take().expect("the run");
         let pid = nix::unistd::Pid::from_raw(child.id() as i32);
@@ -213,24 +214,84 @@ fn a_client_run_stopped_by_a_signal_kills_the_client_and_writes_its_outputs() {
     }
 }
 
+/// Kills the process whose pid a client wrote to a file (a daemon `run` leaves when a second
+/// signal ends it at once), whatever the test's outcome.
+struct KillOnDrop(PathBuf);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(&self.0)
+            .unwrap_or_default()
+            .trim()
+            .parse()
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
 /// A second signal ends a client run at once: the client is killed, the case temp dirs are
-/// removed, no report is written.
+/// removed, no report is written. The client leaves a daemon carrying the case's token, which
+/// keeps the interrupted case in its teardown's grace (4 s at `--time-scale 4`) while the second
+/// signal is sent (two signals sent back to back may arrive as one).
 #[test]
 fn a_second_signal_ends_a_client_run_at_once_removing_its_temp_dirs() {
     use nix::sys::signal::Signal;
+    use std::io::BufRead;
     let tmp = tempfile::tempdir().expect("temp dir");
     let pid_file = tmp.path().join("client.pid");
-    let client = hanging_client(tmp.path(), &pid_file);
+    let daemon_file = tmp.path().join("daemon.pid");
+    let _daemon = KillOnDrop(daemon_file.clone());
+    let client = tmp.path().join("hanging-client");
+    std::fs::write(
+        &client,
+        format!(
+            "#!/bin/sh\necho $$ > {}\nsetsid sleep 60 </dev/null >/dev/null 2>&1 &\n\
+             echo $! > {}\nexec sleep 60\n",
+            pid_file.display(),
+            daemon_file.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&client, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let json = tmp.path().join("report.json");
-    let mut run = client_run(&client, tmp.path(), &json);
+    let mut run = client_run(&client, tmp.path(), &json, &["--time-scale", "4"]);
     let client_pid = client_pid(&pid_file);
-    let child = run.0.take().expect("the run");
+    let mut child = run.0.take().expect("the run");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (lines, received) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, Signal::SIGTERM).expect("signal sent");
+    let mut seen = Vec::new();
+    while let Ok(line) = received.recv_timeout(Duration::from_secs(60)) {
+        seen.push(line);
+        if seen
+            .last()
+            .is_some_and(|line| line.contains("interrupted; ended"))
+        {
+            break;
+        }
+    }
     nix::sys::signal::kill(pid, Signal::SIGTERM).expect("signal sent");
-    let output = child.wait_with_output().expect("the run ends");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    let status = child.wait().expect("the run ends");
+    let _ = reader.join();
+    seen.extend(received.try_iter());
+    let stderr = seen.join("\n");
+    assert_eq!(status.code(), Some(143), "{stderr}");
     assert!(stderr.contains("stopped by a second signal"), "{stderr}");
     assert!(!json.exists(), "a second signal writes nothing");
     assert!(!alive(client_pid), "the client {client_pid} outlived run");
