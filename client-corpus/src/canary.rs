@@ -142,9 +142,19 @@ impl Canary {
         let mut pending = vec![root.to_path_buf()];
         let mut entries_seen = 0usize;
         let mut total: u64 = 0;
+        let unreadable = |scan: &mut TreeScan, path: &Path, error: std::io::Error| {
+            let relative = path.strip_prefix(root).unwrap_or(path);
+            scan.incomplete
+                .get_or_insert_with(|| format!("{} cannot be read: {error}", relative.display()));
+        };
         while let Some(dir) = pending.pop() {
-            let Ok(listing) = std::fs::read_dir(&dir) else {
-                continue;
+            let listing = match std::fs::read_dir(&dir) {
+                Ok(listing) => listing,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    unreadable(&mut scan, &dir, e);
+                    continue;
+                }
             };
             for entry in listing.flatten() {
                 entries_seen += 1;
@@ -173,8 +183,13 @@ impl Canary {
                 if !kind.is_file() {
                     continue;
                 }
-                let Some(mut file) = open_regular(&path) else {
-                    continue;
+                let mut file = match open_regular(&path) {
+                    Ok(Some(file)) => file,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        unreadable(&mut scan, &path, e);
+                        continue;
+                    }
                 };
                 let limit = bounds
                     .file_bytes
@@ -221,18 +236,24 @@ impl Canary {
 }
 
 /// `path` opened for reading if it is a regular file: never through a link, never blocking on a
-/// FIFO put in its place.
-fn open_regular(path: &Path) -> Option<std::fs::File> {
+/// FIFO put in its place. `None` when it is gone or no longer a regular file (a link, a FIFO);
+/// an error when it is one that cannot be read.
+fn open_regular(path: &Path) -> std::io::Result<Option<std::fs::File>> {
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
+    let opened = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    file.metadata()
-        .ok()
-        .filter(std::fs::Metadata::is_file)
-        .map(|_| file)
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // ELOOP: swapped for a link since it was listed; ENXIO: a socket.
+        Err(e) if matches!(e.raw_os_error(), Some(nix::libc::ELOOP | nix::libc::ENXIO)) => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(file.metadata()?.is_file().then_some(file))
 }
 
 /// `16 MiB`, `1024 bytes`.
@@ -297,6 +318,28 @@ mod tests {
         let scan = canary.scan_tree(root, Bounds::default(), far());
         assert_eq!(scan.incomplete, None);
         assert_eq!(scan.found, [(PathBuf::from("zz/deep"), "raw")]);
+    }
+
+    #[test]
+    fn a_directory_the_scan_cannot_read_is_said() {
+        use std::os::unix::fs::PermissionsExt;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { nix::libc::geteuid() } == 0 {
+            return; // root reads a 0000 directory all the same
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let hidden = dir.path().join("hidden");
+        std::fs::create_dir(&hidden).unwrap();
+        std::fs::write(hidden.join("key"), KEY).unwrap();
+        std::fs::set_permissions(&hidden, std::fs::Permissions::from_mode(0o000)).unwrap();
+        let scan = Canary::new(KEY).scan_tree(dir.path(), Bounds::default(), far());
+        std::fs::set_permissions(&hidden, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(
+            scan.incomplete
+                .as_deref()
+                .is_some_and(|why| why.contains("hidden cannot be read")),
+            "{scan:?}"
+        );
     }
 
     #[test]
