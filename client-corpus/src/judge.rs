@@ -96,15 +96,32 @@ fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
         });
     }
     let surface = case.surface.name();
+    let teardown = match case.surface {
+        ClientSurface::Sdk => "sdk.teardown-bounded",
+        ClientSurface::Headless => "headless.exit-code",
+    };
     if !played.leftovers.is_empty() {
-        let rule = match case.surface {
-            ClientSurface::Sdk => "sdk.teardown-bounded",
-            ClientSurface::Headless => "headless.exit-code",
-        };
         let left: Vec<String> = played.leftovers.iter().map(ToString::to_string).collect();
         return blame(
-            rule,
-            format!("still running after the client exited: {}", left.join(", ")),
+            teardown,
+            format!(
+                "still running after the client exited (killed): {}",
+                left.join(", ")
+            ),
+        );
+    }
+    if let Some((pipe, holders)) = played.held_open.first() {
+        let held: Vec<String> = holders.iter().map(ToString::to_string).collect();
+        return blame(
+            teardown,
+            format!(
+                "the client's {pipe} was still open at the case's limit, held by {} (killed)",
+                if held.is_empty() {
+                    "a process the kit cannot see".to_string()
+                } else {
+                    held.join(", ")
+                }
+            ),
         );
     }
     let credentials = format!("{surface}.credentials-in-env");
@@ -112,6 +129,15 @@ fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
         return blame(
             &credentials,
             format!("the API key was found in {}", played.leaked.join(", ")),
+        );
+    }
+    if !played.unverified.is_empty() {
+        return blame(
+            &credentials,
+            format!(
+                "the kit cannot vouch for where the API key went: {}",
+                played.unverified.join("; ")
+            ),
         );
     }
     check_runtime_env(case, played).and_then(|why| blame(&credentials, why))
@@ -344,7 +370,9 @@ mod tests {
             journal: Vec::new(),
             journal_problem: problem.map(str::to_string),
             leftovers: Vec::new(),
+            held_open: Vec::new(),
             leaked: Vec::new(),
+            unverified: Vec::new(),
             duration: std::time::Duration::ZERO,
         };
         verdict(&case, &played)

@@ -6,22 +6,24 @@
 //! failure, 2 when the run could not start, 3 when a `--case`/`--skip` glob matches nothing).
 //!
 //! - [`corpus`]: loading and linting the cases and the client rule catalog;
-//! - [`play`]: one case, played; [`judge`]: its verdict.
+//! - [`play`]: one case, played; [`canary`]: where its credential went; [`judge`]: its verdict.
 //!
 //! It shares the case engine (`dsh-engine`: processes, the token sweep, the journal, selection)
 //! and the results model (`dsh-results`) with the host corpus, and imports nothing of it.
 
+pub mod canary;
 pub mod corpus;
 pub mod judge;
 pub mod play;
 
 use corpus::LoadedCase;
+use dsh_engine::interrupt;
 use dsh_formats::client_case::ClientSurface;
 use dsh_results::model::{CaseResult, CorpusInfo, HostInfo, SuiteReport};
 use dsh_results::run_args::{Flags, EXIT_NOTHING_MEASURED};
 use play::Setup;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// `run --surface sdk|headless`: the exit code, or `Err` when the run could not start.
@@ -56,15 +58,40 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
     if let Some(warning) = info.warning() {
         eprintln!("dsh-conformance run: {warning}");
     }
+    // The first SIGINT or SIGTERM starts no new case and ends the cases in flight at once (each
+    // client's process group is killed, the case's teardown kills what it left and removes its
+    // temp dir, the case is reported `interrupted`), then every output is written and the exit
+    // is 128 + the signal; a second one removes the cases' temp dirs and exits at once: the host
+    // run's handling, `dsh_engine::interrupt`.
+    interrupt::stop_flag().store(false, Ordering::SeqCst);
+    interrupt::catch_stop_signals("dsh-conformance run");
     let mut report = suite(args, surface, &setup, &selected, info)?;
     report.rerun_args = rerun_args(args, surface);
-    match dsh_results::run_args::write_outputs(args, &report, None) {
+    let stopped = if interrupt::signalled() {
+        Some("interrupted")
+    } else if args.fail_fast && report.cases.len() < selected.len() {
+        Some("--fail-fast")
+    } else {
+        None
+    };
+    if let Some(reason) = stopped {
+        eprintln!(
+            "dsh-conformance run: stopped early ({reason}): {} of {} cases ran",
+            report.cases.len(),
+            selected.len()
+        );
+    }
+    match dsh_results::run_args::write_outputs(args, &report, stopped) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             return Err(format!("cannot write the report: {e}"))
         }
         _ => {}
     }
-    Ok(dsh_results::run_args::exit_code(&report))
+    Ok(if interrupt::signalled() {
+        interrupt::exit_code()
+    } else {
+        dsh_results::run_args::exit_code(&report)
+    })
 }
 
 /// The cases `--case`/`--skip` select, checked as the host run checks them (a malformed glob is
@@ -230,7 +257,7 @@ fn play_all(
     live: &dsh_results::output::stream::LiveOutput,
 ) -> Result<Vec<CaseResult>, String> {
     let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
+    let stop = interrupt::stop_flag();
     let results: Mutex<Vec<CaseResult>> = Mutex::new(Vec::new());
     let broken: Mutex<Option<String>> = Mutex::new(None);
     let jobs = args.jobs.unwrap_or(2).clamp(1, 8);
@@ -244,7 +271,15 @@ fn play_all(
                     let result = match lacking(args, loaded) {
                         Some(capability) => judge::skipped(&loaded.case, capability),
                         None => match play::play(setup, &loaded.case) {
-                            Ok(played) => judge::verdict(&loaded.case, &played),
+                            Ok(played) => {
+                                let mut result = judge::verdict(&loaded.case, &played);
+                                if interrupt::interrupted() {
+                                    result.mark_interrupted("the client");
+                                }
+                                result
+                            }
+                            // A stop signal came before the client started: not played.
+                            Err(_) if interrupt::interrupted() => return,
                             Err(why) => {
                                 *broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
                                 stop.store(true, Ordering::SeqCst);

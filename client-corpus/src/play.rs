@@ -2,10 +2,13 @@
 //! driver contract's environment (docs/sdk-clients.md, "The driver contract"), fake-dsh behind it
 //! playing the case's scenario and journaling what it did; the kit waits a bounded time, then
 //! looks at what is left: the client's reports and exit, the runtimes it left running (found by
-//! the case's token in their environment, then killed), and where the case's credential ended up.
+//! the case's token in their environment, or adopted by `run` as a child subreaper whatever their
+//! environment and session; then killed), the pipes still held open at the case's limit (their
+//! holders named and killed), and where the case's credential ended up.
 
+use crate::canary::{Bounds, Canary};
 use dsh_engine::leftovers::{self, Leftover, CASE_TOKEN_ENV};
-use dsh_engine::process::{disown, spawn_owned};
+use dsh_engine::process::{adopted, disown, kill_adopted, spawn_owned};
 use dsh_engine::random::random_uuid;
 use dsh_formats::client_case::{ClientCase, ClientSurface};
 use dsh_formats::journal::{Entry, Event};
@@ -65,10 +68,18 @@ pub struct Played {
     /// missing, a link, not a regular file, over the bound, emptied, or was never written (no
     /// runtime started with the kit's environment).
     pub journal_problem: Option<String>,
-    /// Runtimes (and any other process of the client's) still alive after the client exited.
+    /// Runtimes (and any other process of the client's) still alive after the client exited:
+    /// found by the case's token, or adopted by `run` as a subreaper whatever their environment.
     pub leftovers: Vec<Leftover>,
-    /// Where the case's credential was found (argv, output, files).
+    /// The client's pipes still open at the case's limit: which (`stdout`, `stderr`) and the
+    /// processes holding it (killed).
+    pub held_open: Vec<(String, Vec<Leftover>)>,
+    /// Where the case's credential was found: the runtime's argv and stdin, the client's output,
+    /// files under the case's directory (each with the form found: raw, base64, a piece of it).
     pub leaked: Vec<String>,
+    /// What keeps the kit from vouching that the credential went nowhere else (the journal
+    /// disturbed, the working directory swapped, a file scan cut short).
+    pub unverified: Vec<String>,
     pub duration: Duration,
 }
 
@@ -76,41 +87,58 @@ pub struct Played {
 pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
     let temp = dsh_engine::scratch::tempdir("dsh-conformance-client-")
         .map_err(|e| format!("cannot create a temp dir: {e}"))?;
-    let work = temp.path().join("work");
-    std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
-    let journal_path = temp.path().join("journal.jsonl");
+    // A second stop signal removes it before `run` exits (its journal holds prompts).
+    dsh_engine::interrupt::add_live_dir(temp.path());
+    let played = play_in(setup, case, temp.path());
+    dsh_engine::interrupt::forget_live_dir(temp.path());
+    played
+}
+
+/// [`play`] in the case's temp dir `temp`.
+fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, String> {
+    let work = temp.join("work");
+    for dir in [&work, &temp.join("tmp")] {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let journal_path = temp.join("journal.jsonl");
     create_journal(&journal_path)?;
     let token = random_uuid();
     let secret = format!("sk-dsh-conformance-{}", random_uuid().replace('-', ""));
-    let mut command = client_command(setup, case, temp.path(), &token, &secret)?;
+    let mut command = client_command(setup, case, temp, &token, &secret)?;
     command.current_dir(&work);
     let started = Instant::now();
+    let deadline = started + setup.limit();
+    let mut journal_watch = JournalWatch::new(journal_path.clone());
     let Ended {
         exit,
         hung,
         stdout,
         stderr,
-    } = wait_bounded(command, setup.limit())?;
-    // What still carries the token once a signalled runtime had its grace to finish is left
-    // behind; the sweep kills it before the pipes it may hold are read to their end.
+    } = wait_bounded(command, deadline, &mut journal_watch)?;
+    // What still runs once a signalled runtime had its grace to finish is left behind: what
+    // carries the case's token, and every orphan `run` adopted as a subreaper (a daemon that
+    // called `setsid` and emptied its environment). Both are killed before the pipes they may
+    // hold are read to their end.
     let grace = Duration::from_secs_f64(setup.time_scale.max(0.5));
-    let leftovers = leftovers::sweep(&token, grace, Duration::from_secs(2));
-    let (stdout, stderr) = (
-        stdout.join().unwrap_or_default(),
-        stderr.join().unwrap_or_default(),
-    );
+    let leftovers = teardown(&token, grace);
+    // The pipes are read until the case's limit (and the teardown's grace) at most: a process
+    // that still holds one then is named, and killed.
+    let drained = deadline.max(Instant::now()) + grace;
+    let mut held_open = Vec::new();
+    let stdout = stdout.finish(drained, "stdout", &mut held_open);
+    let stderr = stderr.finish(drained, "stderr", &mut held_open);
     let duration = started.elapsed();
+    journal_watch.look(true);
     let (journal, journal_problem) = read_journal(&journal_path)?;
-    let mut leaked = leaks_in_argv(&journal, &secret);
-    for (name, bytes) in [
-        ("the client's stdout", &stdout),
-        ("the client's stderr", &stderr),
-    ] {
-        if contains(bytes, secret.as_bytes()) {
-            leaked.push(name.to_string());
-        }
-    }
-    leaked.extend(leaks_in_files(&work, &secret));
+    let (leaked, unverified) = leaks(
+        &Canary::new(&secret),
+        &journal,
+        [("stdout", &stdout[..]), ("stderr", &stderr[..])],
+        journal_watch.disturbed,
+        temp,
+        deadline,
+    );
     Ok(Played {
         exit,
         hung,
@@ -119,9 +147,52 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
         journal,
         journal_problem,
         leftovers,
+        held_open,
         leaked,
+        unverified,
         duration,
     })
+}
+
+/// Ends what the client left running (see [`play`]): waits up to `grace` for the processes
+/// carrying `token` and the orphans adopted here to exit by themselves, then kills both kinds
+/// (an adopted orphan carrying another case's token is that case's to sweep). With `--jobs`
+/// above 1, an orphan with no token at all is blamed on the case that tears down first: the
+/// subreaper cannot tell which case's client it escaped from, and both are the same client's.
+/// Returns what it killed, each process once.
+fn teardown(token: &str, grace: Duration) -> Vec<Leftover> {
+    let deadline = Instant::now() + grace;
+    let ours = |pid: i32| !carries_other_token(pid, token);
+    while Instant::now() < deadline
+        && (!leftovers::find(token).is_empty() || adopted().into_iter().any(ours))
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut killed = leftovers::sweep(token, Duration::ZERO, Duration::from_secs(2));
+    // Twice: the token sweep's victims may leave orphans of their own.
+    for _ in 0..2 {
+        for leftover in kill_adopted(Duration::from_secs(2), |pid| {
+            carries_other_token(pid, token)
+        }) {
+            if !killed.iter().any(|known| known.pid == leftover.pid) {
+                killed.push(leftover);
+            }
+        }
+    }
+    killed.sort_by_key(|leftover| leftover.pid);
+    killed
+}
+
+/// Whether `pid`'s environment holds another case's token (a case run beside this one).
+fn carries_other_token(pid: i32, token: &str) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let prefix = format!("{CASE_TOKEN_ENV}=");
+    environ
+        .split(|byte| *byte == 0)
+        .filter_map(|var| var.strip_prefix(prefix.as_bytes()))
+        .any(|value| value != token.as_bytes())
 }
 
 /// The client's command with the driver contract's environment and nothing else of the caller's
@@ -153,6 +224,8 @@ fn client_command(
         .env(variable, runtime.to_string())
         .env(TIMEOUT_ENV, setup.client_timeout_secs().to_string())
         .env(KEY_ENV, secret)
+        // Its own temp dir, under the case's root: the key scan reads what is written there.
+        .env("TMPDIR", temp.join("tmp"))
         .env(CASE_TOKEN_ENV, token)
         .env("DSH_HOME", temp.join("dsh-home"))
         .env("FAKE_DSH_JOURNAL", temp.join("journal.jsonl"))
@@ -175,33 +248,53 @@ fn client_command(
 struct Ended {
     exit: Option<i32>,
     hung: bool,
-    stdout: std::thread::JoinHandle<Vec<u8>>,
-    stderr: std::thread::JoinHandle<Vec<u8>>,
+    stdout: Drain,
+    stderr: Drain,
 }
 
-/// Runs the client in its own process group, both pipes drained (bounded); at `limit` the group
-/// is killed and the run is `hung`.
-fn wait_bounded(mut command: Command, limit: Duration) -> Result<Ended, String> {
+/// Runs the client in its own process group, both pipes drained (bounded); at `deadline` the
+/// group is killed and the run is `hung`.
+fn wait_bounded(
+    mut command: Command,
+    deadline: Instant,
+    journal: &mut JournalWatch,
+) -> Result<Ended, String> {
     use std::os::unix::process::CommandExt;
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    // Under the live groups' lock: a stop signal either sees the client's group or stops it.
+    let mut groups = dsh_engine::interrupt::live_groups();
+    if groups.interrupted() {
+        return Err("the run was interrupted".into());
+    }
     let mut child = spawn_owned(&mut command)
         .map_err(|e| format!("cannot start the client {:?}: {e}", command.get_program()))?;
     let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    groups.add(group.as_raw());
+    drop(groups);
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
-    let deadline = Instant::now() + limit;
     let mut hung = false;
+    // The group leaves the live groups in the same step as its leader is reaped (under their
+    // lock), so a stop signal never signals a group id that is free again.
     let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            break status;
+        journal.look(false);
+        {
+            let mut groups = dsh_engine::interrupt::live_groups();
+            let reaped = child.try_wait();
+            if let Ok(Some(status)) = reaped {
+                groups.remove(group.as_raw());
+                break status;
+            }
+            reaped.map_err(|e| e.to_string())?;
         }
         if Instant::now() >= deadline {
             hung = true;
             nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL).ok();
+            dsh_engine::interrupt::forget_group(group.as_raw());
             break child.wait().map_err(|e| e.to_string())?;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -215,18 +308,102 @@ fn wait_bounded(mut command: Command, limit: Duration) -> Result<Ended, String> 
     })
 }
 
-/// Reads a pipe to its end on a thread, keeping at most [`OUTPUT_BOUND`] bytes. The reader ends
-/// when every holder of the pipe's write end has exited (a runtime the client left running
-/// holds its stderr only if the client gave it its own).
-fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
+/// One of the client's pipes, read on a thread: its bytes (at most [`OUTPUT_BOUND`] kept, the
+/// rest read and dropped) until every holder of its write end has closed it, or until the
+/// deadline [`Drain::finish`] sets, whichever comes first.
+struct Drain {
+    reader: std::thread::JoinHandle<(Vec<u8>, bool)>,
+    /// The pipe's inode, to find who holds it open.
+    inode: Option<u64>,
+    deadline: std::sync::Arc<std::sync::Mutex<Option<Instant>>>,
+}
+
+fn drain<P>(pipe: Option<P>) -> Drain
+where
+    P: std::io::Read + std::os::fd::AsFd + Send + 'static,
+{
+    let inode = pipe
+        .as_ref()
+        .and_then(|pipe| nix::sys::stat::fstat(pipe.as_fd()).ok())
+        .map(|stat| stat.st_ino);
+    let deadline = std::sync::Arc::new(std::sync::Mutex::new(None::<Instant>));
+    let until = std::sync::Arc::clone(&deadline);
+    let reader = std::thread::spawn(move || {
         let mut kept = Vec::new();
-        if let Some(pipe) = pipe {
-            use std::io::Read;
-            let _ = pipe.take(OUTPUT_BOUND as u64).read_to_end(&mut kept);
+        let Some(mut pipe) = pipe else {
+            return (kept, true);
+        };
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let limit = *until.lock().unwrap_or_else(|p| p.into_inner());
+            let wait_ms: u16 = match limit {
+                Some(limit) if Instant::now() >= limit => return (kept, false),
+                Some(limit) => {
+                    u16::try_from(limit.saturating_duration_since(Instant::now()).as_millis())
+                        .unwrap_or(100)
+                        .clamp(1, 100)
+                }
+                None => 100,
+            };
+            let mut fds = [nix::poll::PollFd::new(
+                pipe.as_fd(),
+                nix::poll::PollFlags::POLLIN,
+            )];
+            match nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(wait_ms)) {
+                Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => return (kept, true),
+                Ok(_) => {}
+            }
+            match pipe.read(&mut buffer) {
+                Ok(0) => return (kept, true),
+                Ok(read) => {
+                    let room = OUTPUT_BOUND.saturating_sub(kept.len());
+                    kept.extend_from_slice(&buffer[..read.min(room)]);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return (kept, true),
+            }
+        }
+    });
+    Drain {
+        reader,
+        inode,
+        deadline,
+    }
+}
+
+impl Drain {
+    /// The pipe's bytes, read until its end or `deadline`; a pipe still open then is closed here,
+    /// and the processes holding it are killed and listed in `held_open` under `name`.
+    fn finish(
+        self,
+        deadline: Instant,
+        name: &str,
+        held_open: &mut Vec<(String, Vec<Leftover>)>,
+    ) -> Vec<u8> {
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = Some(deadline);
+        let (kept, ended) = self.reader.join().unwrap_or_default();
+        if !ended {
+            let holders: Vec<Leftover> = self
+                .inode
+                .map(dsh_engine::procfs::pipe_holders)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|pid| Leftover {
+                    pid,
+                    command: dsh_engine::procfs::command_of(pid),
+                })
+                .collect();
+            for holder in &holders {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(holder.pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            held_open.push((name.to_string(), holders));
         }
         kept
-    })
+    }
 }
 
 /// The modification time the kit gives the journal it creates: any write or truncation since
@@ -294,62 +471,122 @@ fn read_journal(path: &Path) -> Result<(Vec<Entry>, Option<String>), String> {
     Ok((Vec::new(), Some(why)))
 }
 
-fn leaks_in_argv(journal: &[Entry], secret: &str) -> Vec<String> {
-    journal
-        .iter()
-        .filter_map(|entry| match &entry.event {
-            Event::Start { argv, .. } if argv.iter().any(|arg| arg.contains(secret)) => {
-                Some(format!("the runtime's argv (pid {})", entry.pid))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-/// The files under the client's working directory holding the secret (bounded: the first 2,000
-/// files, 16 MiB each).
-fn leaks_in_files(work: &Path, secret: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut pending = vec![work.to_path_buf()];
-    let mut seen = 0;
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > 2000 {
-                return found;
-            }
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                pending.push(entry.path());
-            } else if kind.is_file() {
-                let mut bytes = Vec::new();
-                if let Ok(file) = std::fs::File::open(entry.path()) {
-                    use std::io::Read;
-                    let _ = file.take(16 << 20).read_to_end(&mut bytes);
+/// Where the key went, each place once: the runtime's argv and what it received on stdin (the
+/// journal's `start` and `command` entries), the client's output, the journal itself disturbed
+/// (emptied, removed or replaced: what the runtime received can no longer be checked), the
+/// working directory swapped for a link, and every file under the case's root (`temp`: the
+/// working dir, the files beside it, the client's `TMPDIR`), read within the case's limit. The
+/// places it was found, then what keeps the kit from vouching for the rest.
+fn leaks(
+    canary: &Canary,
+    journal: &[Entry],
+    outputs: [(&str, &[u8]); 2],
+    journal_disturbed: Option<String>,
+    temp: &Path,
+    deadline: Instant,
+) -> (Vec<String>, Vec<String>) {
+    let (mut leaked, mut unverified) = (Vec::new(), Vec::new());
+    for entry in journal {
+        match &entry.event {
+            Event::Start { argv, .. } => {
+                if let Some(form) = argv.iter().find_map(|arg| canary.find(arg.as_bytes())) {
+                    leaked.push(format!("the runtime's argv (pid {}; {form})", entry.pid));
                 }
-                if contains(&bytes, secret.as_bytes()) {
-                    let path = entry.path();
-                    let relative = path.strip_prefix(work).unwrap_or(&path);
-                    found.push(format!(
-                        "the file {} in its working directory",
-                        relative.display()
+            }
+            Event::Command { command, raw } => {
+                let text = command.as_ref().map(ToString::to_string);
+                let sent = text.iter().chain(raw.iter());
+                if let Some(form) = sent
+                    .into_iter()
+                    .find_map(|sent| canary.find(sent.as_bytes()))
+                {
+                    let what = command
+                        .as_ref()
+                        .and_then(|command| command["method"].as_str())
+                        .map_or_else(|| "a line".to_string(), |method| format!("`{method}`"));
+                    leaked.push(format!(
+                        "what the runtime received on stdin ({what}, pid {}; {form})",
+                        entry.pid
                     ));
                 }
             }
+            _ => {}
         }
     }
-    found
+    for (name, bytes) in outputs {
+        if let Some(form) = canary.find(bytes) {
+            leaked.push(format!("the client's {name} ({form})"));
+        }
+    }
+    if let Some(how) = journal_disturbed {
+        unverified.push(format!(
+            "the runtime's journal was {how} while the case ran"
+        ));
+    }
+    let work = temp.join("work");
+    if !std::fs::symlink_metadata(&work).is_ok_and(|meta| meta.is_dir()) {
+        unverified
+            .push("the client's working directory was replaced (a link, or gone)".to_string());
+    }
+    let scan = canary.scan_tree(temp, Bounds::default(), deadline);
+    for (file, form) in scan.found {
+        leaked.push(format!("the file {} ({form})", file.display()));
+    }
+    if let Some(why) = scan.incomplete {
+        unverified.push(format!(
+            "the files the client wrote were not all read ({why})"
+        ));
+    }
+    (leaked, unverified)
 }
 
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|window| window == needle)
+/// fake-dsh's journal, watched while the client runs: fake-dsh only appends to it, so a journal
+/// that shrinks, disappears once written, or becomes anything but a regular file (a link) was
+/// disturbed by someone else.
+struct JournalWatch {
+    path: PathBuf,
+    longest: u64,
+    inode: Option<u64>,
+    disturbed: Option<String>,
+}
+
+impl JournalWatch {
+    fn new(path: PathBuf) -> JournalWatch {
+        JournalWatch {
+            path,
+            longest: 0,
+            inode: None,
+            disturbed: None,
+        }
+    }
+
+    /// Looks at the journal now (`last`: once the client and what it left have ended); the
+    /// first disturbance seen is kept.
+    fn look(&mut self, last: bool) {
+        use std::os::unix::fs::MetadataExt;
+        if self.disturbed.is_some() {
+            return;
+        }
+        let how = match std::fs::symlink_metadata(&self.path) {
+            Err(_) if self.inode.is_some() => Some("removed"),
+            Err(_) => None,
+            Ok(meta) if !meta.is_file() => Some("replaced by a link or something not a file"),
+            Ok(meta) if self.inode.is_some_and(|inode| inode != meta.ino()) => Some("replaced"),
+            Ok(meta) if meta.len() < self.longest => Some("emptied or cut short"),
+            // fake-dsh writes a line right after it opens its journal: one still empty once
+            // everything ended, yet written to since the kit created it, was emptied (one never
+            // written is the judge's `journal_problem`).
+            Ok(meta) if last && meta.len() == 0 && meta.modified().ok() != Some(UNWRITTEN) => {
+                Some("emptied")
+            }
+            Ok(meta) => {
+                self.inode = Some(meta.ino());
+                self.longest = meta.len();
+                None
+            }
+        };
+        self.disturbed = how.map(str::to_string);
+    }
 }
 
 #[cfg(test)]
@@ -407,5 +644,55 @@ mod tests {
         assert!(read_journal(&path)
             .unwrap_err()
             .contains("line 1: not a journal entry"));
+    }
+
+    /// A pipe whose write end a `sleep` holds is read only until the deadline: the drain returns
+    /// what came, names the sleep as the holder and kills it.
+    #[test]
+    fn a_drain_stops_at_its_deadline_and_names_the_holder() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        let mut holder = Command::new("sh")
+            .args(["-c", "echo early; exec sleep 30"])
+            .stdout(writer)
+            .spawn()
+            .unwrap();
+        let pid = holder.id() as i32;
+        let drained = drain(Some(reader));
+        let mut held_open = Vec::new();
+        let bytes = drained.finish(
+            Instant::now() + Duration::from_millis(500),
+            "stdout",
+            &mut held_open,
+        );
+        let status = holder.wait().unwrap();
+        assert_eq!(bytes, b"early\n");
+        assert_eq!(held_open.len(), 1, "{held_open:?}");
+        assert_eq!(held_open[0].0, "stdout");
+        assert_eq!(
+            held_open[0].1.iter().map(|l| l.pid).collect::<Vec<_>>(),
+            [pid]
+        );
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(9), "the holder was killed");
+    }
+
+    #[test]
+    fn a_pipe_closed_by_its_writers_drains_to_its_end() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        let mut writer_process = Command::new("echo")
+            .arg("all of it")
+            .stdout(writer)
+            .spawn()
+            .unwrap();
+        let drained = drain(Some(reader));
+        writer_process.wait().unwrap();
+        let mut held_open = Vec::new();
+        let bytes = drained.finish(
+            Instant::now() + Duration::from_secs(30),
+            "stderr",
+            &mut held_open,
+        );
+        assert_eq!(bytes, b"all of it\n");
+        assert!(held_open.is_empty());
     }
 }

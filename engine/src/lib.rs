@@ -10,6 +10,8 @@
 //! - [`process`]: one owned process (its group, its pipes, killed with the group when dropped)
 //!   and the subreaper's view of orphans; [`supervisor`]: the per-case subreaper and `supervise`;
 //!   [`leftovers`]: the per-case token sweep; [`procfs`]: what `/proc` says about a process.
+//! - [`interrupt`]: how a run stops on SIGINT/SIGTERM (the cases' groups killed, a second
+//!   signal exits at once).
 //! - [`child_env`]: the environment a driver or client starts with; [`journal`]: fake-dsh's
 //!   journal read as [`dsh_formats::journal`] entries.
 //! - [`corpus`]: the embedded tree and where a command takes its corpus from; [`selection`]: the
@@ -22,6 +24,7 @@ pub mod child_env;
 pub mod corpus;
 pub mod files;
 pub mod input;
+pub mod interrupt;
 pub mod journal;
 pub mod leftovers;
 pub mod process;

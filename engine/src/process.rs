@@ -329,18 +329,47 @@ pub fn disown(pid: i32) {
 /// SIGKILLs the adopted orphans until none is left or `bound` passes, each round under the
 /// registry lock so an owned process started meanwhile is never taken for one.
 fn kill_orphans(bound: Duration) {
+    kill_adopted(bound, |_| false);
+}
+
+/// The orphans this process adopted as a child subreaper and did not start on purpose (dead
+/// ones among them are reaped on the way).
+pub fn adopted() -> Vec<i32> {
+    let owned = lock(&OWNED);
+    crate::procfs::adopted_children(&owned)
+}
+
+/// SIGKILLs every adopted orphan but those `spare` names (another case's, say) until none is
+/// left or `bound` passes (a killed orphan's own children are adopted next), each round under the
+/// registry lock so an owned process started meanwhile is never taken for one, and reaps them.
+/// Returns each process it killed, with its command name.
+pub fn kill_adopted(
+    bound: Duration,
+    spare: impl Fn(i32) -> bool,
+) -> Vec<crate::leftovers::Leftover> {
     let deadline = Instant::now() + bound;
+    let mut killed: Vec<crate::leftovers::Leftover> = Vec::new();
     loop {
-        let live = {
+        let live: Vec<i32> = {
             let owned = lock(&OWNED);
-            let live = crate::procfs::adopted_children(&owned);
+            let live: Vec<i32> = crate::procfs::adopted_children(&owned)
+                .into_iter()
+                .filter(|pid| !spare(*pid))
+                .collect();
             for pid in &live {
+                if !killed.iter().any(|known| known.pid == *pid) {
+                    killed.push(crate::leftovers::Leftover {
+                        pid: *pid,
+                        command: crate::procfs::command_of(*pid),
+                    });
+                }
                 let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
             }
             live
         };
         if live.is_empty() || Instant::now() >= deadline {
-            return;
+            killed.sort_by_key(|leftover| leftover.pid);
+            return killed;
         }
         thread::sleep(Duration::from_millis(5));
     }

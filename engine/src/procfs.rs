@@ -117,6 +117,32 @@ pub fn adopted_children(spared: &[i32]) -> Vec<i32> {
     live
 }
 
+/// The processes other than this one holding a descriptor on the pipe whose inode is `inode`
+/// (`/proc/<pid>/fd/*` reading `pipe:[inode]`): who keeps a pipe open. Empty where there is no
+/// `/proc`, and a process whose descriptors cannot be read (another user's) is not listed.
+pub fn pipe_holders(inode: u64) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let target = format!("pipe:[{inode}]");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut holders: Vec<i32> = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+                fds.flatten().any(|fd| {
+                    std::fs::read_link(fd.path())
+                        .is_ok_and(|link| link.as_os_str() == target.as_str())
+                })
+            })
+        })
+        .collect();
+    holders.sort_unstable();
+    holders
+}
+
 /// SIGKILLs the adopted orphans ([`adopted_children`]) until none is left or `bound` passes (a
 /// killed orphan's own children are adopted next), reaping them; returns the pids killed.
 pub fn kill_adopted(spared: &[i32], bound: std::time::Duration) -> Vec<i32> {
@@ -162,6 +188,40 @@ mod tests {
         assert_eq!(descendants(&table, 13), Vec::<i32>::new());
         let me = std::process::id() as i32;
         assert!(table_has(me), "this process is in the live table");
+    }
+
+    #[test]
+    fn a_pipe_s_holders_are_the_processes_with_its_write_end() {
+        use std::os::unix::fs::MetadataExt;
+        if !std::path::Path::new("/proc/self/fd").exists() {
+            return;
+        }
+        let (reader, writer) = std::io::pipe().unwrap();
+        let inode = std::fs::metadata(format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&reader)
+        ))
+        .unwrap()
+        .ino();
+        let mut holder = std::process::Command::new("sleep")
+            .arg("30")
+            .stdout(writer)
+            .spawn()
+            .unwrap();
+        let pid = holder.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !pipe_holders(inode).contains(&pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let found = pipe_holders(inode);
+        let _ = holder.kill();
+        let _ = holder.wait();
+        drop(reader);
+        assert_eq!(
+            found,
+            [pid],
+            "only the sleep holds it (this process is left out)"
+        );
     }
 
     fn table_has(pid: i32) -> bool {

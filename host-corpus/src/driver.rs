@@ -8,7 +8,6 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,33 +24,10 @@ pub const KEPT_DRIVER_STDERR: usize = 64 * 1024;
 /// drained, so the driver never blocks on it).
 pub const MAX_DRIVER_STDERR: usize = 16 * 1024 * 1024;
 
-/// The process groups of the drivers started and not yet reaped (an unreaped driver keeps its
-/// group id reserved, so signalling one from here never reaches a stranger).
-static LIVE_GROUPS: Mutex<Vec<Pid>> = Mutex::new(Vec::new());
-/// Set by [`interrupt_all`]: no driver starts after it.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-fn live_groups() -> std::sync::MutexGuard<'static, Vec<Pid>> {
-    LIVE_GROUPS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Ends every case in flight at once (the first Ctrl-C or SIGTERM of `run`): SIGKILLs each live
-/// driver's process group, whose supervisor then kills the rest of its tree, and refuses to start
-/// another driver. Returns how many drivers it ended.
-pub fn interrupt_all() -> usize {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-    let groups = live_groups();
-    for group in groups.iter() {
-        let _ = killpg(*group, Signal::SIGKILL);
-    }
-    groups.len()
-}
-
-/// Whether [`interrupt_all`] was called: the cases that were in flight are interrupted.
+/// Whether the run was interrupted (`dsh_engine::interrupt`): the cases that were in flight
+/// are interrupted, and no driver starts.
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+    dsh_engine::interrupt::interrupted()
 }
 
 /// How to start a driver.
@@ -149,15 +125,16 @@ impl Driver {
         command.env_clear();
         command.envs(spec.env.iter().map(|(k, v)| (k, v)));
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let mut groups = live_groups();
-        if interrupted() {
+        // Under the registry's lock: a stop signal either sees this driver's group or stops it.
+        let mut groups = dsh_engine::interrupt::live_groups();
+        if groups.interrupted() {
             return Err(DriverError::Kit("the run was interrupted".to_string()));
         }
         let mut child = command
             .spawn()
             .map_err(|e| DriverError::Io(format!("cannot start the driver {}: {e}", program)))?;
         let pgid = Pid::from_raw(child.id() as i32);
-        groups.push(pgid);
+        groups.add(pgid.as_raw());
         drop(groups);
         let stdout = child
             .stdout
@@ -416,7 +393,7 @@ impl Driver {
         }
         let _ = killpg(self.pgid, Signal::SIGKILL);
         self.stdin = None;
-        live_groups().retain(|group| *group != self.pgid);
+        dsh_engine::interrupt::forget_group(self.pgid.as_raw());
         let _ = self.child.wait();
         self.reaped = true;
     }

@@ -32,6 +32,7 @@ pub use case::needed_capabilities;
 pub use expectations::Expectations;
 pub use suite::{run_suite, HarnessError, Suite, SuiteConfig, Variant};
 
+use dsh_engine::interrupt;
 use dsh_engine::programs::{sibling_of_exe, split_command};
 use dsh_engine::selection::{CaseEntry, Selection};
 use dsh_results::model::{CaseResult, SuiteReport};
@@ -41,60 +42,10 @@ use dsh_results::run_args::{
 };
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
-/// Set once no new case may start: Ctrl-C, SIGTERM or `--fail-fast`.
-static STOP: AtomicBool = AtomicBool::new(false);
-/// Set by the SIGINT/SIGTERM handler.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-/// How many SIGINT/SIGTERM arrived, and the last one's number.
-static SIGNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-static LAST_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 /// Exit code after Ctrl-C (128 + SIGINT, as shells report it); SIGTERM gives 143.
-pub const EXIT_INTERRUPTED: u8 = 130;
-
-extern "C" fn on_stop_signal(signal: nix::libc::c_int) {
-    LAST_SIGNAL.store(signal, Ordering::SeqCst);
-    SIGNALS.fetch_add(1, Ordering::SeqCst);
-    INTERRUPTED.store(true, Ordering::SeqCst);
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// 128 + the signal that stopped the run.
-fn interrupted_code() -> u8 {
-    u8::try_from(128 + LAST_SIGNAL.load(Ordering::SeqCst)).unwrap_or(EXIT_INTERRUPTED)
-}
-
-/// The first SIGINT or SIGTERM starts no new case and ends the cases in flight at once (their
-/// drivers' process groups are killed, their supervisors kill the rest of each tree, and they are
-/// reported `interrupted`); their temp dirs are removed as usual, the partial summary is printed
-/// and the outputs are written. A second one removes every case's temp dir still alive (journals
-/// hold prompts) and ends the process at once; the per-case supervisors kill the drivers' trees
-/// when they see the harness gone.
-fn catch_stop_signals() {
-    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
-    let action = SigAction::new(
-        SigHandler::Handler(on_stop_signal),
-        SaFlags::SA_RESTART,
-        SigSet::empty(),
-    );
-    for signal in [Signal::SIGINT, Signal::SIGTERM] {
-        // SAFETY: the handler only stores to atomics, which is async-signal-safe.
-        let _ = unsafe { sigaction(signal, &action) };
-    }
-    std::thread::spawn(|| loop {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        if SIGNALS.load(Ordering::SeqCst) >= 1 && !driver::interrupted() {
-            let ended = driver::interrupt_all();
-            eprintln!("dsh-conformance run: interrupted; ended {ended} case(s) in flight");
-        }
-        if SIGNALS.load(Ordering::SeqCst) >= 2 {
-            let removed = world::remove_live_worlds();
-            eprintln!("dsh-conformance run: stopped by a second signal; removed {removed} case temp dir(s)");
-            std::process::exit(i32::from(interrupted_code()));
-        }
-    });
-}
+pub use dsh_engine::interrupt::EXIT_INTERRUPTED;
 
 /// `run` on the open-design surface: the exit code, or `Err` when the run could not start.
 pub fn run_cli(args: &Flags) -> Result<u8, String> {
@@ -169,8 +120,8 @@ pub fn run_cli(args: &Flags) -> Result<u8, String> {
         }
         _ => {}
     }
-    Ok(if INTERRUPTED.load(Ordering::SeqCst) {
-        interrupted_code()
+    Ok(if interrupt::signalled() {
+        interrupt::exit_code()
     } else {
         exit_code(&report)
     })
@@ -199,22 +150,29 @@ fn run_live(args: &Flags, suite: &Suite) -> Result<SuiteReport, String> {
     if args.format == Format::Table {
         live.write(&format!("{}\n", suite.header_line()));
     }
-    STOP.store(false, Ordering::SeqCst);
-    catch_stop_signals();
+    // The first SIGINT or SIGTERM starts no new case and ends the cases in flight at once (their
+    // drivers' process groups are killed, their supervisors kill the rest of each tree, and they
+    // are reported `interrupted`); their temp dirs are removed as usual, the partial summary is
+    // printed and the outputs are written. A second one removes every case's temp dir still alive
+    // (journals hold prompts) and ends the process at once; the per-case supervisors kill the
+    // drivers' trees when they see the harness gone (`dsh_engine::interrupt`).
+    let stop = interrupt::stop_flag();
+    stop.store(false, Ordering::SeqCst);
+    interrupt::catch_stop_signals("dsh-conformance run");
     let fail_fast = args.fail_fast;
     let observer = |case: &CaseResult| {
         live.case(case);
         if fail_fast && case.verdict.is_failure() {
-            STOP.store(true, Ordering::SeqCst);
+            stop.store(true, Ordering::SeqCst);
         }
     };
-    let report = suite.run_observed(&observer, &STOP);
+    let report = suite.run_observed(&observer, stop);
     live.finish();
     Ok(report)
 }
 
 fn stop_reason(args: &Flags, suite: &Suite, report: &SuiteReport) -> Option<String> {
-    if INTERRUPTED.load(Ordering::SeqCst) {
+    if interrupt::signalled() {
         Some("interrupted".to_string())
     } else if args.fail_fast && report.cases.len() < suite.entries().len() {
         Some("--fail-fast".to_string())

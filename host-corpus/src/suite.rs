@@ -470,7 +470,7 @@ impl Suite {
                         let entry = &self.entries[index];
                         let mut result = self.run_entry_in(entry, reuse.then_some(&mut slot));
                         if super::driver::interrupted() {
-                            mark_interrupted(&mut result.0);
+                            result.0.mark_interrupted("its driver");
                         }
                         let mut shown = result.0.clone();
                         self.apply_expectations(&mut shown);
@@ -498,19 +498,6 @@ impl Suite {
         }
         (results, handshake)
     }
-}
-
-/// A case that was in flight when the run was interrupted: whatever it saw after its driver was
-/// killed says nothing about the host.
-fn mark_interrupted(case: &mut CaseResult) {
-    case.verdict = Verdict::Interrupted;
-    case.blame = Blame::None;
-    case.rule = None;
-    case.interpretation = None;
-    case.why = Some(
-        "the run was interrupted while this case was in flight (its driver was killed); run it again"
-            .to_string(),
-    );
 }
 
 /// Runs the suite: the library API reports and matrices call.

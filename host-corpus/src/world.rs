@@ -48,29 +48,12 @@ fn variant_env_for(case: &Case, variant: &BTreeMap<String, String>) -> BTreeMap<
     env
 }
 
-/// The temp roots of the worlds alive now, so a run stopped by a second signal can still remove
-/// them (their journals hold prompts) before it exits without unwinding.
-static LIVE_ROOTS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-
-fn live_roots() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
-    LIVE_ROOTS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Removes the temp root of every world still alive; returns how many it removed.
-pub fn remove_live_worlds() -> usize {
-    let roots = std::mem::take(&mut *live_roots());
-    roots
-        .iter()
-        .filter(|root| fs::remove_dir_all(root).is_ok())
-        .count()
-}
-
 impl Drop for World {
     fn drop(&mut self) {
-        let mine = [self._dir.path(), self.private.path()];
-        live_roots().retain(|root| !mine.contains(&root.as_path()));
+        // A run stopped by a second signal removes the temp roots of the worlds alive then (their
+        // journals hold prompts) before it exits without unwinding.
+        dsh_engine::interrupt::forget_live_dir(self._dir.path());
+        dsh_engine::interrupt::forget_live_dir(self.private.path());
     }
 }
 
@@ -85,7 +68,8 @@ impl World {
         let dir = dsh_engine::scratch::tempdir("dsh-conformance-")?;
         let root = dir.path().canonicalize()?;
         let private = dsh_engine::scratch::tempdir("dsh-conformance-kit-")?;
-        live_roots().extend([dir.path().to_path_buf(), private.path().to_path_buf()]);
+        dsh_engine::interrupt::add_live_dir(dir.path());
+        dsh_engine::interrupt::add_live_dir(private.path());
         for sub in ["project", "dsh-home", "host-data", "bin"] {
             fs::create_dir_all(root.join(sub))?;
         }

@@ -85,6 +85,20 @@ pub struct CaseResult {
     pub flaky: Vec<Verdict>,
 }
 
+impl CaseResult {
+    /// A case that was in flight when the run was interrupted: whatever it saw after `killed`
+    /// (`its driver`, `the client`) was killed says nothing about the host or client.
+    pub fn mark_interrupted(&mut self, killed: &str) {
+        self.verdict = Verdict::Interrupted;
+        self.blame = Blame::None;
+        self.rule = None;
+        self.interpretation = None;
+        self.why = Some(format!(
+            "the run was interrupted while this case was in flight ({killed} was killed); run it again"
+        ));
+    }
+}
+
 /// The host a suite ran against.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostInfo {

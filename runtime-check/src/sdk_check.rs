@@ -54,10 +54,10 @@ impl ModelServer {
             std::fs::write(&file, script.to_string()).map_err(|e| e.to_string())?;
             command.arg("--script").arg(file);
         }
-        let child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
+        command.stdout(Stdio::null()).stderr(Stdio::null());
+        // Owned: check-runtime is a subreaper, and a child it did not start on purpose is an
+        // orphan the runtime left behind.
+        let child = dsh_engine::process::spawn_owned(&mut command)
             .map_err(|e| format!("cannot start {} model-server: {e}", conformance.display()))?;
         let mut server = ModelServer {
             child,
@@ -80,6 +80,7 @@ impl Drop for ModelServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        dsh_engine::process::disown(self.child.id() as i32);
     }
 }
 
@@ -167,9 +168,14 @@ pub struct Wire {
     /// Lines that were not JSON.
     pub junk: usize,
     pub exit: Option<i32>,
+    /// stdout as written (the first 64 MiB).
+    pub stdout: String,
     pub stderr: String,
     pub files: Vec<String>,
 }
+
+/// The most of a runtime's raw stdout a [`Wire`] keeps.
+const RAW_STDOUT_BOUND: usize = 64 << 20;
 
 /// Runs the client `steps` against `command`; the process is killed (its group) after `limit`.
 /// Stdin stays open until the process ends unless a [`Step::Eof`] closes it.
@@ -179,17 +185,29 @@ pub fn drive(
     world: &World,
     limit: Duration,
 ) -> Result<Wire, String> {
-    let mut child = command
+    command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+        .stderr(Stdio::piped());
+    let mut child = dsh_engine::process::spawn_owned(&mut command)
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let (lines, received) = mpsc::channel::<String>();
     let stdout = child.stdout.take().ok_or("no stdout")?;
+    // Lines as they come, and the raw stream (the headless surface's answer), bounded.
     let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = lines.send(line);
+        let mut raw = Vec::new();
+        let mut stdout = BufReader::new(stdout);
+        loop {
+            let mut line = Vec::new();
+            match stdout.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return raw,
+                Ok(_) => {}
+            }
+            if raw.len() < RAW_STDOUT_BOUND {
+                raw.extend_from_slice(&line);
+            }
+            let text = String::from_utf8_lossy(&line);
+            let _ = lines.send(text.strip_suffix('\n').unwrap_or(&text).to_string());
         }
     });
     let mut stderr = child.stderr.take().ok_or("no stderr")?;
@@ -234,7 +252,10 @@ pub fn drive(
     }
     let exit = wait_exit(&mut child, deadline);
     drop(stdin);
-    let _ = reader.join();
+    // What the runtime left running holds its pipes: killed (and noted) before they are read to
+    // their end.
+    tear_down(&child);
+    let raw = reader.join().unwrap_or_default();
     seen.extend(received.try_iter());
     let junk = seen
         .iter()
@@ -247,9 +268,41 @@ pub fn drive(
             .collect(),
         junk,
         exit,
+        stdout: String::from_utf8_lossy(&raw).into_owned(),
         stderr: errors.join().unwrap_or_default(),
         files: world.project_files(),
     })
+}
+
+/// The processes runs of the runtime left behind so far (`pid N (command)`), for the
+/// `*.process-hygiene` check.
+static LEFT_BEHIND: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// How long what a runtime started may take to exit on its own once the runtime has exited.
+const TEARDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// After the runtime (`child`, already reaped) exited: check-runtime is a child subreaper
+/// (`dsh_engine::process`), so whatever the runtime left running (a daemon that called `setsid`,
+/// whatever its group or environment) was re-parented here. It gets [`TEARDOWN_GRACE`] to exit,
+/// then is killed and reaped, and noted in [`LEFT_BEHIND`]; the runtime's group is killed too.
+fn tear_down(child: &Child) {
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let deadline = Instant::now() + TEARDOWN_GRACE;
+    while Instant::now() < deadline
+        && (!dsh_engine::process::adopted().is_empty()
+            || nix::sys::signal::killpg(group, None).is_ok())
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+    let killed = dsh_engine::process::kill_adopted(Duration::from_secs(2), |_| false);
+    dsh_engine::process::disown(child.id() as i32);
+    if !killed.is_empty() {
+        LEFT_BEHIND
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(killed.iter().map(ToString::to_string));
+    }
 }
 
 /// The exit code (128 + n for a signal), or `None` after killing the group at the deadline.
@@ -572,14 +625,8 @@ fn headless_run(target: &Target, script: &Script, task: &[&str]) -> Result<Headl
         Ok(args)
     };
     let (world, _server, command) = staged(target, script, headless_args)?;
-    let output = crate::output_within(command, Stdio::null(), target.limit)
-        .map_err(|e| format!("could not run: {e:?}"))?;
-    Ok((
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-        world.project_files(),
-    ))
+    let wire = drive(command, &[Step::Eof], &world, target.limit)?;
+    Ok((wire.exit, wire.stdout, wire.stderr, world.project_files()))
 }
 
 fn headless_completed(target: &Target) -> Result<(), String> {
@@ -614,6 +661,33 @@ fn headless_failed(target: &Target) -> Result<(), String> {
     })
 }
 
+/// Nothing a run of the runtime started outlives it: one run of its own (a completed turn, then
+/// `shutdown` and EOF on the JSON-RPC surfaces), then every process any run of this command left
+/// running after the runtime exited (killed by then: [`tear_down`]).
+fn process_hygiene(target: &Target) -> Result<(), String> {
+    if target.surface == SdkSurface::Headless {
+        headless_run(target, &DEFAULT, &["Make a landing page"])?;
+    } else {
+        let steps = one_prompt(
+            "Make a landing page",
+            &[
+                Step::Idle("s-1"),
+                Step::Send(request(json!(3), "shutdown", json!({}))),
+                Step::Response(json!(3)),
+                Step::Eof,
+            ],
+        );
+        rpc(target, &DEFAULT, &steps)?;
+    }
+    let left = std::mem::take(&mut *LEFT_BEHIND.lock().unwrap_or_else(|p| p.into_inner()));
+    expect(left.is_empty(), || {
+        format!(
+            "processes the runtime started were still running after it exited (killed): {}",
+            left.join(", ")
+        )
+    })
+}
+
 /// The checks of a surface.
 pub fn checks(surface: SdkSurface) -> Vec<Check> {
     if surface == SdkSurface::Headless {
@@ -627,6 +701,12 @@ pub fn checks(surface: SdkSurface) -> Vec<Check> {
                 id: "headless.failed-turn",
                 rule: "headless: failed turn",
                 run: headless_failed,
+            },
+            // Last: it also judges what the runs of the checks before it left.
+            Check {
+                id: "headless.process-hygiene",
+                rule: "headless: process lifecycle",
+                run: process_hygiene,
             },
         ];
     }
@@ -650,6 +730,12 @@ pub fn checks(surface: SdkSurface) -> Vec<Check> {
             id: "sdk.sigint",
             rule: "Process lifecycle",
             run: sigint,
+        },
+        // Last: it also judges what the runs of the checks before it left.
+        Check {
+            id: "sdk.process-hygiene",
+            rule: "Process lifecycle",
+            run: process_hygiene,
         },
     ]
 }

@@ -310,3 +310,193 @@ fn a_client_that_never_starts_the_runtime_or_breaks_its_journal_fails_saying_how
         assert!(why.starts_with(said), "{mode}: {why}");
     }
 }
+
+/// A shell-script client in `dir` (made executable) running `body`.
+fn script_client(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Whether `pid` is a live process (not gone, not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rfind(')').and_then(|end| {
+            stat[end + 1..]
+                .split_whitespace()
+                .next()
+                .map(str::to_string)
+        });
+        !matches!(state.as_deref(), Some("Z" | "X") | None)
+    })
+}
+
+/// The pid a client wrote to `file`.
+fn pid_in(file: &Path) -> i32 {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("the client wrote no pid to {}", file.display()))
+}
+
+const HAIKU: &str = r#"{"ok": true, "text": "Autumn moon rises", "error": null}"#;
+
+/// A shell line setting `rt` to the runtime the kit gives the client (the first word of its
+/// command), so a test client starts it as a real client would (the journal must show it).
+const RUNTIME: &str =
+    r#"rt=$(printf '%s' "$DSH_HEADLESS_COMMAND$DSH_SDK_COMMAND" | sed 's/^\["\([^"]*\)".*/\1/')"#;
+
+/// A daemon started with `setsid` and an emptied environment carries no case token, yet it
+/// outlives its client: `run` (a subreaper) adopts it, kills it and fails the case on the
+/// teardown rule (issue 33 item 2). The same daemon holding the client's stdout does not keep
+/// `run` waiting on the pipe: it is killed with the rest, and named.
+#[test]
+fn an_escaped_daemon_without_the_case_token_fails_the_case_and_is_killed() {
+    if !std::path::Path::new("/proc/self/stat").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, redirect) in [
+        ("quiet-daemon", "</dev/null >/dev/null 2>&1"),
+        ("stdout-holder", "</dev/null 2>/dev/null"),
+    ] {
+        let pid_file = dir.path().join(format!("{name}.pid"));
+        let client = script_client(
+            dir.path(),
+            name,
+            &format!(
+                "{RUNTIME}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\n\
+                 setsid env -i sleep 60 {redirect} &\necho $! > {}\necho '{HAIKU}'",
+                pid_file.display()
+            ),
+        );
+        let output = run(
+            "headless",
+            client.to_str().unwrap(),
+            &["--case", "headless.completed", "--format", "json"],
+        );
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{name}: {}", String::from_utf8_lossy(&output.stderr)));
+        assert_eq!(output.status.code(), Some(1), "{name}: {report}");
+        let case = &report["cases"][0];
+        assert_eq!(case["verdict"], "fail", "{name}: {case}");
+        assert_eq!(case["rule"], "headless.exit-code", "{name}: {case}");
+        let pid = pid_in(&pid_file);
+        let why = case["why"].as_str().unwrap();
+        assert!(
+            why.contains(&format!("pid {pid} (sleep)")) && why.contains("after the client exited"),
+            "{name}: {why}"
+        );
+        assert!(!alive(pid), "{name}: the daemon {pid} outlived run");
+    }
+}
+
+/// The key canary is looked for in its encoded and split forms, in every file under the case's
+/// root, in what the runtime received on stdin, and what hides it is itself reported (issue 33
+/// item 3): each of these clients reports the case's expected answer and leaks the key (or
+/// blinds the kit) one way, and fails the case on the credentials rule, saying where.
+#[test]
+fn a_key_hidden_from_the_canary_search_is_still_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = RUNTIME;
+    let report = HAIKU;
+    let sdk_report = r#"{"turn_ends": ["completed"], "text": "I wrote index.html."}"#;
+    let clients: Vec<(&str, &str, String, &str)> = vec![
+        (
+            "base64-on-stderr",
+            "headless",
+            format!("{runtime}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\nprintf '%s' \"$DEEPSEEK_API_KEY\" | base64 >&2\necho '{report}'"),
+            "the client's stderr (base64)",
+        ),
+        (
+            "split-on-stderr",
+            "headless",
+            format!(
+                "{runtime}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\n\
+                 echo \"$DEEPSEEK_API_KEY\" | cut -c1-35 >&2\necho ... >&2\n\
+                 echo \"$DEEPSEEK_API_KEY\" | cut -c36- >&2\necho '{report}'"
+            ),
+            "the client's stderr (a piece of it)",
+        ),
+        (
+            "file-beside-the-working-dir",
+            "headless",
+            format!("{runtime}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\necho \"$DEEPSEEK_API_KEY\" > ../beside.txt\necho '{report}'"),
+            "the file beside.txt (raw)",
+        ),
+        (
+            "file-past-2000-entries",
+            "headless",
+            format!(
+                "{runtime}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\n\
+                 mkdir many\nfor i in $(seq 2100); do : > many/f$i; done\n\
+                 mkdir -p zz/deeper\necho \"$DEEPSEEK_API_KEY\" > zz/deeper/key\necho '{report}'"
+            ),
+            "the file work/zz/deeper/key (raw)",
+        ),
+        (
+            "journal-emptied",
+            "headless",
+            format!(
+                "{runtime}\n\"$rt\" --profile headless \"write a haiku\" \
+                 >/dev/null 2>&1\n: > \"$FAKE_DSH_JOURNAL\"\necho '{report}'"
+            ),
+            "journal was emptied",
+        ),
+        (
+            "working-dir-swapped",
+            "headless",
+            format!("{runtime}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\ncd ..\nmkdir elsewhere\nmv work moved\nln -s elsewhere work\necho '{report}'"),
+            "working directory was replaced",
+        ),
+        (
+            "sparse-files",
+            "headless",
+            format!("{runtime}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\nfor i in $(seq 200); do truncate -s 16M f$i; done\necho '{report}'"),
+            "were not all read",
+        ),
+        (
+            "key-in-initialize",
+            "sdk",
+            format!(
+                "{runtime}\nprintf '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\
+                 \"params\":{{\"token\":\"%s\"}}}}\\n' \"$DEEPSEEK_API_KEY\" \
+                 | \"$rt\" --profile sdk >/dev/null 2>&1\necho '{sdk_report}'"
+            ),
+            "what the runtime received on stdin (`initialize`",
+        ),
+    ];
+    for (name, surface, body, expected) in clients {
+        let client = script_client(dir.path(), name, &body);
+        // The emptied journal would also fail key-only-in-env's runtime_env expectation.
+        let case = if name == "journal-emptied" {
+            "headless.completed".to_string()
+        } else {
+            format!("{surface}.key-only-in-env")
+        };
+        let output = run(
+            surface,
+            client.to_str().unwrap(),
+            &["--case", &case, "--format", "json"],
+        );
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{name}: {}", String::from_utf8_lossy(&output.stderr)));
+        let case = &report["cases"][0];
+        assert_eq!(output.status.code(), Some(1), "{name}: {case}");
+        assert_eq!(case["verdict"], "fail", "{name}: {case}");
+        // An emptied journal is judged before the key (docs/sdk-clients.md, step 4), on the
+        // case's first rule; every other hiding place fails the credentials rule.
+        if name != "journal-emptied" {
+            assert_eq!(
+                case["rule"],
+                format!("{surface}.credentials-in-env"),
+                "{name}: {case}"
+            );
+        }
+        let why = case["why"].as_str().unwrap();
+        assert!(why.contains(expected), "{name}: {why}");
+    }
+}

@@ -96,3 +96,205 @@ fn sigterm_ends_the_case_in_flight_and_prints_the_partial_summary() {
     let left = case_dirs(tmp.path());
     assert!(left.is_empty(), "case temp dirs left behind: {left:?}");
 }
+
+/// A client that writes its pid to `pid_file`, then hangs (the case's limit is 40 s).
+fn hanging_client(dir: &Path, pid_file: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let client = dir.join("hanging-client");
+    std::fs::write(
+        &client,
+        format!(
+            "#!/bin/sh\necho $$ > {}\nexec sleep 60\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&client, std::fs::Permissions::from_mode(0o755)).unwrap();
+    client
+}
+
+/// `run --surface headless` with `client`, TMPDIR in `tmp`, JSON report at `json`.
+fn client_run(client: &Path, tmp: &Path, json: &Path, extra: &[&str]) -> Reaped {
+    Reaped(Some(
+        Command::new(dsh_test_support::binary("dsh-conformance"))
+            .args(["run", "--surface", "headless", "--host"])
+            .arg(client)
+            .arg("--fake-dsh")
+            .arg(dsh_test_support::binary("fake-dsh"))
+            .args(["--case", "headless.completed", "--case", "headless.error"])
+            .args(["--jobs", "1", "--color", "never", "--json"])
+            .arg(json)
+            .args(extra)
+            .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
+            .env("TMPDIR", tmp)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("dsh-conformance starts"),
+    ))
+}
+
+/// Waits until the client wrote its pid; returns it.
+fn client_pid(pid_file: &Path) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(pid) = std::fs::read_to_string(pid_file)
+            .unwrap_or_default()
+            .trim()
+            .parse()
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "the client never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether `pid` is a live process (not gone, not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rfind(')').and_then(|end| {
+            stat[end + 1..]
+                .split_whitespace()
+                .next()
+                .map(str::to_string)
+        });
+        !matches!(state.as_deref(), Some("Z" | "X") | None)
+    })
+}
+
+/// The client surfaces stop like the host run (issue 33 item 1): the first SIGTERM or SIGINT
+/// kills the client in flight, reports its case `interrupted`, starts no other case, writes the
+/// JSON report, removes the case's temp dir and exits 128 + the signal.
+#[test]
+fn a_client_run_stopped_by_a_signal_kills_the_client_and_writes_its_outputs() {
+    use nix::sys::signal::Signal;
+    for (signal, code) in [(Signal::SIGTERM, 143), (Signal::SIGINT, 130)] {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let pid_file = tmp.path().join("client.pid");
+        let client = hanging_client(tmp.path(), &pid_file);
+        let json = tmp.path().join("report.json");
+        let mut run = client_run(&client, tmp.path(), &json, &[]);
+        let client_pid = client_pid(&pid_file);
+        let child = run.0.take().expect("the run");
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, signal).expect("signal sent");
+        let output = child.wait_with_output().expect("the run ends");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{signal}: {stdout}\n{stderr}"
+        );
+        assert!(
+            stderr.contains("ended 1 case(s) in flight")
+                && stderr.contains("stopped early (interrupted)"),
+            "{signal}: the partial summary says why: {stderr}"
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("report.json"))
+                .expect("json");
+        let cases = report["cases"].as_array().expect("cases");
+        assert_eq!(
+            cases.len(),
+            1,
+            "{signal}: no case starts after it: {cases:?}"
+        );
+        assert_eq!(cases[0]["verdict"], "interrupted", "{signal}: {cases:?}");
+        assert!(
+            !alive(client_pid),
+            "{signal}: the client {client_pid} outlived run"
+        );
+        let left = case_dirs(tmp.path());
+        assert!(
+            left.is_empty(),
+            "{signal}: case temp dirs left behind: {left:?}"
+        );
+    }
+}
+
+/// Kills the process whose pid a client wrote to a file (a daemon `run` leaves when a second
+/// signal ends it at once), whatever the test's outcome.
+struct KillOnDrop(PathBuf);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(&self.0)
+            .unwrap_or_default()
+            .trim()
+            .parse()
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+/// A second signal ends a client run at once: the client is killed, the case temp dirs are
+/// removed, no report is written. The client leaves a daemon carrying the case's token, which
+/// keeps the interrupted case in its teardown's grace (4 s at `--time-scale 4`) while the second
+/// signal is sent (two signals sent back to back may arrive as one).
+#[test]
+fn a_second_signal_ends_a_client_run_at_once_removing_its_temp_dirs() {
+    use nix::sys::signal::Signal;
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let pid_file = tmp.path().join("client.pid");
+    let daemon_file = tmp.path().join("daemon.pid");
+    let _daemon = KillOnDrop(daemon_file.clone());
+    let client = tmp.path().join("hanging-client");
+    std::fs::write(
+        &client,
+        format!(
+            "#!/bin/sh\necho $$ > {}\nsetsid sleep 60 </dev/null >/dev/null 2>&1 &\n\
+             echo $! > {}\nexec sleep 60\n",
+            pid_file.display(),
+            daemon_file.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&client, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let json = tmp.path().join("report.json");
+    let mut run = client_run(&client, tmp.path(), &json, &["--time-scale", "4"]);
+    let client_pid = client_pid(&pid_file);
+    let mut child = run.0.take().expect("the run");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (lines, received) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, Signal::SIGTERM).expect("signal sent");
+    let mut seen = Vec::new();
+    while let Ok(line) = received.recv_timeout(Duration::from_secs(60)) {
+        seen.push(line);
+        if seen
+            .last()
+            .is_some_and(|line| line.contains("interrupted; ended"))
+        {
+            break;
+        }
+    }
+    nix::sys::signal::kill(pid, Signal::SIGTERM).expect("signal sent");
+    let status = child.wait().expect("the run ends");
+    let _ = reader.join();
+    seen.extend(received.try_iter());
+    let stderr = seen.join("\n");
+    assert_eq!(status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("stopped by a second signal"), "{stderr}");
+    assert!(!json.exists(), "a second signal writes nothing");
+    assert!(!alive(client_pid), "the client {client_pid} outlived run");
+    let left = case_dirs(tmp.path());
+    assert!(left.is_empty(), "case temp dirs left behind: {left:?}");
+}

@@ -88,3 +88,57 @@ fn the_real_sdk_runtime_passes_every_check() {
         assert_eq!(code, Some(0), "{surface}:\n{table}");
     }
 }
+
+/// Whether `pid` is a live process (not gone, not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rfind(')').and_then(|end| {
+            stat[end + 1..]
+                .split_whitespace()
+                .next()
+                .map(str::to_string)
+        });
+        !matches!(state.as_deref(), Some("Z" | "X") | None)
+    })
+}
+
+/// A headless runtime that answers a completed turn but leaves two daemons behind (`setsid`, one
+/// holding its stdout and stderr) fails `headless.process-hygiene`, and nothing it started
+/// outlives `check-runtime` (issue 33 item 6).
+#[test]
+fn a_runtime_that_daemonizes_fails_process_hygiene_and_leaves_nothing_alive() {
+    if !Path::new("/proc/self/stat").exists() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("daemons.pid");
+    let runtime = dir.path().join("daemonizing-dsh");
+    std::fs::write(
+        &runtime,
+        format!(
+            "#!/bin/sh\nsetsid sleep 300 </dev/null >/dev/null 2>&1 &\necho $! >> {pids}\n\
+             setsid sleep 30 </dev/null &\necho $! >> {pids}\n\
+             echo '<html></html>' > index.html\necho 'I wrote index.html.'\n",
+            pids = pids.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, table) = check("headless", &runtime, None);
+    assert_eq!(code, Some(1), "{table}");
+    assert!(table.contains("pass  headless.completed"), "{table}");
+    assert!(table.contains("FAIL  headless.process-hygiene"), "{table}");
+    assert!(
+        table.contains("(sleep)"),
+        "the leftovers are named: {table}"
+    );
+    let started: Vec<i32> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(|pid| pid.trim().parse().unwrap())
+        .collect();
+    assert!(started.len() >= 4, "every run daemonized: {started:?}");
+    let alive: Vec<&i32> = started.iter().filter(|pid| alive(**pid)).collect();
+    assert!(alive.is_empty(), "outlived check-runtime: {alive:?}");
+}
