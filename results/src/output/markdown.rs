@@ -11,15 +11,29 @@ pub fn needs_attention(case: &CaseResult) -> bool {
     case.verdict.is_failure() || case.verdict == Verdict::Error
 }
 
-/// A case's `rule` and `why` as Markdown table cells (`-` when absent).
+/// A case's `rule` and `why` as Markdown table cells (`-` when absent); the why cell then lists
+/// every other rule the case broke, a line each (`rule` (strict): why).
 pub fn rule_and_why_cells(case: &CaseResult) -> (String, String) {
+    let mut why = case
+        .why
+        .as_deref()
+        .map_or_else(|| "-".to_string(), markdown_text);
+    for broken in &case.also_broken {
+        why.push_str(&format!(
+            "<br>also broken: {} ({}): {}",
+            markdown_code(&broken.rule),
+            markdown_text(&match &broken.interpretation {
+                None => "strict".to_string(),
+                Some(entry) => format!("informational, {entry}"),
+            }),
+            markdown_text(&broken.why)
+        ));
+    }
     (
         case.rule
             .as_deref()
             .map_or_else(|| "-".to_string(), markdown_code),
-        case.why
-            .as_deref()
-            .map_or_else(|| "-".to_string(), markdown_text),
+        why,
     )
 }
 
