@@ -64,6 +64,10 @@ pub struct DriverSpec {
     pub env: Vec<(String, String)>,
     /// Byte strings that must never appear in the driver's stderr: (what it is, the bytes).
     pub stderr_needles: Vec<(String, Vec<u8>)>,
+    /// A soft `RLIMIT_FSIZE` for the driver and what it starts (a `crash_mid_save` step): a write
+    /// past it fails part-way (`SIGXFSZ`, or `EFBIG` where that is ignored). fake-dsh raises its
+    /// own limit back. Also no core file. `None`: the limits the harness has.
+    pub fsize_limit: Option<u64>,
 }
 
 /// What went wrong talking to the driver; always the host's fault except [`DriverError::Kit`].
@@ -130,6 +134,26 @@ pub struct Driver {
     reaped: bool,
 }
 
+/// Lowers the child's soft `RLIMIT_FSIZE` to `limit` bytes (never above the hard limit, which
+/// stays, so the child may raise it back) and its soft `RLIMIT_CORE` to 0 (a `SIGXFSZ` leaves no
+/// core file).
+fn limit_file_size(command: &mut Command, limit: u64) {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let lower = |resource: Resource, soft: u64| -> std::io::Result<()> {
+        let (_, hard) = getrlimit(resource)?;
+        setrlimit(resource, soft.min(hard), hard)?;
+        Ok(())
+    };
+    // SAFETY: the closure runs between fork and exec and makes only async-signal-safe calls
+    // (getrlimit, setrlimit).
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(command, move || {
+            lower(Resource::RLIMIT_FSIZE, limit)?;
+            lower(Resource::RLIMIT_CORE, 0)
+        });
+    }
+}
+
 impl Driver {
     pub fn start(
         spec: &DriverSpec,
@@ -149,6 +173,9 @@ impl Driver {
         command.env_clear();
         command.envs(spec.env.iter().map(|(k, v)| (k, v)));
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        if let Some(limit) = spec.fsize_limit {
+            limit_file_size(&mut command, limit);
+        }
         let mut groups = live_groups();
         if interrupted() {
             return Err(DriverError::Kit("the run was interrupted".to_string()));
