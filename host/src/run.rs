@@ -719,7 +719,11 @@ impl Host {
                 session_id: session_id.clone(),
                 key: plan.key,
             };
-            store.save(&mapping).map(|()| Some(session_id.clone()))
+            #[cfg(feature = "mutants")]
+            let saved = self.save_maybe_in_place(store, &mapping);
+            #[cfg(not(feature = "mutants"))]
+            let saved = store.save(&mapping);
+            saved.map(|()| Some(session_id.clone()))
         } else if plan.stale {
             store.forget(conversation).map(|()| None)
         } else {

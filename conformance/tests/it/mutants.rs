@@ -172,3 +172,71 @@ fn a_case_lists_every_rule_two_bugs_break() {
     );
     assert!(markdown.contains("also broken:"), "{markdown}");
 }
+
+/// The outcome of a crash in the middle of a save is judged, not the way the host writes: a host
+/// that rewrites its mapping in place (`save-in-place`) is only `informational` on I-C28's
+/// mechanism check (`resume.crash-after-save`) but fails `resume.crash-mid-save` strictly, where
+/// the driver is crashed part-way through that rewrite and the conversation must still resume;
+/// the reference host (a temp file renamed over the old one) passes both.
+#[test]
+fn a_crash_mid_save_fails_an_in_place_writer_strictly() {
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let verdicts = |mutant: &str| {
+        let json_path = scratch.path().join(format!("{mutant}.json"));
+        let output = Command::new(dsh_test_support::binary("dsh-conformance"))
+            .arg("run")
+            .arg("--host-arg")
+            .arg(dsh_test_support::binary("dsh-host-mutant-driver"))
+            .arg(format!("--host-arg=--mutant={mutant}"))
+            .arg("--fake-dsh")
+            .arg(dsh_test_support::binary("fake-dsh"))
+            .arg("--fixtures")
+            .arg(repo_root().join("fixtures"))
+            .args(["--case", "resume.crash-*-save", "--jobs", "2", "--json"])
+            .arg(&json_path)
+            .output()
+            .expect("dsh-conformance runs");
+        let report: Value =
+            serde_json::from_slice(&std::fs::read(&json_path).expect("suite JSON written"))
+                .unwrap_or_else(|e| panic!("{e}\n{}", String::from_utf8_lossy(&output.stdout)));
+        let mut seen: Vec<(String, String, String)> = report["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .map(|case| {
+                let text = |member: &str| case[member].as_str().unwrap_or("-").to_string();
+                (text("id"), text("verdict"), text("rule"))
+            })
+            .collect();
+        seen.sort();
+        seen
+    };
+    let owned = |rows: &[(&str, &str, &str)]| -> Vec<(String, String, String)> {
+        rows.iter()
+            .map(|(id, verdict, rule)| (id.to_string(), verdict.to_string(), rule.to_string()))
+            .collect()
+    };
+    // No mutant switched on: the reference host.
+    assert_eq!(
+        verdicts(""),
+        owned(&[
+            ("resume.crash-after-save", "pass", "-"),
+            ("resume.crash-mid-save", "pass", "-"),
+        ])
+    );
+    assert_eq!(
+        verdicts("save-in-place"),
+        owned(&[
+            (
+                "resume.crash-after-save",
+                "informational",
+                "s7.conversation-one-session"
+            ),
+            (
+                "resume.crash-mid-save",
+                "fail",
+                "s7.conversation-one-session"
+            ),
+        ])
+    );
+}

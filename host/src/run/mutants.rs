@@ -13,7 +13,7 @@ use crate::host::Host;
 use crate::mutants::Mutant;
 use crate::process::{OwnedTree, Stop};
 use crate::redact::Redactor;
-use crate::session_store::{CompatibilityKey, SessionMapping};
+use crate::session_store::{CompatibilityKey, SessionMapping, SessionStore};
 use dsh_protocol::{LineEvent, RunContext, RuntimeFrame, Step, Violation, ViolationCode};
 use std::path::PathBuf;
 use tokio::process::Child;
@@ -151,6 +151,21 @@ impl Host {
             }
             mapping
         })
+    }
+
+    /// `save-in-place`: the mapping file truncated and written again where it is (the mutant off:
+    /// saved as it should be, a temp file renamed over it).
+    pub(super) fn save_maybe_in_place(
+        &self,
+        store: &SessionStore,
+        mapping: &SessionMapping,
+    ) -> std::io::Result<()> {
+        if !self.mutant(Mutant::SaveInPlace) {
+            return store.save(mapping);
+        }
+        std::fs::create_dir_all(store.dir())?;
+        let bytes = SessionStore::encode(mapping)?;
+        std::fs::write(store.file_of(&mapping.key.conversation_id), bytes)
     }
 
     /// `no-bootstrap-on-new-session`: the turn alone, bootstrap or not.
