@@ -65,8 +65,9 @@ pub struct DriverSpec {
     /// Byte strings that must never appear in the driver's stderr: (what it is, the bytes).
     pub stderr_needles: Vec<(String, Vec<u8>)>,
     /// A soft `RLIMIT_FSIZE` for the driver and what it starts (a `crash_mid_save` step): a write
-    /// past it fails part-way (`SIGXFSZ`, or `EFBIG` where that is ignored). fake-dsh raises its
-    /// own limit back. Also no core file. `None`: the limits the harness has.
+    /// past it fails part-way (`SIGXFSZ`, or `EFBIG` where that is ignored). The runtime takes
+    /// its limit back (the world's `bin/dsh`, and fake-dsh itself). Also no core file. `None`: the
+    /// limits the harness has.
     pub fsize_limit: Option<u64>,
 }
 
