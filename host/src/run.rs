@@ -720,10 +720,8 @@ impl Host {
                 key: plan.key,
             };
             #[cfg(feature = "mutants")]
-            let saved = self.save_maybe_in_place(store, &mapping);
-            #[cfg(not(feature = "mutants"))]
-            let saved = store.save(&mapping);
-            saved.map(|()| Some(session_id.clone()))
+            let store = self.saving_store(store);
+            store.save(&mapping).map(|()| Some(session_id.clone()))
         } else if plan.stale {
             store.forget(conversation).map(|()| None)
         } else {

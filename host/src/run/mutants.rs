@@ -153,19 +153,14 @@ impl Host {
         })
     }
 
-    /// `save-in-place`: the mapping file truncated and written again where it is (the mutant off:
-    /// saved as it should be, a temp file renamed over it).
-    pub(super) fn save_maybe_in_place(
-        &self,
-        store: &SessionStore,
-        mapping: &SessionMapping,
-    ) -> std::io::Result<()> {
-        if !self.mutant(Mutant::SaveInPlace) {
-            return store.save(mapping);
+    /// `save-in-place`: the store the run saves its mapping through, which truncates the mapping
+    /// file and writes it again where it is (the mutant off: it saves as it should, a temp file
+    /// renamed over the old one).
+    pub(super) fn saving_store<'s>(&self, store: &'s SessionStore) -> SavingStore<'s> {
+        SavingStore {
+            store,
+            in_place: self.mutant(Mutant::SaveInPlace),
         }
-        std::fs::create_dir_all(store.dir())?;
-        let bytes = SessionStore::encode(mapping)?;
-        std::fs::write(store.file_of(&mapping.key.conversation_id), bytes)
     }
 
     /// `no-bootstrap-on-new-session`: the turn alone, bootstrap or not.
@@ -329,4 +324,21 @@ fn session_id_in(text: &str) -> Option<String> {
         .strip_prefix('"')?;
     let (id, _) = value.split_once('"')?;
     Some(id.to_string()).filter(|id| !id.is_empty())
+}
+
+/// The session store as the `save-in-place` mutant saves through it.
+pub(super) struct SavingStore<'s> {
+    store: &'s SessionStore,
+    in_place: bool,
+}
+
+impl SavingStore<'_> {
+    pub(super) fn save(&self, mapping: &SessionMapping) -> std::io::Result<()> {
+        if !self.in_place {
+            return self.store.save(mapping);
+        }
+        std::fs::create_dir_all(self.store.dir())?;
+        let bytes = SessionStore::encode(mapping)?;
+        std::fs::write(self.store.file_of(&mapping.key.conversation_id), bytes)
+    }
 }
