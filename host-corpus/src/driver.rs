@@ -638,6 +638,30 @@ fn read_stderr(mut stderr: impl Read, capture: Arc<Mutex<StderrCapture>>) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_file_size_limit_stops_a_write_part_way_and_a_child_can_lift_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // Writes 1000 bytes to `$1`, then (in a second file) the same after lifting the soft limit.
+        let script = "head -c 1000 /dev/zero > \"$1\"; \
+                      ulimit -S -f unlimited && head -c 1000 /dev/zero > \"$2\"";
+        let sizes = |limit: Option<u64>, name: &str| {
+            let (cut, lifted) = (
+                dir.path().join(name),
+                dir.path().join(format!("{name}-lifted")),
+            );
+            let mut command = Command::new("sh");
+            command.args(["-c", script, "sh"]).arg(&cut).arg(&lifted);
+            if let Some(limit) = limit {
+                limit_file_size(&mut command, limit);
+            }
+            command.status().expect("sh runs");
+            let size = |path: &std::path::Path| std::fs::metadata(path).map_or(0, |m| m.len());
+            (size(&cut), size(&lifted))
+        };
+        assert_eq!(sizes(None, "free"), (1000, 1000));
+        assert_eq!(sizes(Some(300), "limited"), (300, 1000));
+    }
+
     /// A reader that returns one chunk per `read`, like separate writes on a pipe.
     struct Writes(Vec<Vec<u8>>);
 
