@@ -45,6 +45,7 @@ pub fn verdict(case: &ClientCase, played: &Played) -> CaseResult {
         duration_ms: u64::try_from(played.duration.as_millis()).unwrap_or(u64::MAX),
         transcript: transcript(played),
         flaky: Vec::new(),
+        also_broken: Vec::new(),
     }
 }
 
@@ -63,6 +64,7 @@ pub fn skipped(case: &ClientCase, lacking: &str) -> CaseResult {
         duration_ms: 0,
         transcript: Vec::new(),
         flaky: Vec::new(),
+        also_broken: Vec::new(),
     }
 }
 

@@ -46,6 +46,18 @@ pub fn block_signals() {
     }
 }
 
+/// Raises a lowered soft file-size limit back to the hard one (call first in `main`, before the
+/// journal is written): the harness's `crash_mid_save` step limits the host's writes, never the
+/// runtime's journal, home or project files.
+pub fn restore_file_size_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_FSIZE) {
+        if soft < hard && setrlimit(Resource::RLIMIT_FSIZE, hard, hard).is_err() {
+            eprintln!("fake-dsh: cannot raise the file-size limit back to {hard}");
+        }
+    }
+}
+
 static SIGNALS_UNBLOCKED: AtomicBool = AtomicBool::new(false);
 static BACKGROUND: std::sync::Once = std::sync::Once::new();
 

@@ -22,6 +22,7 @@ pub const VERSION_ENV: &str = "FAKE_DSH_VERSION";
 
 /// Runs fake-dsh with this process's arguments; never returns.
 pub fn main() -> ! {
+    process::restore_file_size_limit();
     process::block_signals();
     let journal_path = std::env::var_os(journal::JOURNAL_ENV)
         .filter(|value| !value.is_empty())

@@ -164,6 +164,10 @@ pub enum Step {
     /// Cut every file under `RUNTIME_DATA_DIR` to half its length: what a host that writes its
     /// mapping in place leaves when it crashes mid-save.
     TruncateHostData,
+    /// A run sent to a driver restarted with a file-size limit below its saved mapping's size, then
+    /// the driver is SIGKILLed and started again without the limit: a crash in the middle of the
+    /// run's save, whatever the host writes. Judges nothing itself; the steps after it do.
+    CrashMidSave(RunStep),
     /// Runs of different conversations in flight at once (the driver's `concurrent` capability):
     /// the first is sent at once, each later one when the run before it reports its `start_on`
     /// event.
@@ -190,6 +194,7 @@ impl Step {
             Step::CorruptSession { .. } => "corrupt_session",
             Step::DeleteSession { .. } => "delete_session",
             Step::TruncateHostData => "truncate_host_data",
+            Step::CrashMidSave(_) => "crash_mid_save",
             Step::Concurrent(_) => "concurrent",
         }
     }
@@ -556,6 +561,8 @@ struct RawStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     truncate_host_data: Option<EmptyObject>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    crash_mid_save: Option<RunStep>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     concurrent: Option<Vec<RawConcurrentRun>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expect: Option<Value>,
@@ -598,6 +605,7 @@ impl RawStep {
             self.corrupt_session.is_some(),
             self.delete_session.is_some(),
             self.truncate_host_data.is_some(),
+            self.crash_mid_save.is_some(),
             self.concurrent.is_some(),
         ]
         .iter()
@@ -621,6 +629,7 @@ impl TryFrom<RawStep> for Step {
             corrupt_session,
             delete_session,
             truncate_host_data,
+            crash_mid_save,
             concurrent,
             expect,
         } = raw;
@@ -658,6 +667,10 @@ impl TryFrom<RawStep> for Step {
         if truncate_host_data.is_some() {
             no_expect("truncate_host_data", expect)?;
             return Ok(Step::TruncateHostData);
+        }
+        if let Some(run) = crash_mid_save {
+            no_expect("crash_mid_save", expect)?;
+            return Ok(Step::CrashMidSave(run));
         }
         if let Some(runs) = concurrent {
             no_expect("concurrent", expect)?;
@@ -716,6 +729,10 @@ impl From<Step> for RawStep {
             },
             Step::TruncateHostData => RawStep {
                 truncate_host_data: Some(EmptyObject {}),
+                ..Default::default()
+            },
+            Step::CrashMidSave(run) => RawStep {
+                crash_mid_save: Some(run),
                 ..Default::default()
             },
             Step::Concurrent(runs) => RawStep {
@@ -838,14 +855,14 @@ pub fn parse_case(file: &Path, text: &str) -> Result<Case, FixtureError> {
     }
     for (index, step) in case.steps.iter().enumerate() {
         let runs: Vec<&RunStep> = match step {
-            Step::Run { run, .. } => vec![run],
+            Step::Run { run, .. } | Step::CrashMidSave(run) => vec![run],
             Step::Concurrent(runs) => runs.iter().map(|one| &one.run).collect(),
             _ => Vec::new(),
         };
         for run in runs {
             check_relative_cwd(&run.cwd)
                 .map_err(|message| error(format!("step {index}: {message}")))?;
-            if run.start_on.is_some() && matches!(step, Step::Run { .. }) {
+            if run.start_on.is_some() && !matches!(step, Step::Concurrent(_)) {
                 return Err(error(format!(
                     "step {index}: start_on belongs to the runs of a concurrent step"
                 )));

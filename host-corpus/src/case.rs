@@ -25,6 +25,7 @@ use dsh_results::output::secrets::display_command;
 
 use checks::MIN_SCANNED_PROMPT;
 
+mod crash;
 mod reuse;
 mod runs;
 
@@ -94,6 +95,7 @@ pub fn run_case(case: &Case, env: &CaseEnv, slot: Option<&mut Option<ReusedDrive
         pooled,
         reusable: false,
         tree_root: None,
+        fsize_limit: None,
     };
     let skipped = runner.run();
     if let Some(slot) = slot {
@@ -137,6 +139,10 @@ pub fn needed_capabilities(case: &Case) -> Vec<Capability> {
                 vec![Capability::Sessions]
             }
             Step::Run { run, .. } => run_needs(run),
+            Step::CrashMidSave(run) => [Capability::Restart, Capability::Sessions]
+                .into_iter()
+                .chain(run_needs(run))
+                .collect(),
             Step::Concurrent(runs) => std::iter::once(Capability::Concurrent)
                 .chain(runs.iter().flat_map(|one| run_needs(&one.run)))
                 .collect(),
@@ -176,6 +182,8 @@ struct Runner<'a> {
     reusable: bool,
     /// The per-case supervisor the current driver runs under (`supervisor::wrap`), if any.
     tree_root: Option<i32>,
+    /// The file-size limit the next driver starts under (a `crash_mid_save` step).
+    fsize_limit: Option<u64>,
 }
 
 /// A step could not go on: the case stops (the driver is killed).
@@ -359,6 +367,7 @@ impl<'a> Runner<'a> {
                     self.touch_session(world, conversation, false)
                 }
                 Step::TruncateHostData => self.truncate_host_data(world),
+                Step::CrashMidSave(run) => self.crash_mid_save(driver, world, journal, index, run),
             };
             if result.is_err() {
                 if let Some(active) = driver.as_mut() {
@@ -467,7 +476,7 @@ impl<'a> Runner<'a> {
             ),
         ];
         for step in &self.case.steps {
-            if let Step::Run { run, .. } = step {
+            if let Step::Run { run, .. } | Step::CrashMidSave(run) = step {
                 if run.prompt.len() >= MIN_SCANNED_PROMPT {
                     stderr_needles.push((
                         format!("the prompt {:?}", run.prompt),
@@ -481,6 +490,7 @@ impl<'a> Runner<'a> {
             cwd: world.root.clone(),
             env,
             stderr_needles,
+            fsize_limit: self.fsize_limit,
         }
     }
 

@@ -40,6 +40,11 @@ pub struct DriverSpec {
     pub env: Vec<(String, String)>,
     /// Byte strings that must never appear in the driver's stderr: (what it is, the bytes).
     pub stderr_needles: Vec<(String, Vec<u8>)>,
+    /// A soft `RLIMIT_FSIZE` for the driver and what it starts (a `crash_mid_save` step): a write
+    /// past it fails part-way (`SIGXFSZ`, or `EFBIG` where that is ignored). The runtime takes
+    /// its limit back (the world's `bin/dsh`, and fake-dsh itself). Also no core file. `None`: the
+    /// limits the harness has.
+    pub fsize_limit: Option<u64>,
 }
 
 /// What went wrong talking to the driver; always the host's fault except [`DriverError::Kit`].
@@ -106,6 +111,26 @@ pub struct Driver {
     reaped: bool,
 }
 
+/// Lowers the child's soft `RLIMIT_FSIZE` to `limit` bytes (never above the hard limit, which
+/// stays, so the child may raise it back) and its soft `RLIMIT_CORE` to 0 (a `SIGXFSZ` leaves no
+/// core file).
+fn limit_file_size(command: &mut Command, limit: u64) {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let lower = |resource: Resource, soft: u64| -> std::io::Result<()> {
+        let (_, hard) = getrlimit(resource)?;
+        setrlimit(resource, soft.min(hard), hard)?;
+        Ok(())
+    };
+    // SAFETY: the closure runs between fork and exec and makes only async-signal-safe calls
+    // (getrlimit, setrlimit).
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(command, move || {
+            lower(Resource::RLIMIT_FSIZE, limit)?;
+            lower(Resource::RLIMIT_CORE, 0)
+        });
+    }
+}
+
 impl Driver {
     pub fn start(
         spec: &DriverSpec,
@@ -125,6 +150,9 @@ impl Driver {
         command.env_clear();
         command.envs(spec.env.iter().map(|(k, v)| (k, v)));
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        if let Some(limit) = spec.fsize_limit {
+            limit_file_size(&mut command, limit);
+        }
         // Under the registry's lock: a stop signal either sees this driver's group or stops it.
         let mut groups = dsh_engine::interrupt::live_groups();
         if groups.interrupted() {
@@ -586,6 +614,30 @@ fn read_stderr(mut stderr: impl Read, capture: Arc<Mutex<StderrCapture>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_size_limit_stops_a_write_part_way_and_a_child_can_lift_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // Writes 1000 bytes to `$1`, then (in a second file) the same after lifting the soft limit.
+        let script = "head -c 1000 /dev/zero > \"$1\"; \
+                      ulimit -S -f unlimited && head -c 1000 /dev/zero > \"$2\"";
+        let sizes = |limit: Option<u64>, name: &str| {
+            let (cut, lifted) = (
+                dir.path().join(name),
+                dir.path().join(format!("{name}-lifted")),
+            );
+            let mut command = Command::new("sh");
+            command.args(["-c", script, "sh"]).arg(&cut).arg(&lifted);
+            if let Some(limit) = limit {
+                limit_file_size(&mut command, limit);
+            }
+            command.status().expect("sh runs");
+            let size = |path: &std::path::Path| std::fs::metadata(path).map_or(0, |m| m.len());
+            (size(&cut), size(&lifted))
+        };
+        assert_eq!(sizes(None, "free"), (1000, 1000));
+        assert_eq!(sizes(Some(300), "limited"), (300, 1000));
+    }
 
     /// A reader that returns one chunk per `read`, like separate writes on a pipe.
     struct Writes(Vec<Vec<u8>>);

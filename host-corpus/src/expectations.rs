@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use dsh_engine::input::{read_bounded, MAX_CONFIG_BYTES};
-use dsh_results::model::{SuiteReport, Verdict};
+use dsh_results::model::{CaseResult, SuiteReport, Verdict};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,8 +37,9 @@ impl Expectations {
 
     /// A baseline from the report's failures: `fail`, `untestable`, and cases already `xfail`
     /// (which keep the reason `previous`, the file the run was given, has for them: a reviewer's
-    /// words survive a regeneration). A new entry's reason is the broken rule and a stable phrase
-    /// ([`stable_reason`]), so writing it again for an unchanged host gives the same file.
+    /// words survive a regeneration). A new entry's reason names the verdict's rule and a stable
+    /// phrase ([`stable_reason`]), then every other rule the case broke (sorted), so writing it
+    /// again for an unchanged host gives the same file.
     pub fn from_failures(report: &SuiteReport, previous: Option<&Expectations>) -> Expectations {
         let xfail = report
             .cases
@@ -53,14 +54,10 @@ impl Expectations {
                 let kept = previous
                     .filter(|_| case.verdict == Verdict::Xfail)
                     .and_then(|previous| previous.xfail.get(&case.id));
-                let reason = match (kept, &case.rule, &case.why) {
-                    (Some(kept), _, _) => kept.clone(),
-                    (None, Some(rule), Some(why)) => format!("{rule}: {}", stable_reason(why)),
-                    (None, Some(rule), None) => rule.clone(),
-                    (None, None, Some(why)) => stable_reason(why),
-                    (None, None, None) => case.verdict.as_str().to_string(),
-                };
-                (case.id.clone(), reason)
+                (
+                    case.id.clone(),
+                    kept.cloned().unwrap_or_else(|| reason(case)),
+                )
             })
             .collect();
         Expectations { v: 1, xfail }
@@ -124,6 +121,31 @@ fn stable_word(word: &str, after_pid: bool) -> String {
     word.replacen(core, placeholder, 1)
 }
 
+/// Why a case is expected to fail: `rule: why`, then ` (also broken: rule, rule (informational))`
+/// naming the case's other broken rules, sorted (nothing when it broke one rule).
+fn reason(case: &CaseResult) -> String {
+    let reason = match (&case.rule, &case.why) {
+        (Some(rule), Some(why)) => format!("{rule}: {}", stable_reason(why)),
+        (Some(rule), None) => rule.clone(),
+        (None, Some(why)) => stable_reason(why),
+        (None, None) => case.verdict.as_str().to_string(),
+    };
+    let mut rules: Vec<String> = case
+        .also_broken
+        .iter()
+        .map(|broken| match broken.interpretation {
+            None => broken.rule.clone(),
+            Some(_) => format!("{} (informational)", broken.rule),
+        })
+        .collect();
+    rules.sort();
+    rules.dedup();
+    match rules.is_empty() {
+        true => reason,
+        false => format!("{reason} (also broken: {})", rules.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,7 +171,7 @@ mod tests {
 
     #[test]
     fn a_listed_failure_keeps_the_reviewers_reason() {
-        use dsh_results::model::{Blame, CaseResult};
+        use dsh_results::model::Blame;
         let case = |id: &str, verdict| CaseResult {
             id: id.into(),
             summary: String::new(),
@@ -163,6 +185,7 @@ mod tests {
             duration_ms: 0,
             transcript: vec![],
             flaky: vec![],
+            also_broken: vec![],
         };
         let report = SuiteReport {
             kit_version: "0".into(),
@@ -214,5 +237,34 @@ mod tests {
         assert!(Expectations::load(&path)
             .expect_err("version")
             .contains("v=2"));
+    }
+
+    #[test]
+    fn a_reason_names_every_broken_rule_in_a_stable_order() {
+        // Built from JSON, as an old or new report loads: absent members take their defaults.
+        let reason = |also_broken: serde_json::Value| {
+            let case: CaseResult = serde_json::from_value(serde_json::json!({
+                "id": "strict.x", "summary": "", "spec": [], "rules": [], "verdict": "fail",
+                "blame": "host", "rule": "s7.validate-ready", "why": "execute before ready",
+                "interpretation": null, "duration_ms": 0, "transcript": [],
+                "also_broken": also_broken
+            }))
+            .expect("a case result");
+            reason(&case)
+        };
+        assert_eq!(
+            reason(serde_json::json!([])),
+            "s7.validate-ready: execute before ready"
+        );
+        let tree = serde_json::json!({"rule": "s10.process-tree-reaped", "why": "left"});
+        let shape =
+            serde_json::json!({"rule": "s6.execute-shape", "why": "x", "interpretation": "I-01"});
+        let one_order = reason(serde_json::json!([tree, shape]));
+        assert_eq!(
+            one_order,
+            "s7.validate-ready: execute before ready (also broken: s10.process-tree-reaped, \
+             s6.execute-shape (informational))"
+        );
+        assert_eq!(one_order, reason(serde_json::json!([shape, tree])));
     }
 }

@@ -56,7 +56,7 @@ impl MappingWatch {
 }
 
 /// The files under `dir` whose bytes hold one of `sessions`.
-fn held_files(dir: &Path, sessions: &[String]) -> Vec<PathBuf> {
+pub(crate) fn held_files(dir: &Path, sessions: &[String]) -> Vec<PathBuf> {
     let mut files = Vec::new();
     walk(dir, 0, &mut |path, is_dir| {
         if is_dir {

@@ -29,6 +29,7 @@ pub fn handshake(host: &[String], time_scale: f64, pass_env: &[String]) -> Resul
             .chain([("DSH_CONFORMANCE".to_string(), "preflight".to_string())])
             .collect(),
         stderr_needles: Vec::new(),
+        fsize_limit: None,
     };
     let mut transcript = Transcript::default();
     let mut driver = Driver::start(&spec, Vec::new())

@@ -336,6 +336,7 @@ impl Suite {
                     duration_ms: 0,
                     transcript: Vec::new(),
                     flaky: Vec::new(),
+                    also_broken: Vec::new(),
                 };
                 return (result, None);
             }
@@ -362,6 +363,7 @@ impl Suite {
             duration_ms: u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX),
             transcript,
             flaky: Vec::new(),
+            also_broken: decision.also_broken,
         };
         (result, run.handshake)
     }
@@ -599,6 +601,7 @@ mod tests {
             duration_ms: 0,
             transcript: vec![],
             flaky: vec![],
+            also_broken: vec![],
         }
     }
 

@@ -2,7 +2,7 @@
 //! `informational` (it breaks an interpretation, not a spec sentence), and the expectations file's
 //! `xfail`/`xpass`.
 
-use dsh_results::model::{Blame, Verdict};
+use dsh_results::model::{Blame, BrokenRule, Verdict};
 
 /// The rule id of the harness's own driver contract.
 pub const RULE_DRIVER_REPLY_VALID: &str = "s6.driver-reply-valid";
@@ -87,6 +87,8 @@ pub struct Decision {
     pub why: Option<String>,
     /// The interpretation entry an `informational` verdict rests on.
     pub interpretation: Option<String>,
+    /// Every other broken rule, strict or informational ([`others`]).
+    pub also_broken: Vec<BrokenRule>,
 }
 
 fn one_line(text: &str) -> String {
@@ -99,7 +101,8 @@ fn one_line(text: &str) -> String {
 
 /// The verdict before the expectations file. A kit finding makes it `error`; a strict finding (a
 /// spec sentence or the harness contract) `fail` (or `untestable`); findings that each rest on an
-/// interpretation only `informational`.
+/// interpretation only `informational`. The blamed finding names the verdict's rule; every other
+/// finding is kept in `also_broken`.
 pub fn decide(findings: &[Finding], skipped: Option<&str>) -> Decision {
     let blamed = |verdict, blame, finding: &Finding| Decision {
         verdict,
@@ -107,6 +110,7 @@ pub fn decide(findings: &[Finding], skipped: Option<&str>) -> Decision {
         rule: Some(finding.rule.clone()),
         why: Some(finding.why.clone()),
         interpretation: finding.interpretation.clone(),
+        also_broken: others(findings, finding),
     };
     if let Some(kit) = findings.iter().find(|f| f.kind == FindingKind::Kit) {
         return blamed(Verdict::Error, Blame::Kit, kit);
@@ -118,6 +122,7 @@ pub fn decide(findings: &[Finding], skipped: Option<&str>) -> Decision {
             rule: None,
             why: Some(why.to_string()),
             interpretation: None,
+            also_broken: Vec::new(),
         };
     }
     if let Some(first) = findings.iter().find(|finding| finding.is_strict()) {
@@ -136,8 +141,29 @@ pub fn decide(findings: &[Finding], skipped: Option<&str>) -> Decision {
             rule: None,
             why: None,
             interpretation: None,
+            also_broken: Vec::new(),
         },
     }
+}
+
+/// The broken rules besides the blamed finding's, in the order first broken: one entry per rule
+/// and strictness (its first message), the blamed rule itself left out at the blamed strictness.
+fn others(findings: &[Finding], blamed: &Finding) -> Vec<BrokenRule> {
+    let key = |finding: &Finding| (finding.rule.clone(), finding.interpretation.clone());
+    let mut seen = vec![key(blamed)];
+    let mut others = Vec::new();
+    for finding in findings {
+        if seen.contains(&key(finding)) {
+            continue;
+        }
+        seen.push(key(finding));
+        others.push(BrokenRule {
+            rule: finding.rule.clone(),
+            why: finding.why.clone(),
+            interpretation: finding.interpretation.clone(),
+        });
+    }
+    others
 }
 
 /// Applies an `xfail` entry: a failure becomes `xfail`; anything that is not one becomes `xpass`.
@@ -206,6 +232,44 @@ mod tests {
         );
         let decision = decide(&[soft(Expectation)], None);
         assert_eq!(decision.interpretation.as_deref(), Some("I-01"));
+    }
+
+    #[test]
+    fn every_other_broken_rule_is_kept() {
+        use FindingKind::*;
+        let on = |rule: &str, why: &str| Finding::new(Global, rule, why);
+        let findings = [
+            on("s7.a", "first a").interpreted(Some("I-01")),
+            on("s6.b", "first b"),
+            on("s6.b", "second b"),
+            on("s10.c", "first c"),
+            on("s6.b", "soft b").interpreted(Some("I-02")),
+            on("s7.a", "second a").interpreted(Some("I-01")),
+        ];
+        let decision = decide(&findings, None);
+        // The first strict finding is the verdict's rule; the others are listed once each.
+        assert_eq!(
+            (decision.verdict, decision.rule.as_deref()),
+            (Verdict::Fail, Some("s6.b"))
+        );
+        let listed: Vec<(&str, &str, Option<&str>)> = decision
+            .also_broken
+            .iter()
+            .map(|b| (b.rule.as_str(), b.why.as_str(), b.interpretation.as_deref()))
+            .collect();
+        assert_eq!(
+            listed,
+            vec![
+                ("s7.a", "first a", Some("I-01")),
+                ("s10.c", "first c", None),
+                ("s6.b", "soft b", Some("I-02")),
+            ]
+        );
+        assert_eq!(decision.also_broken[1].strictness(), "strict");
+        assert_eq!(decision.also_broken[0].strictness(), "informational");
+        // One broken rule, however often: nothing else to list.
+        assert!(decide(&findings[1..3], None).also_broken.is_empty());
+        assert!(decide(&[], Some("no cancel")).also_broken.is_empty());
     }
 
     #[test]

@@ -250,6 +250,9 @@ impl World {
                 .map_err(|why| io::Error::new(io::ErrorKind::InvalidInput, why))?;
             script.push_str(&format!("{name}={}\nexport {name}\n", shell_quote(value)));
         }
+        // A `crash_mid_save` step lowers the driver's soft file-size limit; the runtime it starts
+        // takes it back (no fork for it; where the hard limit is finite fake-dsh raises its own).
+        script.push_str("ulimit -S -f unlimited 2>/dev/null || :\n");
         script.push_str(&format!(
             "exec {} \"$@\"\n",
             shell_quote(&path_string(&self.fake_dsh))

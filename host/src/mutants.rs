@@ -47,10 +47,11 @@ pub enum Mutant {
     IgnoreReasoningEffort,
     KeepDuplicateModels,
     SalvageTornMapping,
+    SaveInPlace,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 25] = [
+    pub const ALL: [Mutant; 26] = [
         Mutant::EofIsSuccess,
         Mutant::AcceptSecondResult,
         Mutant::ForeignFrameLeaks,
@@ -76,6 +77,7 @@ impl Mutant {
         Mutant::IgnoreReasoningEffort,
         Mutant::KeepDuplicateModels,
         Mutant::SalvageTornMapping,
+        Mutant::SaveInPlace,
     ];
 
     pub fn name(self) -> &'static str {
@@ -105,6 +107,7 @@ impl Mutant {
             Mutant::IgnoreReasoningEffort => "ignore-reasoning-effort",
             Mutant::KeepDuplicateModels => "keep-duplicate-models",
             Mutant::SalvageTornMapping => "salvage-torn-mapping",
+            Mutant::SaveInPlace => "save-in-place",
         }
     }
 
@@ -169,6 +172,9 @@ impl Mutant {
             }
             Mutant::SalvageTornMapping => {
                 "A mapping file that does not parse is salvaged: the `session_id` in its text is resumed."
+            }
+            Mutant::SaveInPlace => {
+                "A session mapping is rewritten in place (truncate, then write) instead of a temp file renamed over it."
             }
         }
     }

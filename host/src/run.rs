@@ -719,6 +719,8 @@ impl Host {
                 session_id: session_id.clone(),
                 key: plan.key,
             };
+            #[cfg(feature = "mutants")]
+            let store = self.saving_store(store);
             store.save(&mapping).map(|()| Some(session_id.clone()))
         } else if plan.stale {
             store.forget(conversation).map(|()| None)

@@ -170,11 +170,8 @@ impl SessionStore {
         }
     }
 
-    /// Replace the conversation's mapping atomically: a temp file in the same directory, fsync,
-    /// rename over the old one, fsync the directory.
-    pub fn save(&self, mapping: &SessionMapping) -> io::Result<()> {
-        fs::create_dir_all(&self.dir)?;
-        let path = self.file_of(&mapping.key.conversation_id);
+    /// A mapping as its file holds it.
+    pub(crate) fn encode(mapping: &SessionMapping) -> io::Result<Vec<u8>> {
         let stored = StoredFile {
             v: STORE_FORMAT,
             session_id: mapping.session_id.clone(),
@@ -182,6 +179,15 @@ impl SessionStore {
         };
         let mut bytes = serde_json::to_vec_pretty(&stored).map_err(io::Error::other)?;
         bytes.push(b'\n');
+        Ok(bytes)
+    }
+
+    /// Replace the conversation's mapping atomically: a temp file in the same directory, fsync,
+    /// rename over the old one, fsync the directory.
+    pub fn save(&self, mapping: &SessionMapping) -> io::Result<()> {
+        fs::create_dir_all(&self.dir)?;
+        let path = self.file_of(&mapping.key.conversation_id);
+        let bytes = Self::encode(mapping)?;
         let temp = self.temp_path(&path);
         let written = (|| {
             let mut file = fs::OpenOptions::new()

@@ -4,7 +4,7 @@
 use super::document::ReportDocument;
 use dsh_results::model::{short_hash, SuiteReport, Verdict};
 use dsh_results::output::escape::{markdown_code, markdown_text};
-use dsh_results::output::markdown::{needs_attention, rule_and_why_cells};
+use dsh_results::output::markdown::{needs_attention, rule_and_brief_why_cells};
 use std::io::{self, Write};
 
 /// At most this many failing-case rows are listed; the rest are counted and left to report.html.
@@ -120,7 +120,7 @@ fn write_failing_cases(document: &ReportDocument, out: &mut dyn Write) -> io::Re
     )?;
     for (suite, index) in failing.iter().take(MAX_FAILING_ROWS) {
         let case = &suite.cases[*index];
-        let (rule, why) = rule_and_why_cells(case);
+        let (rule, why) = rule_and_brief_why_cells(case);
         writeln!(
             out,
             "| {} | {} | {} | {} | {rule} | {why} |",

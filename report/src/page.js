@@ -288,6 +288,17 @@
     body.appendChild(element("h3", null, result.id));
     body.appendChild(element("p", "badge v-" + result.verdict, result.verdict));
     body.appendChild(facts(suite, result));
+    // Every rule the case broke besides the failing one (reports of older kits have none).
+    var also = result.also_broken || [];
+    if (also.length) {
+      body.appendChild(element("h4", null, "Also broken (" + also.length + (also.length === 1 ? " rule)" : " rules)")));
+      var list = element("ul", "also-broken");
+      also.forEach(function (broken) {
+        var strictness = broken.interpretation ? "informational, " + broken.interpretation : "strict";
+        list.appendChild(element("li", null, broken.rule + " (" + strictness + "): " + broken.why));
+      });
+      body.appendChild(list);
+    }
     var link = element("a", "permalink", "Link to this cell");
     link.href = "#" + cell.id;
     body.appendChild(link);

@@ -83,6 +83,46 @@ pub struct CaseResult {
     /// With `--verify N`: the verdicts of every repetition when they differed (a flaky case).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flaky: Vec<Verdict>,
+    /// Every other rule the case broke besides `rule` (one entry per rule and strictness, in the
+    /// order first broken), so one systemic deviation hides none of a host's other findings.
+    /// Absent in reports of kits that named only the first broken rule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_broken: Vec<BrokenRule>,
+}
+
+/// A rule a case broke besides the one its verdict names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokenRule {
+    pub rule: String,
+    /// One line: what was expected and what happened (the first time the rule broke).
+    pub why: String,
+    /// The interpretation entry the broken expectation rests on: the finding is informational.
+    /// Absent: it breaks a spec sentence (strict).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interpretation: Option<String>,
+}
+
+impl BrokenRule {
+    /// `strict`, or `informational` when the expectation rests on an interpretation.
+    pub fn strictness(&self) -> &'static str {
+        match self.interpretation {
+            None => "strict",
+            Some(_) => "informational",
+        }
+    }
+
+    /// `rule (strict)` or `rule (informational, I-..)`.
+    pub fn label(&self) -> String {
+        match &self.interpretation {
+            None => format!("{} (strict)", self.rule),
+            Some(entry) => format!("{} (informational, {entry})", self.rule),
+        }
+    }
+
+    /// `rule (strict): why`.
+    pub fn line(&self) -> String {
+        format!("{}: {}", self.label(), self.why)
+    }
 }
 
 impl CaseResult {

@@ -246,6 +246,15 @@ pub fn write_outputs(
     if args.verbose && args.format == Format::Table {
         for case in &report.cases {
             writeln!(stdout, "\n--- {} ({}) ---", case.id, case.verdict.as_str())?;
+            if let Some(rule) = &case.rule {
+                let why = case.why.as_deref().unwrap_or("-");
+                let line = format!("broken: {rule}: {why}");
+                writeln!(stdout, "{}", crate::output::escape::terminal(&line))?;
+            }
+            for broken in &case.also_broken {
+                let line = format!("also broken: {}", broken.line());
+                writeln!(stdout, "{}", crate::output::escape::terminal(&line))?;
+            }
             for line in &case.transcript {
                 writeln!(stdout, "{}", crate::output::escape::terminal(line))?;
             }

@@ -110,3 +110,133 @@ fn recorded_cases_still_catch_each_mutant() {
         uncaught.join("\n")
     );
 }
+
+/// A case names every rule it broke, not only its verdict's: a host with two bugs that each break
+/// their own global rule in the same run shows both in the JSON report, the JUnit XML and the
+/// Markdown summary.
+#[test]
+fn a_case_lists_every_rule_two_bugs_break() {
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let out = |name: &str| scratch.path().join(name);
+    let output = Command::new(dsh_test_support::binary("dsh-conformance"))
+        .arg("run")
+        .arg("--host-arg")
+        .arg(dsh_test_support::binary("dsh-host-mutant-driver"))
+        .arg("--host-arg=--mutant=log-prompt-to-stderr,execute-before-ready")
+        .arg("--fake-dsh")
+        .arg(dsh_test_support::binary("fake-dsh"))
+        .arg("--fixtures")
+        .arg(repo_root().join("fixtures"))
+        .args(["--case", "lifecycle.first-run-new-session", "--jobs", "1"])
+        .arg("--json")
+        .arg(out("suite.json"))
+        .arg("--junit")
+        .arg(out("junit.xml"))
+        .arg("--markdown")
+        .arg(out("summary.md"))
+        .output()
+        .expect("dsh-conformance runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let rules = ["s7.validate-ready", "s14.no-prompt-in-stderr"];
+    let read = |name: &str| std::fs::read_to_string(out(name)).expect("output written");
+    let report: Value = serde_json::from_str(&read("suite.json")).expect("suite JSON parses");
+    let case = &report["cases"][0];
+    assert_eq!(case["verdict"], "fail", "{case}");
+    let mut broken: Vec<&str> = case["also_broken"]
+        .as_array()
+        .expect("also_broken listed")
+        .iter()
+        .map(|other| {
+            assert!(other["why"].as_str().is_some_and(|why| !why.is_empty()));
+            assert!(other.get("interpretation").is_none(), "strict: {other}");
+            other["rule"].as_str().expect("a rule id")
+        })
+        .collect();
+    broken.push(case["rule"].as_str().expect("the verdict's rule"));
+    for rule in rules {
+        assert!(broken.contains(&rule), "{rule} not among {broken:?}");
+    }
+    let (junit, markdown) = (read("junit.xml"), read("summary.md"));
+    for rule in rules {
+        assert!(junit.contains(rule), "JUnit lacks {rule}:\n{junit}");
+        assert!(
+            markdown.contains(rule),
+            "Markdown lacks {rule}:\n{markdown}"
+        );
+    }
+    assert!(junit.contains("name=\"also_broken\""), "{junit}");
+    assert!(
+        junit.contains("also broken:"),
+        "the failure body lists them: {junit}"
+    );
+    assert!(markdown.contains("also broken:"), "{markdown}");
+}
+
+/// The outcome of a crash in the middle of a save is judged, not the way the host writes: a host
+/// that rewrites its mapping in place (`save-in-place`) is only `informational` on I-C28's
+/// mechanism check (`resume.crash-after-save`) but fails `resume.crash-mid-save` strictly, where
+/// the driver is crashed part-way through that rewrite and the conversation must still resume;
+/// the reference host (a temp file renamed over the old one) passes both.
+#[test]
+fn a_crash_mid_save_fails_an_in_place_writer_strictly() {
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let verdicts = |mutant: &str| {
+        let json_path = scratch.path().join(format!("{mutant}.json"));
+        let output = Command::new(dsh_test_support::binary("dsh-conformance"))
+            .arg("run")
+            .arg("--host-arg")
+            .arg(dsh_test_support::binary("dsh-host-mutant-driver"))
+            .arg(format!("--host-arg=--mutant={mutant}"))
+            .arg("--fake-dsh")
+            .arg(dsh_test_support::binary("fake-dsh"))
+            .arg("--fixtures")
+            .arg(repo_root().join("fixtures"))
+            .args(["--case", "resume.crash-*-save", "--jobs", "2", "--json"])
+            .arg(&json_path)
+            .output()
+            .expect("dsh-conformance runs");
+        let report: Value =
+            serde_json::from_slice(&std::fs::read(&json_path).expect("suite JSON written"))
+                .unwrap_or_else(|e| panic!("{e}\n{}", String::from_utf8_lossy(&output.stdout)));
+        let mut seen: Vec<(String, String, String)> = report["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .map(|case| {
+                let text = |member: &str| case[member].as_str().unwrap_or("-").to_string();
+                (text("id"), text("verdict"), text("rule"))
+            })
+            .collect();
+        seen.sort();
+        seen
+    };
+    let owned = |rows: &[(&str, &str, &str)]| -> Vec<(String, String, String)> {
+        rows.iter()
+            .map(|(id, verdict, rule)| (id.to_string(), verdict.to_string(), rule.to_string()))
+            .collect()
+    };
+    // No mutant switched on: the reference host.
+    assert_eq!(
+        verdicts(""),
+        owned(&[
+            ("resume.crash-after-save", "pass", "-"),
+            ("resume.crash-mid-save", "pass", "-"),
+        ])
+    );
+    assert_eq!(
+        verdicts("save-in-place"),
+        owned(&[
+            (
+                "resume.crash-after-save",
+                "informational",
+                "s7.conversation-one-session"
+            ),
+            (
+                "resume.crash-mid-save",
+                "fail",
+                "s7.conversation-one-session"
+            ),
+        ])
+    );
+}

@@ -238,6 +238,33 @@ fn report_html_renders_its_matrix_in_chromium() {
         "no report text became markup"
     );
 
+    // Every other rule the case broke is in its panel, strict or informational, as text.
+    let cancel = document.suites[1]
+        .cases
+        .iter()
+        .position(|case| case.id == "cancel.grandchild-ignores-sigterm")
+        .unwrap();
+    let dom = chromium(
+        &binary,
+        &profile,
+        &["--dump-dom".to_string()],
+        &format!("{url}#cell-1-{cancel}"),
+    );
+    let panel_start = dom.find("<aside id=\"detail\"").expect("the detail panel");
+    let panel = &dom[panel_start..panel_start + dom[panel_start..].find("</aside>").unwrap()];
+    assert!(panel.contains("<h4>Also broken (2 rules)</h4>"), "{panel}");
+    assert!(
+        panel.contains(
+            "<li>s10.process-tree-reaped (strict): run r1: the stdio process 4240 outlived the \
+             outcome | &lt;b&gt;pipe&lt;/b&gt;</li>"
+        ),
+        "{panel}"
+    );
+    assert!(
+        panel.contains("<li>s7.session-before-result (informational, I-07): "),
+        "{panel}"
+    );
+
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report_browser");
     std::fs::create_dir_all(&shots).unwrap();
     let screenshot = shots.join("report.png");

@@ -130,14 +130,22 @@ export class SessionStore {
     const written_at = new Date().toISOString();
     const record = { v: STORE_VERSION, conversation_id: conversationId, session_id: sessionId, key, written_at };
     const temp = `${file}.${process.pid}.${crypto.randomUUID()}.tmp`;
+    const bytes = Buffer.from(`${JSON.stringify(record, null, 2)}\n`);
     const handle = fs.openSync(temp, "wx", 0o600);
     try {
-      fs.writeSync(handle, `${JSON.stringify(record, null, 2)}\n`);
-      fs.fsyncSync(handle);
-    } finally {
-      fs.closeSync(handle);
-    }
-    try {
+      try {
+        // One writeSync may write part of the bytes (a full disk, a file-size limit) and return
+        // the count: write the rest until done or an error, never rename a short file over the
+        // mapping.
+        for (let done = 0; done < bytes.length; ) {
+          const wrote = fs.writeSync(handle, bytes, done, bytes.length - done);
+          if (wrote <= 0) throw new Error(`short write of ${temp}`);
+          done += wrote;
+        }
+        fs.fsyncSync(handle);
+      } finally {
+        fs.closeSync(handle);
+      }
       fs.renameSync(temp, file);
     } catch (error) {
       fs.rmSync(temp, { force: true });

@@ -42,6 +42,34 @@ test("a mapping round-trips and leaves no temp file", (t) => {
   assert.equal(store.get("c1"), null);
 });
 
+test("a save cut short (a full disk, a file-size limit) keeps the old mapping", (t) => {
+  const { root, store, cleanup } = tempStore();
+  t.after(cleanup);
+  const key = compatibilityKey(base);
+  store.put("c1", "od-1", key);
+  // The first write takes half the bytes, as write(2) does at a file-size limit; the next fails.
+  const writeSync = fs.writeSync;
+  let calls = 0;
+  /** @type {(handle: number, buffer: Uint8Array, offset: number, length: number) => number} */
+  const halfThenFail = (handle, buffer, offset, length) => {
+    calls += 1;
+    if (calls > 1) throw Object.assign(new Error("EFBIG: file too large"), { code: "EFBIG" });
+    return writeSync(handle, buffer, offset, Math.ceil(length / 2));
+  };
+  fs.writeSync = /** @type {typeof fs.writeSync} */ (/** @type {unknown} */ (halfThenFail));
+  try {
+    assert.throws(() => store.put("c1", "od-2", key), { code: "EFBIG" });
+  } finally {
+    fs.writeSync = writeSync;
+  }
+  assert.equal(calls, 2);
+  assert.deepEqual(store.get("c1"), { sessionId: "od-1", key });
+  assert.deepEqual(
+    fs.readdirSync(path.join(root, "sessions")).filter((name) => name.endsWith(".tmp")),
+    [],
+  );
+});
+
 test("a corrupt mapping reads as none, with a warning", (t) => {
   const { root, store, warnings, cleanup } = tempStore();
   t.after(cleanup);

@@ -79,6 +79,7 @@ impl Runner<'_> {
                 .chain([("DSH_CONFORMANCE".to_string(), "1".to_string())])
                 .collect(),
             stderr_needles: Vec::new(),
+            fsize_limit: None,
         };
         self.transcript.push(format!(
             "== start driver (to serve many cases): {}",

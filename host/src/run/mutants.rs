@@ -13,7 +13,7 @@ use crate::host::Host;
 use crate::mutants::Mutant;
 use crate::process::{OwnedTree, Stop};
 use crate::redact::Redactor;
-use crate::session_store::{CompatibilityKey, SessionMapping};
+use crate::session_store::{CompatibilityKey, SessionMapping, SessionStore};
 use dsh_protocol::{LineEvent, RunContext, RuntimeFrame, Step, Violation, ViolationCode};
 use std::path::PathBuf;
 use tokio::process::Child;
@@ -151,6 +151,16 @@ impl Host {
             }
             mapping
         })
+    }
+
+    /// `save-in-place`: the store the run saves its mapping through, which truncates the mapping
+    /// file and writes it again where it is (the mutant off: it saves as it should, a temp file
+    /// renamed over the old one).
+    pub(super) fn saving_store<'s>(&self, store: &'s SessionStore) -> SavingStore<'s> {
+        SavingStore {
+            store,
+            in_place: self.mutant(Mutant::SaveInPlace),
+        }
     }
 
     /// `no-bootstrap-on-new-session`: the turn alone, bootstrap or not.
@@ -314,4 +324,21 @@ fn session_id_in(text: &str) -> Option<String> {
         .strip_prefix('"')?;
     let (id, _) = value.split_once('"')?;
     Some(id.to_string()).filter(|id| !id.is_empty())
+}
+
+/// The session store as the `save-in-place` mutant saves through it.
+pub(super) struct SavingStore<'s> {
+    store: &'s SessionStore,
+    in_place: bool,
+}
+
+impl SavingStore<'_> {
+    pub(super) fn save(&self, mapping: &SessionMapping) -> std::io::Result<()> {
+        if !self.in_place {
+            return self.store.save(mapping);
+        }
+        std::fs::create_dir_all(self.store.dir())?;
+        let bytes = SessionStore::encode(mapping)?;
+        std::fs::write(self.store.file_of(&mapping.key.conversation_id), bytes)
+    }
 }

@@ -404,3 +404,35 @@ async fn salvage_torn_mapping() {
     assert!(!resumed_after_a_torn_save(None).await);
     assert!(resumed_after_a_torn_save(Some(Mutant::SalvageTornMapping)).await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn save_in_place() {
+    use std::os::unix::fs::MetadataExt;
+    // The inode of the conversation's mapping file after a first and a follow-up run: a save that
+    // renames a new file over the old one changes it; a rewrite in place keeps it.
+    let inodes = |mutant: Option<Mutant>| async move {
+        let world = World::new(json!({}));
+        let host = host_with(&world, mutant);
+        let sessions = world.data_dir().join("dsh-host").join("sessions");
+        let inode = || {
+            let files: Vec<u64> = std::fs::read_dir(&sessions)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .map(|entry| {
+                    let entry = entry.unwrap_or_else(|e| panic!("{e}"));
+                    entry.metadata().unwrap_or_else(|e| panic!("{e}")).ino()
+                })
+                .collect();
+            assert_eq!(files.len(), 1, "one mapping file, no temp file left");
+            files[0]
+        };
+        run(&host, &world.request("c1", "first")).await;
+        let first = inode();
+        let (outcome, _) = run(&host, &world.request("c1", "second")).await;
+        assert!(outcome.resumed, "the follow-up resumed (and saved again)");
+        (first, inode())
+    };
+    let (before, after) = inodes(None).await;
+    assert_ne!(before, after, "the correct host replaces the file whole");
+    let (before, after) = inodes(Some(Mutant::SaveInPlace)).await;
+    assert_eq!(before, after, "the mutant rewrites the same file");
+}

@@ -5,7 +5,9 @@
 //!
 //! Verdict mapping: `fail`, `xpass`, `untestable` -> `<failure>`; `error` (the kit's fault) ->
 //! `<error>`; `skipped` and `xfail` -> `<skipped>` (as pytest writes xfail); `pass`, `non-strict`
-//! and `informational` pass, the latter two with a `<system-out>` note.
+//! and `informational` pass, the latter two with a `<system-out>` note. Every rule a case broke
+//! besides its verdict's rule is an `also_broken` property (`rule (strict): why`) and a line in
+//! the failure body or note.
 
 use super::escape::{terminal, xml_chars};
 use super::table::rerun_command;
@@ -40,6 +42,7 @@ fn failure_body(report: &SuiteReport, case: &CaseResult) -> String {
         message(case),
         rerun_command(report, &case.id)
     );
+    body.push_str(&also_broken_lines(case));
     if !case.transcript.is_empty() {
         body.push_str("transcript:\n");
         for line in &case.transcript {
@@ -48,6 +51,18 @@ fn failure_body(report: &SuiteReport, case: &CaseResult) -> String {
         }
     }
     xml_chars(&body)
+}
+
+/// `also broken:` and one line per other broken rule (`rule (strict): why`), or nothing.
+fn also_broken_lines(case: &CaseResult) -> String {
+    if case.also_broken.is_empty() {
+        return String::new();
+    }
+    let mut lines = "also broken:\n".to_string();
+    for broken in &case.also_broken {
+        lines.push_str(&format!("  {}\n", terminal(&broken.line())));
+    }
+    lines
 }
 
 fn case_properties(case: &CaseResult) -> Vec<Property> {
@@ -67,6 +82,11 @@ fn case_properties(case: &CaseResult) -> Vec<Property> {
     if let Some(entry) = &case.interpretation {
         properties.push(property("interpretation", entry));
     }
+    properties.extend(
+        case.also_broken
+            .iter()
+            .map(|broken| property("also_broken", &terminal(&broken.line()))),
+    );
     if !case.flaky.is_empty() {
         let seen: Vec<&str> = case.flaky.iter().map(|verdict| verdict.as_str()).collect();
         properties.push(property("flaky", &seen.join(",")));
@@ -110,7 +130,9 @@ fn status(report: &SuiteReport, case: &CaseResult) -> (TestCaseStatus, Option<St
             if let Some(entry) = &case.interpretation {
                 note.push_str(&format!(" (interpretation {entry})"));
             }
-            (TestCaseStatus::success(), Some(xml_chars(&note)))
+            note.push('\n');
+            note.push_str(&also_broken_lines(case));
+            (TestCaseStatus::success(), Some(xml_chars(note.trim_end())))
         }
         _ => (TestCaseStatus::success(), None),
     }

@@ -11,15 +11,55 @@ pub fn needs_attention(case: &CaseResult) -> bool {
     case.verdict.is_failure() || case.verdict == Verdict::Error
 }
 
-/// A case's `rule` and `why` as Markdown table cells (`-` when absent).
+/// A case's `rule` and `why` as Markdown table cells (`-` when absent); the why cell then lists
+/// every other rule the case broke, a line each (`rule` (strict): why).
 pub fn rule_and_why_cells(case: &CaseResult) -> (String, String) {
+    cells(case, true)
+}
+
+/// [`rule_and_why_cells`] naming the other broken rules without their whys, on one line (a
+/// pull-request comment has a size limit).
+pub fn rule_and_brief_why_cells(case: &CaseResult) -> (String, String) {
+    cells(case, false)
+}
+
+fn cells(case: &CaseResult, with_whys: bool) -> (String, String) {
+    let mut why = case
+        .why
+        .as_deref()
+        .map_or_else(|| "-".to_string(), markdown_text);
+    let strictness = |interpretation: &Option<String>| match interpretation {
+        None => "strict".to_string(),
+        Some(entry) => format!("informational, {entry}"),
+    };
+    if with_whys {
+        for broken in &case.also_broken {
+            why.push_str(&format!(
+                "<br>also broken: {} ({}): {}",
+                markdown_code(&broken.rule),
+                markdown_text(&strictness(&broken.interpretation)),
+                markdown_text(&broken.why)
+            ));
+        }
+    } else if !case.also_broken.is_empty() {
+        let labels: Vec<String> = case
+            .also_broken
+            .iter()
+            .map(|broken| {
+                format!(
+                    "{} ({})",
+                    markdown_code(&broken.rule),
+                    markdown_text(&strictness(&broken.interpretation))
+                )
+            })
+            .collect();
+        why.push_str(&format!("<br>also broken: {}", labels.join(", ")));
+    }
     (
         case.rule
             .as_deref()
             .map_or_else(|| "-".to_string(), markdown_code),
-        case.why
-            .as_deref()
-            .map_or_else(|| "-".to_string(), markdown_text),
+        why,
     )
 }
 

@@ -201,9 +201,18 @@ pub fn write_summary(report: &SuiteReport, color: bool, out: &mut dyn Write) -> 
         writeln!(out, "\nSummary (not passing):")?;
     }
     for case in notable {
+        let also: Vec<String> = case
+            .also_broken
+            .iter()
+            .map(|broken| terminal(&broken.label()))
+            .collect();
+        let also = match also.is_empty() {
+            true => String::new(),
+            false => format!("  (also broken: {})", also.join(", ")),
+        };
         writeln!(
             out,
-            "{}  {}  {}",
+            "{}  {}  {}{also}",
             verdict_label(case.verdict, color),
             terminal(&case.id),
             case.rule

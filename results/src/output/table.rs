@@ -105,6 +105,14 @@ fn why_column(case: &CaseResult) -> String {
             why.push_str(&format!(" [interpretation {}]", terminal(entry)));
         }
     }
+    if !case.also_broken.is_empty() {
+        let labels: Vec<String> = case
+            .also_broken
+            .iter()
+            .map(|broken| terminal(&broken.label()))
+            .collect();
+        why.push_str(&format!(" [also broken: {}]", labels.join(", ")));
+    }
     if !case.flaky.is_empty() {
         let seen: Vec<&str> = case.flaky.iter().map(|verdict| verdict.as_str()).collect();
         why.push_str(&format!(" [flaky: {}]", seen.join(", ")));

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use dsh_results::model::{Blame, CaseResult, HostInfo, SuiteReport, Verdict};
+use dsh_results::model::{Blame, BrokenRule, CaseResult, HostInfo, SuiteReport, Verdict};
 
 pub const CORPUS_HASH: &str = "3f1d2c4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff001";
 
@@ -21,6 +21,7 @@ fn case(id: &str, spec: &str, rules: &[&str], verdict: Verdict) -> CaseResult {
         duration_ms: 40,
         transcript: Vec::new(),
         flaky: Vec::new(),
+        also_broken: Vec::new(),
     }
 }
 
@@ -50,6 +51,18 @@ pub fn sample_suite() -> SuiteReport {
         "journal: {\"event\":\"signal\",\"signal\":\"SIGTERM\",\"ignored\":true}".to_string(),
     ];
     cancel.duration_ms = 2150;
+    cancel.also_broken = vec![
+        BrokenRule {
+            rule: "s10.process-tree-reaped".to_string(),
+            why: "run r1: the stdio process 4240 outlived the outcome | <b>pipe</b>".to_string(),
+            interpretation: None,
+        },
+        BrokenRule {
+            rule: "s7.session-before-result".to_string(),
+            why: "run r1: the outcome's session id came from no `session` frame".to_string(),
+            interpretation: Some("I-07".to_string()),
+        },
+    ];
     let mut hostile = failing(
         case("strict.session-before-content", "6", &["s6.session-before-content"], Verdict::Fail),
         Blame::Host,
@@ -78,6 +91,11 @@ pub fn sample_suite() -> SuiteReport {
         "expected failed, got completed with a new session",
     );
     informational.interpretation = Some("I-03".to_string());
+    informational.also_broken = vec![BrokenRule {
+        rule: "s7.resume-mapping-stable".to_string(),
+        why: "the mapping file was rewritten in place".to_string(),
+        interpretation: Some("I-C28".to_string()),
+    }];
     let mut skipped = case(
         "setup.tampered-bundle",
         "4",
