@@ -222,8 +222,11 @@ pub fn run(surface: Surface) -> ! {
             finish(1, ExitReason::Error)
         }
         Surface::Version(persona) => {
-            crate::output::Stdout::new()
-                .write_bytes(format!("{}\n", version_of(persona)).as_bytes());
+            // `FAKE_DSH_VERSION` overrides the version everywhere, as on the open-design CLI.
+            let version = std::env::var(crate::run::VERSION_ENV)
+                .ok()
+                .unwrap_or_else(|| version_of(persona).to_string());
+            crate::output::Stdout::new().write_bytes(format!("{version}\n").as_bytes());
             finish(0, ExitReason::ScriptEnd)
         }
         Surface::Help(text) => {
