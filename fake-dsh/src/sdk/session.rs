@@ -52,9 +52,23 @@ impl Flavor {
     pub fn rejects_early_prompt(self) -> bool {
         self.persona != Persona::V011
     }
-    /// 0.2.1: `session/resume` and `session/working-directory/get|set`, zstd session logs.
+    /// 0.2.1: `session/resume` and `session/working-directory/get|set`, v4 session logs.
     pub fn v021(self) -> bool {
         self.persona == Persona::V021
+    }
+    /// The runtime-context user message: `sdk`, and 0.2.1's `sdk-minimal` too (with only the
+    /// working directory in it).
+    fn runtime_context(self) -> bool {
+        self.policy_events() || self.v021()
+    }
+    /// The session log's file name: 0.2.1's `sdk` writes zstd, its `sdk-minimal` plain JSON
+    /// lines (both observed), 0.1.5 `session.v3.jsonl`.
+    fn log_name(self) -> &'static str {
+        match (self.v021(), self.minimal) {
+            (true, false) => V4_LOG,
+            (true, true) => V4_PLAIN_LOG,
+            (false, _) => "session.v3.jsonl",
+        }
     }
 }
 
@@ -163,7 +177,7 @@ impl Session {
             .into_iter()
             .flatten()
             .flatten()
-            .map(|slug| slug.path().join(id).join(V4_LOG))
+            .flat_map(|slug| [V4_LOG, V4_PLAIN_LOG].map(|name| slug.path().join(id).join(name)))
             .find(|path| path.is_file())
             .ok_or_else(not_found)?;
         let unreadable = |e: String| {
@@ -174,7 +188,12 @@ impl Session {
             )
         };
         let bytes = std::fs::read(&path).map_err(|e| unreadable(e.to_string()))?;
-        let text = zstd_raw::decode(&bytes).map_err(unreadable)?;
+        let zstd = path.extension().is_some_and(|ext| ext == "zstd");
+        let text = if zstd {
+            zstd_raw::decode(&bytes).map_err(unreadable)?
+        } else {
+            String::from_utf8(bytes).map_err(|e| unreadable(e.to_string()))?
+        };
         let mut lines = text.lines().filter(|l| !l.trim().is_empty());
         let header: Value = lines
             .next()
@@ -186,7 +205,12 @@ impl Session {
             .append(true)
             .open(&path)
             .map_err(|e| unreadable(e.to_string()))?;
-        let mut session = Session::blank(id, &origin, flavor, Some(Log::Zstd(file)), sink);
+        let log = if zstd {
+            Log::Zstd(file)
+        } else {
+            Log::Plain(file)
+        };
+        let mut session = Session::blank(id, &origin, flavor, Some(log), sink);
         for line in lines {
             let Ok(event) = serde_json::from_str::<Value>(line) else {
                 continue;
@@ -303,8 +327,10 @@ impl Session {
     }
 }
 
-/// 0.2.1's session log name (zstd); 0.1.5's is `session.v3.jsonl`.
+/// 0.2.1's session log name on `sdk` (zstd); 0.1.5's is `session.v3.jsonl`.
 pub const V4_LOG: &str = "session.v4.jsonl.zstd";
+/// 0.2.1's session log name on `sdk-minimal` (plain JSON lines).
+pub const V4_PLAIN_LOG: &str = "session.v4.jsonl";
 
 /// `path.resolve(base, path)`: `path` made absolute against `base`, `.` and `..` folded away
 /// (links kept).
@@ -424,12 +450,8 @@ pub mod zstd_raw {
 
 fn open_log(root: &Path, id: &str, cwd: &Path, flavor: Flavor) -> Result<Log, String> {
     let dir = root.join(cwd_slug(cwd)).join(id);
-    let (name, version) = if flavor.v021() {
-        (V4_LOG, 4)
-    } else {
-        ("session.v3.jsonl", 3)
-    };
-    let path = dir.join(name);
+    let version = if flavor.v021() { 4 } else { 3 };
+    let path = dir.join(flavor.log_name());
     if path.exists() {
         return Err(format!("session {} already exists", Value::from(id)));
     }
@@ -442,9 +464,11 @@ fn open_log(root: &Path, id: &str, cwd: &Path, flavor: Flavor) -> Result<Log, St
         .map_err(|e| format!("cannot create session {}: {e}", path.display()))?;
     let header = json!({"type": "session", "version": version, "id": id, "createdAt": now_ms(),
         "cwd": cwd.to_string_lossy(), "isSeeded": false, "delegationDepth": 0});
-    let mut log = if flavor.v021() {
+    if flavor.v021() {
         // The real 0.2.1 keeps an (empty) `session.lock` beside the log.
         let _ = std::fs::File::create(dir.join("session.lock"));
+    }
+    let mut log = if flavor.log_name() == V4_LOG {
         Log::Zstd(file)
     } else {
         Log::Plain(file)
@@ -554,7 +578,7 @@ fn answer(session: &mut Session, turn: u64, step: u64, script: &StepScript) {
 
 /// The failed model request of an `error` turn (0.1.5 records it; 0.1.1 records nothing).
 fn failed_attempt(session: &mut Session, turn: u64, step: u64, error: &Value) {
-    if session.flavor.persona == Persona::V015 {
+    if session.flavor.persona != Persona::V011 {
         session.emit(
             "assistant/attempt",
             json!({"turn": turn, "step": step, "stream": [{"type": "chunk", "time": now_ms(),
@@ -589,17 +613,32 @@ fn preamble(session: &mut Session, turn: u64, message: &Value) {
         session.emit_with("user/message", notice, &append);
     }
     session.emit_with("user/message", message.clone(), &append);
-    if session.flavor.policy_events() && (first_turn || session.context_stale) {
+    if session.flavor.runtime_context() && (first_turn || session.context_stale) {
         session.context_stale = false;
-        let text = format!(
-            "Current runtime context.\n\nCurrent working directory: {}.",
+        let cwd_line = format!(
+            "Current working directory: {}.",
             Value::from(session.cwd.to_string_lossy())
         );
+        let (text, source) = if session.flavor.v021() {
+            // 0.2.1's snapshot (its `sdk-minimal` one exactly; `sdk`'s has more sections).
+            (
+                format!(
+                    "Current runtime context. This snapshot supersedes earlier runtime-context \
+                     snapshots.\n\n{cwd_line}"
+                ),
+                json!({"kind": "runtime-context", "form": "snapshot",
+                       "sections": [{"name": "working-directory:current", "text": cwd_line}]}),
+            )
+        } else {
+            (
+                "Current runtime context.".to_string(),
+                json!({"kind": "runtime-context"}),
+            )
+        };
         session.emit_with(
             "user/message",
-            json!({"content": [{"type": "text", "text": text}],
-                   "source": {"kind": "runtime-context"}, "role": "user",
-                   "id": uuid::Uuid::new_v4().to_string()}),
+            json!({"content": [{"type": "text", "text": text}], "source": source,
+                   "role": "user", "id": uuid::Uuid::new_v4().to_string()}),
             &append,
         );
     }
@@ -724,6 +763,9 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
         if let Some(path) = created {
             data["meta"] =
                 json!({"operation": "create", "path": path.to_string_lossy(), "diffs": []});
+        }
+        if is_error && text.starts_with("Error: unknown tool ") {
+            data["error"] = json!({"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"});
         }
         session.emit_with(
             "tool/result",

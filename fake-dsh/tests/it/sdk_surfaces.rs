@@ -388,8 +388,8 @@ fn a_session_an_earlier_process_made_is_refused_like_the_real_runtime() {
             .replace('/', "-")
     ));
     assert!(
-        log.join("s-1/session.v4.jsonl.zstd").is_file() && log.join("s-1/session.lock").is_file(),
-        "the session log is kept like the real 0.2.1 one"
+        log.join("s-1/session.v4.jsonl").is_file() && log.join("s-1/session.lock").is_file(),
+        "the session log is kept like the real 0.2.1 one (plain JSON lines on sdk-minimal)"
     );
 }
 
@@ -1100,4 +1100,52 @@ fn the_older_personas_have_no_0_2_1_methods_and_keep_their_tool_result_shape() {
         "tool-result"
     );
     assert!(world.path("project/index.html").is_file());
+}
+
+#[test]
+fn sdk_minimal_0_2_1_has_its_runtime_context_an_unknown_tool_error_and_a_plain_log_it_resumes() {
+    let world = World::new();
+    let mut first = Client::start(world.command(&["--profile", "sdk-minimal"], None));
+    first.request(initialize());
+    first.request(prompt(2, "m-1", "Make a landing page"));
+    first.until_idle("m-1");
+    let (_, seen) = first.finish();
+    let types = event_types(&seen);
+    assert!(!types.contains(&"permission/preset".to_string()));
+    let events: Vec<&Value> = seen.iter().map(|v| &v["params"]["event"]).collect();
+    let context = events
+        .iter()
+        .find(|e| e["data"]["source"]["kind"] == "runtime-context")
+        .expect("0.2.1's sdk-minimal records the runtime context");
+    assert_eq!(context["data"]["source"]["form"], "snapshot");
+    let result = events.iter().find(|e| e["type"] == "tool/result").unwrap();
+    assert_eq!(
+        result["data"]["message"]["content"][0]["text"],
+        "Error: unknown tool \"write\""
+    );
+    assert_eq!(result["data"]["message"]["isError"], true);
+    assert_eq!(
+        result["data"]["error"],
+        json!({"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"})
+    );
+    assert!(!world.path("project/index.html").exists());
+
+    let mut second = Client::start(world.command(&["--profile", "sdk-minimal"], None));
+    second.request(initialize());
+    second.request(request(
+        json!(2),
+        "session/resume",
+        json!({"sessionId": "m-1"}),
+    ));
+    second.until(|v| v["id"] == 2);
+    second.request(prompt(3, "m-1", "again"));
+    second.until_idle("m-1");
+    let (_, seen) = second.finish();
+    assert_eq!(answer_to(&seen, 2)["result"], json!({}));
+    let turn = seen
+        .iter()
+        .map(|v| &v["params"]["event"])
+        .find(|e| e["type"] == "turn/start")
+        .unwrap();
+    assert_eq!(turn["data"]["turn"], 2);
 }
