@@ -235,13 +235,53 @@ impl Session {
         Ok(session)
     }
 
-    /// 0.2.1's `session/working-directory/get`: the effective directory, back to the origin when
-    /// it no longer is a directory.
+    /// 0.2.1's `session/working-directory/get`: the effective directory. One that is no longer a
+    /// directory falls back to the origin, recorded as a change with its own notice (`The working
+    /// directory "OLD" is unavailable. The working directory is now "ORIGIN".`), as observed.
     pub fn working_directory(&mut self) -> PathBuf {
-        if !self.cwd.is_dir() {
-            self.cwd = self.origin.clone();
+        if !self.cwd.is_dir() && self.cwd != self.origin {
+            let text = format!(
+                "The working directory {} is unavailable. The working directory is now {}.",
+                Value::from(self.cwd.to_string_lossy()),
+                Value::from(self.origin.to_string_lossy())
+            );
+            let origin = self.origin.clone();
+            self.change_directory(origin, text);
         }
         self.cwd.clone()
+    }
+
+    /// Records a move to `target` and splices `text` as a notice for the next step.
+    fn change_directory(&mut self, target: PathBuf, text: String) {
+        let notice = json!({"content": [{"type": "text", "text": text}],
+            "source": {"kind": "working-directory"}, "role": "user",
+            "id": uuid::Uuid::new_v4().to_string()});
+        self.emit(
+            "working-directory/change",
+            json!({"cwd": target.to_string_lossy()}),
+        );
+        self.emit(
+            "agent/inbox/spliced",
+            json!({"target": "next-step", "start": self.pending_notices.len(),
+                   "inserted": [notice]}),
+        );
+        self.pending_notices.push(notice);
+        self.cwd = target;
+        self.context_stale = true;
+    }
+
+    /// Takes the pending notices for the step about to start (`agent/inbox/spliced` removing
+    /// them); they are recorded as user messages once the step has started.
+    fn take_notices(&mut self) {
+        if self.pending_notices.is_empty() {
+            return;
+        }
+        self.turn_notices = std::mem::take(&mut self.pending_notices);
+        self.emit(
+            "agent/inbox/spliced",
+            json!({"target": "next-step", "start": 0,
+                   "removedCount": self.turn_notices.len(), "inserted": []}),
+        );
     }
 
     /// 0.2.1's `session/working-directory/set`: `path` absolute or relative to the effective
@@ -262,23 +302,12 @@ impl Session {
         if target == self.cwd {
             return Ok(target);
         }
-        let notice = json!({"content": [{"type": "text", "text": format!(
-                "The working directory changed from {} to {}.",
-                Value::from(self.cwd.to_string_lossy()), Value::from(target.to_string_lossy()))}],
-            "source": {"kind": "working-directory"}, "role": "user",
-            "id": uuid::Uuid::new_v4().to_string()});
-        self.emit(
-            "working-directory/change",
-            json!({"cwd": target.to_string_lossy()}),
+        let text = format!(
+            "The working directory changed from {} to {}.",
+            Value::from(self.cwd.to_string_lossy()),
+            Value::from(target.to_string_lossy())
         );
-        self.emit(
-            "agent/inbox/spliced",
-            json!({"target": "next-step", "start": self.pending_notices.len(),
-                   "inserted": [notice]}),
-        );
-        self.pending_notices.push(notice);
-        self.cwd = target.clone();
-        self.context_stale = true;
+        self.change_directory(target.clone(), text);
         Ok(target)
     }
 
@@ -311,14 +340,7 @@ impl Session {
     pub fn start_turn(&mut self) -> u64 {
         self.turn += 1;
         self.emit("turn/start", json!({"turn": self.turn}));
-        if !self.pending_notices.is_empty() {
-            self.turn_notices = std::mem::take(&mut self.pending_notices);
-            self.emit(
-                "agent/inbox/spliced",
-                json!({"target": "next-step", "start": 0,
-                       "removedCount": self.turn_notices.len(), "inserted": []}),
-            );
-        }
+        self.take_notices();
         self.emit(
             "agent/inbox/spliced",
             json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}),
@@ -511,9 +533,15 @@ pub fn play_turn(
         let number = index as u64 + 1;
         {
             let mut session = lock();
+            if index > 0 {
+                // 0.2.1: notices spliced during the turn reach the model at the next step.
+                session.take_notices();
+            }
             session.emit("step/start", json!({"turn": turn, "step": number}));
             if index == 0 {
                 preamble(&mut session, turn, message);
+            } else {
+                step_notices(&mut session);
             }
         }
         let step = script.steps.get(index);
@@ -614,33 +642,7 @@ fn preamble(session: &mut Session, turn: u64, message: &Value) {
     }
     session.emit_with("user/message", message.clone(), &append);
     if session.flavor.runtime_context() && (first_turn || session.context_stale) {
-        session.context_stale = false;
-        let cwd_line = format!(
-            "Current working directory: {}.",
-            Value::from(session.cwd.to_string_lossy())
-        );
-        let (text, source) = if session.flavor.v021() {
-            // 0.2.1's snapshot (its `sdk-minimal` one exactly; `sdk`'s has more sections).
-            (
-                format!(
-                    "Current runtime context. This snapshot supersedes earlier runtime-context \
-                     snapshots.\n\n{cwd_line}"
-                ),
-                json!({"kind": "runtime-context", "form": "snapshot",
-                       "sections": [{"name": "working-directory:current", "text": cwd_line}]}),
-            )
-        } else {
-            (
-                "Current runtime context.".to_string(),
-                json!({"kind": "runtime-context"}),
-            )
-        };
-        session.emit_with(
-            "user/message",
-            json!({"content": [{"type": "text", "text": text}], "source": source,
-                   "role": "user", "id": uuid::Uuid::new_v4().to_string()}),
-            &append,
-        );
+        runtime_context(session);
     }
     let early_title = session.flavor.persona == Persona::V011;
     if first_turn && early_title {
@@ -662,6 +664,54 @@ fn preamble(session: &mut Session, turn: u64, message: &Value) {
     );
     if !early_title {
         title(session, message);
+    }
+}
+
+/// The runtime-context user message (the current directory), the stale mark cleared.
+fn runtime_context(session: &mut Session) {
+    session.context_stale = false;
+    let append = [("surfaceOp", json!("append"))];
+    let cwd_line = format!(
+        "Current working directory: {}.",
+        Value::from(session.cwd.to_string_lossy())
+    );
+    let (text, source) = if session.flavor.v021() {
+        // 0.2.1's snapshot (its `sdk-minimal` one exactly; `sdk`'s has more sections).
+        (
+            format!(
+                "Current runtime context. This snapshot supersedes earlier runtime-context \
+                     snapshots.\n\n{cwd_line}"
+            ),
+            json!({"kind": "runtime-context", "form": "snapshot",
+                       "sections": [{"name": "working-directory:current", "text": cwd_line}]}),
+        )
+    } else {
+        (
+            "Current runtime context.".to_string(),
+            json!({"kind": "runtime-context"}),
+        )
+    };
+    session.emit_with(
+        "user/message",
+        json!({"content": [{"type": "text", "text": text}], "source": source,
+                   "role": "user", "id": uuid::Uuid::new_v4().to_string()}),
+        &append,
+    );
+}
+
+/// A later step's input: the notices it took, then the runtime context again when the
+/// directory changed.
+fn step_notices(session: &mut Session) {
+    let append = [("surfaceOp", json!("append"))];
+    let notices = std::mem::take(&mut session.turn_notices);
+    if notices.is_empty() {
+        return;
+    }
+    for notice in notices {
+        session.emit_with("user/message", notice, &append);
+    }
+    if session.context_stale {
+        runtime_context(session);
     }
 }
 

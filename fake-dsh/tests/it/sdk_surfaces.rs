@@ -1149,3 +1149,82 @@ fn sdk_minimal_0_2_1_has_its_runtime_context_an_unknown_tool_error_and_a_plain_l
         .unwrap();
     assert_eq!(turn["data"]["turn"], 2);
 }
+
+#[test]
+fn a_directory_set_mid_turn_reaches_the_next_step_and_a_vanished_one_falls_back_to_the_origin() {
+    let world = World::new();
+    std::fs::create_dir_all(world.path("project/sub")).unwrap();
+    // Step 1 "thinks" long enough for the set to land before step 2 starts.
+    let scenario = json!({"sdk": {"turns": [{"steps": [
+        {"delay_ms": 3000, "tool_calls": [{"name": "write",
+            "arguments": {"file_path": "a.txt", "content": "x"}}]},
+        {"text": "done"}]}]}});
+    let mut client = Client::start(world.command(&["--profile", "sdk"], Some(scenario)));
+    client.request(initialize());
+    client.request(prompt(2, "s-1", "go"));
+    client.until(|v| v["id"] == 2);
+    client.request(request(
+        json!(3),
+        "session/working-directory/set",
+        json!({"sessionId": "s-1", "path": "sub"}),
+    ));
+    client.until(|v| v["id"] == 3);
+    client.until_idle("s-1");
+    assert!(
+        world.path("project/sub/a.txt").is_file(),
+        "step 1's tool ran after the set: in the new directory"
+    );
+    std::fs::remove_dir_all(world.path("project/sub")).unwrap();
+    client.request(request(
+        json!(4),
+        "session/working-directory/get",
+        json!({"sessionId": "s-1"}),
+    ));
+    client.until(|v| v["id"] == 4);
+    let (_, seen) = client.finish();
+    let project = world.path("project");
+    let sub = project.join("sub");
+    assert_eq!(answer_to(&seen, 4)["result"], json!({"cwd": project}));
+    let types = event_types(&seen);
+    let second_step = types
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| *t == "step/start")
+        .nth(1)
+        .unwrap()
+        .0;
+    assert_eq!(
+        types[second_step - 2..second_step + 4].join(" "),
+        "step/end agent/inbox/spliced step/start user/message user/message \
+         session-log-deepseek/delivery-accepted",
+        "the notice is taken before step 2 and read in it, then the new runtime context"
+    );
+    let step_two: Vec<&Value> = seen
+        .iter()
+        .map(|v| &v["params"]["event"])
+        .filter(|e| e["type"] == "user/message")
+        .skip(2)
+        .collect();
+    assert_eq!(step_two[0]["data"]["source"]["kind"], "working-directory");
+    assert_eq!(step_two[1]["data"]["source"]["kind"], "runtime-context");
+    let events: Vec<&Value> = seen.iter().map(|v| &v["params"]["event"]).collect();
+    let fallback = events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "agent/inbox/spliced" && e["data"]["target"] == "next-step")
+        .unwrap();
+    assert_eq!(
+        fallback["data"]["inserted"][0]["content"][0]["text"],
+        format!(
+            "The working directory {:?} is unavailable. The working directory is now {:?}.",
+            sub.display().to_string(),
+            project.display().to_string()
+        )
+    );
+    let last_change = events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "working-directory/change")
+        .unwrap();
+    assert_eq!(last_change["data"]["cwd"], json!(project));
+}
