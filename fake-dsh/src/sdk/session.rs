@@ -100,6 +100,9 @@ pub struct Session {
     /// The notices the current turn took, recorded as user messages in its first step.
     turn_notices: Vec<Value>,
     log: Option<Log>,
+    /// 0.2.1's `session.lock`, held (an exclusive `flock`) while this process has the session
+    /// open: another process's resume is refused.
+    lock: Locked,
     sink: Sink,
     /// Whether a turn is being played (the session is `running`).
     pub running: bool,
@@ -125,13 +128,15 @@ impl Session {
         log_root: Option<&Path>,
         sink: Sink,
     ) -> Result<Session, String> {
-        let log = match log_root {
+        let (log, lock) = match log_root {
             Some(root) if crate::sessions::is_storable_id(id) => {
-                Some(open_log(root, id, cwd, flavor)?)
+                let (log, lock) = open_log(root, id, cwd, flavor)?;
+                (Some(log), lock)
             }
-            _ => None,
+            _ => (None, None),
         };
         let mut session = Session::blank(id, cwd, flavor, log, sink);
+        session.lock = lock;
         if flavor.policy_events() {
             session.emit("permission/preset", json!({"preset": "workspace-write"}));
             session.emit("sandbox/mode", json!({"mode": "workspace-write"}));
@@ -153,6 +158,7 @@ impl Session {
             pending_notices: Vec::new(),
             turn_notices: Vec::new(),
             log,
+            lock: None,
             sink,
             running: false,
             queue: Default::default(),
@@ -187,6 +193,7 @@ impl Session {
                 path.display()
             )
         };
+        let lock = lock_session(&path.with_file_name("session.lock"), id)?;
         let bytes = std::fs::read(&path).map_err(|e| unreadable(e.to_string()))?;
         let zstd = path.extension().is_some_and(|ext| ext == "zstd");
         let text = if zstd {
@@ -211,6 +218,7 @@ impl Session {
             Log::Plain(file)
         };
         let mut session = Session::blank(id, &origin, flavor, Some(log), sink);
+        session.lock = Some(lock);
         for line in lines {
             let Ok(event) = serde_json::from_str::<Value>(line) else {
                 continue;
@@ -470,7 +478,28 @@ pub mod zstd_raw {
     }
 }
 
-fn open_log(root: &Path, id: &str, cwd: &Path, flavor: Flavor) -> Result<Log, String> {
+/// Takes 0.2.1's `session.lock` (created when missing) for this process; held by another live
+/// process, the real runtime's refusal.
+fn lock_session(path: &Path, id: &str) -> Result<nix::fcntl::Flock<std::fs::File>, String> {
+    use nix::fcntl::{Flock, FlockArg};
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("cannot lock session {}: {e}", Value::from(id)))?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|_| {
+        format!(
+            "session {} is already owned by an active write handle",
+            Value::from(id)
+        )
+    })
+}
+
+/// A held session lock, if the persona keeps one.
+type Locked = Option<nix::fcntl::Flock<std::fs::File>>;
+
+fn open_log(root: &Path, id: &str, cwd: &Path, flavor: Flavor) -> Result<(Log, Locked), String> {
     let dir = root.join(cwd_slug(cwd)).join(id);
     let version = if flavor.v021() { 4 } else { 3 };
     let path = dir.join(flavor.log_name());
@@ -486,17 +515,19 @@ fn open_log(root: &Path, id: &str, cwd: &Path, flavor: Flavor) -> Result<Log, St
         .map_err(|e| format!("cannot create session {}: {e}", path.display()))?;
     let header = json!({"type": "session", "version": version, "id": id, "createdAt": now_ms(),
         "cwd": cwd.to_string_lossy(), "isSeeded": false, "delegationDepth": 0});
-    if flavor.v021() {
-        // The real 0.2.1 keeps an (empty) `session.lock` beside the log.
-        let _ = std::fs::File::create(dir.join("session.lock"));
-    }
+    // The real 0.2.1 keeps an (empty) `session.lock` beside the log, held while it runs.
+    let lock = if flavor.v021() {
+        Some(lock_session(&dir.join("session.lock"), id)?)
+    } else {
+        None
+    };
     let mut log = if flavor.log_name() == V4_LOG {
         Log::Zstd(file)
     } else {
         Log::Plain(file)
     };
     log.append(&header);
-    Ok(log)
+    Ok((log, lock))
 }
 
 /// A user message as the runtime queues it (a fresh UUID as its id).

@@ -1027,6 +1027,16 @@ fn a_stored_session_is_resumed_in_a_new_process_and_its_count_goes_on() {
         second.request(resume(id, session));
         second.until(|v| v["id"] == id);
     }
+    // While this process holds the session, another one cannot resume it.
+    let mut third = Client::start(world.command(&["--profile", "sdk"], None));
+    third.request(initialize());
+    third.request(resume(2, json!("s-1")));
+    third.until(|v| v["id"] == 2);
+    let (_, held) = third.finish();
+    assert_eq!(
+        answer_to(&held, 2)["error"]["message"],
+        "session \"s-1\" is already owned by an active write handle"
+    );
     second.request(request(
         json!(7),
         "session/working-directory/get",
