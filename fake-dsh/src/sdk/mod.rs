@@ -31,7 +31,7 @@ pub enum Surface {
     /// `dsh-jsonrpc-agent` without its config path: the real one's usage line, exit 1.
     AgentUsage,
     /// `--profile headless` with the rest of its arguments.
-    Headless(Vec<String>),
+    Headless(Persona, Vec<String>),
     /// `--persona` (or [`PERSONA_ENV`]) with a value that names no persona: exit 1.
     BadPersona(String),
     /// `--version`/`-V` on an SDK surface's command line (or with a persona chosen): the
@@ -123,7 +123,7 @@ pub fn select(args: &[OsString]) -> Option<Surface> {
             persona,
             minimal: profile == "sdk-minimal",
         })),
-        "headless" => Some(Surface::Headless(after)),
+        "headless" => Some(Surface::Headless(persona, after)),
         _ => None,
     }
 }
@@ -193,7 +193,7 @@ pub fn run(surface: Surface) -> ! {
     use crate::journal::{ExitReason, Mode};
     use crate::process::{finish, start_event};
     let mode = match surface {
-        Surface::Headless(_) => Mode::Headless,
+        Surface::Headless(..) => Mode::Headless,
         Surface::Version(_) => Mode::Version,
         Surface::Help(_) => Mode::Error,
         _ => Mode::Sdk,
@@ -201,7 +201,7 @@ pub fn run(surface: Surface) -> ! {
     crate::journal::record(start_event(mode, None));
     match surface {
         Surface::Sdk(flavor) => server::run(flavor),
-        Surface::Headless(args) => crate::headless::run(&args),
+        Surface::Headless(persona, args) => crate::headless::run(persona, &args),
         Surface::AgentUsage => {
             crate::output::stderr_bytes(
                 format!(
@@ -291,12 +291,10 @@ mod tests {
                 "do",
                 "it"
             ]),
-            Some(Surface::Headless(vec![
-                "--patch".into(),
-                "p.yml".into(),
-                "do".into(),
-                "it".into()
-            ]))
+            Some(Surface::Headless(
+                Persona::V021,
+                vec!["--patch".into(), "p.yml".into(), "do".into(), "it".into()]
+            ))
         );
         assert_eq!(
             selected(&["dsh", "--persona=0.2", "--profile", "sdk"]),

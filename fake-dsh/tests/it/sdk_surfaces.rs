@@ -433,7 +433,105 @@ fn headless_prints_the_final_text_streams_reasoning_and_fails_with_exit_1() {
     );
     let (exit, stdout, stderr) = headless(&world, &[], None);
     assert_eq!((exit, stdout.is_empty()), (Some(1), true));
+    assert!(stderr.starts_with("dsh: a task is required"), "{stderr}");
+    let (exit, stdout, stderr) = headless(&world, &["--persona", "0.1.5"], None);
+    assert_eq!((exit, stdout.is_empty()), (Some(1), true));
     assert!(stderr.starts_with("error: a task is required"), "{stderr}");
+}
+
+/// `fake-dsh ARGS` with `stdin` piped in, its exit code, stdout and stderr.
+fn piped(world: &World, args: &[&str], stdin: &str) -> (Option<i32>, String, String) {
+    let mut child = world
+        .command(args, None)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn headless_0_2_1_streams_json_events_reads_the_task_from_stdin_and_adopts_a_session() {
+    let world = World::new();
+    let (exit, stdout, stderr) = piped(&world, &["headless", "--json", "-"], "Make a page\n");
+    assert_eq!(exit, Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "--json says nothing on stderr: {stderr}");
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let kinds: Vec<String> = lines
+        .iter()
+        .map(|l| match l["phase"].as_str() {
+            Some(phase) => phase.to_string(),
+            None => l["type"].as_str().unwrap().to_string(),
+        })
+        .collect();
+    assert_eq!(
+        kinds.join(" "),
+        "session turn_start step_start thinking tool_call tool_result step_end step_start \
+         thinking text step_end turn_end final"
+    );
+    let session = lines[0]["sessionId"].as_str().unwrap().to_string();
+    assert!(session.starts_with("session-"), "{session}");
+    assert_eq!(lines[0]["cwd"], json!(world.path("project")));
+    assert_eq!(lines[4]["tool"], "write");
+    assert_eq!(lines[4]["input"]["file_path"], "index.html");
+    assert_eq!(lines[5]["status"], "completed");
+    assert_eq!(
+        lines[12],
+        json!({"type": "final", "text": "I wrote index.html."})
+    );
+
+    let (exit, stdout, stderr) = piped(
+        &world,
+        &["--profile", "headless", "--session-id", "nope", "go"],
+        "",
+    );
+    assert_eq!((exit, stdout.as_str()), (Some(1), ""));
+    assert_eq!(
+        stderr,
+        "dsh: session \"nope\" does not exist; omit --session-id to start a new Session\n"
+    );
+    let (exit, stdout, _) = piped(
+        &world,
+        &[
+            "--profile",
+            "headless",
+            "--json",
+            "--session-id",
+            &session,
+            "make it green",
+        ],
+        "",
+    );
+    assert_eq!(exit, Some(0));
+    let turn: Value = serde_json::from_str(stdout.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(turn["turn"], 2, "the adopted session's turn count goes on");
+    assert!(stdout.ends_with("{\"text\":\"I made index.html green.\",\"type\":\"final\"}\n"));
+    let (exit, _, stderr) = piped(&world, &["--profile", "headless", "--session-id"], "");
+    assert_eq!(
+        (exit, stderr.as_str()),
+        (
+            Some(1),
+            "error: option '--session-id <id>' argument missing\n"
+        )
+    );
+    let (exit, stdout, _) = piped(&world, &["--profile", "headless", "--help"], "");
+    assert_eq!(exit, Some(0));
+    assert!(stdout.contains("--session-id <id>") && stdout.contains("--json"));
 }
 
 #[test]
