@@ -93,11 +93,13 @@ def test_a_stored_session_resumes_in_a_new_process(tmp_path):
         session = sdk.resume_session("app-session-3")
         assert session.get_working_directory() == str(root / "project")
         second = session.run("Now make it green")
-    assert second.finish_reason == "completed"
-    assert second.final_response == "I made index.html green."
-    assert min(event["seq"] for event in second.events) > last_seq
+    assert second.finish_reason == "completed", second.finish_reason
+    # fake-dsh's default agent reads the page the first process wrote, then rewrites it.
+    assert second.final_response == "I made index.html green.", second.final_response
+    first_seq = min(event["seq"] for event in second.events)
+    assert first_seq > last_seq, (first_seq, last_seq)
     turns = [e["data"]["turn"] for e in second.events if e["type"] == "turn/start"]
-    assert turns == [2]
+    assert turns == [2], turns
 
 
 def main() -> int:
