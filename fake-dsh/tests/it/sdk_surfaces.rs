@@ -40,6 +40,8 @@ impl World {
             .env("FAKE_DSH_JOURNAL", self.path("journal.jsonl"))
             .env("FAKE_DSH_WATCHDOG_SECS", "60")
             .env_remove("FAKE_DSH_SCENARIO")
+            .env_remove("FAKE_DSH_PERSONA")
+            .env_remove("FAKE_DSH_VERSION")
             .env_remove("DSH_CORDIS_CONFIG");
         if let Some(scenario) = scenario {
             let file = self.path("scenario.json");
