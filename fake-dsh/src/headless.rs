@@ -14,6 +14,29 @@ use crate::sdk::session::{self, Flavor, Persona, Session, Sink};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 
+/// 0.2.1's help (observed).
+const HELP_021: &str = "Usage: dsh --profile headless [options] [task...]
+
+Answer one task and exit; the answer goes to stdout and diagnostics to stderr.
+
+Arguments:
+  task               the task text; multiple words are joined by spaces, and `-`
+                     reads stdin
+
+Options:
+  --json             write newline-delimited run events to stdout instead of the
+                     final message
+  --session-id <id>  adopt the persisted Session with this id; an unknown id is
+                     an error
+  -h, --help         show this help
+
+Examples:
+  dsh --profile headless \"run the tests\"          answer one task and exit
+  echo \"run the tests\" | dsh --profile headless   read the task from stdin
+  dsh --profile headless --json \"run the tests\"   emit machine-readable run events
+  dsh --profile headless --session-id session-… \"continue\"   resume an existing Session
+";
+
 const HELP: &str = "Usage: dsh --profile headless [options] [task...]
 
 Answer one task, stream reasoning to stderr, print the final assistant message,
@@ -34,43 +57,97 @@ Examples:
 struct Outcome {
     last_text: String,
     end: Option<Value>,
+    /// `--json`: stdout holds only events (no lone newline for a failed turn).
+    json_mode: bool,
+}
+
+/// What the command line asked for.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Request {
+    task: String,
+    /// 0.2.1's `--json`: run events on stdout, one per line.
+    json: bool,
+    /// 0.2.1's `--session-id ID`: continue that stored session.
+    session_id: Option<String>,
 }
 
 /// Runs one headless task (the arguments after `--profile headless`); never returns.
-pub fn run(args: &[String]) -> ! {
-    let task = match task_of(args) {
-        Ok(task) => task,
+pub fn run(persona: Persona, args: &[String]) -> ! {
+    let v021 = persona == Persona::V021;
+    let parsed = if v021 {
+        request_of(args, read_stdin)
+    } else {
+        task_of(args).map(|task| Request {
+            task,
+            ..Request::default()
+        })
+    };
+    let request = match parsed {
+        Ok(request) => request,
         Err(Some(message)) => usage(&message),
         Err(None) => {
-            Stdout::new().write_bytes(HELP.as_bytes());
+            Stdout::new().write_bytes(if v021 { HELP_021 } else { HELP }.as_bytes());
             finish(0, ExitReason::ScriptEnd)
         }
     };
+    let task = request.task.clone();
     crate::process::start_background();
     let scenario = scenario::load_from_env().unwrap_or_else(|message| {
         stderr_bytes(format!("{message}\n").as_bytes());
         finish(2, ExitReason::Error)
     });
     let cwd = std::env::current_dir().unwrap_or_default();
-    let outcome = Arc::new(Mutex::new(Outcome::default()));
+    let outcome = Arc::new(Mutex::new(Outcome {
+        json_mode: request.json,
+        ..Outcome::default()
+    }));
     // The full profile: headless has the file tools.
     let flavor = Flavor {
-        persona: Persona::V015,
+        persona: if v021 { Persona::V021 } else { Persona::V015 },
         minimal: false,
     };
     let log_root = claimed_log_root();
-    let id = uuid::Uuid::new_v4().to_string();
-    let session = Session::create(
-        &id,
-        &cwd,
-        flavor,
-        log_root.as_deref(),
-        sink(outcome.clone()),
-    )
-    .unwrap_or_else(|message| {
-        stderr_bytes(format!("dsh: SESSION: {message}\n").as_bytes());
-        finish(1, ExitReason::Error)
-    });
+    let events = if request.json {
+        json_sink(outcome.clone())
+    } else {
+        sink(outcome.clone())
+    };
+    let session = match &request.session_id {
+        Some(id) => {
+            Session::resume(id, flavor, log_root.as_deref(), events).unwrap_or_else(|message| {
+                let message = if message.ends_with("not found") {
+                    format!(
+                        "session {} does not exist; omit --session-id to start a new Session",
+                        Value::from(id.as_str())
+                    )
+                } else {
+                    message
+                };
+                stderr_bytes(format!("dsh: {message}\n").as_bytes());
+                finish(1, ExitReason::Error)
+            })
+        }
+        None => {
+            // 0.2.1 names its headless sessions `session-<uuid>`.
+            let uuid = uuid::Uuid::new_v4();
+            let id = if v021 {
+                format!("session-{uuid}")
+            } else {
+                uuid.to_string()
+            };
+            Session::create(&id, &cwd, flavor, log_root.as_deref(), events).unwrap_or_else(
+                |message| {
+                    stderr_bytes(format!("dsh: SESSION: {message}\n").as_bytes());
+                    finish(1, ExitReason::Error)
+                },
+            )
+        }
+    };
+    if request.json {
+        json_line(&json!({"type": "session", "sessionId": session.id,
+                          "cwd": session.cwd.to_string_lossy()}));
+    }
+    let cwd = session.cwd.clone();
     let script = match scenario.turns.first() {
         Some(script) => script.clone(),
         None => session::default_turn(&task, &cwd),
@@ -83,7 +160,144 @@ pub fn run(args: &[String]) -> ! {
         .start_turn();
     session::play_turn(&session, &message, &script, &|| false);
     let outcome = outcome.lock().unwrap_or_else(|p| p.into_inner());
+    if request.json {
+        report_json(&outcome);
+    }
     report(&outcome)
+}
+
+/// Stdin's text (the task from `-` or a pipe), at most 16 MiB.
+fn read_stdin() -> String {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let _ = std::io::stdin()
+        .lock()
+        .take(16 << 20)
+        .read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// 0.2.1's command line: the task words (`-` reads stdin, as does no word at all when stdin is
+/// not a terminal), `--json`, `--session-id ID`, `--patch FILE` (skipped), `-h`/`--help`.
+fn request_of(args: &[String], stdin: impl FnOnce() -> String) -> Result<Request, Option<String>> {
+    use std::io::IsTerminal;
+    let mut request = Request::default();
+    let mut words = Vec::new();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        match arg.as_str() {
+            "--patch" => {
+                iter.next();
+            }
+            "--json" => request.json = true,
+            "--session-id" => match iter.next() {
+                Some(id) => request.session_id = Some(id.clone()),
+                None => {
+                    return Err(Some(
+                        "error: option '--session-id <id>' argument missing".to_string(),
+                    ))
+                }
+            },
+            "-h" | "--help" => return Err(None),
+            option if option.starts_with("--session-id=") => {
+                request.session_id = Some(option["--session-id=".len()..].to_string())
+            }
+            option if option.starts_with('-') && option.len() > 1 => {
+                return Err(Some(format!("error: unknown option '{option}'")))
+            }
+            word => words.push(word.to_string()),
+        }
+    }
+    let from_stdin = words == ["-"] || (words.is_empty() && !std::io::stdin().is_terminal());
+    request.task = if from_stdin { stdin() } else { words.join(" ") };
+    if request.task.trim().is_empty() {
+        return Err(Some(
+            "dsh: a task is required, for example: dsh --profile headless \"run the tests\""
+                .to_string(),
+        ));
+    }
+    request.task = request.task.trim_end_matches(['\n', '\r']).to_string();
+    Ok(request)
+}
+
+/// One `--json` line.
+fn json_line(value: &Value) {
+    Stdout::new().write_bytes(format!("{value}\n").as_bytes());
+}
+
+/// 0.2.1's `--json` run events, from the session's (observed): `status` phases, `thinking`,
+/// `text`, `tool_call`, `tool_result`; a step's `usage` is fake-dsh's placeholder.
+fn json_sink(outcome: Arc<Mutex<Outcome>>) -> Sink {
+    Box::new(move |_, event| {
+        let data = &event["data"];
+        match event["type"].as_str() {
+            Some("turn/start") => {
+                json_line(&json!({"type": "status", "phase": "turn_start", "turn": data["turn"]}))
+            }
+            Some("step/start") => json_line(&json!({"type": "status", "phase": "step_start",
+                "turn": data["turn"], "step": data["step"]})),
+            Some("step/end") => json_line(&json!({"type": "status", "phase": "step_end",
+                "turn": data["turn"], "step": data["step"],
+                "usage": {"inputTokens": 1000, "outputTokens": 20, "cacheReadTokens": 0,
+                          "cacheWriteTokens": 0, "totalTokens": 1020}})),
+            Some("assistant/message") => {
+                let parts = data["message"]["content"].as_array().cloned();
+                for part in parts.unwrap_or_default() {
+                    let text = part["text"].as_str().unwrap_or_default();
+                    match part["type"].as_str() {
+                        Some("reasoning") if !text.is_empty() => {
+                            json_line(&json!({"type": "thinking", "text": text}))
+                        }
+                        Some("text") if !text.is_empty() => {
+                            json_line(&json!({"type": "text", "text": text}));
+                            outcome.lock().unwrap_or_else(|p| p.into_inner()).last_text =
+                                text.to_string();
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Some("tool/call") => {
+                let input = data["arguments"]
+                    .as_str()
+                    .and_then(|text| serde_json::from_str::<Value>(text).ok())
+                    .unwrap_or(Value::Null);
+                json_line(&json!({"type": "tool_call", "callId": data["callId"],
+                                  "tool": data["name"], "input": input}));
+            }
+            Some("tool/result") => {
+                let message = &data["message"];
+                let status = if message["isError"] == true {
+                    "error"
+                } else {
+                    "completed"
+                };
+                json_line(
+                    &json!({"type": "tool_result", "callId": message["toolCallId"],
+                    "status": status, "result": message["content"][0]["text"]}),
+                );
+            }
+            Some("turn/end") => {
+                json_line(
+                    &json!({"type": "status", "phase": "turn_end", "turn": data["turn"],
+                                  "reason": data["reason"]}),
+                );
+                outcome.lock().unwrap_or_else(|p| p.into_inner()).end =
+                    Some(data["reason"].clone());
+            }
+            _ => {}
+        }
+    })
+}
+
+/// The `--json` run's end for a completed turn: `final` with the text, exit 0. Any other end
+/// (not observed on the real one) falls to [`report`]: no `final`, the error on stderr, exit 1.
+fn report_json(outcome: &Outcome) {
+    let reason = outcome.end.clone().unwrap_or(Value::Null);
+    if reason["kind"] == "completed" {
+        json_line(&json!({"type": "final", "text": outcome.last_text}));
+        finish(0, ExitReason::ScriptEnd)
+    }
 }
 
 /// `$DSH_HOME/sessions` (none without a home) once the home is claimed
@@ -165,7 +379,9 @@ fn report(outcome: &Outcome) -> ! {
         Stdout::new().write_bytes(format!("{}\n", outcome.last_text).as_bytes());
         finish(0, ExitReason::ScriptEnd)
     }
-    Stdout::new().write_bytes(b"\n");
+    if !outcome.json_mode {
+        Stdout::new().write_bytes(b"\n");
+    }
     let kind = reason["kind"].as_str().unwrap_or("error");
     let code = reason["error"]["code"]
         .as_str()
@@ -185,6 +401,35 @@ mod tests {
 
     fn task(args: &[&str]) -> Result<String, Option<String>> {
         task_of(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn the_0_2_1_command_line_takes_json_a_session_id_and_the_task_from_stdin() {
+        let args = |list: &[&str]| list.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        let parsed = request_of(&args(&["--json", "--session-id", "s-9", "-"]), || {
+            "from stdin\n".to_string()
+        });
+        assert_eq!(
+            parsed,
+            Ok(Request {
+                task: "from stdin".to_string(),
+                json: true,
+                session_id: Some("s-9".to_string()),
+            })
+        );
+        assert_eq!(
+            request_of(&args(&["-"]), || " \n".to_string())
+                .unwrap_err()
+                .unwrap(),
+            "dsh: a task is required, for example: dsh --profile headless \"run the tests\""
+        );
+        assert_eq!(
+            request_of(&args(&["--session-id"]), String::new)
+                .unwrap_err()
+                .unwrap(),
+            "error: option '--session-id <id>' argument missing"
+        );
+        assert_eq!(request_of(&args(&["-h"]), String::new), Err(None));
     }
 
     #[test]

@@ -14,8 +14,12 @@ pub mod wire;
 use session::{Flavor, Persona};
 use std::ffi::OsString;
 
-/// The option selecting the runtime generation: `--persona 0.1.1` or `--persona 0.1.5`.
+/// The option selecting the runtime generation: `--persona 0.2.1` (the default), `0.1.5` or
+/// `0.1.1`.
 pub const PERSONA_FLAG: &str = "--persona";
+/// The environment variable selecting the persona when no `--persona` is on the command line (a
+/// client that starts `dsh --profile sdk` itself cannot add an argument, but can set this).
+pub const PERSONA_ENV: &str = "FAKE_DSH_PERSONA";
 /// The 0.1.1 binary's name: started under it, fake-dsh is that binary.
 pub const JSONRPC_AGENT: &str = "dsh-jsonrpc-agent";
 
@@ -27,9 +31,34 @@ pub enum Surface {
     /// `dsh-jsonrpc-agent` without its config path: the real one's usage line, exit 1.
     AgentUsage,
     /// `--profile headless` with the rest of its arguments.
-    Headless(Vec<String>),
-    /// `--persona` with a value that names no persona: exit 1.
+    Headless(Persona, Vec<String>),
+    /// `--persona` (or [`PERSONA_ENV`]) with a value that names no persona: exit 1.
     BadPersona(String),
+    /// `--version`/`-V` on an SDK surface's command line (or with a persona chosen): the
+    /// persona's version on stdout, exit 0, no server.
+    Version(Persona),
+    /// `--help`/`-h` on `--profile sdk|sdk-minimal`: the real profile's help, exit 0, no server.
+    Help(String),
+}
+
+/// The version a persona's `--version` prints (the real wheels' binaries).
+pub fn version_of(persona: Persona) -> &'static str {
+    match persona {
+        Persona::V021 => "0.2.1-rc.2",
+        Persona::V015 => "0.1.5-rc.1",
+        // 0.1.1's `dsh-jsonrpc-agent` has no version flag; its wheel's runtime is 0.1.1.
+        Persona::V011 => "0.1.1",
+    }
+}
+
+/// The help `--profile NAME --help` prints for the SDK profiles (0.1.5 and 0.2.1 alike).
+pub fn sdk_help(profile: &str) -> String {
+    format!(
+        "Usage: dsh --profile {profile} [options]\n\n\
+         Serve DeepSeek Harness SDK clients over stdio JSON-RPC.\n\n\
+         Options:\n  -h, --help  show this help\n\n\
+         Example:\n  dsh --profile {profile}     serve one SDK runtime until its client disconnects\n\n"
+    )
 }
 
 /// The SDK surface a command line asks for, if any (`argv[0]` included).
@@ -46,11 +75,24 @@ pub fn select(args: &[OsString]) -> Option<Surface> {
         Ok(found) => found,
         Err(value) => return Some(Surface::BadPersona(value)),
     };
-    let persona = persona.unwrap_or(if invoked_as_agent {
+    let from_env = match std::env::var(PERSONA_ENV) {
+        Ok(value) if !value.is_empty() => match persona_named(&value) {
+            Some(persona) => Some(persona),
+            None => return Some(Surface::BadPersona(value)),
+        },
+        _ => None,
+    };
+    let chosen = persona.or(from_env);
+    let persona = chosen.unwrap_or(if invoked_as_agent {
         Persona::V011
     } else {
-        Persona::V015
+        Persona::V021
     });
+    let asks = |flags: &[&str]| {
+        rest.iter()
+            .take_while(|a| *a != "--")
+            .any(|a| flags.contains(&a.as_str()))
+    };
     if persona == Persona::V011 {
         let has_config = rest.iter().any(|a| !a.starts_with('-'))
             || std::env::var_os("DSH_CORDIS_CONFIG").is_some_and(|v| !v.is_empty());
@@ -63,13 +105,25 @@ pub fn select(args: &[OsString]) -> Option<Surface> {
             Surface::AgentUsage
         });
     }
-    let (profile, after) = profile_of(&rest)?;
+    let Some((profile, after)) = profile_of(&rest, persona) else {
+        // No profile: `--version` answers with the persona's version when one was chosen (the
+        // open-design CLI keeps its own version otherwise).
+        return (chosen.is_some() && asks(&["--version", "-V"]))
+            .then_some(Surface::Version(persona));
+    };
+    let sdk_profile = matches!(profile.as_str(), "sdk" | "sdk-minimal");
+    if (sdk_profile || profile == "headless") && asks(&["--version", "-V"]) {
+        return Some(Surface::Version(persona));
+    }
+    if sdk_profile && asks(&["--help", "-h"]) {
+        return Some(Surface::Help(sdk_help(&profile)));
+    }
     match profile.as_str() {
         "sdk" | "sdk-minimal" => Some(Surface::Sdk(Flavor {
             persona,
             minimal: profile == "sdk-minimal",
         })),
-        "headless" => Some(Surface::Headless(after)),
+        "headless" => Some(Surface::Headless(persona, after)),
         _ => None,
     }
 }
@@ -88,17 +142,34 @@ fn take_persona(args: &[String]) -> Result<(Option<Persona>, Vec<String>), Strin
             rest.push(arg.clone());
             continue;
         };
-        persona = Some(match value.as_str() {
-            "0.1.1" | "0.1.0" => Persona::V011,
-            "0.1.5" => Persona::V015,
-            _ => return Err(value),
-        });
+        persona = Some(persona_named(&value).ok_or(value)?);
     }
     Ok((persona, rest))
 }
 
-/// The `--profile` value and the arguments after the launcher's own flags (the app's).
-fn profile_of(args: &[String]) -> Option<(String, Vec<String>)> {
+/// The persona a `--persona` value names.
+fn persona_named(value: &str) -> Option<Persona> {
+    match value {
+        "0.1.1" | "0.1.0" => Some(Persona::V011),
+        "0.1.5" => Some(Persona::V015),
+        "0.2.1" => Some(Persona::V021),
+        _ => None,
+    }
+}
+
+/// The `--profile` value and the arguments after the launcher's own flags (the app's). 0.2.1
+/// also takes the profile as the first word (`dsh sdk`, `dsh headless "task"`).
+fn profile_of(args: &[String], persona: Persona) -> Option<(String, Vec<String>)> {
+    if persona == Persona::V021
+        && !args
+            .iter()
+            .any(|a| a == "--profile" || a.starts_with("--profile="))
+    {
+        let first = args.first()?;
+        if matches!(first.as_str(), "sdk" | "sdk-minimal" | "headless") {
+            return Some((first.clone(), args[1..].to_vec()));
+        }
+    }
     let mut iter = args.iter();
     let mut before = Vec::new();
     while let Some(arg) = iter.next() {
@@ -122,13 +193,15 @@ pub fn run(surface: Surface) -> ! {
     use crate::journal::{ExitReason, Mode};
     use crate::process::{finish, start_event};
     let mode = match surface {
-        Surface::Headless(_) => Mode::Headless,
+        Surface::Headless(..) => Mode::Headless,
+        Surface::Version(_) => Mode::Version,
+        Surface::Help(_) => Mode::Error,
         _ => Mode::Sdk,
     };
     crate::journal::record(start_event(mode, None));
     match surface {
         Surface::Sdk(flavor) => server::run(flavor),
-        Surface::Headless(args) => crate::headless::run(&args),
+        Surface::Headless(persona, args) => crate::headless::run(persona, &args),
         Surface::AgentUsage => {
             crate::output::stderr_bytes(
                 format!(
@@ -141,9 +214,24 @@ pub fn run(surface: Surface) -> ! {
         }
         Surface::BadPersona(value) => {
             crate::output::stderr_bytes(
-                format!("error: --persona {value:?}: expected 0.1.1 or 0.1.5\n").as_bytes(),
+                format!(
+                    "error: --persona (or {PERSONA_ENV}) {value:?}: expected 0.2.1, 0.1.5 or 0.1.1\n"
+                )
+                .as_bytes(),
             );
             finish(1, ExitReason::Error)
+        }
+        Surface::Version(persona) => {
+            // `FAKE_DSH_VERSION` overrides the version everywhere, as on the open-design CLI.
+            let version = std::env::var(crate::run::VERSION_ENV)
+                .ok()
+                .unwrap_or_else(|| version_of(persona).to_string());
+            crate::output::Stdout::new().write_bytes(format!("{version}\n").as_bytes());
+            finish(0, ExitReason::ScriptEnd)
+        }
+        Surface::Help(text) => {
+            crate::output::Stdout::new().write_bytes(text.as_bytes());
+            finish(0, ExitReason::ScriptEnd)
         }
     }
 }
@@ -161,11 +249,29 @@ mod tests {
         let sdk = |persona, minimal| Some(Surface::Sdk(Flavor { persona, minimal }));
         assert_eq!(
             selected(&["dsh", "--profile", "sdk"]),
-            sdk(Persona::V015, false)
+            sdk(Persona::V021, false)
+        );
+        assert_eq!(selected(&["dsh", "sdk"]), sdk(Persona::V021, false));
+        assert_eq!(
+            selected(&["dsh", "--persona", "0.1.5", "--profile=sdk-minimal"]),
+            sdk(Persona::V015, true)
         );
         assert_eq!(
-            selected(&["dsh", "--profile=sdk-minimal"]),
-            sdk(Persona::V015, true)
+            selected(&["dsh", "--persona", "0.1.5", "sdk"]),
+            None,
+            "0.1.5 takes the profile only as --profile"
+        );
+        assert_eq!(
+            selected(&["dsh", "--profile", "sdk", "--version"]),
+            Some(Surface::Version(Persona::V021))
+        );
+        assert_eq!(
+            selected(&["dsh", "--persona", "0.1.5", "-V"]),
+            Some(Surface::Version(Persona::V015))
+        );
+        assert_eq!(
+            selected(&["dsh", "--profile", "sdk-minimal", "--help"]),
+            Some(Surface::Help(sdk_help("sdk-minimal")))
         );
         assert_eq!(
             selected(&["/x/dsh-jsonrpc-agent", "/x/cordis.yml"]),
@@ -185,12 +291,10 @@ mod tests {
                 "do",
                 "it"
             ]),
-            Some(Surface::Headless(vec![
-                "--patch".into(),
-                "p.yml".into(),
-                "do".into(),
-                "it".into()
-            ]))
+            Some(Surface::Headless(
+                Persona::V021,
+                vec!["--patch".into(), "p.yml".into(), "do".into(), "it".into()]
+            ))
         );
         assert_eq!(
             selected(&["dsh", "--persona=0.2", "--profile", "sdk"]),

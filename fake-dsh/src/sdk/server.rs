@@ -56,13 +56,15 @@ pub fn run(flavor: Flavor) -> ! {
     let cwd = std::env::current_dir().unwrap_or_default();
     let home = match flavor.persona {
         session::Persona::V011 => None,
-        session::Persona::V015 => crate::home::dsh_home().ok(),
+        session::Persona::V015 | session::Persona::V021 => crate::home::dsh_home().ok(),
     };
     let log_root = match flavor.persona {
         session::Persona::V011 => std::env::var_os("DSH_SESSION_ROOT")
             .map(PathBuf::from)
             .or_else(|| Some(cwd.join(".sessions"))),
-        session::Persona::V015 => home.as_ref().map(|h| h.join("sessions")),
+        session::Persona::V015 | session::Persona::V021 => {
+            home.as_ref().map(|h| h.join("sessions"))
+        }
     };
     let _ = SERVER.set(Server {
         flavor,
@@ -218,6 +220,18 @@ fn handle_line(bytes: &[u8]) {
             }
         }
         "shutdown" => shutdown(id.clone()),
+        "session/resume" | "session/working-directory/get" | "session/working-directory/set"
+            if server().flavor.v021() =>
+        {
+            let answer = match method {
+                "session/resume" => resume(params),
+                get_or_set => working_directory(params, get_or_set.ends_with("set")),
+            };
+            match answer {
+                Ok(result) => wire().respond(id, result),
+                Err(message) => wire().fail(id, &message),
+            }
+        }
         other => wire().fail(
             id,
             &format!("unknown DeepSeek Harness SDK runtime method: {other}"),
@@ -262,18 +276,60 @@ fn initialize(id: Value, params: Value) {
 
 /// `path.resolve(base, cwd)`: `cwd` made absolute against `base`, `.` and `..` folded away.
 fn resolve(base: &std::path::Path, cwd: &str) -> PathBuf {
-    use std::path::Component;
-    let mut resolved = PathBuf::new();
-    for component in base.join(cwd).components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                resolved.pop();
-            }
-            other => resolved.push(other),
-        }
+    session::resolve(base, cwd)
+}
+
+/// What 0.2.1 answers any session request with while it is shutting down or not yet initialized.
+fn ready() -> Result<(), String> {
+    if server().shutting_down.load(Ordering::SeqCst) {
+        return Err("SDK server is shutting down".to_string());
     }
-    resolved
+    if !server().initialized.load(Ordering::SeqCst) {
+        return Err("SDK server is not initialized".to_string());
+    }
+    Ok(())
+}
+
+/// 0.2.1's `session/resume {sessionId}`: a cold resume of a session an earlier process stored
+/// (in this Harness home: [`Session::resume`]); `{}` and no event. A session open in this process
+/// and an unknown one are refused with the real runtime's messages.
+fn resume(params: &Value) -> Result<Value, String> {
+    ready()?;
+    let id = params["sessionId"]
+        .as_str()
+        .filter(|id| !id.is_empty())
+        .ok_or("session/resume requires a non-empty sessionId string")?;
+    let server = server();
+    let mut sessions = server.sessions.lock().unwrap_or_else(|p| p.into_inner());
+    if sessions.contains_key(id) {
+        return Err(format!("SDK session is already open or opening: {id}"));
+    }
+    let session = Session::resume(id, server.flavor, server.log_root.as_deref(), sink())?;
+    claim_home()?;
+    sessions.insert(id.to_string(), Arc::new(Mutex::new(session)));
+    Ok(json!({}))
+}
+
+/// 0.2.1's `session/working-directory/get|set {sessionId, path?}`: `{cwd}`. Like a prompt, an
+/// id no session has yet opens a new one (a stored one is refused as already existing).
+fn working_directory(params: &Value, set: bool) -> Result<Value, String> {
+    ready()?;
+    let id = params["sessionId"]
+        .as_str()
+        .filter(|id| !id.is_empty())
+        .ok_or("working-directory requests require a non-empty sessionId")?;
+    let path = match (set, params["path"].as_str()) {
+        (false, _) => None,
+        (true, Some(path)) => Some(path),
+        (true, None) => return Err("working-directory set requires a path string".to_string()),
+    };
+    let live = live_session(Some(id))?;
+    let mut session = live.lock().unwrap_or_else(|p| p.into_inner());
+    let cwd = match path {
+        Some(path) => session.set_working_directory(path)?,
+        None => session.working_directory(),
+    };
+    Ok(json!({"cwd": cwd.to_string_lossy()}))
 }
 
 /// The real runtime's checks, with its messages.

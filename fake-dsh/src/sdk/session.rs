@@ -18,6 +18,11 @@ pub enum Persona {
     V011,
     /// `dsh` 0.1.5: `--profile sdk`, `sdk-minimal`, `headless`.
     V015,
+    /// `dsh` 0.2.1 (the default): 0.1.5's surfaces plus `session/resume`, the working-directory
+    /// methods, `session-log-deepseek/delivery-accepted` before every `assistant/message`, a
+    /// `tool/result` whose message has `role: "tool"` and a top-level `toolCallId`, and session
+    /// logs in zstd (`session.v4.jsonl.zstd`).
+    V021,
 }
 
 /// What a surface's event stream carries (docs/surface-sdk.md, "Notifications").
@@ -30,21 +35,40 @@ pub struct Flavor {
 
 impl Flavor {
     fn policy_events(self) -> bool {
-        self.persona == Persona::V015 && !self.minimal
+        self.persona != Persona::V011 && !self.minimal
     }
     fn system_message(self) -> bool {
-        self.persona == Persona::V015
+        self.persona != Persona::V011
     }
     fn chunks(self) -> bool {
         self.persona == Persona::V011
     }
-    /// `sdk` 0.1.5 only: neither `sdk-minimal` nor 0.1.1's bundled config has file tools.
+    /// `sdk` 0.1.5 and 0.2.1 only: neither `sdk-minimal` nor 0.1.1's bundled config has file
+    /// tools.
     fn file_tools(self) -> bool {
-        self.persona == Persona::V015 && !self.minimal
+        self.persona != Persona::V011 && !self.minimal
     }
-    /// 0.1.5 rejects a prompt until `initialize` has answered; 0.1.1 accepts it.
+    /// 0.1.5 and 0.2.1 reject a prompt until `initialize` has answered; 0.1.1 accepts it.
     pub fn rejects_early_prompt(self) -> bool {
-        self.persona == Persona::V015
+        self.persona != Persona::V011
+    }
+    /// 0.2.1: `session/resume` and `session/working-directory/get|set`, v4 session logs.
+    pub fn v021(self) -> bool {
+        self.persona == Persona::V021
+    }
+    /// The runtime-context user message: `sdk`, and 0.2.1's `sdk-minimal` too (with only the
+    /// working directory in it).
+    fn runtime_context(self) -> bool {
+        self.policy_events() || self.v021()
+    }
+    /// The session log's file name: 0.2.1's `sdk` writes zstd, its `sdk-minimal` plain JSON
+    /// lines (both observed), 0.1.5 `session.v3.jsonl`.
+    fn log_name(self) -> &'static str {
+        match (self.v021(), self.minimal) {
+            (true, false) => V4_LOG,
+            (true, true) => V4_PLAIN_LOG,
+            (false, _) => "session.v3.jsonl",
+        }
     }
 }
 
@@ -58,12 +82,27 @@ const PROVIDER: &str = "deepseek-official";
 /// One session's log and counters.
 pub struct Session {
     pub id: String,
+    /// The effective working directory (0.2.1's `session/working-directory/set` moves it).
     pub cwd: PathBuf,
+    /// The session's origin: the cwd it was created in (0.2.1 falls back to it when the
+    /// effective directory is gone).
+    pub origin: PathBuf,
     pub flavor: Flavor,
     seq: u64,
     /// The last turn number used.
     pub turn: u64,
-    log: Option<std::fs::File>,
+    /// Whether this process has sent the session's first model request (`request/header`).
+    header_sent: bool,
+    /// The runtime context changed (the working directory): the next turn records it again.
+    context_stale: bool,
+    /// 0.2.1's working-directory notices spliced for the next step, not yet taken by a turn.
+    pending_notices: Vec<Value>,
+    /// The notices the current turn took, recorded as user messages in its first step.
+    turn_notices: Vec<Value>,
+    log: Option<Log>,
+    /// 0.2.1's `session.lock`, held (an exclusive `flock`) while this process has the session
+    /// open: another process's resume is refused.
+    lock: Locked,
     sink: Sink,
     /// Whether a turn is being played (the session is `running`).
     pub running: bool,
@@ -89,21 +128,15 @@ impl Session {
         log_root: Option<&Path>,
         sink: Sink,
     ) -> Result<Session, String> {
-        let log = match log_root {
-            Some(root) if crate::sessions::is_storable_id(id) => Some(open_log(root, id, cwd)?),
-            _ => None,
+        let (log, lock) = match log_root {
+            Some(root) if crate::sessions::is_storable_id(id) => {
+                let (log, lock) = open_log(root, id, cwd, flavor)?;
+                (Some(log), lock)
+            }
+            _ => (None, None),
         };
-        let mut session = Session {
-            id: id.to_string(),
-            cwd: cwd.to_path_buf(),
-            flavor,
-            seq: 0,
-            turn: 0,
-            log,
-            sink,
-            running: false,
-            queue: Default::default(),
-        };
+        let mut session = Session::blank(id, cwd, flavor, log, sink);
+        session.lock = lock;
         if flavor.policy_events() {
             session.emit("permission/preset", json!({"preset": "workspace-write"}));
             session.emit("sandbox/mode", json!({"mode": "workspace-write"}));
@@ -112,19 +145,193 @@ impl Session {
         Ok(session)
     }
 
-    /// Appends one event to the log and hands it to the sink.
-    pub fn emit(&mut self, kind: &str, data: Value) {
-        self.emit_with(kind, data, None);
+    fn blank(id: &str, cwd: &Path, flavor: Flavor, log: Option<Log>, sink: Sink) -> Session {
+        Session {
+            id: id.to_string(),
+            cwd: cwd.to_path_buf(),
+            origin: cwd.to_path_buf(),
+            flavor,
+            seq: 0,
+            turn: 0,
+            header_sent: false,
+            context_stale: false,
+            pending_notices: Vec::new(),
+            turn_notices: Vec::new(),
+            log,
+            lock: None,
+            sink,
+            running: false,
+            queue: Default::default(),
+        }
     }
 
-    fn emit_with(&mut self, kind: &str, data: Value, extra: Option<(&str, Value)>) {
+    /// 0.2.1's cold resume: the session a previous process stored under `log_root` (any cwd's
+    /// directory), with its `seq`, turn count and working directory restored and its log
+    /// appended to. No event is emitted. Unknown: `session "ID" not found`, as the real one says.
+    pub fn resume(
+        id: &str,
+        flavor: Flavor,
+        log_root: Option<&Path>,
+        sink: Sink,
+    ) -> Result<Session, String> {
+        let not_found = || format!("session {} not found", Value::from(id));
+        let root = log_root.ok_or_else(not_found)?;
+        if !crate::sessions::is_storable_id(id) {
+            return Err(not_found());
+        }
+        let path = std::fs::read_dir(root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|slug| [V4_LOG, V4_PLAIN_LOG].map(|name| slug.path().join(id).join(name)))
+            .find(|path| path.is_file())
+            .ok_or_else(not_found)?;
+        let unreadable = |e: String| {
+            format!(
+                "cannot resume session {}: {}: {e}",
+                Value::from(id),
+                path.display()
+            )
+        };
+        let lock = lock_session(&path.with_file_name("session.lock"), id)?;
+        let bytes = std::fs::read(&path).map_err(|e| unreadable(e.to_string()))?;
+        let zstd = path.extension().is_some_and(|ext| ext == "zstd");
+        let text = if zstd {
+            zstd_raw::decode(&bytes).map_err(unreadable)?
+        } else {
+            String::from_utf8(bytes).map_err(|e| unreadable(e.to_string()))?
+        };
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+        let header: Value = lines
+            .next()
+            .and_then(|l| serde_json::from_str(l).ok())
+            .filter(|h: &Value| h["type"] == "session" && h["id"] == id)
+            .ok_or_else(|| unreadable("no session header".to_string()))?;
+        let origin = PathBuf::from(header["cwd"].as_str().unwrap_or_default());
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|e| unreadable(e.to_string()))?;
+        let log = if zstd {
+            Log::Zstd(file)
+        } else {
+            Log::Plain(file)
+        };
+        let mut session = Session::blank(id, &origin, flavor, Some(log), sink);
+        session.lock = Some(lock);
+        for line in lines {
+            let Ok(event) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if let Some(seq) = event["seq"].as_u64() {
+                session.seq = session.seq.max(seq + 1);
+            }
+            match event["type"].as_str() {
+                Some("turn/start") => {
+                    session.turn = session
+                        .turn
+                        .max(event["data"]["turn"].as_u64().unwrap_or(0));
+                }
+                Some("working-directory/change") => {
+                    if let Some(cwd) = event["data"]["cwd"].as_str() {
+                        session.cwd = PathBuf::from(cwd);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(session)
+    }
+
+    /// 0.2.1's `session/working-directory/get`: the effective directory. One that is no longer a
+    /// directory falls back to the origin, recorded as a change with its own notice (`The working
+    /// directory "OLD" is unavailable. The working directory is now "ORIGIN".`), as observed.
+    pub fn working_directory(&mut self) -> PathBuf {
+        if !self.cwd.is_dir() && self.cwd != self.origin {
+            let text = format!(
+                "The working directory {} is unavailable. The working directory is now {}.",
+                Value::from(self.cwd.to_string_lossy()),
+                Value::from(self.origin.to_string_lossy())
+            );
+            let origin = self.origin.clone();
+            self.change_directory(origin, text);
+        }
+        self.cwd.clone()
+    }
+
+    /// Records a move to `target` and splices `text` as a notice for the next step.
+    fn change_directory(&mut self, target: PathBuf, text: String) {
+        let notice = json!({"content": [{"type": "text", "text": text}],
+            "source": {"kind": "working-directory"}, "role": "user",
+            "id": uuid::Uuid::new_v4().to_string()});
+        self.emit(
+            "working-directory/change",
+            json!({"cwd": target.to_string_lossy()}),
+        );
+        self.emit(
+            "agent/inbox/spliced",
+            json!({"target": "next-step", "start": self.pending_notices.len(),
+                   "inserted": [notice]}),
+        );
+        self.pending_notices.push(notice);
+        self.cwd = target;
+        self.context_stale = true;
+    }
+
+    /// Takes the pending notices for the step about to start (`agent/inbox/spliced` removing
+    /// them); they are recorded as user messages once the step has started.
+    fn take_notices(&mut self) {
+        if self.pending_notices.is_empty() {
+            return;
+        }
+        self.turn_notices = std::mem::take(&mut self.pending_notices);
+        self.emit(
+            "agent/inbox/spliced",
+            json!({"target": "next-step", "start": 0,
+                   "removedCount": self.turn_notices.len(), "inserted": []}),
+        );
+    }
+
+    /// 0.2.1's `session/working-directory/set`: `path` absolute or relative to the effective
+    /// directory (`..` folded, links kept, as `path.resolve`); it must be a directory. A change
+    /// records `working-directory/change` and splices a notice for the next step (the model reads
+    /// it as a user message in the next turn's first step, with the runtime context again).
+    pub fn set_working_directory(&mut self, path: &str) -> Result<PathBuf, String> {
+        if path.is_empty() {
+            return Err("working-directory: cd must not be empty".to_string());
+        }
+        let target = resolve(&self.cwd, path);
+        if !target.is_dir() {
+            return Err(format!(
+                "working-directory: directory does not exist: {}",
+                Value::from(path)
+            ));
+        }
+        if target == self.cwd {
+            return Ok(target);
+        }
+        let text = format!(
+            "The working directory changed from {} to {}.",
+            Value::from(self.cwd.to_string_lossy()),
+            Value::from(target.to_string_lossy())
+        );
+        self.change_directory(target.clone(), text);
+        Ok(target)
+    }
+
+    /// Appends one event to the log and hands it to the sink.
+    pub fn emit(&mut self, kind: &str, data: Value) {
+        self.emit_with(kind, data, &[]);
+    }
+
+    fn emit_with(&mut self, kind: &str, data: Value, extra: &[(&str, Value)]) {
         let mut event = json!({"type": kind, "seq": self.seq, "time": now_ms(), "data": data});
-        if let Some((name, value)) = extra {
-            event[name] = value;
+        for (name, value) in extra {
+            event[*name] = value.clone();
         }
         self.seq += 1;
         if let Some(log) = self.log.as_mut() {
-            let _ = writeln!(log, "{event}");
+            log.append(&event);
         }
         (self.sink)(&self.id, &event);
     }
@@ -141,6 +348,7 @@ impl Session {
     pub fn start_turn(&mut self) -> u64 {
         self.turn += 1;
         self.emit("turn/start", json!({"turn": self.turn}));
+        self.take_notices();
         self.emit(
             "agent/inbox/spliced",
             json!({"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}),
@@ -149,23 +357,177 @@ impl Session {
     }
 }
 
-fn open_log(root: &Path, id: &str, cwd: &Path) -> Result<std::fs::File, String> {
+/// 0.2.1's session log name on `sdk` (zstd); 0.1.5's is `session.v3.jsonl`.
+pub const V4_LOG: &str = "session.v4.jsonl.zstd";
+/// 0.2.1's session log name on `sdk-minimal` (plain JSON lines).
+pub const V4_PLAIN_LOG: &str = "session.v4.jsonl";
+
+/// `path.resolve(base, path)`: `path` made absolute against `base`, `.` and `..` folded away
+/// (links kept).
+pub fn resolve(base: &Path, path: &str) -> PathBuf {
+    use std::path::Component;
+    let mut resolved = PathBuf::new();
+    for component in base.join(path).components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                resolved.pop();
+            }
+            other => resolved.push(other),
+        }
+    }
+    resolved
+}
+
+/// A session log file: 0.1.5's JSON lines, or 0.2.1's zstd (each event one raw-block frame,
+/// which any zstd reader decodes: fake-dsh compresses nothing).
+enum Log {
+    Plain(std::fs::File),
+    Zstd(std::fs::File),
+}
+
+impl Log {
+    fn append(&mut self, value: &Value) {
+        let mut line = value.to_string().into_bytes();
+        line.push(b'\n');
+        let _ = match self {
+            Log::Plain(file) => file.write_all(&line),
+            Log::Zstd(file) => file.write_all(&zstd_raw::frame(&line)),
+        };
+    }
+}
+
+/// zstd frames of raw (uncompressed) blocks: written for 0.2.1's session logs, and read back
+/// (raw and RLE blocks only: a compressed block, which fake-dsh never writes, is refused).
+pub mod zstd_raw {
+    const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+    /// Blocks are at most 128 KiB (the window the header declares).
+    const BLOCK: usize = 128 * 1024;
+
+    /// One frame holding `data`: no content size, no checksum, a 128 KiB window.
+    pub fn frame(data: &[u8]) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.push(0x00); // frame header descriptor: no size, not single-segment, no checksum
+        out.push(7 << 3); // window descriptor: 2^(10+7) bytes
+        let mut chunks: Vec<&[u8]> = data.chunks(BLOCK).collect();
+        if chunks.is_empty() {
+            chunks.push(&[]);
+        }
+        let last = chunks.len() - 1;
+        for (index, chunk) in chunks.iter().enumerate() {
+            let header = ((chunk.len() as u32) << 3) | u32::from(index == last);
+            out.extend_from_slice(&header.to_le_bytes()[..3]);
+            out.extend_from_slice(chunk);
+        }
+        out
+    }
+
+    /// The concatenated content of the frames in `bytes`.
+    pub fn decode(bytes: &[u8]) -> Result<String, String> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        let take = |at: &mut usize, n: usize| -> Result<&[u8], String> {
+            let slice = bytes
+                .get(*at..*at + n)
+                .ok_or_else(|| "truncated zstd frame".to_string())?;
+            *at += n;
+            Ok(slice)
+        };
+        while at < bytes.len() {
+            if take(&mut at, 4)? != MAGIC {
+                return Err("not a zstd frame".to_string());
+            }
+            let descriptor = take(&mut at, 1)?[0];
+            let single_segment = descriptor & 0x20 != 0;
+            if !single_segment {
+                take(&mut at, 1)?;
+            }
+            let dict = [0, 1, 2, 4][usize::from(descriptor & 0x03)];
+            take(&mut at, dict)?;
+            let size_flag = descriptor >> 6;
+            let size_bytes = match size_flag {
+                0 if single_segment => 1,
+                0 => 0,
+                1 => 2,
+                2 => 4,
+                _ => 8,
+            };
+            take(&mut at, size_bytes)?;
+            loop {
+                let header = take(&mut at, 3)?;
+                let header =
+                    u32::from(header[0]) | u32::from(header[1]) << 8 | u32::from(header[2]) << 16;
+                let size = (header >> 3) as usize;
+                match (header >> 1) & 0x03 {
+                    0 => out.extend_from_slice(take(&mut at, size)?),
+                    1 => {
+                        let byte = take(&mut at, 1)?[0];
+                        out.extend(std::iter::repeat_n(byte, size));
+                    }
+                    _ => return Err("a compressed zstd block (not fake-dsh's)".to_string()),
+                }
+                if header & 1 == 1 {
+                    break;
+                }
+            }
+            if descriptor & 0x04 != 0 {
+                take(&mut at, 4)?;
+            }
+        }
+        String::from_utf8(out).map_err(|e| e.to_string())
+    }
+}
+
+/// Takes 0.2.1's `session.lock` (created when missing) for this process; held by another live
+/// process, the real runtime's refusal.
+fn lock_session(path: &Path, id: &str) -> Result<nix::fcntl::Flock<std::fs::File>, String> {
+    use nix::fcntl::{Flock, FlockArg};
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("cannot lock session {}: {e}", Value::from(id)))?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|_| {
+        format!(
+            "session {} is already owned by an active write handle",
+            Value::from(id)
+        )
+    })
+}
+
+/// A held session lock, if the persona keeps one.
+type Locked = Option<nix::fcntl::Flock<std::fs::File>>;
+
+fn open_log(root: &Path, id: &str, cwd: &Path, flavor: Flavor) -> Result<(Log, Locked), String> {
     let dir = root.join(cwd_slug(cwd)).join(id);
-    let path = dir.join("session.v3.jsonl");
+    let version = if flavor.v021() { 4 } else { 3 };
+    let path = dir.join(flavor.log_name());
     if path.exists() {
         return Err(format!("session {} already exists", Value::from(id)));
     }
     std::fs::create_dir_all(&dir)
         .map_err(|e| format!("cannot create session {}: {e}", dir.display()))?;
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .create_new(true)
         .append(true)
         .open(&path)
         .map_err(|e| format!("cannot create session {}: {e}", path.display()))?;
-    let header = json!({"type": "session", "version": 3, "id": id, "createdAt": now_ms(),
+    let header = json!({"type": "session", "version": version, "id": id, "createdAt": now_ms(),
         "cwd": cwd.to_string_lossy(), "isSeeded": false, "delegationDepth": 0});
-    let _ = writeln!(file, "{header}");
-    Ok(file)
+    // The real 0.2.1 keeps an (empty) `session.lock` beside the log, held while it runs.
+    let lock = if flavor.v021() {
+        Some(lock_session(&dir.join("session.lock"), id)?)
+    } else {
+        None
+    };
+    let mut log = if flavor.log_name() == V4_LOG {
+        Log::Zstd(file)
+    } else {
+        Log::Plain(file)
+    };
+    log.append(&header);
+    Ok((log, lock))
 }
 
 /// A user message as the runtime queues it (a fresh UUID as its id).
@@ -202,9 +564,15 @@ pub fn play_turn(
         let number = index as u64 + 1;
         {
             let mut session = lock();
+            if index > 0 {
+                // 0.2.1: notices spliced during the turn reach the model at the next step.
+                session.take_notices();
+            }
             session.emit("step/start", json!({"turn": turn, "step": number}));
             if index == 0 {
                 preamble(&mut session, turn, message);
+            } else {
+                step_notices(&mut session);
             }
         }
         let step = script.steps.get(index);
@@ -250,6 +618,12 @@ fn answer(session: &mut Session, turn: u64, step: u64, script: &StepScript) {
     if session.flavor.chunks() {
         chunks(session, turn, step, &content, !calls.is_empty());
     }
+    if session.flavor.v021() {
+        // 0.2.1 records that the model request was delivered, through the last event so far.
+        let data = json!({"sessionId": session.id, "sessionFormatVersion": 4,
+                          "throughSeq": session.seq.saturating_sub(1)});
+        session.emit("session-log-deepseek/delivery-accepted", data);
+    }
     session.emit(
         "assistant/message",
         json!({"turn": turn, "step": step, "message": {"role": "assistant", "content": content,
@@ -263,7 +637,7 @@ fn answer(session: &mut Session, turn: u64, step: u64, script: &StepScript) {
 
 /// The failed model request of an `error` turn (0.1.5 records it; 0.1.1 records nothing).
 fn failed_attempt(session: &mut Session, turn: u64, step: u64, error: &Value) {
-    if session.flavor.persona == Persona::V015 {
+    if session.flavor.persona != Persona::V011 {
         session.emit(
             "assistant/attempt",
             json!({"turn": turn, "step": step, "stream": [{"type": "chunk", "time": now_ms(),
@@ -279,9 +653,11 @@ fn error_of(script: &TurnScript) -> Value {
     )
 }
 
-/// What the first step of a turn records before the model answers: the user message; on the
-/// session's first turn also the system prompt, the runtime context (`sdk`), the request
-/// header and context, and the title (0.1.1 titles before the request, 0.1.5 after it).
+/// What the first step of a turn records before the model answers: the user message (after
+/// 0.2.1's working-directory notices); on the session's first turn also the system prompt, the
+/// runtime context (`sdk`, and again after a working-directory change), the request header (on
+/// the first turn this process plays, so again after a resume), context and title (0.1.1 titles
+/// before the request, 0.1.5 after it).
 fn preamble(session: &mut Session, turn: u64, message: &Value) {
     let first_turn = turn == 1;
     if first_turn && session.flavor.system_message() {
@@ -291,37 +667,82 @@ fn preamble(session: &mut Session, turn: u64, message: &Value) {
                    "content": [{"type": "text", "text": "You are fake-dsh's default agent."}]}}),
         );
     }
-    session.emit_with(
-        "user/message",
-        message.clone(),
-        Some(("surfaceOp", json!("append"))),
-    );
+    let append = [("surfaceOp", json!("append"))];
+    for notice in std::mem::take(&mut session.turn_notices) {
+        session.emit_with("user/message", notice, &append);
+    }
+    session.emit_with("user/message", message.clone(), &append);
+    if session.flavor.runtime_context() && (first_turn || session.context_stale) {
+        runtime_context(session);
+    }
+    let early_title = session.flavor.persona == Persona::V011;
+    if first_turn && early_title {
+        title(session, message);
+    }
+    if !session.header_sent {
+        session.header_sent = true;
+        session.emit(
+            "request/header",
+            json!({"header": {"config": {"provider": PROVIDER, "model": MODEL}}}),
+        );
+    }
     if !first_turn {
         return;
     }
-    if session.flavor.policy_events() {
-        session.emit_with(
-            "user/message",
-            json!({"content": [{"type": "text", "text": "Current runtime context."}],
-                   "source": {"kind": "runtime-context"}, "role": "user",
-                   "id": uuid::Uuid::new_v4().to_string()}),
-            Some(("surfaceOp", json!("append"))),
-        );
-    }
-    let early_title = session.flavor.persona == Persona::V011;
-    if early_title {
-        title(session, message);
-    }
-    session.emit(
-        "request/header",
-        json!({"header": {"config": {"provider": PROVIDER, "model": MODEL}}}),
-    );
     session.emit(
         "request/context",
         json!({"provider": PROVIDER, "model": MODEL, "contextWindow": 1_000_000}),
     );
     if !early_title {
         title(session, message);
+    }
+}
+
+/// The runtime-context user message (the current directory), the stale mark cleared.
+fn runtime_context(session: &mut Session) {
+    session.context_stale = false;
+    let append = [("surfaceOp", json!("append"))];
+    let cwd_line = format!(
+        "Current working directory: {}.",
+        Value::from(session.cwd.to_string_lossy())
+    );
+    let (text, source) = if session.flavor.v021() {
+        // 0.2.1's snapshot (its `sdk-minimal` one exactly; `sdk`'s has more sections).
+        (
+            format!(
+                "Current runtime context. This snapshot supersedes earlier runtime-context \
+                     snapshots.\n\n{cwd_line}"
+            ),
+            json!({"kind": "runtime-context", "form": "snapshot",
+                       "sections": [{"name": "working-directory:current", "text": cwd_line}]}),
+        )
+    } else {
+        (
+            "Current runtime context.".to_string(),
+            json!({"kind": "runtime-context"}),
+        )
+    };
+    session.emit_with(
+        "user/message",
+        json!({"content": [{"type": "text", "text": text}], "source": source,
+                   "role": "user", "id": uuid::Uuid::new_v4().to_string()}),
+        &append,
+    );
+}
+
+/// A later step's input: the notices it took, then the runtime context again when the
+/// directory changed.
+fn step_notices(session: &mut Session) {
+    let append = [("surfaceOp", json!("append"))];
+    let notices = std::mem::take(&mut session.turn_notices);
+    if notices.is_empty() {
+        return;
+    }
+    for notice in notices {
+        session.emit_with("user/message", notice, &append);
+    }
+    if session.context_stale {
+        runtime_context(session);
     }
 }
 
@@ -385,11 +806,17 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
             json!({"turn": turn, "step": step, "callId": id, "outcome": "unavailable"}),
         );
     }
+    let call_seq = session.seq;
     session.emit(
         "tool/call",
         json!({"turn": turn, "step": step, "callId": id, "name": call.name,
                "arguments": call.arguments.to_string()}),
     );
+    let created = (call.name == "write")
+        .then(|| call.arguments["file_path"].as_str())
+        .flatten()
+        .map(|p| session.cwd.join(p))
+        .filter(|path| !path.exists());
     let outcome = if call.needs_approval {
         Err("Error: approval unavailable: no one can answer approvals on this surface".to_string())
     } else {
@@ -399,6 +826,38 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
         Ok(text) => (text, false),
         Err(text) => (text, true),
     };
+    if session.flavor.v021() {
+        // 0.2.1's shape: the message is the tool's, with `toolCallId` at its top and the text
+        // blocks as its content; the event names the `tool/call` it answers.
+        let created = created.filter(|_| !is_error);
+        let text = match &created {
+            Some(path) => format!(
+                "<path>{}</path>\n<type>file</type>\n<content>\nCreated file\n</content>",
+                path.display()
+            ),
+            None => text,
+        };
+        let mut data = json!({"turn": turn, "step": step, "message": {"role": "tool",
+            "source": {"kind": "tool", "callId": id}, "toolCallId": id,
+            "content": [{"type": "text", "text": text}], "isError": is_error,
+            "id": uuid::Uuid::new_v4().to_string()}});
+        if let Some(path) = created {
+            data["meta"] =
+                json!({"operation": "create", "path": path.to_string_lossy(), "diffs": []});
+        }
+        if is_error && text.starts_with("Error: unknown tool ") {
+            data["error"] = json!({"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"});
+        }
+        session.emit_with(
+            "tool/result",
+            data,
+            &[
+                ("sourceEventSeqs", json!([call_seq])),
+                ("surfaceOp", json!("append")),
+            ],
+        );
+        return;
+    }
     let mut result = json!({"type": "tool-result", "toolCallId": id,
                             "content": [{"type": "text", "text": text}]});
     if is_error {
@@ -648,6 +1107,22 @@ mod tests {
             ],
             "a stopped turn ends where it was: no answer, no turn/end"
         );
+    }
+
+    #[test]
+    fn zstd_raw_frames_round_trip_and_foreign_frames_are_refused() {
+        let big = "x".repeat(300 * 1024);
+        for text in ["", "{\"a\":1}\n", big.as_str()] {
+            let mut bytes = zstd_raw::frame(text.as_bytes());
+            bytes.extend(zstd_raw::frame(b"tail\n"));
+            assert_eq!(zstd_raw::decode(&bytes).unwrap(), format!("{text}tail\n"));
+        }
+        assert!(zstd_raw::decode(b"not zstd").is_err());
+        let mut compressed = zstd_raw::frame(b"abc");
+        compressed[6] |= 0b100; // block type 2: compressed
+        assert!(zstd_raw::decode(&compressed).is_err());
+        let truncated = zstd_raw::frame(b"abcdef");
+        assert!(zstd_raw::decode(&truncated[..truncated.len() - 2]).is_err());
     }
 
     #[test]

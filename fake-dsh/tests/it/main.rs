@@ -3,9 +3,10 @@
 //! surfaces; `journal_members`: the journal members the harness judges hosts by; `multica`: the
 //! `--profile multica` surfaces and the raw-line templates that let one scenario play on either
 //! profile; `script`: every action of the scenario language; `scripted_sessions`: scripts that
-//! play what a host's own tests need; `sdk_surfaces`: the SDK surfaces (`--profile
-//! sdk|sdk-minimal|headless`, the 0.1.1 persona) and their scenario knobs. `support` is their
-//! shared test world.
+//! play what a host's own tests need; `official_python_client`: the official Python client
+//! 0.2.1 on fake-dsh (the example in `examples/official-python-client/`); `sdk_surfaces`: the SDK
+//! surfaces (`--profile sdk|sdk-minimal|headless`, the personas) and their scenario knobs.
+//! `support` is their shared test world.
 
 mod support;
 
@@ -13,6 +14,7 @@ mod agent;
 mod cli;
 mod journal_members;
 mod multica;
+mod official_python_client;
 mod script;
 mod scripted_sessions;
 mod sdk_surfaces;

@@ -40,6 +40,8 @@ impl World {
             .env("FAKE_DSH_JOURNAL", self.path("journal.jsonl"))
             .env("FAKE_DSH_WATCHDOG_SECS", "60")
             .env_remove("FAKE_DSH_SCENARIO")
+            .env_remove("FAKE_DSH_PERSONA")
+            .env_remove("FAKE_DSH_VERSION")
             .env_remove("DSH_CORDIS_CONFIG");
         if let Some(scenario) = scenario {
             let file = self.path("scenario.json");
@@ -388,8 +390,8 @@ fn a_session_an_earlier_process_made_is_refused_like_the_real_runtime() {
             .replace('/', "-")
     ));
     assert!(
-        log.join("s-1/session.v3.jsonl").is_file(),
-        "the session log is kept like the real one"
+        log.join("s-1/session.v4.jsonl").is_file() && log.join("s-1/session.lock").is_file(),
+        "the session log is kept like the real 0.2.1 one (plain JSON lines on sdk-minimal)"
     );
 }
 
@@ -433,7 +435,105 @@ fn headless_prints_the_final_text_streams_reasoning_and_fails_with_exit_1() {
     );
     let (exit, stdout, stderr) = headless(&world, &[], None);
     assert_eq!((exit, stdout.is_empty()), (Some(1), true));
+    assert!(stderr.starts_with("dsh: a task is required"), "{stderr}");
+    let (exit, stdout, stderr) = headless(&world, &["--persona", "0.1.5"], None);
+    assert_eq!((exit, stdout.is_empty()), (Some(1), true));
     assert!(stderr.starts_with("error: a task is required"), "{stderr}");
+}
+
+/// `fake-dsh ARGS` with `stdin` piped in, its exit code, stdout and stderr.
+fn piped(world: &World, args: &[&str], stdin: &str) -> (Option<i32>, String, String) {
+    let mut child = world
+        .command(args, None)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn headless_0_2_1_streams_json_events_reads_the_task_from_stdin_and_adopts_a_session() {
+    let world = World::new();
+    let (exit, stdout, stderr) = piped(&world, &["headless", "--json", "-"], "Make a page\n");
+    assert_eq!(exit, Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "--json says nothing on stderr: {stderr}");
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let kinds: Vec<String> = lines
+        .iter()
+        .map(|l| match l["phase"].as_str() {
+            Some(phase) => phase.to_string(),
+            None => l["type"].as_str().unwrap().to_string(),
+        })
+        .collect();
+    assert_eq!(
+        kinds.join(" "),
+        "session turn_start step_start thinking tool_call tool_result step_end step_start \
+         thinking text step_end turn_end final"
+    );
+    let session = lines[0]["sessionId"].as_str().unwrap().to_string();
+    assert!(session.starts_with("session-"), "{session}");
+    assert_eq!(lines[0]["cwd"], json!(world.path("project")));
+    assert_eq!(lines[4]["tool"], "write");
+    assert_eq!(lines[4]["input"]["file_path"], "index.html");
+    assert_eq!(lines[5]["status"], "completed");
+    assert_eq!(
+        lines[12],
+        json!({"type": "final", "text": "I wrote index.html."})
+    );
+
+    let (exit, stdout, stderr) = piped(
+        &world,
+        &["--profile", "headless", "--session-id", "nope", "go"],
+        "",
+    );
+    assert_eq!((exit, stdout.as_str()), (Some(1), ""));
+    assert_eq!(
+        stderr,
+        "dsh: session \"nope\" does not exist; omit --session-id to start a new Session\n"
+    );
+    let (exit, stdout, _) = piped(
+        &world,
+        &[
+            "--profile",
+            "headless",
+            "--json",
+            "--session-id",
+            &session,
+            "make it green",
+        ],
+        "",
+    );
+    assert_eq!(exit, Some(0));
+    let turn: Value = serde_json::from_str(stdout.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(turn["turn"], 2, "the adopted session's turn count goes on");
+    assert!(stdout.ends_with("{\"text\":\"I made index.html green.\",\"type\":\"final\"}\n"));
+    let (exit, _, stderr) = piped(&world, &["--profile", "headless", "--session-id"], "");
+    assert_eq!(
+        (exit, stderr.as_str()),
+        (
+            Some(1),
+            "error: option '--session-id <id>' argument missing\n"
+        )
+    );
+    let (exit, stdout, _) = piped(&world, &["--profile", "headless", "--help"], "");
+    assert_eq!(exit, Some(0));
+    assert!(stdout.contains("--session-id <id>") && stdout.contains("--json"));
 }
 
 #[test]
@@ -642,12 +742,18 @@ fn the_sdk_surfaces_never_write_into_a_home_holding_files_fake_dsh_did_not_creat
     );
 }
 
-/// The text and `isError` of every `tool/result` seen.
+/// The text and `isError` of every `tool/result` seen (0.2.1's shape: the message is the tool's;
+/// 0.1.5's: a user message holding a `tool-result` block).
 fn tool_results(seen: &[Value]) -> Vec<(String, bool)> {
     seen.iter()
         .filter(|v| v["params"]["event"]["type"] == "tool/result")
         .map(|v| {
-            let result = &v["params"]["event"]["data"]["message"]["content"][0];
+            let message = &v["params"]["event"]["data"]["message"];
+            let result = if message["role"] == "tool" {
+                message
+            } else {
+                &message["content"][0]
+            };
             let text = result["content"][0]["text"].as_str().unwrap().to_string();
             (text, result["isError"] == true)
         })
@@ -761,4 +867,489 @@ fn a_request_line_over_1_mib_ends_the_process_with_a_clear_error_and_is_not_kept
     assert_eq!(entries.last().unwrap()["event"], "exit");
     let mut raws = entries.iter().filter_map(|e| e["raw"].as_str());
     assert!(raws.any(|raw| raw == "[stdin line 3: over 1048576 bytes, not kept]"));
+}
+
+/// The last response or error to `id` among the frames seen.
+fn answer_to(seen: &[Value], id: u64) -> Value {
+    seen.iter()
+        .rev()
+        .find(|v| v["id"] == id && v.get("method").is_none())
+        .cloned()
+        .unwrap_or_else(|| panic!("no answer to {id} in {seen:#?}"))
+}
+
+/// The event types seen for one session, in order.
+fn event_types(seen: &[Value]) -> Vec<String> {
+    seen.iter()
+        .filter(|v| v["method"] == "session.event")
+        .map(|v| v["params"]["event"]["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_0_2_1_persona_is_the_default_with_its_events_and_tool_result_shape() {
+    let world = World::new();
+    let mut client = Client::start(world.command(&["sdk"], None));
+    client.request(initialize());
+    client.request(prompt(2, "s-1", "Make a landing page"));
+    client.until_idle("s-1");
+    let (code, seen) = client.finish();
+    assert_eq!(code, Some(0));
+    let types = event_types(&seen);
+    let expected = "permission/preset sandbox/mode approval/policy agent/inbox/spliced turn/start \
+        agent/inbox/spliced step/start system/message user/message user/message request/header \
+        request/context session/title session-log-deepseek/delivery-accepted assistant/message \
+        tool/call tool/result step/end step/start session-log-deepseek/delivery-accepted \
+        assistant/message step/end turn/end";
+    assert_eq!(
+        types.join(" "),
+        expected.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    let events: Vec<&Value> = seen
+        .iter()
+        .filter(|v| v["method"] == "session.event")
+        .map(|v| &v["params"]["event"])
+        .collect();
+    for (index, event) in events.iter().enumerate() {
+        if event["type"] == "session-log-deepseek/delivery-accepted" {
+            assert_eq!(
+                event["data"],
+                json!({"sessionId": "s-1", "sessionFormatVersion": 4,
+                       "throughSeq": events[index - 1]["seq"]})
+            );
+        }
+    }
+    let call = events.iter().find(|e| e["type"] == "tool/call").unwrap();
+    let result = events.iter().find(|e| e["type"] == "tool/result").unwrap();
+    let message = &result["data"]["message"];
+    assert_eq!(message["role"], "tool");
+    assert_eq!(message["toolCallId"], call["data"]["callId"]);
+    assert_eq!(message["isError"], false);
+    assert_eq!(result["sourceEventSeqs"], json!([call["seq"]]));
+    let page = world.path("project/index.html");
+    assert_eq!(
+        message["content"][0]["text"],
+        format!(
+            "<path>{}</path>\n<type>file</type>\n<content>\nCreated file\n</content>",
+            page.display()
+        )
+    );
+    assert!(page.is_file());
+}
+
+#[test]
+fn each_persona_prints_its_version_and_the_sdk_help_without_serving() {
+    let world = World::new();
+    let run = |args: &[&str], persona_env: Option<&str>| {
+        let mut command = world.command(args, None);
+        if let Some(persona) = persona_env {
+            command.env("FAKE_DSH_PERSONA", persona);
+        }
+        let output = command.stdin(Stdio::piped()).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    assert_eq!(
+        run(&["--profile", "sdk", "--version"], None),
+        "0.2.1-rc.2\n"
+    );
+    assert_eq!(run(&["sdk", "-V"], None), "0.2.1-rc.2\n");
+    assert_eq!(
+        run(&["--persona", "0.1.5", "--version"], None),
+        "0.1.5-rc.1\n"
+    );
+    assert_eq!(
+        run(&["--profile", "sdk", "--version"], Some("0.1.5")),
+        "0.1.5-rc.1\n"
+    );
+    assert_eq!(run(&["--version"], Some("0.2.1")), "0.2.1-rc.2\n");
+    assert_eq!(
+        run(&["--profile", "sdk-minimal", "--help"], None),
+        "Usage: dsh --profile sdk-minimal [options]\n\nServe DeepSeek Harness SDK clients over \
+         stdio JSON-RPC.\n\nOptions:\n  -h, --help  show this help\n\nExample:\n  dsh --profile \
+         sdk-minimal     serve one SDK runtime until its client disconnects\n\n"
+    );
+    let bad = world
+        .command(&["--profile", "sdk"], None)
+        .env("FAKE_DSH_PERSONA", "9.9")
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("expected 0.2.1, 0.1.5 or 0.1.1"));
+}
+
+#[test]
+fn the_working_directory_moves_with_the_real_errors_and_the_file_tools_follow_it() {
+    let world = World::new();
+    std::fs::create_dir_all(world.path("project/sub")).unwrap();
+    std::fs::write(world.path("project/afile"), "x").unwrap();
+    let mut client = Client::start(world.command(&["--profile", "sdk"], None));
+    let wd = |id: u64, method: &str, params: Value| {
+        request(
+            json!(id),
+            &format!("session/working-directory/{method}"),
+            params,
+        )
+    };
+    client.request(wd(9, "get", json!({"sessionId": "s-1"})));
+    client.until(|v| v["id"] == 9);
+    client.request(initialize());
+    client.until(|v| v["id"] == 1);
+    let project = world.path("project");
+    let sub = project.join("sub");
+    let cases = [
+        (
+            wd(2, "get", json!({"sessionId": "s-1"})),
+            Ok(project.clone()),
+        ),
+        (
+            wd(3, "set", json!({"sessionId": "s-1", "path": "sub"})),
+            Ok(sub.clone()),
+        ),
+        (
+            wd(4, "set", json!({"sessionId": "s-1", "path": "."})),
+            Ok(sub.clone()),
+        ),
+        (
+            wd(5, "set", json!({"sessionId": "s-1", "path": "missing"})),
+            Err("working-directory: directory does not exist: \"missing\""),
+        ),
+        (
+            wd(6, "set", json!({"sessionId": "s-1", "path": "../afile"})),
+            Err("working-directory: directory does not exist: \"../afile\""),
+        ),
+        (
+            wd(7, "set", json!({"sessionId": "s-1", "path": ""})),
+            Err("working-directory: cd must not be empty"),
+        ),
+        (
+            wd(8, "set", json!({"sessionId": "s-1", "path": 7})),
+            Err("working-directory set requires a path string"),
+        ),
+        (
+            wd(10, "get", json!({})),
+            Err("working-directory requests require a non-empty sessionId"),
+        ),
+        (wd(11, "get", json!({"sessionId": "s-1"})), Ok(sub.clone())),
+    ];
+    for (call, expected) in &cases {
+        let id = call["id"].as_u64().unwrap();
+        client.request(call.clone());
+        client.until(|v| v["id"] == id);
+        let answer = answer_to(&client.seen, id);
+        match expected {
+            Ok(cwd) => assert_eq!(answer["result"], json!({"cwd": cwd}), "{call}"),
+            Err(message) => {
+                assert_eq!(
+                    answer["error"],
+                    json!({"code": -32603, "message": message}),
+                    "{call}"
+                )
+            }
+        }
+    }
+    client.request(prompt(12, "s-1", "Make a landing page"));
+    client.until_idle("s-1");
+    let (_, seen) = client.finish();
+    assert_eq!(
+        answer_to(&seen, 9)["error"]["message"],
+        "SDK server is not initialized"
+    );
+    let types = event_types(&seen);
+    // One change (the second `set` stays where it is): the change, its notice for the next step,
+    // and in the turn: the notice taken, then read as a user message before the prompt.
+    let change = position(&types, "working-directory/change");
+    assert_eq!(types[change + 1], "agent/inbox/spliced");
+    assert_eq!(
+        types
+            .iter()
+            .filter(|t| *t == "working-directory/change")
+            .count(),
+        1
+    );
+    let notices: Vec<&Value> = seen
+        .iter()
+        .map(|v| &v["params"]["event"])
+        .filter(|e| {
+            e["type"] == "user/message" && e["data"]["source"]["kind"] == "working-directory"
+        })
+        .collect();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(
+        notices[0]["data"]["content"][0]["text"],
+        format!(
+            "The working directory changed from {:?} to {:?}.",
+            project.display().to_string(),
+            sub.display().to_string()
+        )
+    );
+    assert!(
+        sub.join("index.html").is_file(),
+        "the write followed the new cwd"
+    );
+    assert!(!project.join("index.html").exists());
+}
+
+#[test]
+fn a_stored_session_is_resumed_in_a_new_process_and_its_count_goes_on() {
+    let world = World::new();
+    std::fs::create_dir_all(world.path("project/sub")).unwrap();
+    let mut first = Client::start(world.command(&["--profile", "sdk"], None));
+    first.request(initialize());
+    first.request(prompt(2, "s-1", "Make a landing page"));
+    first.until_idle("s-1");
+    first.request(request(
+        json!(3),
+        "session/working-directory/set",
+        json!({"sessionId": "s-1", "path": "sub"}),
+    ));
+    first.until(|v| v["id"] == 3);
+    let (_, before) = first.finish();
+    let last_seq = before
+        .iter()
+        .filter_map(|v| v["params"]["event"]["seq"].as_u64())
+        .max()
+        .unwrap();
+
+    let mut second = Client::start(world.command(&["--profile", "sdk"], None));
+    second.request(initialize());
+    second.request(prompt(2, "s-1", "without resuming"));
+    second.until(|v| v["id"] == 2);
+    let resume = |id: u64, session: Value| {
+        request(json!(id), "session/resume", json!({"sessionId": session}))
+    };
+    for (id, session) in [
+        (3, json!("nope")),
+        (4, json!("")),
+        (5, json!("s-1")),
+        (6, json!("s-1")),
+    ] {
+        second.request(resume(id, session));
+        second.until(|v| v["id"] == id);
+    }
+    // While this process holds the session, another one cannot resume it.
+    let mut third = Client::start(world.command(&["--profile", "sdk"], None));
+    third.request(initialize());
+    third.request(resume(2, json!("s-1")));
+    third.until(|v| v["id"] == 2);
+    let (_, held) = third.finish();
+    assert_eq!(
+        answer_to(&held, 2)["error"]["message"],
+        "session \"s-1\" is already owned by an active write handle"
+    );
+    second.request(request(
+        json!(7),
+        "session/working-directory/get",
+        json!({"sessionId": "s-1"}),
+    ));
+    second.until(|v| v["id"] == 7);
+    second.request(prompt(8, "s-1", "Make a landing page"));
+    second.until_idle("s-1");
+    let (code, seen) = second.finish();
+    assert_eq!(code, Some(0));
+    let error = |id| answer_to(&seen, id)["error"]["message"].clone();
+    assert_eq!(error(2), "session \"s-1\" already exists");
+    assert_eq!(error(3), "session \"nope\" not found");
+    assert_eq!(
+        error(4),
+        "session/resume requires a non-empty sessionId string"
+    );
+    assert_eq!(answer_to(&seen, 5)["result"], json!({}));
+    assert_eq!(error(6), "SDK session is already open or opening: s-1");
+    assert_eq!(
+        answer_to(&seen, 7)["result"]["cwd"],
+        json!(world.path("project/sub")),
+        "the working directory is restored"
+    );
+    let events: Vec<&Value> = seen
+        .iter()
+        .filter(|v| v["method"] == "session.event")
+        .map(|v| &v["params"]["event"])
+        .collect();
+    assert_eq!(events[0]["seq"], last_seq + 1, "seq goes on");
+    let turn = events.iter().find(|e| e["type"] == "turn/start").unwrap();
+    assert_eq!(turn["data"]["turn"], 2, "the turn count goes on");
+    let types = event_types(&seen);
+    assert!(!types.contains(&"system/message".to_string()));
+    assert!(
+        types.contains(&"request/header".to_string()),
+        "a new process's first request"
+    );
+    assert!(world.path("project/sub/index.html").is_file());
+}
+
+#[test]
+fn the_older_personas_have_no_0_2_1_methods_and_keep_their_tool_result_shape() {
+    let world = World::new();
+    let mut client =
+        Client::start(world.command(&["--persona", "0.1.5", "--profile", "sdk"], None));
+    client.request(initialize());
+    client.request(request(
+        json!(2),
+        "session/resume",
+        json!({"sessionId": "s-1"}),
+    ));
+    client.until(|v| v["id"] == 2);
+    client.request(prompt(3, "s-1", "Make a landing page"));
+    client.until_idle("s-1");
+    let (_, seen) = client.finish();
+    assert_eq!(
+        answer_to(&seen, 2)["error"]["message"],
+        "unknown DeepSeek Harness SDK runtime method: session/resume"
+    );
+    let types = event_types(&seen);
+    assert!(!types.iter().any(|t| t.starts_with("session-log-deepseek/")));
+    let result = seen
+        .iter()
+        .map(|v| &v["params"]["event"])
+        .find(|e| e["type"] == "tool/result")
+        .unwrap();
+    assert_eq!(result["data"]["message"]["role"], "user");
+    assert_eq!(
+        result["data"]["message"]["content"][0]["type"],
+        "tool-result"
+    );
+    assert!(world.path("project/index.html").is_file());
+}
+
+#[test]
+fn sdk_minimal_0_2_1_has_its_runtime_context_an_unknown_tool_error_and_a_plain_log_it_resumes() {
+    let world = World::new();
+    let mut first = Client::start(world.command(&["--profile", "sdk-minimal"], None));
+    first.request(initialize());
+    first.request(prompt(2, "m-1", "Make a landing page"));
+    first.until_idle("m-1");
+    let (_, seen) = first.finish();
+    let types = event_types(&seen);
+    assert!(!types.contains(&"permission/preset".to_string()));
+    let events: Vec<&Value> = seen.iter().map(|v| &v["params"]["event"]).collect();
+    let context = events
+        .iter()
+        .find(|e| e["data"]["source"]["kind"] == "runtime-context")
+        .expect("0.2.1's sdk-minimal records the runtime context");
+    assert_eq!(context["data"]["source"]["form"], "snapshot");
+    let result = events.iter().find(|e| e["type"] == "tool/result").unwrap();
+    assert_eq!(
+        result["data"]["message"]["content"][0]["text"],
+        "Error: unknown tool \"write\""
+    );
+    assert_eq!(result["data"]["message"]["isError"], true);
+    assert_eq!(
+        result["data"]["error"],
+        json!({"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"})
+    );
+    assert!(!world.path("project/index.html").exists());
+
+    let mut second = Client::start(world.command(&["--profile", "sdk-minimal"], None));
+    second.request(initialize());
+    second.request(request(
+        json!(2),
+        "session/resume",
+        json!({"sessionId": "m-1"}),
+    ));
+    second.until(|v| v["id"] == 2);
+    second.request(prompt(3, "m-1", "again"));
+    second.until_idle("m-1");
+    let (_, seen) = second.finish();
+    assert_eq!(answer_to(&seen, 2)["result"], json!({}));
+    let turn = seen
+        .iter()
+        .map(|v| &v["params"]["event"])
+        .find(|e| e["type"] == "turn/start")
+        .unwrap();
+    assert_eq!(turn["data"]["turn"], 2);
+}
+
+#[test]
+fn a_directory_set_mid_turn_reaches_the_next_step_and_a_vanished_one_falls_back_to_the_origin() {
+    let world = World::new();
+    std::fs::create_dir_all(world.path("project/sub")).unwrap();
+    // Step 1 "thinks" long enough for the set to land before step 2 starts.
+    let scenario = json!({"sdk": {"turns": [{"steps": [
+        {"delay_ms": 3000, "tool_calls": [{"name": "write",
+            "arguments": {"file_path": "a.txt", "content": "x"}}]},
+        {"text": "done"}]}]}});
+    let mut client = Client::start(world.command(&["--profile", "sdk"], Some(scenario)));
+    client.request(initialize());
+    client.request(prompt(2, "s-1", "go"));
+    client.until(|v| v["id"] == 2);
+    client.request(request(
+        json!(3),
+        "session/working-directory/set",
+        json!({"sessionId": "s-1", "path": "sub"}),
+    ));
+    client.until(|v| v["id"] == 3);
+    client.until_idle("s-1");
+    assert!(
+        world.path("project/sub/a.txt").is_file(),
+        "step 1's tool ran after the set: in the new directory"
+    );
+    std::fs::remove_dir_all(world.path("project/sub")).unwrap();
+    client.request(request(
+        json!(4),
+        "session/working-directory/get",
+        json!({"sessionId": "s-1"}),
+    ));
+    client.until(|v| v["id"] == 4);
+    let (_, seen) = client.finish();
+    let project = world.path("project");
+    let sub = project.join("sub");
+    assert_eq!(answer_to(&seen, 4)["result"], json!({"cwd": project}));
+    let types = event_types(&seen);
+    let second_step = types
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| *t == "step/start")
+        .nth(1)
+        .unwrap()
+        .0;
+    assert_eq!(
+        types[second_step - 2..second_step + 2].join(" "),
+        "step/end agent/inbox/spliced step/start user/message",
+        "the notice is taken before step 2 and read in it"
+    );
+    let events: Vec<&Value> = seen.iter().map(|v| &v["params"]["event"]).collect();
+    let notice = events
+        .iter()
+        .filter(|e| e["type"] == "user/message")
+        .find(|e| e["data"]["source"]["kind"] == "working-directory")
+        .unwrap();
+    assert!(notice["data"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("The working directory changed from"));
+    // The model's last runtime context before step 2's answer names the new directory (recorded
+    // in step 1 when the set came first, else again in step 2).
+    let second_answer = events
+        .iter()
+        .rposition(|e| e["type"] == "assistant/message")
+        .unwrap();
+    let context = events[..second_answer]
+        .iter()
+        .rev()
+        .find(|e| e["data"]["source"]["kind"] == "runtime-context")
+        .unwrap();
+    assert!(context["data"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!("{:?}.", sub.display().to_string())));
+    let fallback = events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "agent/inbox/spliced" && e["data"]["target"] == "next-step")
+        .unwrap();
+    assert_eq!(
+        fallback["data"]["inserted"][0]["content"][0]["text"],
+        format!(
+            "The working directory {:?} is unavailable. The working directory is now {:?}.",
+            sub.display().to_string(),
+            project.display().to_string()
+        )
+    );
+    let last_change = events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "working-directory/change")
+        .unwrap();
+    assert_eq!(last_change["data"]["cwd"], json!(project));
 }

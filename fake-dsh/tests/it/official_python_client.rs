@@ -1,0 +1,84 @@
+//! The official Python client `deepseek-harness-sdk` 0.2.1 on fake-dsh: runs the example
+//! application tests in `examples/official-python-client/` (a prompt, the working directory got
+//! and set, a cold resume in a new process) with the client's `dsh_bin` pointing at fake-dsh. No
+//! key, no network: fake-dsh plays the default agent. Skips, saying why, without python3 with
+//! pydantic 2 or without the client wheel `cargo xtask real-dsh --runtime-bin` unpacks.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CLIENT: &str = "deepseek-harness-sdk-0.2.1rc2";
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// The unpacked client, beside the real runtimes under `target/real-dsh-runtime-bin/`.
+fn client_dir() -> Option<PathBuf> {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_fake-dsh"));
+    let target = exe.parent()?.parent()?;
+    let dir = target.join("real-dsh-runtime-bin").join(CLIENT);
+    dir.is_dir().then_some(dir)
+}
+
+fn python_with_pydantic_2() -> bool {
+    Command::new("python3")
+        .args([
+            "-c",
+            "import pydantic; assert pydantic.VERSION.startswith('2')",
+        ])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+#[test]
+fn the_official_python_client_runs_resumes_and_moves_the_working_directory_on_fake_dsh() {
+    let Some(client) = client_dir().filter(|_| python_with_pydantic_2()) else {
+        println!(
+            "skipped: needs python3 with pydantic 2 and the client {CLIENT} \
+             (cargo xtask real-dsh --runtime-bin)"
+        );
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/official-python-client/test_official_client.py");
+    let scratch = tempfile::tempdir().unwrap();
+    let mut child = Command::new("python3")
+        .arg(&script)
+        .current_dir(scratch.path())
+        .env("FAKE_DSH", env!("CARGO_BIN_EXE_fake-dsh"))
+        .env("PYTHONPATH", &client)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("TMPDIR", scratch.path())
+        .env("FAKE_DSH_WATCHDOG_SECS", "60")
+        .env_remove("DSH_HOME")
+        .env_remove("FAKE_DSH_SCENARIO")
+        .env_remove("FAKE_DSH_PERSONA")
+        .env_remove("DEEPSEEK_API_KEY")
+        .env_remove("DEEPSEEK_BASE_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + LIMIT;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the client tests did not end within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("3 passed, 0 failed"), "{stdout}\n{stderr}");
+    for test in [
+        "test_a_prompt_writes_the_page_and_completes",
+        "test_the_working_directory_moves_and_the_next_turn_writes_there",
+        "test_a_stored_session_resumes_in_a_new_process",
+    ] {
+        assert!(stdout.contains(&format!("ok {test}")), "{stdout}");
+    }
+}
