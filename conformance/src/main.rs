@@ -78,6 +78,8 @@ fn version() -> String {
 }
 
 fn main() -> ExitCode {
+    // The kit's command: a child it did not start on purpose is an orphan it adopted.
+    dsh_engine::process::sweep_adopted_orphans();
     dsh_protocol::lifeline::watch(|| {
         let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGTERM);
     });

@@ -65,6 +65,9 @@ fn command(
             if program == "dsh-jsonrpc-agent" {
                 args.splice(0..0, ["--persona".into(), "0.1.1".into()]);
                 args.push("cordis.yml".into());
+            } else {
+                // The real `dsh` here is the 0.1.5 wheel; fake-dsh plays 0.2.1 by default.
+                args.splice(0..0, ["--persona".into(), "0.1.5".into()]);
             }
             dsh_test_support::binary("fake-dsh")
         }
@@ -303,7 +306,7 @@ fn client_reports(
             "DSH_SDK_COMMAND",
             "dsh",
             words(&["--profile", "sdk"]),
-            words(&["--profile", "sdk"]),
+            words(&["--persona", "0.1.5", "--profile", "sdk"]),
         ),
         "sdk-0.1.1" => (
             "DSH_SDK_COMMAND",
@@ -315,7 +318,7 @@ fn client_reports(
             "DSH_HEADLESS_COMMAND",
             "dsh",
             words(&["--profile", "headless"]),
-            words(&["--profile", "headless"]),
+            words(&["--persona", "0.1.5", "--profile", "headless"]),
         ),
     };
     if surface == "headless" {

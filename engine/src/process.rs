@@ -262,8 +262,7 @@ impl RuntimeProcess {
 
     /// The orphans adopted by this process (never a process it started on purpose).
     fn escaped(&self) -> Vec<i32> {
-        let owned = lock(&OWNED);
-        crate::procfs::adopted_children(&owned)
+        adopted()
     }
 
     /// Wait until the group is empty or `deadline` passes; true when it emptied.
@@ -308,6 +307,22 @@ impl RuntimeProcess {
 /// The processes check-runtime started on purpose and has not reaped yet.
 static OWNED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
+/// Whether this process takes every child it did not start through [`spawn_owned`] for an
+/// adopted orphan: only the kit's own command does ([`sweep_adopted_orphans`], from `main`).
+/// A library caller (a test binary, whose other threads start children of their own) never has
+/// its children killed or reaped behind its back.
+static SWEEPS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Declares this process the kit's command: a child it did not start through [`spawn_owned`] is
+/// an orphan it adopted as a subreaper, which [`adopted`] reports and [`kill_adopted`] kills.
+pub fn sweep_adopted_orphans() {
+    SWEEPS.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn sweeps() -> bool {
+    SWEEPS.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Spawns `command` as a process check-runtime owns (registered before any other thread can
 /// look for orphans), making check-runtime a child subreaper first (Linux).
 pub fn spawn_owned(command: &mut Command) -> std::io::Result<std::process::Child> {
@@ -335,6 +350,9 @@ fn kill_orphans(bound: Duration) {
 /// The orphans this process adopted as a child subreaper and did not start on purpose (dead
 /// ones among them are reaped on the way).
 pub fn adopted() -> Vec<i32> {
+    if !sweeps() {
+        return Vec::new();
+    }
     let owned = lock(&OWNED);
     crate::procfs::adopted_children(&owned)
 }
@@ -347,6 +365,9 @@ pub fn kill_adopted(
     bound: Duration,
     spare: impl Fn(i32) -> bool,
 ) -> Vec<crate::leftovers::Leftover> {
+    if !sweeps() {
+        return Vec::new();
+    }
     let deadline = Instant::now() + bound;
     let mut killed: Vec<crate::leftovers::Leftover> = Vec::new();
     loop {

@@ -347,11 +347,13 @@ fn shape(v: &Value) -> String {
             let detail = match event["type"].as_str() {
                 Some("turn/end") => format!(" {}", data["reason"]["kind"]),
                 Some("assistant/chunk") => format!(" {}", data["chunk"]["type"]),
+                // 0.1.5 flags the error on the content block; 0.2.1's tool message
+                // (`role: "tool"`) carries `isError` on the message itself.
                 Some("tool/result") => {
-                    format!(
-                        " error={}",
-                        data["message"]["content"][0]["isError"] == true
-                    )
+                    let message = &data["message"];
+                    let error = message["content"][0]["isError"] == true
+                        || (message["role"] == "tool" && message["isError"] == true);
+                    format!(" error={error}")
                 }
                 _ => String::new(),
             };

@@ -64,28 +64,35 @@ fn the_real_sdk_runtime_passes_every_check() {
         );
         return;
     }
-    // Every surface of every pinned release at once (0.1.5 `dsh`, 0.2.1 `dsh-0.2.1`, which talks
-    // to the kit's model server in the Anthropic Messages format, and the 0.1.1
-    // `dsh-jsonrpc-agent`): each boots the real runtime several times.
-    let runs: Vec<_> = [
-        ("sdk", "dsh"),
-        ("sdk-minimal", "dsh"),
-        ("headless", "dsh"),
-        ("sdk", "dsh-0.2.1"),
-        ("sdk-minimal", "dsh-0.2.1"),
-        ("headless", "dsh-0.2.1"),
-        ("jsonrpc-agent", "dsh-jsonrpc-agent"),
-    ]
-    .into_iter()
-    .map(|(surface, program)| {
-        let dsh = dir.join(program);
-        let name = format!("{surface} on {program}");
-        std::thread::spawn(move || (name, check(surface, &dsh, None)))
-    })
-    .collect();
-    for run in runs {
-        let (surface, (code, table)) = run.join().unwrap();
-        assert_eq!(code, Some(0), "{surface}:\n{table}");
+    // Every surface of every pinned release (0.1.5 `dsh` and the 0.1.1 `dsh-jsonrpc-agent`, then
+    // 0.2.1 `dsh-0.2.1`, which talks to the kit's model server in the Anthropic Messages format),
+    // one release's surfaces at once: each boots the real runtime several times.
+    let waves: [&[(&str, &str)]; 2] = [
+        &[
+            ("sdk", "dsh"),
+            ("sdk-minimal", "dsh"),
+            ("headless", "dsh"),
+            ("jsonrpc-agent", "dsh-jsonrpc-agent"),
+        ],
+        &[
+            ("sdk", "dsh-0.2.1"),
+            ("sdk-minimal", "dsh-0.2.1"),
+            ("headless", "dsh-0.2.1"),
+        ],
+    ];
+    for wave in waves {
+        let runs: Vec<_> = wave
+            .iter()
+            .map(|&(surface, program)| {
+                let dsh = dir.join(program);
+                let name = format!("{surface} on {program}");
+                std::thread::spawn(move || (name, check(surface, &dsh, None)))
+            })
+            .collect();
+        for run in runs {
+            let (surface, (code, table)) = run.join().unwrap();
+            assert_eq!(code, Some(0), "{surface}:\n{table}");
+        }
     }
 }
 

@@ -227,8 +227,9 @@ fn a_recorded_real_runtime_session_replays_keylessly_to_the_same_wire() {
          "tool_calls": [{"name": "write", "arguments": {"file_path": "index.html", "content": "<html></html>"}}]},
         {"when": {"last_role": "tool"}, "text": "I wrote index.html."}]});
     let (scenario, recorded) = record(&real, &["--profile", "sdk"], Some(model), None);
+    // The recording is of the real 0.1.5 `dsh`: fake-dsh replays it as that release.
     assert_eq!(
-        replay(&["--profile", "sdk"], &scenario),
+        replay(&["--persona", "0.1.5", "--profile", "sdk"], &scenario),
         recorded,
         "scenario: {scenario:#}"
     );
