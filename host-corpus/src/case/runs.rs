@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::super::checks::{self, RunEvidence, Violation, RUN_CHECKS};
+use super::super::checks::{self, Fate, RunEvidence, Violation, RUN_CHECKS};
 use super::super::driver::{Driver, DriverError};
 use super::super::expect::{self, Miss, RunSeen};
 use super::super::mapping_watch::{MappingWatch, Seen};
@@ -78,7 +78,7 @@ impl<'a> Runner<'a> {
             let ended =
                 (0..had_outcome.len()).find(|k| !had_outcome[*k] && flights[*k].outcome.is_some());
             if let Some(ended) = ended.filter(|_| flights.len() > 1) {
-                self.check_at_outcome(journal, &flights, ended);
+                self.check_at_outcome(world, journal, &flights, ended);
             }
             let next = flights.len();
             if gave_up || next == runs.len() {
@@ -408,12 +408,18 @@ impl<'a> Runner<'a> {
 }
 
 impl Runner<'_> {
-    /// Right after run `ended` of several in flight got its outcome: none of
-    /// its own processes is alive any more (spec 10 step 5, judged now, not once every run has
-    /// ended), and every process of a run still in flight that the journal shows neither exiting
-    /// nor alive was killed by the ending run's teardown ("No operation may kill another
-    /// conversation's runtime", spec 10).
-    fn check_at_outcome(&mut self, journal: &Journal, flights: &[InFlight], ended: usize) {
+    /// Right after run `ended` of several in flight got its outcome: none of its own processes
+    /// is alive any more (spec 10 step 5, judged now, not once every run has ended), and no
+    /// process of a run whose outcome is not read yet was killed by the ending run's teardown
+    /// ("No operation may kill another conversation's runtime", spec 10). That is judged on
+    /// evidence only ([`checks::fate`]): `/proc` is probed first, the journal re-read after it.
+    fn check_at_outcome(
+        &mut self,
+        world: &World,
+        journal: &Journal,
+        flights: &[InFlight],
+        ended: usize,
+    ) {
         let first = flights.iter().map(|flight| flight.from).min().unwrap_or(0);
         let entries = self.journal_since(journal, first);
         let trees = run_trees(&entries, flights);
@@ -434,20 +440,60 @@ impl Runner<'_> {
             );
             self.violations(violations, &during);
         }
-        for (other, tree) in trees.iter().enumerate() {
-            if other == ended || flights[other].outcome.is_some() {
-                continue;
-            }
-            let killed = killed_without_exit(&entries, tree);
-            if !killed.is_empty() {
-                self.violations(
-                    vec![Violation::new(
+        let others: Vec<usize> = (0..trees.len())
+            .filter(|other| *other != ended && flights[*other].outcome.is_none())
+            .collect();
+        // The probe, then everything written since (a dead process writes nothing more).
+        let probed: Vec<Vec<(i32, bool)>> = others
+            .iter()
+            .map(|other| {
+                trees[*other]
+                    .iter()
+                    .map(|pid| (*pid, dsh_engine::procfs::is_live(*pid)))
+                    .collect()
+            })
+            .collect();
+        let after = self.journal_since(journal, first);
+        let supervisor_killed: Vec<i32> = dsh_engine::supervisor::peek(&world.supervisor_report())
+            .iter()
+            .map(|leftover| leftover.pid)
+            .collect();
+        for (other, probed) in others.into_iter().zip(probed) {
+            let mine: Vec<Entry> = after
+                .iter()
+                .filter(|entry| entry.pid().is_some_and(|pid| trees[other].contains(&pid)))
+                .cloned()
+                .collect();
+            let run = checks::OtherRun {
+                root: checks::stdio_starts(&mine).first().copied(),
+                cancel_sent: flights[other].cancel_sent,
+                journal_after_probe: &after,
+                supervisor_killed: &supervisor_killed,
+            };
+            let mut killed = Vec::new();
+            for (pid, live) in probed {
+                match checks::fate(pid, live, &run) {
+                    Fate::NotKilled(_) => {}
+                    Fate::Killed(evidence) => killed.push(evidence),
+                    Fate::CannotTell(why) => self.host(
+                        FindingKind::Untestable,
                         RULE_NO_KILL_OTHER_RUNTIME,
                         format!(
-                            "process(es) {killed:?} of run {} (another conversation, still in flight) were gone without exiting when run {} ended: its teardown killed them",
-                            flights[other].id, flights[ended].id
+                            "{during} ended while run {} was in flight: {why}",
+                            flights[other].id
                         ),
-                    )],
+                    ),
+                }
+            }
+            if !killed.is_empty() {
+                let why = format!(
+                    "process(es) of run {} (another conversation, still in flight) were killed when run {} ended: {}; its teardown killed them",
+                    flights[other].id,
+                    flights[ended].id,
+                    killed.join("; ")
+                );
+                self.violations(
+                    vec![Violation::new(RULE_NO_KILL_OTHER_RUNTIME, why)],
                     &during,
                 );
             }
@@ -493,19 +539,6 @@ impl Runner<'_> {
             }
         }
     }
-}
-
-/// The processes of `tree` the entries show starting but not exiting that are no longer alive.
-fn killed_without_exit(entries: &[Entry], tree: &BTreeSet<i32>) -> Vec<i32> {
-    tree.iter()
-        .copied()
-        .filter(|pid| {
-            !entries
-                .iter()
-                .any(|entry| entry.pid() == Some(*pid) && entry.event() == "exit")
-        })
-        .filter(|pid| !dsh_engine::procfs::is_live(*pid))
-        .collect()
 }
 
 /// Each run's process tree: the first `--stdio` process started after it was sent that no
