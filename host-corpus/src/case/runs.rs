@@ -502,7 +502,9 @@ impl Runner<'_> {
 
     /// A `concurrent` step tests runs in flight together: each run's runtime must send `ready`
     /// before the previous run's runtime sent its result (or exited), as the journal orders them.
-    /// A driver that claims `concurrent` but runs one turn at a time makes the case untestable.
+    /// A driver that claims `concurrent` but runs one turn at a time makes the case untestable; so
+    /// does a machine too slow for a runtime started alongside the other to get ready in time,
+    /// which the finding says instead of blaming the driver.
     fn check_overlap(&mut self, entries: &[Entry], flights: &[InFlight], trees: &[BTreeSet<i32>]) {
         let root = |tree: &BTreeSet<i32>| {
             let mine: Vec<Entry> = entries
@@ -524,21 +526,44 @@ impl Runner<'_> {
             };
             let ended = line_of(earlier, &["frame:result", "exit"]);
             let ready = line_of(later, &["frame:ready"]);
-            if let (Some(ended), Some(ready)) = (ended, ready) {
-                if ready > ended {
-                    let rule = self.case.first_rule().to_string();
-                    let why = format!(
-                        "run {}'s runtime sent ready (journal line {}) only after run {}'s runtime had ended (line {}): the driver claims `concurrent` but ran the turns one at a time, so they were never in flight together",
-                        flights[k].id,
-                        ready + 1,
-                        flights[k - 1].id,
-                        ended + 1
-                    );
-                    self.host(FindingKind::Untestable, &rule, why);
-                }
+            let started = line_of(later, &["start"]);
+            let (a, b) = (&flights[k - 1].id, &flights[k].id);
+            if let Some(why) = not_in_flight_together(a, b, started, ready, ended) {
+                let rule = self.case.first_rule().to_string();
+                self.host(FindingKind::Untestable, &rule, why);
             }
         }
     }
+}
+
+/// Why runs `a` and `b` were never in flight together, by the journal lines (0-based) of `b`'s
+/// runtime's start and ready and of the end (result or exit) of `a`'s; `None` when they were.
+/// The journal's order is the one clock: a runtime started before the other ended was run
+/// alongside it, however late its ready came on a busy machine.
+fn not_in_flight_together(
+    a: &str,
+    b: &str,
+    started: Option<usize>,
+    ready: Option<usize>,
+    ended: Option<usize>,
+) -> Option<String> {
+    let (ready, ended) = (ready?, ended?);
+    if ready < ended {
+        return None;
+    }
+    Some(match started.filter(|started| *started < ended) {
+        Some(started) => format!(
+            "run {b}'s runtime started (journal line {}) while run {a}'s was in flight but sent ready (line {}) only after run {a}'s runtime had ended (line {}): the machine was too slow for the runs to overlap, so the case could not test them in flight together this time",
+            started + 1,
+            ready + 1,
+            ended + 1
+        ),
+        None => format!(
+            "run {b}'s runtime sent ready (journal line {}) only after run {a}'s runtime had ended (line {}): the driver claims `concurrent` but ran the turns one at a time, so they were never in flight together",
+            ready + 1,
+            ended + 1
+        ),
+    })
 }
 
 /// Each run's process tree: the first `--stdio` process started after it was sent that no
@@ -563,4 +588,35 @@ fn run_trees(entries: &[Entry], flights: &[InFlight]) -> Vec<BTreeSet<i32>> {
         trees.push(tree);
     }
     trees
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_in_flight_together;
+
+    #[test]
+    fn runs_in_flight_together_by_the_journal_s_order() {
+        // b ready (line 5) before a's result (line 8): together.
+        assert_eq!(
+            not_in_flight_together("r0.0", "r0.1", Some(3), Some(5), Some(8)),
+            None
+        );
+        // b started (line 3) while a was in flight, ready (line 9) after a's end (line 8): a slow
+        // machine, not a serial driver.
+        let slow = not_in_flight_together("r0.0", "r0.1", Some(3), Some(9), Some(8))
+            .expect("never together");
+        assert!(
+            slow.contains("too slow") && !slow.contains("one at a time"),
+            "{slow}"
+        );
+        // b started only after a's end: the driver ran them one at a time.
+        let serial = not_in_flight_together("r0.0", "r0.1", Some(9), Some(10), Some(8))
+            .expect("never together");
+        assert!(serial.contains("ran the turns one at a time"), "{serial}");
+        // Nothing to judge without b's ready or a's end.
+        assert_eq!(
+            not_in_flight_together("r0.0", "r0.1", None, None, Some(8)),
+            None
+        );
+    }
 }
