@@ -470,19 +470,12 @@ impl Runner<'_> {
                 journal_after_probe: &after,
                 supervisor_killed: &supervisor_killed,
             };
-            let mut killed = Vec::new();
+            let (mut killed, mut unclear) = (Vec::new(), Vec::new());
             for (pid, live) in probed {
                 match checks::fate(pid, live, &run) {
                     Fate::NotKilled(_) => {}
                     Fate::Killed(evidence) => killed.push(evidence),
-                    Fate::CannotTell(why) => self.host(
-                        FindingKind::Untestable,
-                        RULE_NO_KILL_OTHER_RUNTIME,
-                        format!(
-                            "{during} ended while run {} was in flight: {why}",
-                            flights[other].id
-                        ),
-                    ),
+                    Fate::CannotTell(why) => unclear.push(why),
                 }
             }
             if !killed.is_empty() {
@@ -496,6 +489,14 @@ impl Runner<'_> {
                     vec![Violation::new(RULE_NO_KILL_OTHER_RUNTIME, why)],
                     &during,
                 );
+            }
+            // After the evidence of a kill, so a case with both fails rather than goes untestable.
+            for why in unclear {
+                let why = format!(
+                    "{during} ended while run {} was in flight: {why}",
+                    flights[other].id
+                );
+                self.host(FindingKind::Untestable, RULE_NO_KILL_OTHER_RUNTIME, why);
             }
         }
     }
