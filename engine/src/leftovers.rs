@@ -63,7 +63,8 @@ pub fn find(token: &str) -> Vec<Leftover> {
 /// Ends every process carrying `token` once the driver's group is gone: waits up to `grace` for
 /// them to exit on their own (a group member in the middle of dying from the group kill), then
 /// SIGKILLs the rest (re-checking the token right before each kill, so a recycled pid is spared)
-/// and waits up to `kill_wait` for them to die. Returns the processes it had to kill.
+/// and waits up to `kill_wait` for them to die. Returns the processes it had to kill: not those
+/// already dying of an earlier kill (`procfs::dying`), which only waited for a CPU to finish.
 pub fn sweep(token: &str, grace: Duration, kill_wait: Duration) -> Vec<Leftover> {
     let needle = format!("{CASE_TOKEN_ENV}={token}");
     let deadline = Instant::now() + grace;
@@ -78,10 +79,12 @@ pub fn sweep(token: &str, grace: Duration, kill_wait: Duration) -> Vec<Leftover>
             break;
         }
         for leftover in &remaining {
+            // One already dying of an earlier kill (its driver's group) was not left behind.
+            let dying = procfs::dying(leftover.pid);
             if carries(leftover.pid, &needle) {
                 let _ = kill(Pid::from_raw(leftover.pid), Signal::SIGKILL);
             }
-            if !killed.iter().any(|known| known.pid == leftover.pid) {
+            if !dying && !killed.iter().any(|known| known.pid == leftover.pid) {
                 killed.push(leftover.clone());
             }
         }

@@ -26,6 +26,40 @@ pub fn is_live(pid: i32) -> bool {
     stat_of(pid).is_some_and(|(state, _)| !matches!(state.as_str(), "Z" | "X" | "x"))
 }
 
+/// Whether `pid` is already dying: it has begun to exit (`PF_EXITING` in `/proc/<pid>/stat`'s
+/// flags) or a SIGKILL is pending for it (`SigPnd`/`ShdPnd` in `/proc/<pid>/status`), so someone
+/// already killed it and it only waits for a CPU to finish. A process that cannot be read is not.
+pub fn dying(pid: i32) -> bool {
+    const PF_EXITING: u64 = 0x4;
+    const SIGKILL_BIT: u64 = 1 << (9 - 1);
+    let exiting = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let end = stat.rfind(')')?;
+            // After the command: state, ppid, pgrp, session, tty_nr, tpgid, flags.
+            stat[end + 1..]
+                .split_whitespace()
+                .nth(6)?
+                .parse::<u64>()
+                .ok()
+        })
+        .is_some_and(|flags| flags & PF_EXITING != 0);
+    let killed = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .is_some_and(|status| {
+            status
+                .lines()
+                .filter_map(|line| {
+                    let mask = line
+                        .strip_prefix("SigPnd:")
+                        .or_else(|| line.strip_prefix("ShdPnd:"))?;
+                    u64::from_str_radix(mask.trim(), 16).ok()
+                })
+                .any(|mask| mask & SIGKILL_BIT != 0)
+        });
+    exiting || killed
+}
+
 /// Whether `/proc/<pid>/environ` holds exactly this `NAME=value` entry; `None` when it cannot be
 /// read (the process is gone, or belongs to another user).
 pub fn environ_has(pid: i32, entry: &str) -> Option<bool> {
@@ -222,6 +256,25 @@ mod tests {
             [pid],
             "only the sleep holds it (this process is left out)"
         );
+    }
+
+    #[test]
+    fn a_running_stopped_or_reaped_process_is_not_dying() {
+        use nix::sys::signal::{kill, Signal};
+        use nix::unistd::Pid;
+        assert!(!dying(std::process::id() as i32), "this test is running");
+        assert!(!dying(i32::MAX), "no such process");
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep starts");
+        let pid = Pid::from_raw(child.id() as i32);
+        kill(pid, Signal::SIGSTOP).expect("stop");
+        assert!(!dying(pid.as_raw()), "a stopped process was not killed");
+        kill(pid, Signal::SIGKILL).expect("kill");
+        let status = child.wait().expect("reaped");
+        assert!(!status.success(), "it died of the kill");
+        assert!(!dying(pid.as_raw()), "a reaped process is gone, not dying");
     }
 
     fn table_has(pid: i32) -> bool {

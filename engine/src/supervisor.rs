@@ -276,7 +276,8 @@ mod imp {
             .collect()
     }
 
-    /// Waits `grace` for the tree to empty, then SIGKILLs what is left; returns what it killed.
+    /// Waits `grace` for the tree to empty, then SIGKILLs what is left; returns what it killed (not
+    /// what was already dying of an earlier kill and only waited for a CPU to finish).
     fn sweep(grace: Duration) -> Vec<Leftover> {
         let deadline = Instant::now() + grace;
         loop {
@@ -293,7 +294,8 @@ mod imp {
                 break;
             }
             for pid in live {
-                if !killed.iter().any(|known| known.pid == pid) {
+                // One already dying of an earlier kill (its group's) was not left behind.
+                if !killed.iter().any(|known| known.pid == pid) && !procfs::dying(pid) {
                     killed.push(Leftover {
                         pid,
                         command: procfs::command_of(pid),

@@ -882,7 +882,20 @@ impl<'a> Runner<'a> {
         let entries = self.journal_since(journal, 0);
         let pids = journal::pids(&entries);
         let mut alive = checks::alive_after_grace(&pids, journal.path(), self.tree_root);
-        for killed in leftovers::journaled_killed_by_supervisor(&world.supervisor_report(), &pids) {
+        // The supervisor's record, then the journal re-read after it: a process that journaled
+        // its exit was exiting on its own when the supervisor's grace ran out, not left behind.
+        let by_supervisor =
+            leftovers::journaled_killed_by_supervisor(&world.supervisor_report(), &pids);
+        let exited: Vec<i32> = self
+            .journal_since(journal, 0)
+            .iter()
+            .filter(|entry| entry.event() == "exit")
+            .filter_map(Entry::pid)
+            .collect();
+        for killed in by_supervisor
+            .into_iter()
+            .filter(|pid| !exited.contains(pid))
+        {
             if !alive.contains(&killed) {
                 alive.push(killed);
             }

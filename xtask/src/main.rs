@@ -6,6 +6,8 @@
 //! - `install-fake-dsh --dir DIR [--force]`: put fake-dsh on a PATH directory as `dsh` (see
 //!   [`install`]: never over the real dsh, never through a symlink).
 //! - `bench`: the performance figures of docs/performance.md.
+//! - `stress`: the corpora under load (busy loops on every core), repeated, every false failure
+//!   listed (see [`stress`]; `stress --short` is the CI-sized form).
 //! - `mutants`: the kill matrix: which cases catch each deliberately buggy reference host.
 //! - `dist`: release archives with checksums and the npm packages (see [`dist`]).
 //! - `real-dsh`: install the real `@deepseek-ai/dsh` under `target/real-dsh/` (print its wrapper);
@@ -23,6 +25,7 @@ mod kit;
 mod mutants;
 mod real_dsh;
 mod real_runtime_bin;
+mod stress;
 
 use clap::{Parser, Subcommand};
 use kit::Kit;
@@ -66,6 +69,9 @@ enum Task {
     /// Run the corpus against every reference-host mutant; rewrite docs/kill-matrix.json and the
     /// README's kill matrix.
     Mutants,
+    /// The corpora against correct hosts while busy loops hold every core, `--rounds` times:
+    /// every non-pass listed, then a summary line; exit 1 on any (`--short`: the CI-sized form).
+    Stress(stress::Args),
     /// Release archives with checksums and npm tarballs in target/dist/ for this platform.
     Dist(dist::Args),
     /// Install the real @deepseek-ai/dsh (pinned) under target/real-dsh/ from the npm registry and
@@ -88,6 +94,7 @@ fn main() -> ExitCode {
         Task::Bench { sdk: false } => bench(),
         Task::Bench { sdk: true } => bench_sdk_row(),
         Task::Mutants => kill_matrix(),
+        Task::Stress(args) => stress::stress(&args),
         Task::Dist(args) => dist::main(&args),
         Task::RealDsh { runtime_bin: false } => real_dsh::install(),
         Task::RealDsh { runtime_bin: true } => real_runtime_bin::install(),

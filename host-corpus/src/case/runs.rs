@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::super::checks::{self, RunEvidence, Violation, RUN_CHECKS};
+use super::super::checks::{self, Fate, RunEvidence, Violation, RUN_CHECKS};
 use super::super::driver::{Driver, DriverError};
 use super::super::expect::{self, Miss, RunSeen};
 use super::super::mapping_watch::{MappingWatch, Seen};
@@ -78,7 +78,7 @@ impl<'a> Runner<'a> {
             let ended =
                 (0..had_outcome.len()).find(|k| !had_outcome[*k] && flights[*k].outcome.is_some());
             if let Some(ended) = ended.filter(|_| flights.len() > 1) {
-                self.check_at_outcome(journal, &flights, ended);
+                self.check_at_outcome(world, journal, &flights, ended);
             }
             let next = flights.len();
             if gave_up || next == runs.len() {
@@ -408,12 +408,18 @@ impl<'a> Runner<'a> {
 }
 
 impl Runner<'_> {
-    /// Right after run `ended` of several in flight got its outcome: none of
-    /// its own processes is alive any more (spec 10 step 5, judged now, not once every run has
-    /// ended), and every process of a run still in flight that the journal shows neither exiting
-    /// nor alive was killed by the ending run's teardown ("No operation may kill another
-    /// conversation's runtime", spec 10).
-    fn check_at_outcome(&mut self, journal: &Journal, flights: &[InFlight], ended: usize) {
+    /// Right after run `ended` of several in flight got its outcome: none of its own processes
+    /// is alive any more (spec 10 step 5, judged now, not once every run has ended), and no
+    /// process of a run whose outcome is not read yet was killed by the ending run's teardown
+    /// ("No operation may kill another conversation's runtime", spec 10). That is judged on
+    /// evidence only ([`checks::fate`]): `/proc` is probed first, the journal re-read after it.
+    fn check_at_outcome(
+        &mut self,
+        world: &World,
+        journal: &Journal,
+        flights: &[InFlight],
+        ended: usize,
+    ) {
         let first = flights.iter().map(|flight| flight.from).min().unwrap_or(0);
         let entries = self.journal_since(journal, first);
         let trees = run_trees(&entries, flights);
@@ -434,29 +440,72 @@ impl Runner<'_> {
             );
             self.violations(violations, &during);
         }
-        for (other, tree) in trees.iter().enumerate() {
-            if other == ended || flights[other].outcome.is_some() {
-                continue;
+        let others: Vec<usize> = (0..trees.len())
+            .filter(|other| *other != ended && flights[*other].outcome.is_none())
+            .collect();
+        // The probe, then everything written since (a dead process writes nothing more).
+        let probed: Vec<Vec<(i32, bool)>> = others
+            .iter()
+            .map(|other| {
+                trees[*other]
+                    .iter()
+                    .map(|pid| (*pid, dsh_engine::procfs::is_live(*pid)))
+                    .collect()
+            })
+            .collect();
+        let after = self.journal_since(journal, first);
+        let supervisor_killed: Vec<i32> = dsh_engine::supervisor::peek(&world.supervisor_report())
+            .iter()
+            .map(|leftover| leftover.pid)
+            .collect();
+        for (other, probed) in others.into_iter().zip(probed) {
+            let mine: Vec<Entry> = after
+                .iter()
+                .filter(|entry| entry.pid().is_some_and(|pid| trees[other].contains(&pid)))
+                .cloned()
+                .collect();
+            let run = checks::OtherRun {
+                root: checks::stdio_starts(&mine).first().copied(),
+                cancel_sent: flights[other].cancel_sent,
+                journal_after_probe: &after,
+                supervisor_killed: &supervisor_killed,
+            };
+            let (mut killed, mut unclear) = (Vec::new(), Vec::new());
+            for (pid, live) in probed {
+                match checks::fate(pid, live, &run) {
+                    Fate::NotKilled(_) => {}
+                    Fate::Killed(evidence) => killed.push(evidence),
+                    Fate::CannotTell(why) => unclear.push(why),
+                }
             }
-            let killed = killed_without_exit(&entries, tree);
             if !killed.is_empty() {
+                let why = format!(
+                    "process(es) of run {} (another conversation, still in flight) were killed when run {} ended: {}; its teardown killed them",
+                    flights[other].id,
+                    flights[ended].id,
+                    killed.join("; ")
+                );
                 self.violations(
-                    vec![Violation::new(
-                        RULE_NO_KILL_OTHER_RUNTIME,
-                        format!(
-                            "process(es) {killed:?} of run {} (another conversation, still in flight) were gone without exiting when run {} ended: its teardown killed them",
-                            flights[other].id, flights[ended].id
-                        ),
-                    )],
+                    vec![Violation::new(RULE_NO_KILL_OTHER_RUNTIME, why)],
                     &during,
                 );
+            }
+            // After the evidence of a kill, so a case with both fails rather than goes untestable.
+            for why in unclear {
+                let why = format!(
+                    "{during} ended while run {} was in flight: {why}",
+                    flights[other].id
+                );
+                self.host(FindingKind::Untestable, RULE_NO_KILL_OTHER_RUNTIME, why);
             }
         }
     }
 
     /// A `concurrent` step tests runs in flight together: each run's runtime must send `ready`
     /// before the previous run's runtime sent its result (or exited), as the journal orders them.
-    /// A driver that claims `concurrent` but runs one turn at a time makes the case untestable.
+    /// A driver that claims `concurrent` but runs one turn at a time makes the case untestable; so
+    /// does a machine too slow for a runtime started alongside the other to get ready in time,
+    /// which the finding says instead of blaming the driver.
     fn check_overlap(&mut self, entries: &[Entry], flights: &[InFlight], trees: &[BTreeSet<i32>]) {
         let root = |tree: &BTreeSet<i32>| {
             let mine: Vec<Entry> = entries
@@ -478,34 +527,44 @@ impl Runner<'_> {
             };
             let ended = line_of(earlier, &["frame:result", "exit"]);
             let ready = line_of(later, &["frame:ready"]);
-            if let (Some(ended), Some(ready)) = (ended, ready) {
-                if ready > ended {
-                    let rule = self.case.first_rule().to_string();
-                    let why = format!(
-                        "run {}'s runtime sent ready (journal line {}) only after run {}'s runtime had ended (line {}): the driver claims `concurrent` but ran the turns one at a time, so they were never in flight together",
-                        flights[k].id,
-                        ready + 1,
-                        flights[k - 1].id,
-                        ended + 1
-                    );
-                    self.host(FindingKind::Untestable, &rule, why);
-                }
+            let started = line_of(later, &["start"]);
+            let (a, b) = (&flights[k - 1].id, &flights[k].id);
+            if let Some(why) = not_in_flight_together(a, b, started, ready, ended) {
+                let rule = self.case.first_rule().to_string();
+                self.host(FindingKind::Untestable, &rule, why);
             }
         }
     }
 }
 
-/// The processes of `tree` the entries show starting but not exiting that are no longer alive.
-fn killed_without_exit(entries: &[Entry], tree: &BTreeSet<i32>) -> Vec<i32> {
-    tree.iter()
-        .copied()
-        .filter(|pid| {
-            !entries
-                .iter()
-                .any(|entry| entry.pid() == Some(*pid) && entry.event() == "exit")
-        })
-        .filter(|pid| !dsh_engine::procfs::is_live(*pid))
-        .collect()
+/// Why runs `a` and `b` were never in flight together, by the journal lines (0-based) of `b`'s
+/// runtime's start and ready and of the end (result or exit) of `a`'s; `None` when they were.
+/// The journal's order is the one clock: a runtime started before the other ended was run
+/// alongside it, however late its ready came on a busy machine.
+fn not_in_flight_together(
+    a: &str,
+    b: &str,
+    started: Option<usize>,
+    ready: Option<usize>,
+    ended: Option<usize>,
+) -> Option<String> {
+    let (ready, ended) = (ready?, ended?);
+    if ready < ended {
+        return None;
+    }
+    Some(match started.filter(|started| *started < ended) {
+        Some(started) => format!(
+            "run {b}'s runtime started (journal line {}) while run {a}'s was in flight but sent ready (line {}) only after run {a}'s runtime had ended (line {}): the machine was too slow for the runs to overlap, so the case could not test them in flight together this time",
+            started + 1,
+            ready + 1,
+            ended + 1
+        ),
+        None => format!(
+            "run {b}'s runtime sent ready (journal line {}) only after run {a}'s runtime had ended (line {}): the driver claims `concurrent` but ran the turns one at a time, so they were never in flight together",
+            ready + 1,
+            ended + 1
+        ),
+    })
 }
 
 /// Each run's process tree: the first `--stdio` process started after it was sent that no
@@ -530,4 +589,35 @@ fn run_trees(entries: &[Entry], flights: &[InFlight]) -> Vec<BTreeSet<i32>> {
         trees.push(tree);
     }
     trees
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_in_flight_together;
+
+    #[test]
+    fn runs_in_flight_together_by_the_journal_s_order() {
+        // b ready (line 5) before a's result (line 8): together.
+        assert_eq!(
+            not_in_flight_together("r0.0", "r0.1", Some(3), Some(5), Some(8)),
+            None
+        );
+        // b started (line 3) while a was in flight, ready (line 9) after a's end (line 8): a slow
+        // machine, not a serial driver.
+        let slow = not_in_flight_together("r0.0", "r0.1", Some(3), Some(9), Some(8))
+            .expect("never together");
+        assert!(
+            slow.contains("too slow") && !slow.contains("one at a time"),
+            "{slow}"
+        );
+        // b started only after a's end: the driver ran them one at a time.
+        let serial = not_in_flight_together("r0.0", "r0.1", Some(9), Some(10), Some(8))
+            .expect("never together");
+        assert!(serial.contains("ran the turns one at a time"), "{serial}");
+        // Nothing to judge without b's ready or a's end.
+        assert_eq!(
+            not_in_flight_together("r0.0", "r0.1", None, None, Some(8)),
+            None
+        );
+    }
 }

@@ -9,11 +9,13 @@ mod execute_after_ready;
 mod execute_fields;
 mod mcp_servers;
 mod new_process;
+mod other_runtime;
 mod outcome_hygiene;
 mod reaped;
 mod route;
 
 pub use argv::canary_in_argv;
+pub use other_runtime::{fate, Fate, OtherRun};
 pub use outcome_hygiene::MIN_SCANNED_PROMPT;
 pub use reaped::{alive_after_grace, reaped_violations, still_alive};
 
