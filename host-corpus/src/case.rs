@@ -49,6 +49,8 @@ pub struct CaseEnv {
     pub interpreted_rules: BTreeMap<String, String>,
     /// The caller's variables the driver gets besides the allowed ones (`dsh_engine::child_env`).
     pub pass_env: Vec<String>,
+    /// The dialect the host is judged by: the profile its world installs, its rule modes.
+    pub dialect: std::sync::Arc<super::dialect::Dialect>,
 }
 
 impl CaseEnv {
@@ -261,6 +263,7 @@ impl<'a> Runner<'a> {
         let watchdog_secs = (self.env.scaled(self.case.timeout_ms()).as_secs() + 30).max(60);
         let mut world = match World::create(
             self.case,
+            &self.env.dialect.profile,
             &self.env.fake_dsh,
             &self.env.fake_dsh_env,
             watchdog_secs,
@@ -771,7 +774,8 @@ impl<'a> Runner<'a> {
         let request = json!({"v": 1, "type": "discover", "id": id});
         let reply = self.request(driver, &request, "discovered", Some("discover"))?;
         self.check_step_processes(journal, from, "discover");
-        let misses = expect::discover(expect, &reply, self.codes());
+        let expect = self.env.dialect.discover_expect(self.case, expect);
+        let misses = expect::discover(&expect, &reply, self.codes());
         self.misses(misses, &expect.interpretations);
         Ok(())
     }

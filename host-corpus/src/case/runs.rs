@@ -396,7 +396,14 @@ impl<'a> Runner<'a> {
             world,
             cwd: &flight.cwd,
         };
-        let misses = expect::run(flight.expect, &seen, self.codes());
+        let invocation = process
+            .first()
+            .and_then(|start| start.to_json()["invocation"].as_u64());
+        let expect = self
+            .env
+            .dialect
+            .run_expect(self.case, flight.expect, invocation);
+        let misses = expect::run(&expect, &seen, self.codes());
         self.violations(violations, &format!("run {}", flight.id));
         self.misses(misses, &flight.expect.interpretations);
         self.run_pids.extend(checks::stdio_starts(entries));
