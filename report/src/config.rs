@@ -28,6 +28,10 @@ pub struct HostSpec {
     /// The caller's variables this host's driver gets besides the allowlist (`run --pass-env`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_env: Vec<String>,
+    /// The dialect this host is judged by (`run --dialect`; none: `opendesign`), so one matrix
+    /// shows hosts of several dialects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<String>,
 }
 
 /// A runtime variant: fake-dsh with this environment (`FAKE_DSH_VERSION`, ...) for every process.
@@ -77,6 +81,7 @@ pub fn reference_host() -> HostSpec {
         command: vec![program],
         expectations: None,
         pass_env: Vec::new(),
+        dialect: None,
     }
 }
 
@@ -122,6 +127,7 @@ impl MatrixConfig {
             command: dsh_engine::programs::split_command(command)?,
             expectations: expectations.map(Path::to_path_buf),
             pass_env: pass_env.to_vec(),
+            dialect: None,
         };
         let config = MatrixConfig {
             hosts: vec![host],
@@ -210,6 +216,10 @@ impl MatrixConfig {
             }
             dsh_engine::child_env::check_pass_env(&host.pass_env)
                 .map_err(|why| format!("host {:?}: \"pass_env\": {why}", host.name))?;
+            if let Some(dialect) = &host.dialect {
+                dsh_host_corpus::dialect::Dialect::named(dialect)
+                    .map_err(|why| format!("host {:?}: \"dialect\": {why}", host.name))?;
+            }
         }
         for (index, variant) in self.variants.iter().enumerate() {
             if variant.name.trim().is_empty() {

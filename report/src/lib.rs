@@ -231,6 +231,11 @@ fn harness_cell(
         driver_per_case: false,
         corpus_source: Some(corpus.source_label()),
         pass_env: host.pass_env.clone(),
+        dialect: dsh_host_corpus::dialect::Dialect::named(
+            host.dialect
+                .as_deref()
+                .unwrap_or(dsh_host_corpus::dialect::DEFAULT_DIALECT),
+        )?,
     };
     dsh_host_corpus::run_suite(&config).map_err(|error| error.to_string())
 }
