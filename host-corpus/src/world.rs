@@ -215,6 +215,10 @@ impl World {
     pub fn dsh(&self) -> PathBuf {
         self.root.join("bin/dsh")
     }
+    /// The profile this world's Harness home holds (the dialect's).
+    pub fn profile(&self) -> &str {
+        &self.profile
+    }
     pub fn profile_file(&self) -> PathBuf {
         self.dsh_home()
             .join("profiles")

@@ -308,6 +308,14 @@ mod tests {
     }
 
     #[test]
+    fn a_host_may_name_its_dialect() {
+        let text = r#"{"hosts":[{"name":"go","command":["go-host"],"dialect":"multica"}]}"#;
+        let config = MatrixConfig::parse(text, Path::new("c.json")).unwrap();
+        assert_eq!(config.hosts[0].dialect, None);
+        assert_eq!(config.hosts[1].dialect.as_deref(), Some("multica"));
+    }
+
+    #[test]
     fn bad_configs_name_the_file_and_the_rule() {
         let cases = [
             (
@@ -336,6 +344,10 @@ mod tests {
             (
                 r#"{"hosts":[{"name":"a","command":["x"],"pass_env":["FAKE_DSH_VERSION"]}]}"#,
                 "\"pass_env\"",
+            ),
+            (
+                r#"{"hosts":[{"name":"a","command":["x"],"dialect":"nope"}]}"#,
+                "\"dialect\": unknown dialect \"nope\"",
             ),
         ];
         for (text, expected) in cases {
