@@ -88,6 +88,7 @@ pub fn run_case(case: &Case, env: &CaseEnv, slot: Option<&mut Option<ReusedDrive
         transcript: Transcript::default(),
         handshake: None,
         conversations: HashMap::new(),
+        after_retry: std::collections::HashSet::new(),
         run_pids: Vec::new(),
         turn: 0,
         vocabulary: None,
@@ -163,6 +164,8 @@ struct Runner<'a> {
     handshake: Option<Value>,
     /// Per conversation: the last session id an outcome reported.
     conversations: HashMap<String, String>,
+    /// Conversations whose last run was a fresh-session retry (a dialect's session policy).
+    after_retry: std::collections::HashSet<String>,
     /// Pids of earlier runs' stdio processes.
     run_pids: Vec<i32>,
     turn: u64,
@@ -841,7 +844,7 @@ impl<'a> Runner<'a> {
             ));
             return Ok(());
         };
-        let file = world.session_file(&session);
+        let file = world.session_record(&session);
         let done = if corrupt {
             file.parent()
                 .map_or(Ok(()), std::fs::create_dir_all)

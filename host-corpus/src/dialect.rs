@@ -23,8 +23,12 @@ use std::sync::{Arc, OnceLock};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::verdict::{Finding, FindingKind};
-use dsh_formats::case::{Case, DiscoverExpect, ExpectedCode, RunExpect};
+use crate::checks::Violation;
+use crate::verdict::{Finding, FindingKind, RULE_NEW_PROCESS_PER_TURN};
+use dsh_engine::journal::Entry;
+use dsh_formats::case::{
+    Case, DiscoverExpect, ExpectedCode, ResumeExpect, RunExpect, SessionExpect,
+};
 use dsh_formats::scenario::{Action, FrameAnswer, ProfileState, VersionAnswer};
 use dsh_protocol::frames::Status;
 
@@ -202,17 +206,26 @@ impl Dialect {
             .map_or(GEN1_FRAME_BOUND, |bound| bound.bytes)
     }
 
-    /// A run step's expectations as this dialect judges them. `invocation` is the index of the
-    /// run's `--stdio` process among the case's (fake-dsh's journal), which picks its script.
+    /// A run step's expectations as this dialect judges them, over `entries` (the run's own
+    /// journal entries: the `--stdio` processes it started, and the script each played);
+    /// `after_retry`: the conversation's previous run was a fresh-session retry (the session
+    /// policy), so this run resumes the retry's session.
     pub fn run_expect<'e>(
         &self,
         case: &Case,
         expect: &'e RunExpect,
-        invocation: Option<u64>,
-    ) -> Cow<'e, RunExpect> {
+        entries: &[Entry],
+        after_retry: bool,
+    ) -> RunJudgement<'e> {
         if self.is_gen1() {
-            return Cow::Borrowed(expect);
+            return RunJudgement {
+                expect: Cow::Borrowed(expect),
+                fresh_retry: false,
+            };
         }
+        let starts = stdio_starts(entries);
+        let invocation = starts.first().and_then(|start| invocation_of(start));
+        let retry = self.fresh_retry(entries, &starts);
         let mut adapted = expect.clone();
         if self
             .policies
@@ -268,7 +281,78 @@ impl Dialect {
                 }
             }
         }
-        Cow::Owned(adapted)
+        if let Some(retry) = retry {
+            // The run is judged by its retry: a new session, the retry script's outcome; its
+            // first process (the rejected resume) is what `execute` expectations see.
+            let derived = lenient_outcome(script_of(case, retry), self.frame_bound());
+            adapted.status = Some(derived.map_or(Status::Completed, |derived| derived.status));
+            adapted.code = ExpectedCode::Unchecked;
+            adapted.session = Some(SessionExpect::New);
+            adapted.events = None;
+            adapted.events_include = None;
+            for member in ["status", "code", "session", "events", "events_include"] {
+                adapted.interpretations.remove(member);
+            }
+        } else if after_retry {
+            // Where generation 1 starts afresh after a rejected resume, the retry's session is
+            // the conversation's now, and this run resumes it.
+            if adapted.session == Some(SessionExpect::New) {
+                adapted.session = Some(SessionExpect::Resumed);
+            }
+            if let Some(execute) = &mut adapted.execute {
+                if execute.resume == Some(ResumeExpect::None) {
+                    execute.resume = Some(ResumeExpect::Previous);
+                }
+                if execute.bootstrap == Some(true) {
+                    execute.bootstrap = Some(false);
+                }
+            }
+        }
+        RunJudgement {
+            expect: Cow::Owned(adapted),
+            fresh_retry: retry.is_some(),
+        }
+    }
+
+    /// The invocation of a fresh-session retry in `entries`, under the session policy: exactly
+    /// two `--stdio` processes, the first sent a resume and failed with an error and no tool call
+    /// (`daemon.go` shouldRetryWithFreshSession), the second resumes nothing.
+    fn fresh_retry(&self, entries: &[Entry], starts: &[&Entry]) -> Option<Option<u64>> {
+        let policy = self.policies.session.as_ref()?;
+        if !policy.fresh_retry_after_rejected_resume {
+            return None;
+        }
+        let [first, second] = starts else {
+            return None;
+        };
+        let of = |start: &Entry| -> Vec<&Entry> {
+            entries
+                .iter()
+                .filter(|entry| entry.pid().is_some() && entry.pid() == start.pid())
+                .collect()
+        };
+        let resume_of = |process: &[&Entry]| -> Option<String> {
+            process
+                .iter()
+                .find(|entry| entry.token() == "command:execute")
+                .and_then(|entry| entry.command())
+                .and_then(|command| command.get("resume_session_id"))
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty())
+                .map(str::to_string)
+        };
+        let (rejected, retried) = (of(first), of(second));
+        let failed = rejected
+            .iter()
+            .any(|entry| entry.token() == "frame:result" && entry.frame_code().is_some());
+        let tool = rejected
+            .iter()
+            .any(|entry| entry.token() == "frame:tool_call");
+        let fresh = retried
+            .iter()
+            .any(|entry| entry.token() == "command:execute")
+            && resume_of(&retried).is_none();
+        (resume_of(&rejected).is_some() && failed && !tool && fresh).then(|| invocation_of(second))
     }
 
     /// A discover step's expectations as this dialect judges them: under a lenient rule, the
@@ -311,6 +395,40 @@ impl Dialect {
         }
         (kept, notes)
     }
+}
+
+/// A run's expectations under a dialect, and whether the run was a fresh-session retry.
+pub struct RunJudgement<'e> {
+    pub expect: Cow<'e, RunExpect>,
+    pub fresh_retry: bool,
+}
+
+impl RunJudgement<'_> {
+    /// The global checks' violations this judgement keeps: a fresh-session retry is the session
+    /// policy's second process, not a second process for one turn.
+    pub(crate) fn keep(&self, violations: &mut Vec<Violation>) {
+        if self.fresh_retry {
+            violations.retain(|violation| violation.rule != RULE_NEW_PROCESS_PER_TURN);
+        }
+    }
+}
+
+/// The `start` entries of `--stdio` processes.
+fn stdio_starts(entries: &[Entry]) -> Vec<&Entry> {
+    entries
+        .iter()
+        .filter(|entry| entry.event() == "start")
+        .filter(|entry| {
+            entry
+                .argv()
+                .is_some_and(|argv| argv.iter().any(|arg| arg == "--stdio"))
+        })
+        .collect()
+}
+
+/// fake-dsh's invocation index of a `--stdio` process (its script in the scenario's `stdio`).
+fn invocation_of(start: &Entry) -> Option<u64> {
+    start.to_json()["invocation"].as_u64()
 }
 
 /// Parses and checks one shipped dialect.
@@ -750,5 +868,92 @@ mod tests {
         assert!(!found(json!({"version": {"stdout": "", "exit": 2}})));
         assert!(found(json!({"version": {"stdout": "", "exit": 0}})));
         assert!(!found(json!({"profile": "missing"})));
+    }
+
+    fn journal(lines: &[String]) -> Vec<Entry> {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let path = dir.path().join("journal.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").expect("write the journal");
+        dsh_engine::journal::Journal::new(&path)
+            .read()
+            .expect("a journal")
+    }
+
+    /// One `--stdio` process in journal lines: its start, its execute, then `frames`.
+    fn process(pid: i32, invocation: u64, resume: Option<&str>, frames: &[&str]) -> Vec<String> {
+        let execute = match resume {
+            Some(id) => json!({"type": "execute", "resume_session_id": id}),
+            None => json!({"type": "execute"}),
+        };
+        let mut lines = vec![
+            json!({"v": 1, "event": "start", "pid": pid, "t_ms": 1, "mode": "stdio", "ppid": 1,
+                   "pgid": pid, "sid": 1, "argv": ["dsh", "--profile", "multica", "--stdio"],
+                   "cwd": "/", "env_names": [], "invocation": invocation})
+            .to_string(),
+            json!({"v": 1, "event": "command", "pid": pid, "t_ms": 2, "command": execute})
+                .to_string(),
+        ];
+        for frame in frames {
+            let mut entry =
+                json!({"v": 1, "event": "frame", "pid": pid, "t_ms": 3, "frame_type": frame});
+            if *frame == "result" && resume.is_some() {
+                entry["code"] = json!("SESSION_NOT_FOUND");
+            }
+            lines.push(entry.to_string());
+        }
+        lines
+    }
+
+    #[test]
+    fn a_fresh_retry_after_a_rejected_resume_is_judged_by_the_session_policy() {
+        let multica = Dialect::named("multica").expect("multica");
+        let case: Case = serde_json::from_value(json!({
+            "v": 1, "id": "resume.x", "summary": "s", "spec": ["6"],
+            "rules": ["s6.missing-resume-target-failure"], "requires": [], "runtime": {},
+            "steps": [{"run": {"conversation": "c1", "prompt": "p"},
+                       "expect": {"status": "failed", "session": "none",
+                                  "execute": {"resume": "previous", "bootstrap": false}}}]
+        }))
+        .expect("a case");
+        let dsh_formats::case::Step::Run { expect, .. } = &case.steps[0] else {
+            panic!("a run step")
+        };
+        let mut lines = process(10, 1, Some("s-1"), &["session", "result"]);
+        lines.extend(process(11, 2, None, &["session", "text", "result"]));
+        let judged = multica.run_expect(&case, expect, &journal(&lines), false);
+        assert!(judged.fresh_retry);
+        assert_eq!(judged.expect.status, Some(Status::Completed));
+        assert_eq!(judged.expect.session, Some(SessionExpect::New));
+        let mut violations = vec![
+            Violation::new(RULE_NEW_PROCESS_PER_TURN, "two processes"),
+            Violation::new("s10.process-tree-reaped", "alive"),
+        ];
+        judged.keep(&mut violations);
+        assert_eq!(violations.len(), 1);
+
+        let mut after_a_tool = process(10, 1, Some("s-1"), &["session", "tool_call", "result"]);
+        after_a_tool.extend(process(11, 2, None, &["session", "result"]));
+        let judged = multica.run_expect(&case, expect, &journal(&after_a_tool), false);
+        assert!(!judged.fresh_retry);
+        assert_eq!(judged.expect.status, Some(Status::Failed));
+        let judged = Dialect::gen1().run_expect(&case, expect, &journal(&lines), false);
+        assert!(!judged.fresh_retry);
+
+        let next: RunExpect = serde_json::from_value(json!({
+            "status": "completed", "session": "new", "execute": {"resume": "none", "bootstrap": true}
+        }))
+        .expect("an expect");
+        let judged = multica.run_expect(
+            &case,
+            &next,
+            &journal(&process(12, 3, Some("s-2"), &[])),
+            true,
+        );
+        assert_eq!(judged.expect.session, Some(SessionExpect::Resumed));
+        let execute = judged.expect.execute.as_ref().expect("execute");
+        assert_eq!(
+            (execute.resume, execute.bootstrap),
+            (Some(ResumeExpect::Previous), Some(false))
+        );
     }
 }

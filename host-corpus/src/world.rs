@@ -225,6 +225,34 @@ impl World {
             .join(&self.profile)
             .join("package.json")
     }
+    /// Where the runtime keeps session `session_id`'s record: `$DSH_HOME/sessions/<id>.json`, or,
+    /// for a profile whose host moves session persistence elsewhere in the world (multica's
+    /// `MULTICA_DSH_SESSION_ROOT`, which a host points into its data dir), the `<id>.json` found
+    /// there (a bounded walk of the world that follows no link). None found: the Harness home's.
+    pub fn session_record(&self, session_id: &str) -> PathBuf {
+        let home = self.session_file(session_id);
+        if home.exists() {
+            return home;
+        }
+        let name = format!("{session_id}.json");
+        let mut dirs = vec![(self.root.clone(), 0)];
+        while let Some((dir, depth)) = dirs.pop() {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if kind.is_dir() && depth < 8 {
+                    dirs.push((entry.path(), depth + 1));
+                } else if kind.is_file() && entry.file_name().to_str() == Some(name.as_str()) {
+                    return entry.path();
+                }
+            }
+        }
+        home
+    }
     pub fn session_file(&self, session_id: &str) -> PathBuf {
         self.dsh_home()
             .join("sessions")
