@@ -300,6 +300,9 @@ fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
     for name in &args.pass_env {
         out.extend(["--pass-env".to_string(), name.clone()]);
     }
+    if args.dialect != dialect::DEFAULT_DIALECT {
+        out.extend(["--dialect".to_string(), args.dialect.clone()]);
+    }
     out
 }
 

@@ -237,7 +237,14 @@ fn harness_cell(
                 .unwrap_or(dsh_host_corpus::dialect::DEFAULT_DIALECT),
         )?,
     };
-    dsh_host_corpus::run_suite(&config).map_err(|error| error.to_string())
+    let mut report = dsh_host_corpus::run_suite(&config).map_err(|error| error.to_string())?;
+    if let Some(dialect) = host.dialect.as_deref().filter(|d| *d != "opendesign") {
+        // A cell's re-run line judges by the host's dialect too.
+        report
+            .rerun_args
+            .extend(["--dialect".to_string(), dialect.to_string()]);
+    }
+    Ok(report)
 }
 
 pub fn main(args: Args) -> ExitCode {

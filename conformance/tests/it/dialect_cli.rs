@@ -67,4 +67,18 @@ fn the_multica_dialect_installs_its_own_profile_and_judges_the_profile_a_host_la
     let (judged, why) = verdict(&multica);
     assert_eq!(judged, "fail", "{why}");
     assert!(why.contains("--profile multica"), "{why}");
+    // Its re-run line judges by the same dialect.
+    let report: Value = serde_json::from_slice(&multica.stdout).expect("a JSON report");
+    let rerun: Vec<&str> = report["rerun_args"]
+        .as_array()
+        .expect("rerun_args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        rerun
+            .windows(2)
+            .any(|pair| pair == ["--dialect", "multica"]),
+        "{rerun:?}"
+    );
 }
