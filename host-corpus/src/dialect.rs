@@ -369,7 +369,7 @@ impl Dialect {
             return Cow::Borrowed(expect);
         }
         let mut adapted = expect.clone();
-        adapted.available = Some(discoverable(case, policy, &self.profile.runtime_id));
+        adapted.available = Some(discoverable(case, policy, &self.profile));
         adapted.code = ExpectedCode::Unchecked;
         adapted.warnings = None;
         for member in ["available", "code", "warnings"] {
@@ -641,7 +641,8 @@ impl Walk {
 /// Whether discovery finds the runtime under `policy`: `--version` exits 0, the profile is
 /// installed, and the probe exits 0 with one line of v 1, type probe, `runtime_id`,
 /// protocol_version 1.
-fn discoverable(case: &Case, policy: &DiscoveryPolicy, runtime_id: &str) -> bool {
+fn discoverable(case: &Case, policy: &DiscoveryPolicy, profile: &ProfileSpec) -> bool {
+    let runtime_id = profile.runtime_id.as_str();
     let runtime = &case.runtime;
     let version_ok = match &runtime.version {
         Some(VersionAnswer::Raw(raw)) if policy.version == "exit-zero" => {
@@ -664,7 +665,7 @@ fn discoverable(case: &Case, policy: &DiscoveryPolicy, runtime_id: &str) -> bool
                 && raw.stdout.as_deref().unwrap_or("").split('\n').any(|line| {
                     let line = line
                         .replace("{{runtime_id}}", runtime_id)
-                        .replace("{{profile}}", runtime_id);
+                        .replace("{{profile}}", &profile.name);
                     serde_json::from_str::<Value>(line.trim())
                         .is_ok_and(|frame| probe_line_ok(&frame, runtime_id))
                 })
@@ -849,7 +850,8 @@ mod tests {
         };
         let good =
             "{\"v\":1,\"type\":\"probe\",\"runtime\":\"{{runtime_id}}\",\"protocol_version\":1}";
-        let found = |runtime: Value| discoverable(&case(runtime), &policy, "dsh");
+        let multica = Dialect::named("multica").expect("multica");
+        let found = |runtime: Value| discoverable(&case(runtime), &policy, &multica.profile);
         assert!(found(json!({})));
         assert!(found(
             json!({"probe": {"stdout": format!("log line\n{good}\r\n")}})
