@@ -109,6 +109,10 @@ fn main() -> ExitCode {
 /// `run`: the host corpus on the open-design surface, the client corpus on the others.
 fn run(flags: &dsh_results::run_args::Flags) -> ExitCode {
     let outcome = match flags.surface {
+        Surface::Sdk | Surface::Headless if flags.dialect != "opendesign" => Err(format!(
+            "--dialect {} judges host drivers (the open-design surface); the client corpus has no dialects",
+            flags.dialect
+        )),
         Surface::OpenDesign => dsh_host_corpus::run_cli(flags),
         Surface::Sdk => dsh_client_corpus::run_cli(flags, ClientSurface::Sdk),
         Surface::Headless => dsh_client_corpus::run_cli(flags, ClientSurface::Headless),

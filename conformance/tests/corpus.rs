@@ -33,6 +33,7 @@ fn main() {
         driver_per_case: false,
         corpus_source: None,
         pass_env: Vec::new(),
+        dialect: dsh_host_corpus::dialect::Dialect::gen1(),
     };
     let suite = match Suite::prepare(&config) {
         Ok(suite) => Arc::new(suite),

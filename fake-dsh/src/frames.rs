@@ -172,6 +172,53 @@ pub fn models(profile: Profile) -> Value {
     })
 }
 
+/// Under the multica profile, a scripted `models` frame whose items are in gen-1's `--models`
+/// shape (`provider`, `id`, `name`, `reasoning_options`, as the corpus writes its catalogs) is
+/// printed in Multica's item shape, so one fixture plays on both profiles: `id` becomes
+/// `provider/id`, `name` the `label`, `provider_name` the display `provider`, the reasoning
+/// options `thinking.supported_levels` (their default the `default_level`). Items already in
+/// Multica's shape (an `id` with a `/`, or no `provider`) and every other member stay as written.
+pub fn gen1_items_as_multica(frame: &mut Value) {
+    if frame.get("type").and_then(Value::as_str) != Some("models") {
+        return;
+    }
+    let Some(items) = frame.get_mut("models").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for (index, item) in items.iter_mut().enumerate() {
+        let (Some(provider), Some(id)) = (
+            item.get("provider").and_then(Value::as_str),
+            item.get("id").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        if id.contains('/') || item.get("label").is_some() {
+            continue;
+        }
+        let mut multica = json!({
+            "id": format!("{provider}/{id}"),
+            "label": item.get("name").cloned().unwrap_or_else(|| json!(id)),
+            "provider": item.get("provider_name").cloned().unwrap_or_else(|| json!(provider)),
+            "default": index == 0,
+        });
+        if let Some(options) = item.get("reasoning_options").and_then(Value::as_array) {
+            let levels: Vec<Value> = options
+                .iter()
+                .map(|option| json!({"value": option.get("id"), "label": option.get("name")}))
+                .collect();
+            let default_level = options
+                .iter()
+                .find(|option| option.get("default") == Some(&json!(true)))
+                .and_then(|option| option.get("id"))
+                .cloned()
+                .unwrap_or_else(|| json!(""));
+            multica["thinking"] =
+                json!({"supported_levels": levels, "default_level": default_level});
+        }
+        *item = multica;
+    }
+}
+
 /// A `progress` frame (Multica at PR #7169: `phase`, `message`, `data`).
 pub fn progress(request_id: &str, phase: &str, message: &str, data: Value) -> Value {
     json!({
@@ -373,6 +420,31 @@ pub fn pad_to(frame: &mut Value, bytes: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gen1_catalog_plays_in_multicas_item_shape_on_the_multica_profile() {
+        let mut frame = json!({"v": 1, "type": "models", "models": [
+            {"provider": "p", "provider_name": "P", "id": "m", "name": "M",
+             "reasoning_options": [{"id": "low", "name": "Low"}, {"id": "high", "name": "High", "default": true}]},
+            {"provider": "p", "id": "lite"},
+            {"id": "p/already", "label": "Already"}
+        ]});
+        gen1_items_as_multica(&mut frame);
+        assert_eq!(
+            frame["models"],
+            json!([
+                {"id": "p/m", "label": "M", "provider": "P", "default": true, "thinking": {
+                    "supported_levels": [{"value": "low", "label": "Low"}, {"value": "high", "label": "High"}],
+                    "default_level": "high"}},
+                {"id": "p/lite", "label": "lite", "provider": "p", "default": false},
+                {"id": "p/already", "label": "Already"}
+            ])
+        );
+        let mut probe = json!({"type": "probe", "models": [{"provider": "p", "id": "m"}]});
+        let before = probe.clone();
+        gen1_items_as_multica(&mut probe);
+        assert_eq!(probe, before);
+    }
 
     #[test]
     fn pad_to_makes_the_line_exactly_that_long() {

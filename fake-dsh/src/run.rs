@@ -206,6 +206,9 @@ fn frame_surface(profile: Profile, mut frame: Value, answer: Option<&FrameAnswer
         Some(FrameAnswer::Raw(raw)) => raw_answer(Some(profile), raw),
         Some(FrameAnswer::Patch(patch)) => {
             frames::merge_patch(&mut frame, &patch.patch);
+            if profile == Profile::Multica {
+                frames::gen1_items_as_multica(&mut frame);
+            }
             if let Some(bytes) = patch.pad_to_bytes {
                 frames::pad_to(&mut frame, bytes);
             }

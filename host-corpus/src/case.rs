@@ -50,6 +50,8 @@ pub struct CaseEnv {
     pub interpreted_rules: BTreeMap<String, String>,
     /// The caller's variables the driver gets besides the allowed ones (`dsh_engine::child_env`).
     pub pass_env: Vec<String>,
+    /// The dialect the host is judged by: the profile its world installs, its rule modes.
+    pub dialect: std::sync::Arc<super::dialect::Dialect>,
 }
 
 impl CaseEnv {
@@ -87,6 +89,7 @@ pub fn run_case(case: &Case, env: &CaseEnv, slot: Option<&mut Option<ReusedDrive
         transcript: Transcript::default(),
         handshake: None,
         conversations: HashMap::new(),
+        after_retry: std::collections::HashSet::new(),
         run_pids: Vec::new(),
         turn: 0,
         vocabulary: None,
@@ -167,6 +170,8 @@ struct Runner<'a> {
     handshake: Option<Value>,
     /// Per conversation: the last session id an outcome reported.
     conversations: HashMap<String, String>,
+    /// Conversations whose last run was a fresh-session retry (a dialect's session policy).
+    after_retry: std::collections::HashSet<String>,
     /// Pids of earlier runs' stdio processes.
     run_pids: Vec<i32>,
     turn: u64,
@@ -269,6 +274,7 @@ impl<'a> Runner<'a> {
         let watchdog_secs = (self.env.scaled(self.case.timeout_ms()).as_secs() + 30).max(60);
         let mut world = match World::create(
             self.case,
+            &self.env.dialect.profile,
             &self.env.fake_dsh,
             &self.env.fake_dsh_env,
             watchdog_secs,
@@ -781,7 +787,8 @@ impl<'a> Runner<'a> {
         let request = json!({"v": 1, "type": "discover", "id": id});
         let reply = self.request(driver, &request, "discovered", Some("discover"))?;
         self.check_step_processes(journal, from, "discover");
-        let misses = expect::discover(expect, &reply, self.codes());
+        let expect = self.env.dialect.discover_expect(self.case, expect);
+        let misses = expect::discover(&expect, &reply, self.codes());
         self.misses(misses, &expect.interpretations);
         Ok(())
     }
@@ -847,7 +854,7 @@ impl<'a> Runner<'a> {
             ));
             return Ok(());
         };
-        let file = world.session_file(&session);
+        let file = world.session_record(&session);
         let done = if corrupt {
             file.parent()
                 .map_or(Ok(()), std::fs::create_dir_all)

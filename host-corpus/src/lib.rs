@@ -16,6 +16,7 @@
 mod case;
 mod checks;
 pub mod corpus;
+pub mod dialect;
 mod driver;
 mod events;
 mod expect;
@@ -257,6 +258,9 @@ fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
     for name in &args.pass_env {
         out.extend(["--pass-env".to_string(), name.clone()]);
     }
+    if args.dialect != dialect::DEFAULT_DIALECT {
+        out.extend(["--dialect".to_string(), args.dialect.clone()]);
+    }
     out
 }
 
@@ -291,6 +295,7 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
         .as_deref()
         .map(Expectations::load)
         .transpose()?;
+    let dialect = dialect::Dialect::named(&args.dialect)?;
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
@@ -313,5 +318,6 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
         driver_per_case: args.driver_per_case,
         corpus_source: None,
         pass_env: args.pass_env.clone(),
+        dialect,
     })
 }

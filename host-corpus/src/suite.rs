@@ -83,6 +83,8 @@ pub struct SuiteConfig {
     pub corpus_source: Option<String>,
     /// The caller's variables the driver gets besides `child_env::ALLOWED` (`NAME` or `PREFIX*`).
     pub pass_env: Vec<String>,
+    /// The dialect the host is judged by (`run --dialect`; docs/dialects.md).
+    pub dialect: std::sync::Arc<crate::dialect::Dialect>,
 }
 
 /// Called with each case's result (expectations applied) as soon as it finishes, from the
@@ -263,6 +265,7 @@ impl Suite {
             fake_dsh_env: config.variant.env.clone(),
             time_scale: config.time_scale,
             pass_env: config.pass_env.clone(),
+            dialect: config.dialect.clone(),
         };
         Ok(Suite {
             config: config.clone(),
@@ -342,8 +345,17 @@ impl Suite {
             }
         };
         let run = run_case(case, &self.env, slot);
-        let decision = decide(&run.findings, run.skipped.as_deref());
+        let (findings, dropped) = self.env.dialect.filter(&run.findings);
+        let not_applicable =
+            (findings.is_empty() && !dropped.is_empty()).then(|| dropped[0].clone());
+        let decision = decide(
+            &findings,
+            run.skipped.as_deref().or(not_applicable.as_deref()),
+        );
         let mut transcript = run.transcript;
+        for (index, note) in dropped.iter().enumerate() {
+            transcript.insert(index, format!("dialect: {note}"));
+        }
         if run.findings.len() > 1 {
             transcript.insert(0, "findings:".to_string());
             for (index, finding) in run.findings.iter().enumerate() {

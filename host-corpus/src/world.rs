@@ -8,6 +8,7 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use crate::dialect::ProfileSpec;
 use dsh_formats::case::{BundleKind, Case, CwdForm};
 
 /// fake-dsh's mark on a Harness home made for it (`fake_dsh::home::MARKER`), relative to the root.
@@ -36,6 +37,8 @@ pub struct World {
     watchdog_secs: u64,
     /// How many times a `restart` gave the driver a fresh `RUNTIME_DATA_DIR` (`host-data-N`).
     data_dir_generation: usize,
+    /// The profile the dialect installs (`$DSH_HOME/profiles/<name>`).
+    profile: String,
 }
 
 /// The variant's env as it applies to `case`: a case that pins its runtime's `version` keeps it
@@ -58,9 +61,11 @@ impl Drop for World {
 }
 
 impl World {
-    /// Builds the world for `case`; `fake_dsh_env` is the runtime variant's extra env.
+    /// Builds the world for `case`; `fake_dsh_env` is the runtime variant's extra env. The
+    /// dialect's `profile` is the one pre-installed (its stand-in manifest), when the case has one.
     pub fn create(
         case: &Case,
+        profile: &ProfileSpec,
         fake_dsh: &Path,
         fake_dsh_env: &BTreeMap<String, String>,
         watchdog_secs: u64,
@@ -81,14 +86,10 @@ impl World {
             b"{\"created_by\":\"dsh-conformance\"}\n",
         )?;
         if case.profile_installed() {
-            let profile = root.join("dsh-home/profiles/open-design");
-            fs::create_dir_all(&profile)?;
-            let package = serde_json::json!({
-                "name": BUNDLE_PACKAGE,
-                "version": BUNDLE_VERSION,
-                "installed_by": "dsh-conformance",
-            });
-            fs::write(profile.join("package.json"), format!("{package:#}\n"))?;
+            let dir = root.join("dsh-home/profiles").join(&profile.name);
+            fs::create_dir_all(&dir)?;
+            let package = &profile.stand_in_manifest;
+            fs::write(dir.join("package.json"), format!("{package:#}\n"))?;
         }
         let scenario = serde_json::to_string_pretty(&case.runtime).map_err(io::Error::other)?;
         write_private(&root.join("scenario.json"), (scenario + "\n").as_bytes())?;
@@ -104,6 +105,7 @@ impl World {
             fake_dsh_env: variant_env_for(case, fake_dsh_env),
             watchdog_secs,
             data_dir_generation: 0,
+            profile: profile.name.clone(),
         };
         world.write_wrapper()?;
         Ok(world)
@@ -197,8 +199,43 @@ impl World {
     pub fn dsh(&self) -> PathBuf {
         self.root.join("bin/dsh")
     }
+    /// The profile this world's Harness home holds (the dialect's).
+    pub fn profile(&self) -> &str {
+        &self.profile
+    }
     pub fn profile_file(&self) -> PathBuf {
-        self.dsh_home().join("profiles/open-design/package.json")
+        self.dsh_home()
+            .join("profiles")
+            .join(&self.profile)
+            .join("package.json")
+    }
+    /// Where the runtime keeps session `session_id`'s record: `$DSH_HOME/sessions/<id>.json`, or,
+    /// for a profile whose host moves session persistence elsewhere in the world (multica's
+    /// `MULTICA_DSH_SESSION_ROOT`, which a host points into its data dir), the `<id>.json` found
+    /// there (a bounded walk of the world that follows no link). None found: the Harness home's.
+    pub fn session_record(&self, session_id: &str) -> PathBuf {
+        let home = self.session_file(session_id);
+        if home.exists() {
+            return home;
+        }
+        let name = format!("{session_id}.json");
+        let mut dirs = vec![(self.root.clone(), 0)];
+        while let Some((dir, depth)) = dirs.pop() {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if kind.is_dir() && depth < 8 {
+                    dirs.push((entry.path(), depth + 1));
+                } else if kind.is_file() && entry.file_name().to_str() == Some(name.as_str()) {
+                    return entry.path();
+                }
+            }
+        }
+        home
     }
     pub fn session_file(&self, session_id: &str) -> PathBuf {
         self.dsh_home()
@@ -403,6 +440,10 @@ fn ustar_one_file(name: &str, contents: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    fn gen1() -> ProfileSpec {
+        crate::dialect::Dialect::gen1().profile.clone()
+    }
+
     #[test]
     fn shell_quoting_survives_single_quotes() {
         assert_eq!(shell_quote("a'b"), "'a'\\''b'");
@@ -424,8 +465,14 @@ mod tests {
     #[test]
     fn a_world_is_private_and_its_home_is_marked_for_fake_dsh() {
         use std::os::unix::fs::PermissionsExt;
-        let world = World::create(&case(), Path::new("/bin/true"), &BTreeMap::new(), 5)
-            .expect("the world is made");
+        let world = World::create(
+            &case(),
+            &gen1(),
+            Path::new("/bin/true"),
+            &BTreeMap::new(),
+            5,
+        )
+        .expect("the world is made");
         let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&world.root), 0o700);
         assert_eq!(mode(&world.journal()), 0o600);
@@ -440,7 +487,7 @@ mod tests {
         let planted = witness.path().join("pwned");
         let name = format!("X=1; touch {}; Y", planted.display());
         let env = BTreeMap::from([(name, "1".to_string())]);
-        let error = World::create(&case(), Path::new("/bin/true"), &env, 5)
+        let error = World::create(&case(), &gen1(), Path::new("/bin/true"), &env, 5)
             .err()
             .expect("refused");
         assert!(

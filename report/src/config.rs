@@ -28,6 +28,10 @@ pub struct HostSpec {
     /// The caller's variables this host's driver gets besides the allowlist (`run --pass-env`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_env: Vec<String>,
+    /// The dialect this host is judged by (`run --dialect`; none: `opendesign`), so one matrix
+    /// shows hosts of several dialects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<String>,
 }
 
 /// A runtime variant: fake-dsh with this environment (`FAKE_DSH_VERSION`, ...) for every process.
@@ -77,6 +81,7 @@ pub fn reference_host() -> HostSpec {
         command: vec![program],
         expectations: None,
         pass_env: Vec::new(),
+        dialect: None,
     }
 }
 
@@ -124,6 +129,7 @@ impl MatrixConfig {
             )?),
             expectations: expectations.map(Path::to_path_buf),
             pass_env: pass_env.to_vec(),
+            dialect: None,
         };
         let config = MatrixConfig {
             hosts: vec![host],
@@ -212,6 +218,10 @@ impl MatrixConfig {
             }
             dsh_engine::child_env::check_pass_env(&host.pass_env)
                 .map_err(|why| format!("host {:?}: \"pass_env\": {why}", host.name))?;
+            if let Some(dialect) = &host.dialect {
+                dsh_host_corpus::dialect::Dialect::named(dialect)
+                    .map_err(|why| format!("host {:?}: \"dialect\": {why}", host.name))?;
+            }
         }
         for (index, variant) in self.variants.iter().enumerate() {
             if variant.name.trim().is_empty() {
@@ -300,6 +310,14 @@ mod tests {
     }
 
     #[test]
+    fn a_host_may_name_its_dialect() {
+        let text = r#"{"hosts":[{"name":"go","command":["go-host"],"dialect":"multica"}]}"#;
+        let config = MatrixConfig::parse(text, Path::new("c.json")).unwrap();
+        assert_eq!(config.hosts[0].dialect, None);
+        assert_eq!(config.hosts[1].dialect.as_deref(), Some("multica"));
+    }
+
+    #[test]
     fn bad_configs_name_the_file_and_the_rule() {
         let cases = [
             (
@@ -328,6 +346,10 @@ mod tests {
             (
                 r#"{"hosts":[{"name":"a","command":["x"],"pass_env":["FAKE_DSH_VERSION"]}]}"#,
                 "\"pass_env\"",
+            ),
+            (
+                r#"{"hosts":[{"name":"a","command":["x"],"dialect":"nope"}]}"#,
+                "\"dialect\": unknown dialect \"nope\"",
             ),
         ];
         for (text, expected) in cases {

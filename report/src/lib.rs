@@ -253,9 +253,21 @@ fn harness_cell(
         driver_per_case: false,
         corpus_source: Some(corpus.source_label()),
         pass_env: host.pass_env.clone(),
+        dialect: dsh_host_corpus::dialect::Dialect::named(
+            host.dialect
+                .as_deref()
+                .unwrap_or(dsh_host_corpus::dialect::DEFAULT_DIALECT),
+        )?,
     };
     let suite = dsh_host_corpus::Suite::prepare(&config).map_err(|error| error.to_string())?;
-    Ok(run_cell_live(&suite))
+    let mut report = run_cell_live(&suite);
+    if let Some(dialect) = host.dialect.as_deref().filter(|d| *d != "opendesign") {
+        // A cell's re-run line judges by the host's dialect too.
+        report
+            .rerun_args
+            .extend(["--dialect".to_string(), dialect.to_string()]);
+    }
+    Ok(report)
 }
 
 /// Runs one cell, printing each case's verdict line as it finishes (as `run` does), with the

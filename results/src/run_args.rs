@@ -137,6 +137,12 @@ pub struct Flags {
     #[arg(help_heading = "Host and runtime")]
     #[arg(long, value_name = "NAME")]
     pub variant: Option<String>,
+    /// The dialect the host is judged by (docs/dialects.md): `opendesign` (generation 1 as
+    /// written) or `multica` (Multica's Go daemon: the `multica` profile, its relaxed rules and
+    /// policies, each with its source).
+    #[arg(help_heading = "Host and runtime")]
+    #[arg(long, value_name = "NAME", default_value = "opendesign")]
+    pub dialect: String,
     /// Extra env for fake-dsh in this variant, KEY=VALUE (repeatable).
     #[arg(help_heading = "Host and runtime")]
     #[arg(long = "variant-env", value_name = "KEY=VALUE")]

@@ -3,8 +3,8 @@
 //! file): each module was a test file of its own. The CLI: `run_cli`, `run_signals`, `reuse`,
 //! `safe_files`, `bounded_inputs`, `hostile_drivers`, `supervise`, `validate_cli`, `record`,
 //! `check_runtime`, `model_server`, `model_server_abuse`; the corpus: `corpus_lint`,
-//! `embedded_corpus`, `mutants` (the kill matrix), `wrong_hosts`, `node_host` (the Node.js
-//! example host); the SDK surfaces: `sdk_record`, `sdk_check_runtime`; the client corpus:
+//! `embedded_corpus`, `dialect_cli` (`run --dialect`), `mutants` (the kill matrix), `wrong_hosts`, `node_host` (the Node.js
+//! example host), `go_host` (the Go example host under `--dialect multica`, and its mutants); the SDK surfaces: `sdk_record`, `sdk_check_runtime`; the client corpus:
 //! `client_corpus`, `client_kill_matrix`; reports: `report_matrix`, `report_outputs`,
 //! `report_diff`, `report_tools`, `report_browser`. One module alone:
 //! `cargo test -p dsh-conformance --test it -- run_cli::`. Their insta snapshots are
@@ -29,7 +29,9 @@ mod check_runtime;
 mod client_corpus;
 mod client_kill_matrix;
 mod corpus_lint;
+mod dialect_cli;
 mod embedded_corpus;
+mod go_host;
 mod hostile_drivers;
 mod model_server;
 mod model_server_abuse;

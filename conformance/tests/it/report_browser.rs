@@ -101,12 +101,14 @@ fn sample_document(fixtures: &Path) -> ReportDocument {
                 command: vec!["dsh-host-driver".to_string()],
                 expectations: None,
                 pass_env: Vec::new(),
+                dialect: None,
             },
             HostSpec {
                 name: "node".to_string(),
                 command: vec!["node".to_string(), "driver.js".to_string()],
                 expectations: None,
                 pass_env: Vec::new(),
+                dialect: None,
             },
         ],
         variants: vec![variant("dsh-0.1.7-rc.1"), variant("dsh-0.1.8")],
@@ -288,6 +290,7 @@ fn three_host_document(fixtures: &Path) -> ReportDocument {
         command: vec![name.to_string()],
         expectations: None,
         pass_env: Vec::new(),
+        dialect: None,
     };
     let config = MatrixConfig {
         hosts: vec![host("reference"), host("node"), host("broken")],
@@ -509,6 +512,7 @@ fn hostile_names_document(fixtures: &Path) -> ReportDocument {
         command: vec!["node".to_string(), format!("{name}.js")],
         expectations: None,
         pass_env: Vec::new(),
+        dialect: None,
     };
     let config = MatrixConfig {
         hosts: vec![host("reference"), host(SPOOF)],

@@ -21,6 +21,7 @@ fn two_by_two() -> MatrixConfig {
                 command: vec!["dsh-host-driver".to_string()],
                 expectations: None,
                 pass_env: Vec::new(),
+                dialect: None,
             },
             HostSpec {
                 name: "node <host>".to_string(),
@@ -30,6 +31,7 @@ fn two_by_two() -> MatrixConfig {
                 ],
                 expectations: None,
                 pass_env: Vec::new(),
+                dialect: None,
             },
         ],
         variants: vec![

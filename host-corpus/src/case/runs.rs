@@ -396,7 +396,14 @@ impl<'a> Runner<'a> {
             world,
             cwd: &flight.cwd,
         };
-        let misses = expect::run(flight.expect, &seen, self.codes());
+        let after_retry = self.after_retry.remove(&flight.run.conversation);
+        let judged = (self.env.dialect).run_expect(self.case, flight.expect, entries, after_retry);
+        let mut violations = violations;
+        judged.keep(&mut violations);
+        if judged.fresh_retry {
+            self.after_retry.insert(flight.run.conversation.clone());
+        }
+        let misses = expect::run(&judged.expect, &seen, self.codes());
         self.violations(violations, &format!("run {}", flight.id));
         self.misses(misses, &flight.expect.interpretations);
         self.run_pids.extend(checks::stdio_starts(entries));

@@ -7,6 +7,7 @@ mod cancel_request;
 mod commands;
 mod execute_after_ready;
 mod execute_fields;
+mod launch_argv;
 mod mcp_servers;
 mod new_process;
 mod other_runtime;
@@ -77,6 +78,7 @@ pub type RunCheck = fn(&RunEvidence) -> Vec<Violation>;
 /// Every check made after each run step, in the order their findings are reported.
 pub const RUN_CHECKS: &[RunCheck] = &[
     argv::check,
+    launch_argv::check,
     new_process::check,
     commands::check,
     execute_after_ready::check,

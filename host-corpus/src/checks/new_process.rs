@@ -19,7 +19,8 @@ pub fn check(evidence: &RunEvidence) -> Vec<Violation> {
         }
         [_] => return Vec::new(),
         _ => format!(
-            "expected exactly one `dsh --profile open-design --stdio` process for the run, the journal shows {}",
+            "expected exactly one `dsh --profile {} --stdio` process for the run, the journal shows {}",
+            evidence.world.profile(),
             starts.len()
         ),
     };

@@ -1,0 +1,84 @@
+//! `run --dialect`: an unknown dialect and a dialect on the client corpus are usage errors; under
+//! `--dialect multica` the world installs only the multica profile, so the reference host (which
+//! launches `--profile open-design`) fails a run it passes by default.
+
+use crate::node_support::repo_root;
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    let root = repo_root();
+    Command::new(dsh_test_support::binary("dsh-conformance"))
+        .arg("run")
+        .arg("--fake-dsh")
+        .arg(dsh_test_support::binary("fake-dsh"))
+        .arg("--fixtures")
+        .arg(root.join("fixtures"))
+        .arg("--host")
+        .arg(dsh_test_support::binary("dsh-host-driver"))
+        .args(args)
+        .current_dir(&root)
+        .output()
+        .expect("dsh-conformance runs")
+}
+
+#[test]
+fn an_unknown_dialect_or_one_on_the_client_corpus_is_a_usage_error() {
+    let output = run(&[
+        "--dialect",
+        "nope",
+        "--case",
+        "lifecycle.first-run-new-session",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unknown dialect \"nope\""), "{stderr}");
+    assert!(stderr.contains("opendesign, multica"), "{stderr}");
+    let output = run(&["--dialect", "multica", "--surface", "sdk"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the client corpus has no dialects"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_multica_dialect_installs_its_own_profile_and_judges_the_profile_a_host_launches() {
+    let case = [
+        "--case",
+        "lifecycle.first-run-new-session",
+        "--format",
+        "json",
+    ];
+    let verdict = |output: &Output| -> (String, String) {
+        let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+        let case = &report["cases"][0];
+        (
+            case["verdict"].as_str().unwrap_or("").to_string(),
+            case["why"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    let default = run(&case);
+    assert_eq!(verdict(&default).0, "pass", "{}", verdict(&default).1);
+    let mut args = vec!["--dialect", "multica"];
+    args.extend(case);
+    let multica = run(&args);
+    let (judged, why) = verdict(&multica);
+    assert_eq!(judged, "fail", "{why}");
+    assert!(why.contains("--profile multica"), "{why}");
+    // Its re-run line judges by the same dialect.
+    let report: Value = serde_json::from_slice(&multica.stdout).expect("a JSON report");
+    let rerun: Vec<&str> = report["rerun_args"]
+        .as_array()
+        .expect("rerun_args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        rerun
+            .windows(2)
+            .any(|pair| pair == ["--dialect", "multica"]),
+        "{rerun:?}"
+    );
+}
