@@ -81,17 +81,7 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
             selected.len()
         );
     }
-    match dsh_results::run_args::write_outputs(args, &report, stopped) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            return Err(format!("cannot write the report: {e}"))
-        }
-        _ => {}
-    }
-    Ok(if interrupt::signalled() {
-        interrupt::exit_code()
-    } else {
-        dsh_results::run_args::exit_code(&report)
-    })
+    dsh_results::run_args::finish(args, &report, stopped)
 }
 
 /// The cases `--case`/`--skip` select, checked as the host run checks them (a malformed glob is

@@ -39,7 +39,7 @@ use dsh_engine::selection::{CaseEntry, Selection};
 use dsh_results::model::{CaseResult, SuiteReport};
 use dsh_results::output::Format;
 use dsh_results::run_args::{
-    exit_code, fake_dsh_from_env, fake_dsh_of, write_outputs, Flags, EXIT_NOTHING_MEASURED, EXIT_OK,
+    fake_dsh_from_env, fake_dsh_of, Flags, EXIT_NOTHING_MEASURED, EXIT_OK,
 };
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -115,17 +115,7 @@ pub fn run_cli(args: &Flags) -> Result<u8, String> {
             suite.entries().len()
         );
     }
-    match write_outputs(args, &report, stopped.as_deref()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            return Err(format!("cannot write the report: {e}"))
-        }
-        _ => {}
-    }
-    Ok(if interrupt::signalled() {
-        interrupt::exit_code()
-    } else {
-        exit_code(&report)
-    })
+    dsh_results::run_args::finish(args, &report, stopped.as_deref())
 }
 
 /// Runs the suite printing each case as it finishes (table lines or jsonl) with a progress line

@@ -229,6 +229,22 @@ pub fn exit_code(report: &SuiteReport) -> u8 {
     }
 }
 
+/// The end of every run: every output written (a closed stdout is not an error), then the exit
+/// code: 128 + the signal when a stop signal ended the run, else [`exit_code`].
+pub fn finish(args: &Flags, report: &SuiteReport, stopped: Option<&str>) -> Result<u8, String> {
+    match write_outputs(args, report, stopped) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(format!("cannot write the report: {e}"))
+        }
+        _ => {}
+    }
+    Ok(if dsh_engine::interrupt::signalled() {
+        dsh_engine::interrupt::exit_code()
+    } else {
+        exit_code(report)
+    })
+}
+
 /// What remains after the live lines: the sorted summary (table), the report (json) or the
 /// summary object (jsonl), the transcripts for `--verbose`, and the output files.
 pub fn write_outputs(

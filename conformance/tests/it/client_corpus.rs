@@ -320,19 +320,6 @@ fn script_client(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
-/// Whether `pid` is a live process (not gone, not a zombie).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let state = stat.rfind(')').and_then(|end| {
-            stat[end + 1..]
-                .split_whitespace()
-                .next()
-                .map(str::to_string)
-        });
-        !matches!(state.as_deref(), Some("Z" | "X") | None)
-    })
-}
-
 /// The pid a client wrote to `file`.
 fn pid_in(file: &Path) -> i32 {
     std::fs::read_to_string(file)
@@ -390,7 +377,10 @@ fn an_escaped_daemon_without_the_case_token_fails_the_case_and_is_killed() {
             why.contains(&format!("pid {pid} (sleep)")) && why.contains("after the client exited"),
             "{name}: {why}"
         );
-        assert!(!alive(pid), "{name}: the daemon {pid} outlived run");
+        assert!(
+            !dsh_engine::procfs::is_live(pid),
+            "{name}: the daemon {pid} outlived run"
+        );
     }
 }
 

@@ -150,19 +150,6 @@ fn client_pid(pid_file: &Path) -> i32 {
     }
 }
 
-/// Whether `pid` is a live process (not gone, not a zombie).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let state = stat.rfind(')').and_then(|end| {
-            stat[end + 1..]
-                .split_whitespace()
-                .next()
-                .map(str::to_string)
-        });
-        !matches!(state.as_deref(), Some("Z" | "X") | None)
-    })
-}
-
 /// The client surfaces stop like the host run (issue 33 item 1): the first SIGTERM or SIGINT
 /// kills the client in flight, reports its case `interrupted`, starts no other case, writes the
 /// JSON report, removes the case's temp dir and exits 128 + the signal.
@@ -203,7 +190,7 @@ fn a_client_run_stopped_by_a_signal_kills_the_client_and_writes_its_outputs() {
         );
         assert_eq!(cases[0]["verdict"], "interrupted", "{signal}: {cases:?}");
         assert!(
-            !alive(client_pid),
+            !dsh_engine::procfs::is_live(client_pid),
             "{signal}: the client {client_pid} outlived run"
         );
         let left = case_dirs(tmp.path());
@@ -294,7 +281,10 @@ fn a_second_signal_ends_a_client_run_at_once_removing_its_temp_dirs() {
     assert_eq!(status.code(), Some(143), "{stderr}");
     assert!(stderr.contains("stopped by a second signal"), "{stderr}");
     assert!(!json.exists(), "a second signal writes nothing");
-    assert!(!alive(client_pid), "the client {client_pid} outlived run");
+    assert!(
+        !dsh_engine::procfs::is_live(client_pid),
+        "the client {client_pid} outlived run"
+    );
     let left = case_dirs(tmp.path());
     assert!(left.is_empty(), "case temp dirs left behind: {left:?}");
 }

@@ -96,19 +96,6 @@ fn the_real_sdk_runtime_passes_every_check() {
     }
 }
 
-/// Whether `pid` is a live process (not gone, not a zombie).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let state = stat.rfind(')').and_then(|end| {
-            stat[end + 1..]
-                .split_whitespace()
-                .next()
-                .map(str::to_string)
-        });
-        !matches!(state.as_deref(), Some("Z" | "X") | None)
-    })
-}
-
 /// A headless runtime that answers a completed turn but leaves two daemons behind (`setsid`, one
 /// holding its stdout and stderr) fails `headless.process-hygiene`, and nothing it started
 /// outlives `check-runtime` (issue 33 item 6).
@@ -146,6 +133,9 @@ fn a_runtime_that_daemonizes_fails_process_hygiene_and_leaves_nothing_alive() {
         .map(|pid| pid.trim().parse().unwrap())
         .collect();
     assert!(started.len() >= 4, "every run daemonized: {started:?}");
-    let alive: Vec<&i32> = started.iter().filter(|pid| alive(**pid)).collect();
+    let alive: Vec<&i32> = started
+        .iter()
+        .filter(|pid| dsh_engine::procfs::is_live(**pid))
+        .collect();
     assert!(alive.is_empty(), "outlived check-runtime: {alive:?}");
 }
