@@ -242,11 +242,6 @@ impl MatrixConfig {
     }
 }
 
-/// Where `report` reads the corpus from by default: `fixtures/` under the current directory.
-pub fn default_fixtures_dir() -> PathBuf {
-    PathBuf::from("fixtures")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
