@@ -42,7 +42,7 @@ pub struct Args {
     #[arg(long)]
     pub report: PathBuf,
     /// Milliseconds the tree may take to exit on its own after the driver exited.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_name = "MS")]
     pub grace_ms: u64,
     /// The driver command.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
@@ -54,7 +54,7 @@ pub struct Args {
 pub struct RuntimeArgs {
     /// Milliseconds the runtime's tree may take to exit on its own after the runtime exited;
     /// keep it below the host's own force-kill bound.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_name = "MS")]
     pub grace_ms: u64,
     /// The runtime command (`dsh --profile open-design --stdio`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]

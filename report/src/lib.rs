@@ -398,6 +398,8 @@ pub struct DiffArgs {
     /// The candidate, in the same forms.
     #[arg(value_name = "NEW.json")]
     pub new: PathBuf,
+    /// stdout format: `table` (`text` is the same), `markdown` (a pull-request comment), `json`
+    /// (one document) or `jsonl` (one object per change, then a summary object).
     #[arg(long, value_enum, default_value = "table")]
     pub format: DiffFormat,
     /// A host x variant cell only in BASE is not a regression (it is by default).
