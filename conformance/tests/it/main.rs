@@ -12,7 +12,7 @@
 //!
 //! Beside this binary, each its own: `tests/corpus.rs` (the corpus through its own libtest-mimic
 //! harness); `tests/differential.rs` and `tests/real_dsh.rs` (they run processes through
-//! `check_runtime::output_within`, which makes the test process a child subreaper and kills the
+//! `dsh_runtime_check::output_within`, which makes the test process a child subreaper and kills the
 //! children of the process it did not start itself: another test's, in a shared binary), and
 //! `tests/sdk_differential.rs` (the same, against the real SDK runtime).
 
