@@ -618,25 +618,49 @@ mod tests {
     #[test]
     fn a_file_size_limit_stops_a_write_part_way_and_a_child_can_lift_it() {
         let dir = tempfile::tempdir().expect("temp dir");
-        // Writes 1000 bytes to `$1`, then (in a second file) the same after lifting the soft limit.
-        let script = "head -c 1000 /dev/zero > \"$1\"; \
-                      ulimit -S -f unlimited && head -c 1000 /dev/zero > \"$2\"";
-        let sizes = |limit: Option<u64>, name: &str| {
-            let (cut, lifted) = (
-                dir.path().join(name),
-                dir.path().join(format!("{name}-lifted")),
-            );
+        // A child under the limit: its write of 1000 bytes stops at the limit, and its own
+        // limits (read from /proc) show the soft limit lowered and the hard one untouched, so
+        // the child (fake-dsh, the runtime's wrapper) may raise its soft limit back.
+        let run = |limit: Option<u64>, name: &str| {
+            let file = dir.path().join(name);
             let mut command = Command::new("sh");
-            command.args(["-c", script, "sh"]).arg(&cut).arg(&lifted);
+            command
+                .args([
+                    "-c",
+                    "head -c 1000 /dev/zero > \"$1\"; cat /proc/self/limits",
+                    "sh",
+                ])
+                .arg(&file);
             if let Some(limit) = limit {
                 limit_file_size(&mut command, limit);
             }
-            command.status().expect("sh runs");
-            let size = |path: &std::path::Path| std::fs::metadata(path).map_or(0, |m| m.len());
-            (size(&cut), size(&lifted))
+            let output = command.output().expect("sh runs");
+            let limits = String::from_utf8_lossy(&output.stdout).into_owned();
+            let size = std::fs::metadata(&file).map_or(0, |m| m.len());
+            (size, file_size_limits(&limits))
         };
-        assert_eq!(sizes(None, "free"), (1000, 1000));
-        assert_eq!(sizes(Some(300), "limited"), (300, 1000));
+        let parent = file_size_limits(&std::fs::read_to_string("/proc/self/limits").unwrap());
+        let (free, free_limits) = run(None, "free");
+        assert_eq!((free, free_limits), (1000, parent.clone()));
+        let (cut, cut_limits) = run(Some(300), "limited");
+        assert_eq!(cut, 300, "the write stops at the limit");
+        assert_eq!(
+            cut_limits,
+            ("300".to_string(), parent.1),
+            "soft lowered, hard untouched"
+        );
+    }
+
+    /// The soft and hard "Max file size" of a `/proc/<pid>/limits` text.
+    fn file_size_limits(limits: &str) -> (String, String) {
+        let line = limits
+            .lines()
+            .find(|line| line.starts_with("Max file size"))
+            .expect("a file size line");
+        let mut fields = line["Max file size".len()..].split_whitespace();
+        let soft = fields.next().unwrap_or_default().to_string();
+        let hard = fields.next().unwrap_or_default().to_string();
+        (soft, hard)
     }
 
     /// A reader that returns one chunk per `read`, like separate writes on a pipe.
