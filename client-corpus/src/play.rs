@@ -131,7 +131,7 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     let stdout = stdout.finish(drained, "stdout", &mut held_open);
     let stderr = stderr.finish(drained, "stderr", &mut held_open);
     let duration = started.elapsed();
-    journal_watch.look(true);
+    journal_watch.look();
     let (journal, journal_problem) = read_journal(&journal_path)?;
     // The journal re-read after the sweep: a runtime that journaled its exit was exiting on its
     // own when the grace ran out, not left running.
@@ -293,7 +293,7 @@ fn wait_bounded(
     // The group leaves the live groups in the same step as its leader is reaped (under their
     // lock), so a stop signal never signals a group id that is free again.
     let status = loop {
-        journal.look(false);
+        journal.look();
         {
             let mut groups = dsh_engine::interrupt::live_groups();
             let reaped = child.try_wait();
@@ -572,9 +572,10 @@ impl JournalWatch {
         }
     }
 
-    /// Looks at the journal now (`last`: once the client and what it left have ended); the
-    /// first disturbance seen is kept.
-    fn look(&mut self, last: bool) {
+    /// Looks at the journal now; the first disturbance seen is kept. (A journal empty or gone at
+    /// the end is [`read_journal`]'s to say, and is judged before the key: this watch only sees
+    /// what happened to it while the case ran.)
+    fn look(&mut self) {
         use std::os::unix::fs::MetadataExt;
         if self.disturbed.is_some() {
             return;
@@ -585,12 +586,6 @@ impl JournalWatch {
             Ok(meta) if !meta.is_file() => Some("replaced by a link or something not a file"),
             Ok(meta) if self.inode.is_some_and(|inode| inode != meta.ino()) => Some("replaced"),
             Ok(meta) if meta.len() < self.longest => Some("emptied or cut short"),
-            // fake-dsh writes a line right after it opens its journal: one still empty once
-            // everything ended, yet written to since the kit created it, was emptied (one never
-            // written is the judge's `journal_problem`).
-            Ok(meta) if last && meta.len() == 0 && meta.modified().ok() != Some(UNWRITTEN) => {
-                Some("emptied")
-            }
             Ok(meta) => {
                 self.inode = Some(meta.ino());
                 self.longest = meta.len();
