@@ -234,6 +234,7 @@ fn suite(
         rerun_args: Vec::new(),
         corpus: Some(corpus),
         surface: Some(surface.name().to_string()),
+        dialect: None,
         rerun_as: None,
     })
 }

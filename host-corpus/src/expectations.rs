@@ -204,6 +204,7 @@ mod tests {
             rerun_args: vec![],
             corpus: None,
             surface: None,
+            dialect: None,
             rerun_as: None,
         };
         let mut previous = Expectations {
