@@ -87,29 +87,30 @@ pub fn real_dsh_node() -> Option<PathBuf> {
 /// The wrapper `cargo xtask real-dsh` writes (`<target>/real-dsh/dsh`), for the tests that run
 /// the real `@deepseek-ai/dsh`; `None`, after printing why the caller skips, when it is absent.
 pub fn real_dsh() -> Option<PathBuf> {
-    let target = target_profile_dir()?.parent()?.to_path_buf();
-    let wrapper = target.join("real-dsh").join("dsh");
-    if wrapper.is_file() {
-        return Some(wrapper);
-    }
-    eprintln!(
-        "skipped: the real dsh is not installed at {} (run `cargo xtask real-dsh`)",
-        wrapper.display()
-    );
-    None
+    installed_wrapper("real-dsh/dsh", "the real dsh", "cargo xtask real-dsh")
 }
 
 /// The wrapper `cargo xtask real-dsh --runtime-bin` writes for one pinned SDK runtime release
 /// (`<target>/real-dsh-runtime-bin/<name>`: `dsh` 0.1.5, `dsh-0.2.1`, `dsh-jsonrpc-agent`
 /// 0.1.1); `None`, after printing why the caller skips, when it is absent.
 pub fn real_runtime_bin(name: &str) -> Option<PathBuf> {
+    installed_wrapper(
+        &format!("real-dsh-runtime-bin/{name}"),
+        "the real SDK runtime",
+        "cargo xtask real-dsh --runtime-bin",
+    )
+}
+
+/// `<target>/<relative>` when it is a file; else says on stderr that `what` is not installed
+/// and which command installs it.
+fn installed_wrapper(relative: &str, what: &str, install: &str) -> Option<PathBuf> {
     let target = target_profile_dir()?.parent()?.to_path_buf();
-    let wrapper = target.join("real-dsh-runtime-bin").join(name);
+    let wrapper = target.join(relative);
     if wrapper.is_file() {
         return Some(wrapper);
     }
     eprintln!(
-        "skipped: the real SDK runtime is not installed at {} (run `cargo xtask real-dsh --runtime-bin`)",
+        "skipped: {what} is not installed at {} (run `{install}`)",
         wrapper.display()
     );
     None
