@@ -6,7 +6,8 @@
 //! failure, 2 when the run could not start, 3 when a `--case`/`--skip` glob matches nothing).
 //!
 //! - [`corpus`]: loading and linting the cases and the client rule catalog;
-//! - [`play`]: one case, played; [`canary`]: where its credential went; [`judge`]: its verdict.
+//! - [`play`]: one case, played; [`launcher`]: the runtime it hands the client, configured;
+//!   [`canary`]: where its credential went; [`judge`]: its verdict.
 //!
 //! It shares the case engine (`dsh-engine`: processes, the token sweep, the journal, selection)
 //! and the results model (`dsh-results`) with the host corpus, and imports nothing of it.
@@ -14,6 +15,7 @@
 pub mod canary;
 pub mod corpus;
 pub mod judge;
+pub mod launcher;
 pub mod play;
 
 use corpus::LoadedCase;
@@ -133,7 +135,9 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
     }
     let client = dsh_engine::programs::absolute_paths(client);
     dsh_engine::child_env::check_pass_env(&args.pass_env)?;
+    // Absolute: the client starts it (through the case's launcher) from its own working dir.
     let fake_dsh = dsh_results::run_args::fake_dsh_of(args)?;
+    let fake_dsh = std::path::absolute(&fake_dsh).unwrap_or(fake_dsh);
     if !fake_dsh.is_file() {
         return Err(format!(
             "fake-dsh not found at {} (pass --fake-dsh)",
@@ -146,24 +150,36 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
             "the client cannot start: {program:?} is not an executable file nor on PATH"
         ));
     }
+    let (runtime_args, profile_args) = runtime_args(surface, args.runtime_persona.as_deref())?;
     Ok(Setup {
         client,
         fake_dsh,
         time_scale: args.time_scale,
         inherited: dsh_engine::child_env::inherited(&args.pass_env),
-        runtime_args: runtime_args(surface, args.runtime_persona.as_deref())?,
+        runtime_args,
+        profile_args,
     })
 }
 
-/// fake-dsh's arguments for the surface and `--runtime-persona`.
-fn runtime_args(surface: ClientSurface, persona: Option<&str>) -> Result<Vec<String>, String> {
-    let args: &[&str] = match (surface, persona) {
-        (ClientSurface::Sdk, None | Some("0.1.5")) => &["--profile", "sdk"],
-        (ClientSurface::Sdk, Some("0.1.1")) => &["--persona", "0.1.1", "cordis.yml"],
-        (ClientSurface::Headless, None | Some("0.1.5")) => &["--profile", "headless"],
+/// fake-dsh's arguments for the surface and `--runtime-persona`: the persona's, always, and the
+/// surface's, which the launcher adds when the client names no `--profile` of its own. No
+/// persona leaves fake-dsh's own default (0.2.1).
+fn runtime_args(
+    surface: ClientSurface,
+    persona: Option<&str>,
+) -> Result<(Vec<String>, Vec<String>), String> {
+    let profile: &[&str] = match surface {
+        ClientSurface::Sdk => &["--profile", "sdk"],
+        ClientSurface::Headless => &["--profile", "headless"],
+    };
+    let (fixed, profile): (&[&str], &[&str]) = match (surface, persona) {
+        (_, None) => (&[], profile),
+        (_, Some("0.1.5")) => (&["--persona", "0.1.5"], profile),
+        (_, Some("0.2.1")) => (&["--persona", "0.2.1"], profile),
+        (ClientSurface::Sdk, Some("0.1.1")) => (&["--persona", "0.1.1"], &["cordis.yml"]),
         (surface, Some(other)) => {
             return Err(format!(
-                "--runtime-persona {other:?}: the {} surface has 0.1.5{}",
+                "--runtime-persona {other:?}: the {} surface has 0.2.1, 0.1.5{}",
                 surface.name(),
                 if surface == ClientSurface::Sdk {
                     " and 0.1.1"
@@ -173,7 +189,8 @@ fn runtime_args(surface: ClientSurface, persona: Option<&str>) -> Result<Vec<Str
             ))
         }
     };
-    Ok(args.iter().map(|a| a.to_string()).collect())
+    let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect();
+    Ok((owned(fixed), owned(profile)))
 }
 
 /// Runs the selected cases into the results model.
