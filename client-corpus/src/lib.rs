@@ -7,13 +7,15 @@
 //!
 //! - [`corpus`]: loading and linting the cases and the client rule catalog;
 //! - [`play`]: one case, played; [`launcher`]: the runtime it hands the client, configured;
-//!   [`canary`]: where its credential went; [`judge`]: its verdict.
+//!   [`canary`]: where its credential went; [`judge`]: its verdict; [`expectations`]: the
+//!   client's known deviations (`--expectations`).
 //!
 //! It shares the case engine (`dsh-engine`: processes, the token sweep, the journal, selection)
 //! and the results model (`dsh-results`) with the host corpus, and imports nothing of it.
 
 pub mod canary;
 pub mod corpus;
+pub mod expectations;
 pub mod judge;
 pub mod launcher;
 pub mod play;
@@ -23,6 +25,7 @@ use dsh_engine::interrupt;
 use dsh_formats::client_case::ClientSurface;
 use dsh_results::model::{CaseResult, CorpusInfo, HostInfo, SuiteReport};
 use dsh_results::run_args::{Flags, EXIT_NOTHING_MEASURED};
+use expectations::Expectations;
 use play::Setup;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,6 +54,17 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
         return Ok(0);
     }
     let setup = setup(args, surface)?;
+    let expectations = args
+        .expectations
+        .as_deref()
+        .map(Expectations::load)
+        .transpose()?;
+    if let Some(expectations) = &expectations {
+        let ids: Vec<&str> = selected.iter().map(|c| c.case.id.as_str()).collect();
+        for id in expectations.unselected(&ids) {
+            eprintln!("dsh-conformance run: warning: the expectations file lists {id}, which is not selected or does not exist");
+        }
+    }
     let info = CorpusInfo {
         source: corpus_dir.source_label(),
         hash: corpus.hash.clone(),
@@ -67,7 +81,14 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
     // run's handling, `dsh_engine::interrupt`.
     interrupt::stop_flag().store(false, Ordering::SeqCst);
     interrupt::catch_stop_signals("dsh-conformance run");
-    let mut report = suite(args, surface, &setup, &selected, info)?;
+    let mut report = suite(
+        args,
+        surface,
+        &setup,
+        &selected,
+        info,
+        expectations.as_ref(),
+    )?;
     report.rerun_args = rerun_args(args, surface);
     let stopped = if interrupt::signalled() {
         Some("interrupted")
@@ -95,6 +116,13 @@ fn select<'a>(
     if !args.sections.is_empty() || args.shard.is_some() {
         return Err(
             "--section and --shard select host cases; the client corpus takes --case and --skip"
+                .into(),
+        );
+    }
+    if args.write_expectations.is_some() {
+        return Err(
+            "--write-expectations writes a host's file; a client's expectations file is written \
+             by hand, each entry with its reason ({\"v\":1,\"xfail\":{\"case.id\":\"reason\"}})"
                 .into(),
         );
     }
@@ -200,6 +228,7 @@ fn suite(
     setup: &Setup,
     selected: &[&LoadedCase],
     corpus: CorpusInfo,
+    expectations: Option<&Expectations>,
 ) -> Result<SuiteReport, String> {
     use dsh_results::output::stream::{LiveOutput, StreamStyle};
     use dsh_results::output::Format;
@@ -230,7 +259,7 @@ fn suite(
         ));
     }
     let started = std::time::Instant::now();
-    let mut cases = play_all(args, setup, selected, &live)?;
+    let mut cases = play_all(args, setup, selected, &live, expectations)?;
     cases.sort_by(|a, b| a.id.cmp(&b.id));
     let selected_hash = dsh_engine::corpus::embedded::tree_hash(
         selected
@@ -262,6 +291,7 @@ fn play_all(
     setup: &Setup,
     selected: &[&LoadedCase],
     live: &dsh_results::output::stream::LiveOutput,
+    expectations: Option<&Expectations>,
 ) -> Result<Vec<CaseResult>, String> {
     let next = AtomicUsize::new(0);
     let stop = interrupt::stop_flag();
@@ -275,7 +305,7 @@ fn play_all(
                     if stop.load(Ordering::SeqCst) {
                         return;
                     }
-                    let result = match lacking(args, loaded) {
+                    let mut result = match lacking(args, loaded) {
                         Some(capability) => judge::skipped(&loaded.case, capability),
                         None => match play::play(setup, &loaded.case) {
                             Ok(played) => {
@@ -294,6 +324,9 @@ fn play_all(
                             }
                         },
                     };
+                    if let Some(expectations) = expectations {
+                        expectations.apply(&mut result);
+                    }
                     live.case(&result);
                     if args.fail_fast && result.verdict.is_failure() {
                         stop.store(true, Ordering::SeqCst);
@@ -350,6 +383,9 @@ fn rerun_args(args: &Flags, surface: ClientSurface) -> Vec<String> {
     }
     if let Some(persona) = &args.runtime_persona {
         rerun.extend(["--runtime-persona".to_string(), persona.clone()]);
+    }
+    if let Some(file) = &args.expectations {
+        rerun.extend(["--expectations".to_string(), file.display().to_string()]);
     }
     for capability in &args.client_lacks {
         rerun.extend(["--client-lacks".to_string(), capability.clone()]);
