@@ -17,7 +17,16 @@ fn workspace() -> PathBuf {
 }
 
 fn run(surface: &str, host: &str, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
+    run_in(None, surface, host, extra)
+}
+
+/// `run` with the case dirs (and so the launcher's path) under `tmpdir` when given.
+fn run_in(tmpdir: Option<&Path>, surface: &str, host: &str, extra: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    if let Some(dir) = tmpdir {
+        command.env("TMPDIR", dir);
+    }
+    command
         .args([
             "run",
             "--surface",
@@ -96,6 +105,44 @@ fn a_client_passing_only_an_allowlisted_environment_passes_every_case() {
         assert!(cases.len() >= 6, "{script}: {}", cases.len());
         assert_eq!(output.status.code(), Some(0), "{script}");
     }
+}
+
+/// The launcher's path and the values it carries hold every character a shell minds (a quote,
+/// `$`, a backquote, a newline: the case dirs are made under this `TMPDIR`), and reach fake-dsh
+/// unchanged: the scenario is played, the journal written, the key found only where it belongs.
+#[test]
+fn a_launcher_under_a_hostile_temp_path_still_configures_the_runtime() {
+    if !dsh_test_support::tool_available("python3") {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = dir.path().join("it's a \"$dir\" `x`\nand a line");
+    std::fs::create_dir(&hostile).unwrap();
+    let client = allowlisted(
+        "examples/sdk-client-python/dsh_sdk_client.py",
+        "stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL",
+        dir.path(),
+    );
+    let output = run_in(
+        Some(&hostile),
+        "sdk",
+        &format!("python3 {}", client.display()),
+        &[
+            "--case",
+            "sdk.receipt-before-response",
+            "--case",
+            "sdk.sigterm-mid-turn",
+            "--case",
+            "sdk.key-only-in-env",
+        ],
+    );
+    let cases = cases(&output);
+    assert_eq!(cases.len(), 3);
+    for case in &cases {
+        assert_eq!(case["verdict"], "pass", "{case}");
+    }
+    assert_eq!(output.status.code(), Some(0));
 }
 
 /// Each client reports what the case expects (or fails as it expects) but its runtime never got
