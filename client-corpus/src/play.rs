@@ -1,10 +1,12 @@
 //! One client case, played: the client starts in an empty working directory of its own with the
-//! driver contract's environment (docs/sdk-clients.md, "The driver contract"), fake-dsh behind it
-//! playing the case's scenario and journaling what it did; the kit waits a bounded time, then
-//! looks at what is left: the client's reports and exit, the runtimes it left running (found by
-//! the case's token in their environment, or adopted by `run` as a child subreaper whatever their
-//! environment and session; then killed), the pipes still held open at the case's limit (their
-//! holders named and killed), and where the case's credential ended up.
+//! driver contract's environment (docs/sdk-clients.md, "The driver contract"), handed the case's
+//! launcher (`crate::launcher`) as its runtime: fake-dsh configured to play the case's scenario and
+//! journal what it did, whatever environment the client passes down; the kit waits a bounded time,
+//! then looks at what is left: the client's reports and exit, whether the case's configuration
+//! reached the runtime, the runtimes it left running (found by the case's token in their
+//! environment, or adopted by `run` as a child subreaper whatever their environment and session;
+//! then killed), the pipes still held open at the case's limit (their holders named and killed),
+//! and where the case's credential ended up.
 
 use crate::canary::{Bounds, Canary};
 use crate::launcher::Launcher;
