@@ -152,22 +152,8 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     let duration = started.elapsed();
     journal_watch.look();
     let (journal, journal_problem) = read_journal(&journal_path)?;
-    let (journal_problem, configuration_problem) = match journal_problem {
-        Some(JournalProblem::NeverWritten) => (
-            None,
-            Some(format!(
-                "the configuration did not reach the runtime: fake-dsh's journal of the case was \
-                 never written (no runtime started through the case's launcher {}, nor with the \
-                 case's environment)",
-                launcher_path.display()
-            )),
-        ),
-        Some(JournalProblem::Broken(why)) => (Some(why), None),
-        None => (
-            None,
-            unconfigured_start(&journal, &launcher.configured_names(), &launcher_path),
-        ),
-    };
+    let (journal_problem, configuration_problem) =
+        configuration_check(journal_problem, &journal, &launcher, &launcher_path);
     // The journal re-read after the sweep: a runtime that journaled its exit was exiting on its
     // own when the grace ran out, not left running.
     let leftovers: Vec<Leftover> = leftovers
@@ -540,6 +526,33 @@ fn read_journal(path: &Path) -> Result<(Vec<Entry>, Option<JournalProblem>), Str
         JournalProblem::NeverWritten
     };
     Ok((Vec::new(), Some(problem)))
+}
+
+/// The journal's problem (a journal the client broke) and whether the case's configuration
+/// reached the runtime, told apart: a journal never written, or a runtime that started without
+/// the launcher's variables, is a configuration that did not reach it.
+fn configuration_check(
+    problem: Option<JournalProblem>,
+    journal: &[Entry],
+    launcher: &Launcher,
+    launcher_path: &Path,
+) -> (Option<String>, Option<String>) {
+    match problem {
+        Some(JournalProblem::NeverWritten) => (
+            None,
+            Some(format!(
+                "the configuration did not reach the runtime: fake-dsh's journal of the case was \
+                 never written (no runtime started through the case's launcher {}, nor with the \
+                 case's environment)",
+                launcher_path.display()
+            )),
+        ),
+        Some(JournalProblem::Broken(why)) => (Some(why), None),
+        None => (
+            None,
+            unconfigured_start(journal, &launcher.configured_names(), launcher_path),
+        ),
+    }
 }
 
 /// What keeps the journal from showing what the runtime did.
