@@ -107,11 +107,19 @@ fn every_example_client_passes_its_surface_with_rules_and_corpus_in_the_outputs(
     }
 }
 
+/// The client starts the runtime it is given (so the case's configuration reached it), gives it
+/// nothing to do and reports nothing.
 #[test]
 fn a_client_that_reports_nothing_fails_each_case_on_its_first_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = script_client(
+        dir.path(),
+        "silent",
+        &format!("{RUNTIME}\n\"$rt\" </dev/null >/dev/null 2>&1"),
+    );
     let output = run(
         "sdk",
-        "true",
+        client.to_str().unwrap(),
         &[
             "--format",
             "json",
@@ -247,7 +255,8 @@ fn the_sdk_examples_pass_on_the_0_1_1_persona_and_headless_has_none() {
 }
 
 /// A client is told where fake-dsh's journal is (`FAKE_DSH_JOURNAL`), so it can break it; and a
-/// client that never starts the runtime leaves it unwritten. Either way the case fails, saying
+/// client that never starts the runtime leaves it unwritten (the case's configuration reached no
+/// runtime: said under the configuration rule alone). Either way the case fails, saying
 /// exactly what happened to the journal, even when the client otherwise ended as the case asks
 /// (here: `sdk.sigterm-mid-turn` wants a failure on stderr and a non-zero exit, which these
 /// clients fake). A link (to `/dev/zero`, which the kit once read to a gigabyte) or a FIFO is
@@ -260,7 +269,8 @@ fn a_client_that_never_starts_the_runtime_or_breaks_its_journal_fails_saying_how
         (
             "never",
             "",
-            "fake-dsh's journal was never written: no runtime started",
+            "the configuration did not reach the runtime: fake-dsh's journal of the case was never \
+             written",
         ),
         (
             "removed",
@@ -302,10 +312,12 @@ fn a_client_that_never_starts_the_runtime_or_breaks_its_journal_fails_saying_how
         let case = &report["cases"][0];
         assert_eq!(case["verdict"], "fail", "{mode}: {case}");
         assert_eq!(case["blame"], "host", "{mode}: {case}");
-        assert_eq!(
-            case["rule"], "sdk.runtime-death-fails-pending",
-            "{mode}: {case}"
-        );
+        let rule = if mode == "never" {
+            "sdk.start-the-given-runtime"
+        } else {
+            "sdk.runtime-death-fails-pending"
+        };
+        assert_eq!(case["rule"], rule, "{mode}: {case}");
         let why = case["why"].as_str().unwrap();
         assert!(why.starts_with(said), "{mode}: {why}");
     }
