@@ -7,15 +7,14 @@
 //!
 //! - [`corpus`]: loading and linting the cases and the client rule catalog;
 //! - [`play`]: one case, played; [`launcher`]: the runtime it hands the client, configured;
-//!   [`canary`]: where its credential went; [`judge`]: its verdict; [`expectations`]: the
-//!   client's known deviations (`--expectations`).
+//!   [`canary`]: where its credential went; [`judge`]: its verdict; its known deviations
+//!   (`--expectations`) are read by `dsh_results::expectations`.
 //!
 //! It shares the case engine (`dsh-engine`: processes, the token sweep, the journal, selection)
 //! and the results model (`dsh-results`) with the host corpus, and imports nothing of it.
 
 pub mod canary;
 pub mod corpus;
-pub mod expectations;
 pub mod judge;
 pub mod launcher;
 pub mod play;
@@ -23,9 +22,9 @@ pub mod play;
 use corpus::LoadedCase;
 use dsh_engine::interrupt;
 use dsh_formats::client_case::ClientSurface;
+use dsh_results::expectations::Expectations;
 use dsh_results::model::{CaseResult, CorpusInfo, HostInfo, SuiteReport};
 use dsh_results::run_args::{Flags, EXIT_NOTHING_MEASURED};
-use expectations::Expectations;
 use play::Setup;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -61,9 +60,7 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
         .transpose()?;
     if let Some(expectations) = &expectations {
         let ids: Vec<&str> = selected.iter().map(|c| c.case.id.as_str()).collect();
-        for id in expectations.unselected(&ids) {
-            eprintln!("dsh-conformance run: warning: the expectations file lists {id}, which is not selected or does not exist");
-        }
+        expectations.warn_unselected(&ids);
     }
     let info = CorpusInfo {
         source: corpus_dir.source_label(),

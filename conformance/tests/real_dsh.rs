@@ -170,8 +170,7 @@ fn check_runtime_on_0_2_1_without_pnpm_says_where_pnpm_comes_from() {
     let kit = dsh_test_support::binary("dsh-conformance");
     let mut command = sandbox.command(&kit, &sandbox.path("dsh-home"), "http://127.0.0.1:9");
     let inherited = std::env::var_os("PATH").unwrap_or_default();
-    let without_pnpm =
-        std::env::split_paths(&inherited).filter(|dir| !dir.join("pnpm").exists());
+    let without_pnpm = std::env::split_paths(&inherited).filter(|dir| !dir.join("pnpm").exists());
     command
         .env("PATH", std::env::join_paths(without_pnpm).expect("a PATH"))
         .args(["check-runtime", "--check", "rt.version-shape", "--dsh"])

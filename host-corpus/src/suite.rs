@@ -9,10 +9,10 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::case::{claims_reuse, run_case, CaseEnv, ReusedDriver};
-use super::expectations::Expectations;
-use super::verdict::{apply_xfail, decide, RULE_KIT};
+use super::verdict::{decide, RULE_KIT};
 use dsh_engine::programs::{is_executable, resolve_program};
 use dsh_engine::selection::{corpus_hash, find_cases, shard_entries, CaseEntry, Selection};
+use dsh_results::expectations::Expectations;
 use dsh_results::model::{Blame, CaseResult, CorpusInfo, HostInfo, SuiteReport, Verdict};
 
 /// A runtime variant: a name and the extra env fake-dsh runs with (e.g. `FAKE_DSH_VERSION`).
@@ -461,13 +461,8 @@ impl Suite {
     }
 
     fn apply_expectations(&self, case: &mut CaseResult) {
-        if let Some(reason) = self
-            .config
-            .expectations
-            .as_ref()
-            .and_then(|expectations| expectations.xfail.get(&case.id))
-        {
-            case.verdict = apply_xfail(case.verdict, reason, &mut case.why);
+        if let Some(expectations) = &self.config.expectations {
+            expectations.apply(case);
         }
     }
 
