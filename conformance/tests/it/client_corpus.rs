@@ -4,17 +4,11 @@
 //! that cannot start, or no client, is exit 2; a glob that matches nothing is exit 3; a capability
 //! the client lacks skips its cases. A client whose interpreter is missing is skipped, saying so.
 
+use crate::node_support::repo_root;
 use dsh_report::document::{schema_errors, SchemaPart};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 fn run(surface: &str, host: &str, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
@@ -22,7 +16,7 @@ fn run(surface: &str, host: &str, extra: &[&str]) -> Output {
         .arg("--fake-dsh")
         .arg(dsh_test_support::binary("fake-dsh"))
         .args(extra)
-        .current_dir(workspace())
+        .current_dir(repo_root())
         .output()
         .unwrap()
 }
@@ -193,9 +187,9 @@ fn what_cannot_run_is_exit_2_a_glob_matching_nothing_exit_3_a_lacking_capability
 
 #[test]
 fn the_client_docs_list_every_rule_case_and_mutant() {
-    let docs = std::fs::read_to_string(workspace().join("docs/sdk-clients.md")).unwrap();
+    let docs = std::fs::read_to_string(repo_root().join("docs/sdk-clients.md")).unwrap();
     let read = |path: &str| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(workspace().join(path)).unwrap()).unwrap()
+        serde_json::from_str(&std::fs::read_to_string(repo_root().join(path)).unwrap()).unwrap()
     };
     let mut named: Vec<String> = read("fixtures/clients/rules.json")["rules"]
         .as_array()
@@ -204,7 +198,7 @@ fn the_client_docs_list_every_rule_case_and_mutant() {
         .map(|rule| rule["id"].as_str().unwrap().to_string())
         .collect();
     for surface in ["sdk", "headless"] {
-        for file in std::fs::read_dir(workspace().join("fixtures/clients").join(surface)).unwrap() {
+        for file in std::fs::read_dir(repo_root().join("fixtures/clients").join(surface)).unwrap() {
             let case: Value =
                 serde_json::from_str(&std::fs::read_to_string(file.unwrap().path()).unwrap())
                     .unwrap();

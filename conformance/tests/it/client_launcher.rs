@@ -5,16 +5,10 @@
 //! the case's configuration is told exactly that under the configuration rule, and no other rule
 //! is blamed. A client whose interpreter is missing is skipped, saying so.
 
+use crate::node_support::repo_root;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 fn run(surface: &str, host: &str, extra: &[&str]) -> Output {
     run_in(None, surface, host, extra)
@@ -39,7 +33,7 @@ fn run_in(tmpdir: Option<&Path>, surface: &str, host: &str, extra: &[&str]) -> O
         .arg("--fake-dsh")
         .arg(dsh_test_support::binary("fake-dsh"))
         .args(extra)
-        .current_dir(workspace())
+        .current_dir(repo_root())
         .output()
         .unwrap()
 }
@@ -52,7 +46,7 @@ const ALLOWLIST: &str = "env={k: v for k, v in os.environ.items() if k in \
 /// into `dir`: `popen_args` must occur exactly once in it (else the example changed and this
 /// test must follow).
 fn allowlisted(script: &str, popen_args: &str, dir: &Path) -> PathBuf {
-    let text = std::fs::read_to_string(workspace().join(script)).unwrap();
+    let text = std::fs::read_to_string(repo_root().join(script)).unwrap();
     assert_eq!(
         text.matches(popen_args).count(),
         1,

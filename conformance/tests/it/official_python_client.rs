@@ -8,16 +8,10 @@
 //! pydantic 2 or without the wheels and runtimes `cargo xtask real-dsh --runtime-bin` unpacks
 //! under `target/real-dsh-runtime-bin/`.
 
+use crate::node_support::repo_root;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 /// `target/real-dsh-runtime-bin/`: the real runtimes and the client wheels.
 fn installed() -> Option<PathBuf> {
@@ -47,7 +41,7 @@ fn python_with_pydantic_2() -> bool {
 
 #[test]
 fn the_official_python_client_passes_the_client_corpus_but_its_listed_deviations() {
-    let example = workspace().join("examples/official-python-client");
+    let example = repo_root().join("examples/official-python-client");
     let expected: Value = serde_json::from_str(
         &std::fs::read_to_string(example.join("corpus-expectations.json")).unwrap(),
     )
@@ -87,7 +81,7 @@ fn the_official_python_client_passes_the_client_corpus_but_its_listed_deviations
             .arg(dsh_test_support::binary("fake-dsh"))
             .env("PYTHONPATH", &wheel)
             .env("PYTHONDONTWRITEBYTECODE", "1")
-            .current_dir(workspace())
+            .current_dir(repo_root())
             .output()
             .unwrap();
         let report: Value = serde_json::from_slice(&output.stdout)
@@ -128,7 +122,7 @@ fn the_official_python_client_passes_the_client_corpus_but_its_listed_deviations
 #[test]
 fn the_official_clients_listed_deviation_shows_on_the_real_runtime() {
     use dsh_runtime_check::sdk_check::{ModelServer, World};
-    let example = workspace().join("examples/official-python-client");
+    let example = repo_root().join("examples/official-python-client");
     let script: Value = serde_json::from_str(
         &std::fs::read_to_string(example.join("background-child.model-script.json")).unwrap(),
     )
