@@ -9,6 +9,7 @@
 //! Every value is written single-quoted, byte for byte (a `'` as `'\''`), so a temp path holding
 //! spaces, quotes, `$`, backquotes or newlines reaches fake-dsh unchanged.
 
+use dsh_engine::programs::shell_quote_bytes as quote;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -93,21 +94,6 @@ impl Launcher {
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         Ok(path)
     }
-}
-
-/// `bytes` as one single-quoted shell word: a `'` inside closes the quote, adds an escaped `'`
-/// and reopens it; nothing else is special between single quotes.
-fn quote(bytes: &[u8]) -> Vec<u8> {
-    let mut quoted = vec![b'\''];
-    for &byte in bytes {
-        if byte == b'\'' {
-            quoted.extend_from_slice(b"'\\''");
-        } else {
-            quoted.push(byte);
-        }
-    }
-    quoted.push(b'\'');
-    quoted
 }
 
 #[cfg(test)]
