@@ -11,8 +11,9 @@
 //! the real runtime is not installed.
 
 use dsh_engine::programs::resolve_program;
+use dsh_runtime_check::members::{self, Allowance, Normalizer};
 use dsh_runtime_check::sdk_check::{
-    drive, initialize, prompt, request, shapes, ModelServer, Step, World,
+    drive, initialize, prompt, request, ModelServer, Step, Wire, World,
 };
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
@@ -23,13 +24,15 @@ use std::time::Duration;
 /// The longest any one run may take (the real 0.1.5 boots in 2 to 5 s).
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
-/// The real runtime's wrappers, or `None` after saying why the test skips.
+/// The real runtime's wrappers, or `None` after saying why the test skips: all three releases
+/// are installed together.
 fn real_runtime() -> Option<PathBuf> {
     let target = dsh_test_support::target_profile_dir()?
         .parent()?
         .to_path_buf();
     let dir = target.join("real-dsh-runtime-bin");
-    if dir.join("dsh").is_file() && dir.join("dsh-jsonrpc-agent").is_file() {
+    let wrappers = ["dsh", "dsh-jsonrpc-agent", "dsh-0.2.1"];
+    if wrappers.iter().all(|w| dir.join(w).is_file()) {
         return Some(dir);
     }
     eprintln!(
@@ -47,27 +50,55 @@ enum Side {
     Fake,
 }
 
-/// The command for one side: the real wrapper, or fake-dsh (as the 0.1.1 persona for
-/// `dsh-jsonrpc-agent`) with `scenario` mirroring the model script.
+/// A release of the SDK runtime: the real wrapper that runs it and the fake-dsh persona playing it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Release {
+    /// 0.1.1's `dsh-jsonrpc-agent` (its bundled config).
+    V011,
+    /// 0.1.5's `dsh`.
+    V015,
+    /// 0.2.1's `dsh` (`dsh-0.2.1`).
+    V021,
+}
+
+impl Release {
+    /// The real wrapper's file name.
+    fn real_program(self) -> &'static str {
+        match self {
+            Release::V011 => "dsh-jsonrpc-agent",
+            Release::V015 => "dsh",
+            Release::V021 => "dsh-0.2.1",
+        }
+    }
+
+    /// The release as docs/surface-sdk.md's allowances name it.
+    fn name(self) -> &'static str {
+        match self {
+            Release::V011 => "0.1.1",
+            Release::V015 => "0.1.5",
+            Release::V021 => "0.2.1",
+        }
+    }
+}
+
+/// The command for one side: the real wrapper, or fake-dsh as the release's persona (with the
+/// 0.1.1 config path) and `scenario` mirroring the model script.
 fn command(
     world: &World,
     side: Side,
     real: &Path,
-    program: &str,
+    release: Release,
     args: &[&str],
     model: &str,
     scenario: Option<&Value>,
 ) -> Command {
     let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let program = match side {
-        Side::Real => real.join(program),
+        Side::Real => real.join(release.real_program()),
         Side::Fake => {
-            if program == "dsh-jsonrpc-agent" {
-                args.splice(0..0, ["--persona".into(), "0.1.1".into()]);
+            args.splice(0..0, ["--persona".into(), release.name().into()]);
+            if release == Release::V011 {
                 args.push("cordis.yml".into());
-            } else {
-                // The real `dsh` here is the 0.1.5 wheel; fake-dsh plays 0.2.1 by default.
-                args.splice(0..0, ["--persona".into(), "0.1.5".into()]);
             }
             dsh_test_support::binary("fake-dsh")
         }
@@ -81,13 +112,47 @@ fn command(
     command
 }
 
-/// What a comparison keys on: shapes, non-JSON lines, exit, whether stderr is empty, files.
-type Seen = (Vec<String>, usize, Option<i32>, bool, Vec<String>);
+/// The differences docs/surface-sdk.md allows ("Differences fake-dsh keeps"), each with its reason.
+fn allowances() -> Vec<Allowance> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let doc = workspace.join("docs/surface-sdk.md");
+    let text = std::fs::read_to_string(&doc).unwrap();
+    members::parse_allowances(&text).unwrap_or_else(|e| panic!("{}: {e}", doc.display()))
+}
 
-/// Runs `steps` through the real runtime (against `model_script`) and fake-dsh (with
-/// `fake_scenario`) and fails on any difference.
+/// One side's run, normalized: its frames, and the process (exit, non-JSON lines, whether stderr
+/// is empty, the project's files) as members of a last pseudo-frame.
+fn observed(wire: &Wire, world: &World) -> Vec<Value> {
+    let root = world.root.path().display().to_string();
+    let normalizer = Normalizer::default().with_root(&root, "<world>");
+    let mut frames = members::normalize_frames(&normalizer, &wire.frames);
+    frames.push(json!({"method": "process", "params": {
+        "exit": wire.exit,
+        "nonJsonLines": wire.junk,
+        "stderrEmpty": wire.stderr.is_empty(),
+        "files": wire.files,
+    }}));
+    frames
+}
+
+/// Fails, with every difference by member path, when the two sides' normalized wires differ in
+/// a way docs/surface-sdk.md does not allow.
+fn judge(what: &str, release: Release, real: &[Value], fake: &[Value]) {
+    let differences = members::compare(real, fake);
+    let left = members::unexplained(release.name(), differences, &allowances());
+    assert!(
+        left.is_empty(),
+        "{what} ({}): the real runtime and fake-dsh differ (frame, member path, real vs fake; \
+         a difference docs/surface-sdk.md does not allow is a fake-dsh bug):\n{}",
+        release.name(),
+        members::render(&left)
+    );
+}
+
+/// Runs `steps` through the real `release` (against `model_script`) and fake-dsh (with
+/// `fake_scenario`) and fails on any difference docs/surface-sdk.md does not allow.
 fn compare(
-    program: &str,
+    release: Release,
     args: &[&str],
     model_script: Option<Value>,
     fake_scenario: Option<Value>,
@@ -95,27 +160,17 @@ fn compare(
 ) {
     let Some(real) = real_runtime() else { return };
     let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
-    let mut seen: Vec<Seen> = Vec::new();
+    let mut seen: Vec<Vec<Value>> = Vec::new();
     for side in [Side::Real, Side::Fake] {
         let world = World::new().unwrap();
         let server =
             ModelServer::start(conformance, model_script.as_ref(), world.root.path()).unwrap();
         let scenario = fake_scenario.as_ref();
-        let command = command(&world, side, &real, program, args, &server.url, scenario);
+        let command = command(&world, side, &real, release, args, &server.url, scenario);
         let wire = drive(command, steps, &world, RUN_LIMIT).unwrap();
-        let stderr_empty = wire.stderr.is_empty();
-        seen.push((
-            shapes(&wire.frames),
-            wire.junk,
-            wire.exit,
-            stderr_empty,
-            wire.files,
-        ));
+        seen.push(observed(&wire, &world));
     }
-    assert_eq!(
-        seen[0], seen[1],
-        "{program} {args:?}: the real runtime (left) and fake-dsh (right) differ on the wire"
-    );
+    judge(&format!("{args:?}"), release, &seen[0], &seen[1]);
 }
 
 /// A full conversation: initialize, one prompt (a `write` then text, the model server's default
@@ -134,14 +189,35 @@ fn conversation() -> Vec<Step> {
 }
 
 #[test]
-fn sdk_profile_conversation_matches_the_real_runtime() {
-    compare("dsh", &["--profile", "sdk"], None, None, &conversation());
+fn sdk_profile_conversation_matches_the_real_runtime_0_2_1() {
+    compare(Release::V021, &["--profile", "sdk"], None, None, &conversation());
 }
 
 #[test]
-fn sdk_minimal_profile_conversation_matches_the_real_runtime() {
+fn positional_sdk_profile_conversation_matches_the_real_runtime_0_2_1() {
+    compare(Release::V021, &["sdk"], None, None, &conversation());
+}
+
+#[test]
+fn sdk_minimal_profile_conversation_matches_the_real_runtime_0_2_1() {
     compare(
-        "dsh",
+        Release::V021,
+        &["--profile", "sdk-minimal"],
+        None,
+        None,
+        &conversation(),
+    );
+}
+
+#[test]
+fn sdk_profile_conversation_matches_the_real_runtime_0_1_5() {
+    compare(Release::V015, &["--profile", "sdk"], None, None, &conversation());
+}
+
+#[test]
+fn sdk_minimal_profile_conversation_matches_the_real_runtime_0_1_5() {
+    compare(
+        Release::V015,
         &["--profile", "sdk-minimal"],
         None,
         None,
@@ -151,7 +227,7 @@ fn sdk_minimal_profile_conversation_matches_the_real_runtime() {
 
 #[test]
 fn jsonrpc_agent_0_1_1_conversation_matches_the_real_runtime() {
-    compare("dsh-jsonrpc-agent", &[], None, None, &conversation());
+    compare(Release::V011, &[], None, None, &conversation());
 }
 
 #[test]
@@ -179,13 +255,15 @@ fn an_error_turn_then_a_completed_one_and_junk_input_match_the_real_runtime() {
         Step::Idle("s-1"),
         Step::Eof,
     ];
-    compare(
-        "dsh",
-        &["--profile", "sdk-minimal"],
-        Some(model),
-        Some(scenario),
-        &steps,
-    );
+    for release in [Release::V015, Release::V021] {
+        compare(
+            release,
+            &["--profile", "sdk-minimal"],
+            Some(model.clone()),
+            Some(scenario.clone()),
+            &steps,
+        );
+    }
 }
 
 /// A slow turn, cut by a signal or EOF once the model request is out: no `turn/end`, the
@@ -193,11 +271,11 @@ fn an_error_turn_then_a_completed_one_and_junk_input_match_the_real_runtime() {
 /// answers (`session/title` in 0.1.5, `request/context` in 0.1.1, whose title comes earlier), so
 /// neither side is caught between two preamble events; the model server's first chunk is 2 s
 /// away, far behind the cut.
-fn cut_turn(program: &str, args: &[&str], cut: Step) {
+fn cut_turn(release: Release, args: &[&str], cut: Step) {
     let model = json!({"replies": [{"text": "slow answer that streams for a long while",
                                     "chunk_chars": 2, "drip_ms": 2000, "reuse": true}]});
     let scenario = json!({"sdk": {"turns": [{"steps": [{"delay_ms": 30000, "text": "never"}]}]}});
-    let last_preamble_event = if program == "dsh-jsonrpc-agent" {
+    let last_preamble_event = if release == Release::V011 {
         "request/context"
     } else {
         "session/title"
@@ -210,30 +288,33 @@ fn cut_turn(program: &str, args: &[&str], cut: Step) {
         Step::Event(last_preamble_event),
         cut,
     ];
-    compare(program, args, Some(model), Some(scenario), &steps);
+    compare(release, args, Some(model), Some(scenario), &steps);
 }
 
 #[test]
 fn sigterm_mid_turn_exits_0_like_the_real_runtime() {
-    cut_turn(
-        "dsh",
-        &["--profile", "sdk-minimal"],
-        Step::Signal(Signal::SIGTERM),
-    );
+    for release in [Release::V015, Release::V021] {
+        cut_turn(
+            release,
+            &["--profile", "sdk-minimal"],
+            Step::Signal(Signal::SIGTERM),
+        );
+    }
 }
 
 #[test]
 fn sigint_mid_turn_exits_130_like_the_real_runtime() {
-    cut_turn("dsh-jsonrpc-agent", &[], Step::Signal(Signal::SIGINT));
+    cut_turn(Release::V011, &[], Step::Signal(Signal::SIGINT));
 }
 
 #[test]
 fn stdin_eof_mid_turn_exits_0_like_the_real_runtime() {
-    cut_turn("dsh-jsonrpc-agent", &[], Step::Eof);
+    cut_turn(Release::V011, &[], Step::Eof);
 }
 
-/// `--profile headless`: exit code, stdout, the `dsh: `/`error: ` lines of stderr, the files.
-fn headless(args: &[&str], model: Option<Value>, scenario: Option<Value>) {
+/// `headless` on `release` (0.1.5 with the no-title patch its wheel needs to boot): the exit
+/// code, stdout (as lines of JSON under `--json`, member by member), stderr and the files.
+fn headless(release: Release, args: &[&str], model: Option<Value>, scenario: Option<Value>) {
     let Some(real) = real_runtime() else { return };
     let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
     let mut seen = Vec::new();
@@ -241,40 +322,46 @@ fn headless(args: &[&str], model: Option<Value>, scenario: Option<Value>) {
         let world = World::new().unwrap();
         let server = ModelServer::start(conformance, model.as_ref(), world.root.path()).unwrap();
         let patch = world.no_title_patch().unwrap();
-        let mut full = vec!["--profile", "headless", "--patch", patch.to_str().unwrap()];
+        let mut full = vec!["--profile", "headless"];
+        if release == Release::V015 {
+            full.extend(["--patch", patch.to_str().unwrap()]);
+        }
         full.extend_from_slice(args);
-        let command = command(
-            &world,
-            side,
-            &real,
-            "dsh",
-            &full,
-            &server.url,
-            scenario.as_ref(),
-        );
-        let output = dsh_runtime_check::output_within(command, Stdio::null(), RUN_LIMIT).unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        let reported: Vec<String> = stderr
-            .lines()
-            .filter(|l| l.starts_with("dsh: ") || l.starts_with("error: "))
-            .map(str::to_string)
-            .collect();
-        seen.push((
-            output.status.code(),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            reported,
-            world.project_files(),
-        ));
+        let scenario = scenario.as_ref();
+        let command = command(&world, side, &real, release, &full, &server.url, scenario);
+        let wire = drive(command, &[Step::Eof], &world, RUN_LIMIT).unwrap();
+        seen.push(headless_observed(&wire, &world));
     }
-    assert_eq!(
-        seen[0], seen[1],
-        "headless {args:?}: real (left) and fake-dsh (right) differ"
-    );
+    judge(&format!("headless {args:?}"), release, &seen[0], &seen[1]);
+}
+
+/// A headless run, normalized: the `--json` lines as frames, then the process (exit, the text
+/// of stdout when it is not JSON lines, stderr, the files) as a last pseudo-frame.
+fn headless_observed(wire: &Wire, world: &World) -> Vec<Value> {
+    let root = world.root.path().display().to_string();
+    let normalizer = Normalizer::default().with_root(&root, "<world>");
+    let json_lines = wire.junk == 0 && !wire.frames.is_empty();
+    let mut frames = if json_lines {
+        members::normalize_frames(&normalizer, &wire.frames)
+    } else {
+        Vec::new()
+    };
+    let stdout = (!json_lines).then(|| wire.stdout.replace(&root, "<world>"));
+    frames.push(json!({"method": "process", "params": {
+        "exit": wire.exit,
+        "stdout": stdout,
+        "stderrLines": wire.stderr.replace(&root, "<world>").lines().collect::<Vec<_>>(),
+        "files": wire.files,
+    }}));
+    frames
 }
 
 #[test]
 fn headless_writes_the_file_and_prints_the_final_text_like_the_real_runtime() {
-    headless(&["Make a landing page"], None, None);
+    for release in [Release::V015, Release::V021] {
+        headless(release, &["Make a landing page"], None, None);
+    }
+    headless(Release::V021, &["--json", "Make a landing page"], None, None);
 }
 
 #[test]
@@ -283,9 +370,11 @@ fn headless_failed_turn_and_usage_errors_match_the_real_runtime() {
     let error =
         json!({"message": "model-server: scripted HTTP 401", "code": "AUTH", "status": 401});
     let scenario = json!({"sdk": {"turns": [{"end": "error", "error": error}]}});
-    headless(&["say hi"], Some(model), Some(scenario));
-    headless(&[], None, None);
-    headless(&["--bogus", "x"], None, None);
+    for release in [Release::V015, Release::V021] {
+        headless(release, &["say hi"], Some(model.clone()), Some(scenario.clone()));
+        headless(release, &[], None, None);
+        headless(release, &["--bogus", "x"], None, None);
+    }
 }
 
 /// An example client's reports (messageIds left out) and exit, run against one side's runtime.

@@ -28,6 +28,8 @@ struct Server {
     /// Accepted prompts so far: the index of the next scripted turn.
     prompts: AtomicUsize,
     cwd: Mutex<PathBuf>,
+    /// The model settings `initialize` asked for; sessions opened after it use them.
+    config: Mutex<session::ModelConfig>,
     sessions: Mutex<HashMap<String, Live>>,
     /// Where session logs live (`$DSH_HOME/sessions`, or 0.1.1's `./.sessions`).
     log_root: Option<PathBuf>,
@@ -73,6 +75,7 @@ pub fn run(flavor: Flavor) -> ! {
         shutting_down: AtomicBool::new(false),
         prompts: AtomicUsize::new(0),
         cwd: Mutex::new(cwd),
+        config: Mutex::new(session::ModelConfig::default()),
         sessions: Mutex::new(HashMap::new()),
         log_root,
         home,
@@ -254,6 +257,8 @@ fn initialize(id: Value, params: Value) {
         if let Some(cwd) = params["cwd"].as_str() {
             *server().cwd.lock().unwrap_or_else(|p| p.into_inner()) = resolve(&base, cwd);
         }
+        *server().config.lock().unwrap_or_else(|p| p.into_inner()) =
+            session::ModelConfig::from_initialize(&params);
         server().initialized.store(true, Ordering::SeqCst);
         wire().respond(
             &id,
@@ -419,7 +424,12 @@ fn live_session(id: Option<&str>) -> Result<Live, String> {
     }
     claim_home()?;
     let cwd = server.cwd.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let session = Session::create(id, &cwd, server.flavor, server.log_root.as_deref(), sink())?;
+    let mut session = Session::create(id, &cwd, server.flavor, server.log_root.as_deref(), sink())?;
+    session.config = server
+        .config
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
     let live = Arc::new(Mutex::new(session));
     sessions.insert(id.to_string(), live.clone());
     Ok(live)
