@@ -158,6 +158,18 @@ fn compare(
     fake_scenario: Option<Value>,
     steps: &[Step],
 ) {
+    compare_runs(release, args, model_script, fake_scenario, &[steps]);
+}
+
+/// Like [`compare`], for several processes one after the other in the same world (one model
+/// server, the same home and project): each run's frames, then its process pseudo-frame.
+fn compare_runs(
+    release: Release,
+    args: &[&str],
+    model_script: Option<Value>,
+    fake_scenario: Option<Value>,
+    runs: &[&[Step]],
+) {
     let Some(real) = real_runtime() else { return };
     let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
     let mut seen: Vec<Vec<Value>> = Vec::new();
@@ -166,9 +178,13 @@ fn compare(
         let server =
             ModelServer::start(conformance, model_script.as_ref(), world.root.path()).unwrap();
         let scenario = fake_scenario.as_ref();
-        let command = command(&world, side, &real, release, args, &server.url, scenario);
-        let wire = drive(command, steps, &world, RUN_LIMIT).unwrap();
-        seen.push(observed(&wire, &world));
+        let mut frames = Vec::new();
+        for steps in runs {
+            let command = command(&world, side, &real, release, args, &server.url, scenario);
+            let wire = drive(command, steps, &world, RUN_LIMIT).unwrap();
+            frames.extend(observed(&wire, &world));
+        }
+        seen.push(frames);
     }
     judge(&format!("{args:?}"), release, &seen[0], &seen[1]);
 }
@@ -228,6 +244,61 @@ fn sdk_minimal_profile_conversation_matches_the_real_runtime_0_1_5() {
 #[test]
 fn jsonrpc_agent_0_1_1_conversation_matches_the_real_runtime() {
     compare(Release::V011, &[], None, None, &conversation());
+}
+
+/// `initialize` asking for another model, token limit and effort: the events report them.
+#[test]
+fn initialize_model_settings_reach_the_events_like_the_real_runtime() {
+    let initialize = request(
+        json!(1),
+        "initialize",
+        json!({"cwd": ".", "provider": "deepseek-official", "model": "deepseek-pro",
+               "maxTokens": 1000, "reasoningEffort": "low"}),
+    );
+    let steps = vec![
+        Step::Send(initialize),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "Make a landing page")),
+        Step::Idle("s-1"),
+        Step::Eof,
+    ];
+    for release in [Release::V015, Release::V021] {
+        compare(release, &["--profile", "sdk-minimal"], None, None, &steps);
+    }
+}
+
+/// A prompt, in a second process, to the session id the first one stored: 0.1.5 and 0.2.1
+/// refuse it (`already exists`); 0.1.1 takes it and ends the turn in error (id collision).
+#[test]
+fn a_session_an_earlier_process_stored_is_handled_like_the_real_runtime() {
+    let steps = [
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "Make a landing page")),
+        Step::Idle("s-1"),
+        Step::Eof,
+    ];
+    let second = |accepted: bool| {
+        let mut second = vec![
+            Step::Send(initialize()),
+            Step::Response(json!(1)),
+            Step::Send(prompt(2, "s-1", "again")),
+            Step::Response(json!(2)),
+        ];
+        if accepted {
+            second.push(Step::Idle("s-1"));
+        }
+        second.push(Step::Eof);
+        second
+    };
+    for (release, args) in [
+        (Release::V011, &[][..]),
+        (Release::V015, &["--profile", "sdk-minimal"][..]),
+        (Release::V021, &["--profile", "sdk-minimal"][..]),
+    ] {
+        let second = second(release == Release::V011);
+        compare_runs(release, args, None, None, &[&steps, &second]);
+    }
 }
 
 #[test]

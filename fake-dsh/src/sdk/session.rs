@@ -174,6 +174,8 @@ pub struct Session {
     /// open: another process's resume is refused.
     lock: Locked,
     sink: Sink,
+    /// 0.1.1: an earlier process stored a session of this id; every turn ends in error.
+    collided: bool,
     /// Whether a turn is being played (the session is `running`).
     pub running: bool,
     /// Prompts accepted while running, each with the turn it will play.
@@ -198,8 +200,12 @@ impl Session {
         log_root: Option<&Path>,
         sink: Sink,
     ) -> Result<Session, String> {
-        let (log, lock) = match log_root {
-            Some(root) if crate::sessions::is_storable_id(id) => {
+        let storable = log_root.filter(|_| crate::sessions::is_storable_id(id));
+        // 0.1.1 takes a prompt to a session an earlier process stored, and fails its turn.
+        let collided = flavor.persona == Persona::V011
+            && storable.is_some_and(|root| log_path(root, id, cwd, flavor).exists());
+        let (log, lock) = match storable {
+            Some(root) if !collided => {
                 let (log, lock) = open_log(root, id, cwd, flavor)?;
                 (Some(log), lock)
             }
@@ -207,6 +213,7 @@ impl Session {
         };
         let mut session = Session::blank(id, cwd, flavor, log, sink);
         session.lock = lock;
+        session.collided = collided;
         if flavor.policy_events() {
             session.emit("permission/preset", json!({"preset": "workspace-write"}));
             session.emit("sandbox/mode", json!({"mode": "workspace-write"}));
@@ -231,6 +238,7 @@ impl Session {
             log,
             lock: None,
             sink,
+            collided: false,
             running: false,
             queue: Default::default(),
         }
@@ -570,10 +578,15 @@ fn lock_session(path: &Path, id: &str) -> Result<nix::fcntl::Flock<std::fs::File
 /// A held session lock, if the persona keeps one.
 type Locked = Option<nix::fcntl::Flock<std::fs::File>>;
 
+/// Where a session's log lives under `root`.
+fn log_path(root: &Path, id: &str, cwd: &Path, flavor: Flavor) -> PathBuf {
+    root.join(cwd_slug(cwd)).join(id).join(flavor.log_name())
+}
+
 fn open_log(root: &Path, id: &str, cwd: &Path, flavor: Flavor) -> Result<(Log, Locked), String> {
     let dir = root.join(cwd_slug(cwd)).join(id);
     let version = if flavor.v021() { 4 } else { 3 };
-    let path = dir.join(flavor.log_name());
+    let path = log_path(root, id, cwd, flavor);
     if path.exists() {
         return Err(format!("session {} already exists", Value::from(id)));
     }
@@ -630,6 +643,10 @@ pub fn play_turn(
 ) -> bool {
     let lock = || session.lock().unwrap_or_else(|p| p.into_inner());
     let turn = lock().turn;
+    if lock().collided {
+        collided_turn(&mut lock(), turn);
+        return true;
+    }
     let count = script.steps.len() + usize::from(script.end == EndKind::Error);
     for index in 0..count {
         let number = index as u64 + 1;
@@ -665,6 +682,21 @@ pub fn play_turn(
     }
     end_turn(&mut lock(), turn, script);
     true
+}
+
+/// 0.1.1's turn on a session id an earlier process stored (observed): no step, `turn/end` in
+/// error.
+fn collided_turn(session: &mut Session, turn: u64) {
+    let message = format!(
+        "session {} already has a persisted log on disk that does not match this live session \
+         (id collision)",
+        Value::from(session.id.as_str())
+    );
+    let error = json!({"message": message, "code": "UNKNOWN"});
+    session.emit(
+        "turn/end",
+        json!({"turn": turn, "reason": {"kind": "error", "error": error}}),
+    );
 }
 
 /// The model's answer in one step: `assistant/message` (after 0.1.1's chunks), then its tools.
@@ -904,7 +936,8 @@ fn preamble(session: &mut Session, turn: u64, message: &Value) {
     }
     let mut context = json!({"provider": session.config.provider, "model": session.config.model,
                              "contextWindow": 1_000_000});
-    if session.flavor.persona != Persona::V011 {
+    // Observed with `deepseek-flash` only (`deepseek-pro` has none; why is not known).
+    if session.flavor.persona != Persona::V011 && session.config.model == "deepseek-flash" {
         context["systemPromptUpdate"] = json!("in-history");
     }
     session.emit("request/context", context);
