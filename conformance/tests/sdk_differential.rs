@@ -125,7 +125,7 @@ fn allowances() -> Vec<Allowance> {
 fn observed(wire: &Wire, world: &World) -> Vec<Value> {
     let root = world.root.path().display().to_string();
     let normalizer = Normalizer::default().with_root(&root, "<world>");
-    let mut frames = members::normalize_frames(&normalizer, &wire.frames);
+    let mut frames = by_session(members::normalize_frames(&normalizer, &wire.frames));
     frames.push(json!({"method": "process", "params": {
         "exit": wire.exit,
         "nonJsonLines": wire.junk,
@@ -135,9 +135,39 @@ fn observed(wire: &Wire, world: &World) -> Vec<Value> {
     frames
 }
 
+/// The frames grouped by session, each session's in their order, the sessions in the order they
+/// first appear (responses first): two sessions (a parent and its background child) run
+/// concurrently, so how their frames interleave is timing, not behaviour. `subagent.*`
+/// notifications belong to the parent.
+fn by_session(frames: Vec<Value>) -> Vec<Value> {
+    let session = |frame: &Value| -> String {
+        let params = &frame["params"];
+        let id = params["sessionId"].as_str().or(params["parentSessionId"].as_str());
+        id.unwrap_or_default().to_string()
+    };
+    let mut order: Vec<String> = vec![String::new()];
+    for frame in &frames {
+        let id = session(frame);
+        if !order.contains(&id) {
+            order.push(id);
+        }
+    }
+    let mut frames = frames;
+    frames.sort_by_key(|frame| order.iter().position(|id| *id == session(frame)));
+    frames
+}
+
 /// Fails, with every difference by member path, when the two sides' normalized wires differ in
 /// a way docs/surface-sdk.md does not allow.
 fn judge(what: &str, release: Release, real: &[Value], fake: &[Value]) {
+    // To look at both sides: DSH_DIFFERENTIAL_DUMP=DIR keeps them as `<release>-real.json` and
+    // `<release>-fake.json` there (the last comparison of each release wins).
+    if let Some(dir) = std::env::var_os("DSH_DIFFERENTIAL_DUMP") {
+        for (side, frames) in [("real", real), ("fake", fake)] {
+            let file = Path::new(&dir).join(format!("{}-{side}.json", release.name()));
+            std::fs::write(file, serde_json::to_string_pretty(frames).unwrap()).unwrap();
+        }
+    }
     let differences = members::compare(real, fake);
     let left = members::unexplained(release.name(), differences, &allowances());
     assert!(
@@ -298,6 +328,43 @@ fn a_session_an_earlier_process_stored_is_handled_like_the_real_runtime() {
     ] {
         let second = second(release == Release::V011);
         compare_runs(release, args, None, None, &[&steps, &second]);
+    }
+}
+
+/// A background child (0.1.5 and 0.2.1 `sdk`): the model's `subagent` call, the child's turn after
+/// the parent went idle, the parent's wake turn on the child's settled notice, and
+/// `subagent.finished` once that turn started. The child answers slowly (its model reply drips),
+/// so the parent is idle when it finishes, as fake-dsh's `finish_after_ms` plays it.
+#[test]
+fn a_background_child_and_the_wake_turn_match_the_real_runtime() {
+    let model = json!({"replies": [
+        {"when": {"user_contains": "background task"}, "text": "child result",
+         "chunk_chars": 4, "drip_ms": 150},
+        {"when": {"user_contains": "delegate", "last_role": "user", "tools": true},
+         "tool_calls": [{"name": "subagent",
+                         "arguments": {"description": "background task",
+                                       "prompt": "background task"}}]},
+        {"when": {"after_tool": "subagent"}, "text": "started a child"},
+        {"when": {"tools": true}, "text": "child is done"}]});
+    let scenario = json!({"sdk": {"turns": [{"steps": [{"text": "started a child"}],
+        "background_subagent": {"finish_after_ms": 300, "text": "child result",
+                                "wake_text": "child is done"}}]}});
+    let steps = vec![
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "delegate")),
+        Step::Idle("s-1"),
+        Step::Idle("s-1"),
+        Step::Eof,
+    ];
+    for release in [Release::V015, Release::V021] {
+        compare(
+            release,
+            &["--profile", "sdk"],
+            Some(model.clone()),
+            Some(scenario.clone()),
+            &steps,
+        );
     }
 }
 

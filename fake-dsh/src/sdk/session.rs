@@ -75,6 +75,10 @@ impl Flavor {
 /// Where a session's events go.
 pub type Sink = Box<dyn Fn(&str, &Value) + Send + Sync>;
 
+/// Starts a background child for the `subagent` tool: `(parent, label, prompt)`, the child's
+/// session id back (the server owns the child and plays it after the parent's turn).
+pub type Spawn = Box<dyn Fn(&Session, &str, &str) -> Option<String> + Send + Sync>;
+
 /// The model settings a session's requests carry: what `initialize` asked for, the runtime's
 /// defaults for the rest (`deepseek-official`, `deepseek-flash`, 256000 tokens, effort `high`).
 #[derive(Debug, Clone, PartialEq)]
@@ -176,6 +180,10 @@ pub struct Session {
     sink: Sink,
     /// 0.1.1: an earlier process stored a session of this id; every turn ends in error.
     collided: bool,
+    /// A background child's parent session id (its runtime context says it is delegated).
+    pub child_of: Option<String>,
+    /// How the `subagent` tool starts a child (0.1.5 and 0.2.1 `sdk`; none: an unknown tool).
+    pub spawn: Option<Spawn>,
     /// Whether a turn is being played (the session is `running`).
     pub running: bool,
     /// Prompts accepted while running, each with the turn it will play.
@@ -239,9 +247,31 @@ impl Session {
             lock: None,
             sink,
             collided: false,
+            child_of: None,
+            spawn: None,
             running: false,
             queue: Default::default(),
         }
+    }
+
+    /// A background child of `parent` (observed): not stored, its three policy events recorded
+    /// but not sent (its `seq` starts at 3 on `sdk`), the parent's model settings with the effort
+    /// explicit.
+    pub fn child(id: &str, parent: &Session, sink: Sink) -> Session {
+        let mut child = Session::blank(id, &parent.cwd, parent.flavor, None, sink);
+        child.child_of = Some(parent.id.clone());
+        child.config = parent.config.clone();
+        child.config.reasoning_effort = Some(
+            child
+                .config
+                .reasoning_effort
+                .take()
+                .unwrap_or_else(|| "high".into()),
+        );
+        if parent.flavor.policy_events() {
+            child.seq = 3;
+        }
+        child
     }
 
     /// 0.2.1's cold resume: the session a previous process stored under `log_root` (any cwd's
@@ -959,16 +989,25 @@ fn runtime_context(session: &mut Session) {
         sections.push(json!({"name": "working-directory:current", "text": text}));
     }
     if session.flavor.policy_events() {
+        let delegated = session.child_of.is_some();
         let sandbox = format!(
             "Current DSH file policy: workspace-write. Any available operation enforced by the \
              DSH file sandbox may modify files under the session workspace: {cwd}. Some \
              platform temporary areas may also be writable."
         );
         sections.push(json!({"name": "sandbox:policy", "text": sandbox}));
-        let approval = "Approval policy: ask. Operations that require approval may ask through \
-                        the configured answerers; without an available answerer, the request \
-                        fails closed.";
+        let approval = if delegated {
+            "Approval prompts are disabled in this session: actions that require approval are \
+             rejected automatically \u{2014} do not request sandbox escalation (do not set \
+             `sandbox_permissions`)."
+        } else {
+            "Approval policy: ask. Operations that require approval may ask through the \
+             configured answerers; without an available answerer, the request fails closed."
+        };
         sections.push(json!({"name": "approval:policy", "text": approval}));
+        if delegated {
+            sections.extend(delegation_sections(session.flavor));
+        }
     }
     let mut text = "Current runtime context. This snapshot supersedes earlier runtime-context \
                     snapshots."
@@ -988,6 +1027,28 @@ fn runtime_context(session: &mut Session) {
                    "role": "user", "id": uuid::Uuid::new_v4().to_string()}),
         &append,
     );
+}
+
+/// A background child's runtime-context sections after the approval policy (observed): 0.2.1's
+/// delegation depth of each delegating tool, then the delegation notice.
+fn delegation_sections(flavor: Flavor) -> Vec<Value> {
+    let mut sections = Vec::new();
+    if flavor.v021() {
+        for tool in ["subagent", "subagent_fork"] {
+            let text = format!(
+                "Delegation depth for `{tool}`: current 1, maximum 1, remaining levels 0. Do not \
+                 call `{tool}` at this depth; carry out the work directly."
+            );
+            sections.push(json!({"name": format!("tool:{tool}:depth"), "text": text}));
+        }
+    }
+    let text = "You are a delegated subagent: your permission scope was fixed when you were \
+                started and cannot be widened from inside this session \u{2014} operations that \
+                require approval are rejected automatically. When the task needs access beyond \
+                that scope, do not retry the denied operation; state the limitation in your \
+                reply so the delegating agent can handle it.";
+    sections.push(json!({"name": "subagent:delegation", "text": text}));
+    sections
 }
 
 /// A later step's input: the notices it took, then the runtime context again when the
@@ -1087,6 +1148,8 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
         .filter(|path| !path.exists());
     let outcome = if call.needs_approval {
         Err("Error: approval unavailable: no one can answer approvals on this surface".to_string())
+    } else if call.name == "subagent" && session.spawn.is_some() {
+        start_subagent(session, call)
     } else {
         run_tool(session, call)
     };
@@ -1147,6 +1210,24 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
             ("surfaceOp", json!("append")),
         ],
     );
+}
+
+/// The `subagent` tool (observed): the child started in the background (`subagent.started` and
+/// its first events come from the spawn), `subagent/catalog` naming it, and the result text.
+fn start_subagent(session: &mut Session, call: &ToolCallScript) -> Result<String, String> {
+    let label = call.arguments["description"].as_str().unwrap_or_default();
+    let prompt = call.arguments["prompt"].as_str().unwrap_or_default();
+    let child = session
+        .spawn
+        .as_ref()
+        .and_then(|spawn| spawn(session, label, prompt))
+        .ok_or_else(|| "Error: the subagent could not be started".to_string())?;
+    session.emit(
+        "subagent/catalog",
+        json!({"version": 0, "childId": child, "childCreatedAt": now_ms(),
+               "mode": "continuable", "label": label}),
+    );
+    Ok(format!("started subagent {child}"))
 }
 
 /// `write` and `read` on real files under the session's cwd (`sdk` 0.1.5 and `headless` only).

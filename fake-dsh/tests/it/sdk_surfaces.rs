@@ -1329,7 +1329,13 @@ fn a_directory_set_mid_turn_reaches_the_next_step_and_a_vanished_one_falls_back_
         .rev()
         .find(|e| e["data"]["source"]["kind"] == "runtime-context")
         .unwrap();
-    assert!(context["data"]["content"][0]["text"]
+    // Its working-directory section (on `sdk` the sandbox and approval sections follow it).
+    let sections = context["data"]["source"]["sections"].as_array().unwrap();
+    let directory = sections
+        .iter()
+        .find(|s| s["name"] == "working-directory:current")
+        .unwrap();
+    assert!(directory["text"]
         .as_str()
         .unwrap()
         .ends_with(&format!("{:?}.", sub.display().to_string())));
