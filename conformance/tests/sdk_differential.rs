@@ -142,7 +142,9 @@ fn observed(wire: &Wire, world: &World) -> Vec<Value> {
 fn by_session(frames: Vec<Value>) -> Vec<Value> {
     let session = |frame: &Value| -> String {
         let params = &frame["params"];
-        let id = params["sessionId"].as_str().or(params["parentSessionId"].as_str());
+        let id = params["sessionId"]
+            .as_str()
+            .or(params["parentSessionId"].as_str());
         id.unwrap_or_default().to_string()
     };
     let mut order: Vec<String> = vec![String::new()];
@@ -236,7 +238,13 @@ fn conversation() -> Vec<Step> {
 
 #[test]
 fn sdk_profile_conversation_matches_the_real_runtime_0_2_1() {
-    compare(Release::V021, &["--profile", "sdk"], None, None, &conversation());
+    compare(
+        Release::V021,
+        &["--profile", "sdk"],
+        None,
+        None,
+        &conversation(),
+    );
 }
 
 #[test]
@@ -257,7 +265,13 @@ fn sdk_minimal_profile_conversation_matches_the_real_runtime_0_2_1() {
 
 #[test]
 fn sdk_profile_conversation_matches_the_real_runtime_0_1_5() {
-    compare(Release::V015, &["--profile", "sdk"], None, None, &conversation());
+    compare(
+        Release::V015,
+        &["--profile", "sdk"],
+        None,
+        None,
+        &conversation(),
+    );
 }
 
 #[test]
@@ -453,6 +467,18 @@ fn stdin_eof_mid_turn_exits_0_like_the_real_runtime() {
 /// `headless` on `release` (0.1.5 with the no-title patch its wheel needs to boot): the exit
 /// code, stdout (as lines of JSON under `--json`, member by member), stderr and the files.
 fn headless(release: Release, args: &[&str], model: Option<Value>, scenario: Option<Value>) {
+    headless_cut(release, args, model, scenario, None);
+}
+
+/// [`headless`], with the run cut by a signal once the model server has had `requests` turn
+/// requests (fake-dsh: 2 s into the run, its scenario then in a 30 s pause).
+fn headless_cut(
+    release: Release,
+    args: &[&str],
+    model: Option<Value>,
+    scenario: Option<Value>,
+    cut: Option<(usize, Signal)>,
+) {
     let Some(real) = real_runtime() else { return };
     let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
     let mut seen = Vec::new();
@@ -467,7 +493,17 @@ fn headless(release: Release, args: &[&str], model: Option<Value>, scenario: Opt
         full.extend_from_slice(args);
         let scenario = scenario.as_ref();
         let command = command(&world, side, &real, release, &full, &server.url, scenario);
-        let wire = drive(command, &[Step::Eof], &world, RUN_LIMIT).unwrap();
+        // fake-dsh asks no model: its scenario pauses 30 s in the step the real runtime is cut
+        // in, so any moment of that pause is the same point of the turn.
+        let wait = match side {
+            Side::Real => Step::ModelRequests(server.log.clone(), cut.map_or(0, |c| c.0)),
+            Side::Fake => Step::Pause(Duration::from_secs(2)),
+        };
+        let steps = match cut {
+            Some((_, signal)) => vec![wait, Step::Signal(signal), Step::Eof],
+            None => vec![Step::Eof],
+        };
+        let wire = drive(command, &steps, &world, RUN_LIMIT).unwrap();
         seen.push(headless_observed(&wire, &world));
     }
     judge(&format!("headless {args:?}"), release, &seen[0], &seen[1]);
@@ -499,7 +535,58 @@ fn headless_writes_the_file_and_prints_the_final_text_like_the_real_runtime() {
     for release in [Release::V015, Release::V021] {
         headless(release, &["Make a landing page"], None, None);
     }
-    headless(Release::V021, &["--json", "Make a landing page"], None, None);
+    headless(
+        Release::V021,
+        &["--json", "Make a landing page"],
+        None,
+        None,
+    );
+}
+
+/// A max-tokens turn: the cut text on stdout, nothing on stderr, exit 1.
+#[test]
+fn headless_max_tokens_turn_matches_the_real_runtime() {
+    let model = json!({"replies": [
+        {"when": {"tools": true}, "text": "cut", "max_tokens": true, "reuse": true},
+        {"text": "title", "reuse": true}]});
+    let scenario = json!({"sdk": {"turns": [{"steps": [{"text": "cut"}], "end": "max-tokens"}]}});
+    for release in [Release::V015, Release::V021] {
+        headless(
+            release,
+            &["write an essay"],
+            Some(model.clone()),
+            Some(scenario.clone()),
+        );
+    }
+}
+
+/// SIGTERM and SIGINT while the model answers a turn's second step: the first step's text on
+/// stdout, nothing on stderr, exit 0 and 130.
+#[test]
+fn headless_cut_by_a_signal_prints_the_text_so_far_like_the_real_runtime() {
+    let model = json!({"replies": [
+        {"when": {"last_role": "user", "tools": true}, "text": "partial answer",
+         "tool_calls": [{"name": "read", "arguments": {"file_path": "missing.txt"}}]},
+        {"when": {"after_tool": "read"}, "text": "never seen", "drip_ms": 3000, "reuse": true},
+        {"text": "title", "reuse": true}]});
+    let scenario = json!({"sdk": {"turns": [{"steps": [
+        {"text": "partial answer",
+         "tool_calls": [{"name": "read", "arguments": {"file_path": "missing.txt"}}]},
+        {"delay_ms": 30000, "text": "never seen"}]}]}});
+    for (release, signal) in [
+        (Release::V015, Signal::SIGTERM),
+        (Release::V021, Signal::SIGTERM),
+        (Release::V021, Signal::SIGINT),
+    ] {
+        let cut = Some((2, signal));
+        headless_cut(
+            release,
+            &["say"],
+            Some(model.clone()),
+            Some(scenario.clone()),
+            cut,
+        );
+    }
 }
 
 #[test]
@@ -509,7 +596,12 @@ fn headless_failed_turn_and_usage_errors_match_the_real_runtime() {
         json!({"message": "model-server: scripted HTTP 401", "code": "AUTH", "status": 401});
     let scenario = json!({"sdk": {"turns": [{"end": "error", "error": error}]}});
     for release in [Release::V015, Release::V021] {
-        headless(release, &["say hi"], Some(model.clone()), Some(scenario.clone()));
+        headless(
+            release,
+            &["say hi"],
+            Some(model.clone()),
+            Some(scenario.clone()),
+        );
         headless(release, &[], None, None);
         headless(release, &["--bogus", "x"], None, None);
     }

@@ -1,7 +1,9 @@
-//! `dsh --profile headless TASK...`: one task, one turn, as the real 0.1.5 runner shows it
-//! (docs/surface-headless.md): reasoning streamed to stderr under `dsh: reasoning:`, the
-//! last assistant text plus a newline on stdout, exit 0 only for a completed turn; otherwise a
-//! lone newline on stdout, `dsh: <code>: <message>` on stderr and exit 1. The turn is the
+//! `dsh --profile headless TASK...`: one task, one turn, as the real 0.1.5 and 0.2.1 runners show
+//! it (docs/surface-headless.md): reasoning streamed to stderr under `dsh: reasoning:`, the
+//! last assistant text plus a newline on stdout, exit 0 for a completed turn; a max-tokens turn
+//! prints the text too and exits 1 with nothing on stderr; SIGTERM and SIGINT mid-turn print the
+//! text so far and exit 0 and 130; any other end prints a lone newline on stdout,
+//! `dsh: <code>: <message>` on stderr and exits 1. The turn is the
 //! scenario's first `sdk` turn or the default agent's, with real file writes in the cwd (never
 //! outside it, never through a link: [`crate::project`]); the session log goes into the Harness
 //! home only once [`crate::home::claim`] allows it (else exit 2 before the turn).
@@ -91,16 +93,17 @@ pub fn run(persona: Persona, args: &[String]) -> ! {
         }
     };
     let task = request.task.clone();
+    let outcome = Arc::new(Mutex::new(Outcome {
+        json_mode: request.json,
+        ..Outcome::default()
+    }));
+    crate::process::on_signal(cut_short(outcome.clone()));
     crate::process::start_background();
     let scenario = scenario::load_from_env().unwrap_or_else(|message| {
         stderr_bytes(format!("{message}\n").as_bytes());
         finish(2, ExitReason::Error)
     });
     let cwd = std::env::current_dir().unwrap_or_default();
-    let outcome = Arc::new(Mutex::new(Outcome {
-        json_mode: request.json,
-        ..Outcome::default()
-    }));
     // The full profile: headless has the file tools.
     let flavor = Flavor {
         persona: if v021 { Persona::V021 } else { Persona::V015 },
@@ -371,13 +374,36 @@ fn sink(outcome: Arc<Mutex<Outcome>>) -> Sink {
     })
 }
 
-/// The final report: the text and exit 0 for a completed turn, else a lone newline, the error on
-/// stderr and exit 1.
+/// A run cut by a signal mid-turn (observed on 0.1.5 and 0.2.1): the text so far and a newline
+/// on stdout, nothing on stderr; SIGTERM exits 0, SIGINT 130 (SIGHUP: 129, stdout untouched).
+fn cut_short(outcome: Arc<Mutex<Outcome>>) -> crate::process::SignalHook {
+    use nix::sys::signal::Signal;
+    Box::new(move |signal| {
+        let code = match signal {
+            Signal::SIGTERM => 0,
+            Signal::SIGINT => 130,
+            _ => return None,
+        };
+        let outcome = outcome.lock().unwrap_or_else(|p| p.into_inner());
+        if !outcome.json_mode {
+            Stdout::new().write_bytes(format!("{}\n", outcome.last_text).as_bytes());
+        }
+        Some(code)
+    })
+}
+
+/// The final report: the text and exit 0 for a completed turn; the text so far and exit 1, with
+/// nothing on stderr, for a max-tokens turn (observed); else a lone newline, the error on stderr
+/// and exit 1.
 fn report(outcome: &Outcome) -> ! {
     let reason = outcome.end.clone().unwrap_or(Value::Null);
     if reason["kind"] == "completed" {
         Stdout::new().write_bytes(format!("{}\n", outcome.last_text).as_bytes());
         finish(0, ExitReason::ScriptEnd)
+    }
+    if reason["kind"] == "max-tokens" && !outcome.json_mode {
+        Stdout::new().write_bytes(format!("{}\n", outcome.last_text).as_bytes());
+        finish(1, ExitReason::ScriptEnd)
     }
     if !outcome.json_mode {
         Stdout::new().write_bytes(b"\n");
