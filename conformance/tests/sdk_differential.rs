@@ -130,6 +130,7 @@ fn observed(wire: &Wire, world: &World) -> Vec<Value> {
         "exit": wire.exit,
         "nonJsonLines": wire.junk,
         "stderrEmpty": wire.stderr.is_empty(),
+        "stderrFirstLine": wire.stderr.lines().next().map(|l| l.replace(&root, "<world>")),
         "files": wire.files,
     }}));
     frames
@@ -379,6 +380,52 @@ fn a_background_child_and_the_wake_turn_match_the_real_runtime() {
             Some(scenario.clone()),
             &steps,
         );
+    }
+}
+
+/// `--patch FILE`: a loader overlay the launcher takes (the no-title row) and ones it refuses
+/// before anything is answered (exit 1, `Error: dsh: ...` first on stderr): a missing file, a
+/// mapping, an entry that is not a mapping.
+#[test]
+fn patch_overlays_are_taken_and_refused_like_the_real_runtime() {
+    let overlays = [
+        (
+            "no-title.yml",
+            Some("- id: session-title-llm\n  disabled: true\n"),
+        ),
+        ("missing.yml", None),
+        ("map.yml", Some("foo: bar\n")),
+        ("scalar.yml", Some("- id: x\n- nope\n")),
+    ];
+    let Some(real) = real_runtime() else { return };
+    let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    for release in [Release::V015, Release::V021] {
+        for (name, text) in overlays {
+            let mut seen = Vec::new();
+            for side in [Side::Real, Side::Fake] {
+                let world = World::new().unwrap();
+                let server = ModelServer::start(conformance, None, world.root.path()).unwrap();
+                let patch = world.path(name);
+                if let Some(text) = text {
+                    std::fs::write(&patch, text).unwrap();
+                }
+                let args = [
+                    "--profile",
+                    "sdk-minimal",
+                    "--patch",
+                    patch.to_str().unwrap(),
+                ];
+                let command = command(&world, side, &real, release, &args, &server.url, None);
+                let steps = [
+                    Step::Send(initialize()),
+                    Step::Response(json!(1)),
+                    Step::Eof,
+                ];
+                let wire = drive(command, &steps, &world, RUN_LIMIT).unwrap();
+                seen.push(observed(&wire, &world));
+            }
+            judge(&format!("--patch {name}"), release, &seen[0], &seen[1]);
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 //! - [`server`]: the request loop; [`session`]: session events and turns; [`wire`]: stdout;
 //!   [`scenario`]: the `sdk` scenario member.
 
+pub mod patch;
 pub mod scenario;
 pub mod server;
 pub mod session;
@@ -39,6 +40,9 @@ pub enum Surface {
     Version(Persona),
     /// `--help`/`-h` on `--profile sdk|sdk-minimal`: the real profile's help, exit 0, no server.
     Help(String),
+    /// A `--patch` overlay the real launcher refuses: its error line on stderr, exit 1, before
+    /// anything is answered.
+    BadPatch(String),
 }
 
 /// The version a persona's `--version` prints (the real wheels' binaries).
@@ -118,6 +122,13 @@ pub fn select(args: &[OsString]) -> Option<Surface> {
     if sdk_profile && asks(&["--help", "-h"]) {
         return Some(Surface::Help(sdk_help(&profile)));
     }
+    let runs = matches!(profile.as_str(), "sdk" | "sdk-minimal" | "headless");
+    if let Some(error) = runs
+        .then(|| patch::refused(&patch::patches_of(&rest)))
+        .flatten()
+    {
+        return Some(Surface::BadPatch(error));
+    }
     match profile.as_str() {
         "sdk" | "sdk-minimal" => Some(Surface::Sdk(Flavor {
             persona,
@@ -195,7 +206,7 @@ pub fn run(surface: Surface) -> ! {
     let mode = match surface {
         Surface::Headless(..) => Mode::Headless,
         Surface::Version(_) => Mode::Version,
-        Surface::Help(_) => Mode::Error,
+        Surface::Help(_) | Surface::BadPatch(_) => Mode::Error,
         _ => Mode::Sdk,
     };
     crate::journal::record(start_event(mode, None));
@@ -228,6 +239,10 @@ pub fn run(surface: Surface) -> ! {
                 .unwrap_or_else(|| version_of(persona).to_string());
             crate::output::Stdout::new().write_bytes(format!("{version}\n").as_bytes());
             finish(0, ExitReason::ScriptEnd)
+        }
+        Surface::BadPatch(error) => {
+            crate::output::stderr_bytes(format!("{error}\n").as_bytes());
+            finish(1, ExitReason::Error)
         }
         Surface::Help(text) => {
             crate::output::Stdout::new().write_bytes(text.as_bytes());
@@ -281,21 +296,23 @@ mod tests {
             selected(&["dsh", "--persona", "0.1.1", "cordis.yml"]),
             sdk(Persona::V011, true)
         );
+        let dir = tempfile::tempdir().unwrap();
+        let patch = dir.path().join("p.yml");
+        std::fs::write(&patch, "- id: session-title-llm\n  disabled: true\n").unwrap();
+        let patch = patch.to_str().unwrap();
         assert_eq!(
-            selected(&[
-                "dsh",
-                "--profile",
-                "headless",
-                "--patch",
-                "p.yml",
-                "do",
-                "it"
-            ]),
+            selected(&["dsh", "--profile", "headless", "--patch", patch, "do", "it"]),
             Some(Surface::Headless(
                 Persona::V021,
-                vec!["--patch".into(), "p.yml".into(), "do".into(), "it".into()]
+                vec!["--patch".into(), patch.into(), "do".into(), "it".into()]
             ))
         );
+        let missing = dir.path().join("missing.yml");
+        let missing = missing.to_str().unwrap();
+        assert!(matches!(
+            selected(&["dsh", "--profile", "sdk", "--patch", missing]),
+            Some(Surface::BadPatch(error)) if error.contains("failed to read overlay")
+        ));
         assert_eq!(
             selected(&["dsh", "--persona=0.2", "--profile", "sdk"]),
             Some(Surface::BadPersona("0.2".into()))
