@@ -417,9 +417,12 @@ fn headless(
 #[test]
 fn headless_prints_the_final_text_streams_reasoning_and_fails_with_exit_1() {
     let world = World::new();
+    // The launcher's overlay (the one the 0.1.5rc1 wheel's headless needs), taken and skipped.
+    let patch = world.path("p.yml");
+    std::fs::write(&patch, "- id: session-title-llm\n  disabled: true\n").unwrap();
     let (exit, stdout, stderr) = headless(
         &world,
-        &["--patch", "p.yml", "Make a", "landing page"],
+        &["--patch", patch.to_str().unwrap(), "Make a", "landing page"],
         None,
     );
     assert_eq!((exit, stdout.as_str()), (Some(0), "I wrote index.html.\n"));
