@@ -181,7 +181,8 @@ fn read_stdin() -> String {
 }
 
 /// 0.2.1's command line: the task words (`-` reads stdin, as does no word at all when stdin is
-/// not a terminal), `--json`, `--session-id ID`, `--patch FILE` (checked before, by [`crate::sdk::patch`]), `-h`/`--help`.
+/// not a terminal), `--json`, `--session-id ID`, `--patch FILE` (checked before, by
+/// [`crate::sdk::patch`]), `-h`/`--help`.
 fn request_of(args: &[String], stdin: impl FnOnce() -> String) -> Result<Request, Option<String>> {
     use std::io::IsTerminal;
     let mut request = Request::default();
