@@ -1,12 +1,16 @@
-//! fake-dsh against the real SDK runtime (the PyPI wheel `deepseek-harness-runtime-bin`,
-//! installed by `cargo xtask real-dsh --runtime-bin` under `target/real-dsh-runtime-bin/`): the
-//! same scripted model conversation through both, on every SDK surface (`--profile sdk`,
-//! `--profile sdk-minimal`, 0.1.1's `dsh-jsonrpc-agent`, `--profile headless`), comparing the wire:
-//! methods, notification kinds and order, ids, error messages, exit codes, the stdout/stderr
-//! split and the files left in the project. Any difference is a fake-dsh bug unless
-//! docs/surface-sdk.md or docs/surface-headless.md explains it. The real runtime talks only to
-//! the kit's model server on 127.0.0.1 (`dsh-conformance model-server`), with a dummy key;
-//! everything it writes stays in the test's temp dir. The example clients of the client corpus
+//! fake-dsh against the real SDK runtime (the PyPI wheels `deepseek-harness-runtime-bin` 0.1.1,
+//! 0.1.5 and 0.2.1, installed by `cargo xtask real-dsh --runtime-bin` under
+//! `target/real-dsh-runtime-bin/`): the same scripted model conversation through both, on every
+//! surface (`sdk`, `sdk-minimal`, 0.1.1's `dsh-jsonrpc-agent`, `headless`) and release, compared
+//! member by member: every frame's member tree (names, value types, nesting; ids, times, token
+//! counts, temp paths and free text as placeholders: `dsh_runtime_check::members`), the order of
+//! each session's frames (a background child's and the wake turn included), exit codes, the
+//! stdout/stderr split and the files left in the project. Any difference is a fake-dsh bug unless
+//! docs/surface-sdk.md's "Differences fake-dsh keeps" allows it, with its reason; a failure
+//! prints each difference as the frame, the member's path, and the real and fake values
+//! (`DSH_DIFFERENTIAL_DUMP=DIR` keeps both normalized sides). The real runtime talks only to the
+//! kit's model server on 127.0.0.1 (`dsh-conformance model-server`), with a dummy key; everything
+//! it writes stays in the test's temp dir. The example clients of the client corpus
 //! (docs/sdk-clients.md) run on both sides too and must report the same. Skips, saying so, when
 //! the real runtime is not installed.
 
@@ -680,6 +684,18 @@ fn client_reports(
             Vec::new(),
             words(&["--persona", "0.1.1", "cordis.yml"]),
         ),
+        "sdk-0.2.1" => (
+            "DSH_SDK_COMMAND",
+            "dsh-0.2.1",
+            words(&["--profile", "sdk"]),
+            words(&["--persona", "0.2.1", "--profile", "sdk"]),
+        ),
+        "headless-0.2.1" => (
+            "DSH_HEADLESS_COMMAND",
+            "dsh-0.2.1",
+            words(&["--profile", "headless"]),
+            words(&["--persona", "0.2.1", "--profile", "headless"]),
+        ),
         _ => (
             "DSH_HEADLESS_COMMAND",
             "dsh",
@@ -725,6 +741,26 @@ fn example_clients_report_the_same_on_the_real_runtime() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let script = |path: &str| workspace.join(path).display().to_string();
     let clients = [
+        (
+            "sdk-0.2.1",
+            "python3",
+            script("examples/sdk-client-python/dsh_sdk_client.py"),
+        ),
+        (
+            "sdk-0.2.1",
+            "node",
+            script("examples/sdk-client-node/dsh-sdk-client.mjs"),
+        ),
+        (
+            "headless-0.2.1",
+            "python3",
+            script("examples/headless-client-python/dsh_headless_client.py"),
+        ),
+        (
+            "headless-0.2.1",
+            "node",
+            script("examples/headless-client-node/dsh-headless-client.mjs"),
+        ),
         (
             "sdk",
             "python3",
