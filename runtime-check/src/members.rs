@@ -140,7 +140,7 @@ fn is_iso_time(text: &str) -> bool {
 }
 
 /// `text` with every UUID (8-4-4-4-12 hex digits) replaced by [`UUID`].
-fn replace_uuids(text: &str) -> String {
+pub fn replace_uuids(text: &str) -> String {
     const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
     let bytes = text.as_bytes();
     let uuid_at = |start: usize| -> bool {

@@ -367,7 +367,8 @@ pub fn shapes(frames: &[Value]) -> Vec<String> {
 
 fn shape(v: &Value) -> String {
     let params = &v["params"];
-    let text = |value: &Value| value.as_str().unwrap_or("?").to_string();
+    // A child session's id is a fresh UUID on every run.
+    let text = |value: &Value| crate::members::replace_uuids(value.as_str().unwrap_or("?"));
     match v["method"].as_str() {
         Some("session.event") => {
             let event = &params["event"];
