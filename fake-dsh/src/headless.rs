@@ -61,6 +61,8 @@ struct Outcome {
     end: Option<Value>,
     /// `--json`: stdout holds only events (no lone newline for a failed turn).
     json_mode: bool,
+    /// `--json`: the current step got the model's answer (its `step_end` then has a `usage`).
+    answered: bool,
 }
 
 /// What the command line asked for.
@@ -238,13 +240,23 @@ fn json_sink(outcome: Arc<Mutex<Outcome>>) -> Sink {
             Some("turn/start") => {
                 json_line(&json!({"type": "status", "phase": "turn_start", "turn": data["turn"]}))
             }
-            Some("step/start") => json_line(&json!({"type": "status", "phase": "step_start",
-                "turn": data["turn"], "step": data["step"]})),
-            Some("step/end") => json_line(&json!({"type": "status", "phase": "step_end",
-                "turn": data["turn"], "step": data["step"],
-                "usage": {"inputTokens": 1000, "outputTokens": 20, "cacheReadTokens": 0,
-                          "cacheWriteTokens": 0, "totalTokens": 1020}})),
+            Some("step/start") => {
+                outcome.lock().unwrap_or_else(|p| p.into_inner()).answered = false;
+                json_line(&json!({"type": "status", "phase": "step_start",
+                    "turn": data["turn"], "step": data["step"]}))
+            }
+            Some("step/end") => {
+                let mut line = json!({"type": "status", "phase": "step_end",
+                    "turn": data["turn"], "step": data["step"]});
+                // A step the model never answered (an error turn's) has no usage (observed).
+                if outcome.lock().unwrap_or_else(|p| p.into_inner()).answered {
+                    line["usage"] = json!({"inputTokens": 1000, "outputTokens": 20,
+                        "cacheReadTokens": 0, "cacheWriteTokens": 0, "totalTokens": 1020});
+                }
+                json_line(&line)
+            }
             Some("assistant/message") => {
+                outcome.lock().unwrap_or_else(|p| p.into_inner()).answered = true;
                 let parts = data["message"]["content"].as_array().cloned();
                 for part in parts.unwrap_or_default() {
                     let text = part["text"].as_str().unwrap_or_default();
@@ -294,13 +306,17 @@ fn json_sink(outcome: Arc<Mutex<Outcome>>) -> Sink {
     })
 }
 
-/// The `--json` run's end for a completed turn: `final` with the text, exit 0. Any other end
-/// (not observed on the real one) falls to [`report`]: no `final`, the error on stderr, exit 1.
+/// The `--json` run's end (observed): `final` with the last text (empty without one) whatever the
+/// turn's end; exit 0 for a completed turn, 1 with nothing on stderr for a max-tokens one; any
+/// other end goes on to [`report`]: the error on stderr, exit 1.
 fn report_json(outcome: &Outcome) {
+    json_line(&json!({"type": "final", "text": outcome.last_text}));
     let reason = outcome.end.clone().unwrap_or(Value::Null);
     if reason["kind"] == "completed" {
-        json_line(&json!({"type": "final", "text": outcome.last_text}));
         finish(0, ExitReason::ScriptEnd)
+    }
+    if reason["kind"] == "max-tokens" {
+        finish(1, ExitReason::ScriptEnd)
     }
 }
 
@@ -376,7 +392,8 @@ fn sink(outcome: Arc<Mutex<Outcome>>) -> Sink {
 }
 
 /// A run cut by a signal mid-turn (observed on 0.1.5 and 0.2.1): the text so far and a newline
-/// on stdout, nothing on stderr; SIGTERM exits 0, SIGINT 130 (SIGHUP: 129, stdout untouched).
+/// on stdout (`--json`: a `final` event with it), nothing on stderr; SIGTERM exits 0, SIGINT 130
+/// (SIGHUP: 129, stdout untouched).
 fn cut_short(outcome: Arc<Mutex<Outcome>>) -> crate::process::SignalHook {
     use nix::sys::signal::Signal;
     Box::new(move |signal| {
@@ -386,7 +403,9 @@ fn cut_short(outcome: Arc<Mutex<Outcome>>) -> crate::process::SignalHook {
             _ => return None,
         };
         let outcome = outcome.lock().unwrap_or_else(|p| p.into_inner());
-        if !outcome.json_mode {
+        if outcome.json_mode {
+            json_line(&json!({"type": "final", "text": outcome.last_text}));
+        } else {
             Stdout::new().write_bytes(format!("{}\n", outcome.last_text).as_bytes());
         }
         Some(code)
