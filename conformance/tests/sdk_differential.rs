@@ -433,6 +433,45 @@ fn patch_overlays_are_taken_and_refused_like_the_real_runtime() {
     }
 }
 
+/// `--dump-config-schema`: 0.2.1 prints the profile's loader configuration as one JSON Schema
+/// document (compared member by member; its plugin-by-plugin content is allowed to differ), exit
+/// 0; 0.1.5 does not know the option.
+#[test]
+fn the_config_schema_dump_matches_the_real_runtime() {
+    let Some(real) = real_runtime() else { return };
+    let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    for (release, profile) in [
+        (Release::V021, "sdk-minimal"),
+        (Release::V021, "headless"),
+        (Release::V015, "sdk"),
+    ] {
+        let mut seen = Vec::new();
+        for side in [Side::Real, Side::Fake] {
+            let world = World::new().unwrap();
+            let server = ModelServer::start(conformance, None, world.root.path()).unwrap();
+            let args = ["--profile", profile, "--dump-config-schema"];
+            let command = command(&world, side, &real, release, &args, &server.url, None);
+            let wire = drive(command, &[Step::Eof], &world, RUN_LIMIT).unwrap();
+            let normalizer = Normalizer::default();
+            let mut frames: Vec<Value> = serde_json::from_str::<Value>(&wire.stdout)
+                .map(|doc| vec![normalizer.normalize(&doc)])
+                .unwrap_or_default();
+            frames.push(json!({"method": "process", "params": {
+                "exit": wire.exit,
+                "stdoutEmpty": wire.stdout.is_empty(),
+                "stderrFirstLine": wire.stderr.lines().next(),
+            }}));
+            seen.push(frames);
+        }
+        judge(
+            &format!("--profile {profile} --dump-config-schema"),
+            release,
+            &seen[0],
+            &seen[1],
+        );
+    }
+}
+
 #[test]
 fn an_error_turn_then_a_completed_one_and_junk_input_match_the_real_runtime() {
     // The 401 is used once (a 401 is not retried), so the next turn gets the text.
