@@ -302,7 +302,8 @@ pub fn config_schema(profile: &str) -> serde_json::Value {
         "items": {"$ref": "#/$defs/entry"},
         "$defs": {"entry": entry, "patch": entry,
                   "patchList": {"type": "array", "items": {"$ref": "#/$defs/patch"}}},
-        "x-cordis": {"profile": profile, "complete": false, "entries": []},
+        "x-cordis": {"profile": profile, "complete": false, "entries": [],
+                     "patchSchema": "#/$defs/patchList", "diagnostics": []},
     })
 }
 
