@@ -472,6 +472,41 @@ fn the_config_schema_dump_matches_the_real_runtime() {
     }
 }
 
+/// Two prompts to one session, one after the other, and one to a second session: the later
+/// turn's preamble (only its `user/message`), `seq` and turn count going on, the second
+/// session's own preamble.
+#[test]
+fn later_turns_and_a_second_session_match_the_real_runtime() {
+    let model = json!({"replies": [{"reasoning": "thinking", "text": "hello", "reuse": true}]});
+    let step = json!({"reasoning": "thinking", "text": "hello"});
+    let scenario = json!({"sdk": {"turns": [{"steps": [step]}, {"steps": [step]},
+                                            {"steps": [step]}]}});
+    let steps = vec![
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "first")),
+        Step::Idle("s-1"),
+        Step::Send(prompt(3, "s-1", "second")),
+        Step::Idle("s-1"),
+        Step::Send(prompt(4, "s-2", "another session")),
+        Step::Idle("s-2"),
+        Step::Eof,
+    ];
+    for (release, args) in [
+        (Release::V011, &[][..]),
+        (Release::V015, &["--profile", "sdk"][..]),
+        (Release::V021, &["--profile", "sdk"][..]),
+    ] {
+        compare(
+            release,
+            args,
+            Some(model.clone()),
+            Some(scenario.clone()),
+            &steps,
+        );
+    }
+}
+
 #[test]
 fn an_error_turn_then_a_completed_one_and_junk_input_match_the_real_runtime() {
     // The 401 is used once (a 401 is not retried), so the next turn gets the text.
