@@ -410,11 +410,8 @@ fn last_text(message: &Value) -> Option<String> {
         return Some(text.to_string());
     }
     let blocks = message.as_array()?;
-    let texts = blocks.iter().filter(|b| b["type"] == "text");
-    texts
-        .filter_map(|b| b["text"].as_str())
-        .last()
-        .map(str::to_string)
+    let mut texts = blocks.iter().rev().filter(|b| b["type"] == "text");
+    texts.find_map(|b| b["text"].as_str()).map(str::to_string)
 }
 
 /// A turn's steps without the model's `subagent` calls (fake-dsh's `background_subagent` plays
