@@ -549,17 +549,21 @@ mod tests {
         assert_eq!(redact_scenario(&untouched, Vec::new()), untouched);
     }
 
+    /// One JSON-RPC notification line.
+    fn frame(method: &str, params: Value) -> String {
+        json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+    }
+
+    /// One `session.event` line of `session`.
+    fn event(session: &str, kind: &str, time: u64, data: Value) -> String {
+        frame(
+            "session.event",
+            json!({"sessionId": session, "event": {"type": kind, "seq": 0, "time": time, "data": data}}),
+        )
+    }
+
     #[test]
     fn a_background_child_becomes_its_turns_subagent_and_the_wake_up_no_turn_of_its_own() {
-        let frame = |method: &str, params: Value| {
-            json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
-        };
-        let event = |session: &str, kind: &str, time: u64, data: Value| {
-            frame(
-                "session.event",
-                json!({"sessionId": session, "event": {"type": kind, "seq": 0, "time": time, "data": data}}),
-            )
-        };
         let receipt = json!({"inserted": [{"id": "m"}]});
         let text = |text: &str| json!({"message": {"content": [{"type": "text", "text": text}]}});
         let end = json!({"reason": {"kind": "completed"}});
@@ -603,15 +607,6 @@ mod tests {
     /// content blocks.
     #[test]
     fn the_real_runtimes_background_child_becomes_the_same_scenario() {
-        let frame = |method: &str, params: Value| {
-            json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
-        };
-        let event = |session: &str, kind: &str, time: u64, data: Value| {
-            frame(
-                "session.event",
-                json!({"sessionId": session, "event": {"type": kind, "seq": 0, "time": time, "data": data}}),
-            )
-        };
         let receipt = json!({"inserted": [{"id": "m", "source": {"kind": "user"}}]});
         let notice = json!({"inserted": [{"id": "n", "source": {"kind": "subagent-settled",
                                                                "senderSessionId": "c"}}]});
