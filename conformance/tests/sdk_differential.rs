@@ -507,6 +507,26 @@ fn later_turns_and_a_second_session_match_the_real_runtime() {
     }
 }
 
+/// A session may modify a file it wrote; another session in the same process may not modify
+/// that file before it reads it (the default model writes `index.html` every turn).
+#[test]
+fn a_file_only_another_session_wrote_is_refused_like_the_real_runtime() {
+    let steps = vec![
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "Make a landing page")),
+        Step::Idle("s-1"),
+        Step::Send(prompt(3, "s-1", "Make a landing page")),
+        Step::Idle("s-1"),
+        Step::Send(prompt(4, "s-2", "Make a landing page")),
+        Step::Idle("s-2"),
+        Step::Eof,
+    ];
+    for release in [Release::V015, Release::V021] {
+        compare(release, &["--profile", "sdk"], None, None, &steps);
+    }
+}
+
 #[test]
 fn an_error_turn_then_a_completed_one_and_junk_input_match_the_real_runtime() {
     // The 401 is used once (a 401 is not retried), so the next turn gets the text.
@@ -595,6 +615,17 @@ fn headless(release: Release, args: &[&str], model: Option<Value>, scenario: Opt
     headless_cut(release, args, model, scenario, None);
 }
 
+/// [`headless`] with `input` piped to its stdin (then closed).
+fn headless_piped(release: Release, args: &[&str], input: &str) {
+    headless_run(
+        release,
+        args,
+        None,
+        None,
+        vec![Step::Text(input.into()), Step::Eof],
+    );
+}
+
 /// [`headless`], with the run cut by a signal once the model server has had `requests` turn
 /// requests (fake-dsh: 2 s into the run, its scenario then in a 30 s pause).
 fn headless_cut(
@@ -603,6 +634,30 @@ fn headless_cut(
     model: Option<Value>,
     scenario: Option<Value>,
     cut: Option<(usize, Signal)>,
+) {
+    let mut steps = vec![Step::Eof];
+    if let Some((requests, signal)) = cut {
+        steps.splice(
+            0..0,
+            [
+                Step::ModelRequests(PathBuf::new(), requests),
+                Step::Signal(signal),
+            ],
+        );
+    }
+    headless_run(release, args, model, scenario, steps);
+}
+
+/// One headless run on each side, compared: `steps` driven as given, but a
+/// [`Step::ModelRequests`] waits for this side's model server on the real runtime and is a 2 s
+/// pause on fake-dsh (its scenario then in a 30 s pause: any moment of it is the same point of
+/// the turn, as fake-dsh asks no model).
+fn headless_run(
+    release: Release,
+    args: &[&str],
+    model: Option<Value>,
+    scenario: Option<Value>,
+    steps: Vec<Step>,
 ) {
     let Some(real) = real_runtime() else { return };
     let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
@@ -618,16 +673,16 @@ fn headless_cut(
         full.extend_from_slice(args);
         let scenario = scenario.as_ref();
         let command = command(&world, side, &real, release, &full, &server.url, scenario);
-        // fake-dsh asks no model: its scenario pauses 30 s in the step the real runtime is cut
-        // in, so any moment of that pause is the same point of the turn.
-        let wait = match side {
-            Side::Real => Step::ModelRequests(server.log.clone(), cut.map_or(0, |c| c.0)),
-            Side::Fake => Step::Pause(Duration::from_secs(2)),
-        };
-        let steps = match cut {
-            Some((_, signal)) => vec![wait, Step::Signal(signal), Step::Eof],
-            None => vec![Step::Eof],
-        };
+        let steps: Vec<Step> = steps
+            .iter()
+            .map(|step| match (step, side) {
+                (Step::ModelRequests(_, n), Side::Real) => {
+                    Step::ModelRequests(server.log.clone(), *n)
+                }
+                (Step::ModelRequests(..), Side::Fake) => Step::Pause(Duration::from_secs(2)),
+                (step, _) => step.clone(),
+            })
+            .collect();
         let wire = drive(command, &steps, &world, RUN_LIMIT).unwrap();
         seen.push(headless_observed(&wire, &world));
     }
@@ -709,6 +764,65 @@ fn headless_cut_by_a_signal_prints_the_text_so_far_like_the_real_runtime() {
         let (model, scenario) = (Some(model.clone()), Some(scenario.clone()));
         headless_cut(release, args, model, scenario, Some((2, signal)));
     }
+}
+
+/// 0.2.1's task from stdin (`-`, or nothing on the command line with stdin piped), an empty
+/// piped task (the no-task message), and `--session-id` naming the session.
+#[test]
+fn headless_stdin_task_and_session_id_match_the_real_runtime() {
+    headless_piped(Release::V021, &["-"], "Make a landing page\n");
+    headless_piped(Release::V021, &[], "Make a landing page\n");
+    headless_piped(Release::V021, &["-"], "");
+    headless(
+        Release::V021,
+        &["--session-id", "design-1", "Make a landing page"],
+        None,
+        None,
+    );
+    headless(
+        Release::V021,
+        &["--json", "--session-id", "design-1", "Make a landing page"],
+        None,
+        None,
+    );
+}
+
+/// 0.2.1's `--session-id` resuming, in a second process, the session a first headless run made
+/// (its id read from the first run's `--json` `session` line): both runs compared. The second
+/// run's `write` of the page the first one created is refused: a session may modify only a file
+/// it read (or wrote) in this process.
+#[test]
+fn headless_session_id_resumes_an_earlier_run_like_the_real_runtime() {
+    let Some(real) = real_runtime() else { return };
+    let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    let mut seen = Vec::new();
+    for side in [Side::Real, Side::Fake] {
+        let world = World::new().unwrap();
+        // A model server per run: its call ids count its requests, which fake-dsh, asking no
+        // model, counts per process.
+        let run = |args: &[&str]| {
+            let dir = world.root.path().join(format!("model-{}", args.len()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let server = ModelServer::start(conformance, None, &dir).unwrap();
+            let mut full = vec!["--profile", "headless", "--json"];
+            full.extend_from_slice(args);
+            let command = command(&world, side, &real, Release::V021, &full, &server.url, None);
+            drive(command, &[Step::Eof], &world, RUN_LIMIT).unwrap()
+        };
+        let first = run(&["Make a landing page"]);
+        let id = first
+            .frames
+            .iter()
+            .find(|frame| frame["type"] == "session")
+            .and_then(|frame| frame["sessionId"].as_str())
+            .unwrap_or_else(|| panic!("{side:?}: no session line: {first:?}"))
+            .to_string();
+        let second = run(&["--session-id", &id, "Make the heading larger"]);
+        let mut frames = headless_observed(&first, &world);
+        frames.extend(headless_observed(&second, &world));
+        seen.push(frames);
+    }
+    judge("headless --session-id", Release::V021, &seen[0], &seen[1]);
 }
 
 #[test]

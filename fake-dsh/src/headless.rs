@@ -128,6 +128,10 @@ pub fn run(persona: Persona, args: &[String]) -> ! {
                 } else {
                     message
                 };
+                // Under --json the real one says it on stdout too (0.2.1rc2, observed).
+                if request.json {
+                    json_line(&json!({"type": "error", "message": message}));
+                }
                 stderr_bytes(format!("dsh: {message}\n").as_bytes());
                 finish(1, ExitReason::Error)
             })

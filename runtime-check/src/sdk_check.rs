@@ -157,6 +157,8 @@ impl World {
 #[derive(Clone, Debug)]
 pub enum Step {
     Send(Value),
+    /// Write these bytes to stdin as they are (a headless task piped in).
+    Text(String),
     /// Wait for the response to this id.
     Response(Value),
     /// Wait until this session reports `idle`.
@@ -246,6 +248,11 @@ pub fn drive(
             Step::Send(request) => {
                 if let Some(stdin) = stdin.as_mut() {
                     let _ = stdin.write_all(format!("{request}\n").as_bytes());
+                }
+            }
+            Step::Text(text) => {
+                if let Some(stdin) = stdin.as_mut() {
+                    let _ = stdin.write_all(text.as_bytes());
                 }
             }
             Step::Response(id) => wait(&mut seen, &|v| &v["id"] == id && v.get("method").is_none()),

@@ -188,6 +188,10 @@ pub struct Session {
     pub running: bool,
     /// Prompts accepted while running, each with the turn it will play.
     pub queue: std::collections::VecDeque<(Value, TurnScript)>,
+    /// The files this session (in this process) read or wrote: 0.1.5 and 0.2.1 refuse to
+    /// modify an existing file the session has not read (another session's, or this session's
+    /// before a resume in a new process).
+    known_files: std::collections::HashSet<PathBuf>,
 }
 
 /// The real runtime's session directory name for a cwd: the path without its leading `/`, every
@@ -251,6 +255,7 @@ impl Session {
             spawn: None,
             running: false,
             queue: Default::default(),
+            known_files: Default::default(),
         }
     }
 
@@ -1141,11 +1146,7 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
         json!({"turn": turn, "step": step, "callId": id, "name": call.name,
                "arguments": call.arguments.to_string()}),
     );
-    let created = (call.name == "write")
-        .then(|| call.arguments["file_path"].as_str())
-        .flatten()
-        .map(|p| session.cwd.join(p))
-        .filter(|path| !path.exists());
+    let created = written_path(session, call).filter(|path| !path.exists());
     let outcome = if call.needs_approval {
         Err("Error: approval unavailable: no one can answer approvals on this surface".to_string())
     } else if call.name == "subagent" && session.spawn.is_some() {
@@ -1160,10 +1161,16 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
     if session.flavor.v021() {
         // 0.2.1's shape: the message is the tool's, with `toolCallId` at its top and the text
         // blocks as its content; the event names the `tool/call` it answers.
+        let updated = written_path(session, call).filter(|_| created.is_none() && !is_error);
         let created = created.filter(|_| !is_error);
-        let text = match &created {
-            Some(path) => format!(
-                "<path>{}</path>\n<type>file</type>\n<content>\nCreated file\n</content>",
+        let operation = match (created, updated) {
+            (Some(path), _) => Some(("create", "Created", path)),
+            (None, Some(path)) => Some(("update", "Updated", path)),
+            (None, None) => None,
+        };
+        let text = match &operation {
+            Some((_, done, path)) => format!(
+                "<path>{}</path>\n<type>file</type>\n<content>\n{done} file\n</content>",
                 path.display()
             ),
             None => text,
@@ -1172,12 +1179,12 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
             "source": {"kind": "tool", "callId": id}, "toolCallId": id,
             "content": [{"type": "text", "text": text}], "isError": is_error,
             "id": uuid::Uuid::new_v4().to_string()}});
-        if let Some(path) = created {
+        if let Some((operation, _, path)) = operation {
             data["meta"] =
-                json!({"operation": "create", "path": path.to_string_lossy(), "diffs": []});
+                json!({"operation": operation, "path": path.to_string_lossy(), "diffs": []});
         }
-        if is_error && text.starts_with("Error: unknown tool ") {
-            data["error"] = json!({"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"});
+        if let Some(error) = is_error.then(|| tool_error(&text)).flatten() {
+            data["error"] = error;
         }
         session.emit_with(
             "tool/result",
@@ -1199,8 +1206,8 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
     if call.name == "write" && !is_error {
         data["meta"] = json!({"diffs": []});
     }
-    if is_error && text.starts_with("Error: unknown tool ") {
-        data["error"] = json!({"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"});
+    if let Some(error) = is_error.then(|| tool_error(&text)).flatten() {
+        data["error"] = error;
     }
     session.emit_with(
         "tool/result",
@@ -1234,7 +1241,30 @@ fn start_subagent(session: &mut Session, call: &ToolCallScript) -> Result<String
 /// A `write` outside the cwd or through a link is refused by [`crate::project::write_inside`]:
 /// an error result (`Error: cannot write PATH: refusing to write: ...`), as the real runtime
 /// reports a failed tool, and the turn goes on.
-fn run_tool(session: &Session, call: &ToolCallScript) -> Result<String, String> {
+/// The file a `write` call names, under the session's cwd.
+fn written_path(session: &Session, call: &ToolCallScript) -> Option<PathBuf> {
+    (call.name == "write")
+        .then(|| call.arguments["file_path"].as_str())
+        .flatten()
+        .map(|p| session.cwd.join(p))
+}
+
+/// The `error` member the real runtime gives a failed tool's result, for the failures it names:
+/// an unknown tool, and a `write` to a file the session has not read.
+fn tool_error(text: &str) -> Option<Value> {
+    if text.starts_with("Error: unknown tool ") {
+        Some(json!({"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"}))
+    } else if text.ends_with(NOT_READ) {
+        Some(json!({"name": "FsError", "code": "FS_NOT_OBSERVED"}))
+    } else {
+        None
+    }
+}
+
+/// How 0.1.5 and 0.2.1 end the refusal to modify a file the session has not read.
+const NOT_READ: &str = "file has not been read — read the file, then retry";
+
+fn run_tool(session: &mut Session, call: &ToolCallScript) -> Result<String, String> {
     let unknown = || {
         Err(format!(
             "Error: unknown tool {}",
@@ -1249,19 +1279,28 @@ fn run_tool(session: &Session, call: &ToolCallScript) -> Result<String, String> 
         .map(|p| session.cwd.join(p));
     match (call.name.as_str(), path) {
         ("write", Some(path)) => {
+            if path.exists() && !session.known_files.contains(&path) {
+                return Err(format!(
+                    "Error: cannot modify {}: {NOT_READ}",
+                    Value::from(path.display().to_string())
+                ));
+            }
             let content = call.arguments["content"].as_str().unwrap_or_default();
             crate::project::write_inside(&session.cwd, &path, content.as_bytes())
-                .map(|_| {
-                    format!(
-                        "<path>{}</path>\nWrote {} bytes.",
-                        path.display(),
-                        content.len()
-                    )
-                })
-                .map_err(|e| format!("Error: cannot write {}: {e}", path.display()))
+                .map_err(|e| format!("Error: cannot write {}: {e}", path.display()))?;
+            session.known_files.insert(path.clone());
+            Ok(format!(
+                "<path>{}</path>\nWrote {} bytes.",
+                path.display(),
+                content.len()
+            ))
         }
-        ("read", Some(path)) => std::fs::read_to_string(&path)
-            .map_err(|e| format!("Error: cannot read {}: {e}", path.display())),
+        ("read", Some(path)) => {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("Error: cannot read {}: {e}", path.display()))?;
+            session.known_files.insert(path);
+            Ok(text)
+        }
         ("write" | "read", None) => Err("Error: file_path is required".to_string()),
         _ => unknown(),
     }
