@@ -185,7 +185,7 @@ fn check_outcome(case: &ClientCase, played: &Played, reports: &[Value]) -> Resul
     let failed = || -> Result<(), String> {
         if played.exit == Some(0) {
             return Err(
-                "exit 0, expected a failure (the runtime died before the prompt settled)".into(),
+                "exit 0, expected a failure (a prompt cannot settle: the runtime died, refused it or went silent)".into(),
             );
         }
         if played.stderr.iter().all(u8::is_ascii_whitespace) {
