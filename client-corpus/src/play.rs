@@ -99,7 +99,7 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
 /// [`play`] in the case's temp dir `temp`.
 fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, String> {
     let work = temp.join("work");
-    for dir in [&work, &temp.join("tmp")] {
+    for dir in [&work, &temp.join("tmp"), &temp.join("home")] {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
@@ -110,6 +110,8 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     let mut command = client_command(setup, case, temp, &token, &secret)?;
     command.current_dir(&work);
     let started = Instant::now();
+    // File times come from a coarse clock: a second's margin.
+    let started_at = std::time::SystemTime::now() - Duration::from_secs(1);
     let deadline = started + setup.limit();
     let mut journal_watch = JournalWatch::new(journal_path.clone());
     let Ended {
@@ -149,7 +151,7 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
         [("stdout", &stdout[..]), ("stderr", &stderr[..])],
         journal_watch.disturbed,
         temp,
-        deadline,
+        (started_at, deadline),
     );
     Ok(Played {
         exit,
@@ -236,8 +238,10 @@ fn client_command(
         .env(variable, runtime.to_string())
         .env(TIMEOUT_ENV, setup.client_timeout_secs().to_string())
         .env(KEY_ENV, secret)
-        // Its own temp dir, under the case's root: the key scan reads what is written there.
+        // Its own temp dir and home, under the case's root: the key scan reads what is written
+        // there.
         .env("TMPDIR", temp.join("tmp"))
+        .env("HOME", temp.join("home"))
         .env(CASE_TOKEN_ENV, token)
         .env("DSH_HOME", temp.join("dsh-home"))
         .env("FAKE_DSH_JOURNAL", temp.join("journal.jsonl"))
@@ -486,8 +490,9 @@ fn read_journal(path: &Path) -> Result<(Vec<Entry>, Option<String>), String> {
 /// Where the key went, each place once: the runtime's argv and what it received on stdin (the
 /// journal's `start` and `command` entries), the client's output, the journal itself disturbed
 /// (emptied, removed or replaced: what the runtime received can no longer be checked), the
-/// working directory swapped for a link, and every file under the case's root (`temp`: the
-/// working dir, the files beside it, the client's `TMPDIR`), read within the case's limit. The
+/// working directory swapped for a link, every file under the case's root (`temp`: the
+/// working dir, the files beside it, the client's `TMPDIR` and `HOME`), read within the case's
+/// limit, and what changed in the shared temp dirs since the case started (`/tmp`, ...). The
 /// places it was found, then what keeps the kit from vouching for the rest.
 fn leaks(
     canary: &Canary,
@@ -495,7 +500,7 @@ fn leaks(
     outputs: [(&str, &[u8]); 2],
     journal_disturbed: Option<String>,
     temp: &Path,
-    deadline: Instant,
+    (started_at, deadline): (std::time::SystemTime, Instant),
 ) -> (Vec<String>, Vec<String>) {
     let (mut leaked, mut unverified) = (Vec::new(), Vec::new());
     for entry in journal {
@@ -548,6 +553,9 @@ fn leaks(
         unverified.push(format!(
             "the files the client wrote were not all read ({why})"
         ));
+    }
+    for file in canary.scan_shared_temp(started_at, deadline) {
+        leaked.push(format!("the file {} (a shared temp dir)", file.display()));
     }
     (leaked, unverified)
 }
