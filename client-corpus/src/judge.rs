@@ -1,6 +1,7 @@
 //! A played client case's verdict, checked in this order (the first broken expectation is the one
-//! reported, blamed on the rule it breaks): the client ended within the limit; its stdout is one
-//! JSON report per line; it ended as the case's `outcome` says with the expected reports;
+//! reported, blamed on the rule it breaks): each run of the client (a case may run it more than
+//! once on one home), in order, ended within the limit, its stdout is one JSON report per line,
+//! and it ended as the case's `outcome` says with the expected reports;
 //! fake-dsh's journal shows the runtime it started (every case expects the client to start the
 //! runtime it is given); it left no runtime running; the credential stayed in the environment. A
 //! case resting on an interpretation is `informational` when it fails, except on a journal the
@@ -77,17 +78,30 @@ fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
         })
     };
     let first_rule = case.rules[0].as_str();
-    if played.hung {
-        return blame(
-            first_rule,
-            "the client did not exit within the case's limit (killed)".into(),
-        );
+    let runs = played.earlier.len() + 1;
+    for (n, run) in played.earlier.iter().enumerate() {
+        let ended = Ran {
+            exit: run.exit,
+            hung: run.hung,
+            stdout: &run.stdout,
+            stderr: &run.stderr,
+        };
+        if let Err(why) = check_run(case, &ended) {
+            return blame(first_rule, format!("run {} of {runs}: {why}", n + 1));
+        }
     }
-    let reports = match parse_reports(&played.stdout) {
-        Ok(reports) => reports,
-        Err(why) => return blame(first_rule, why),
+    let last = Ran {
+        exit: played.exit,
+        hung: played.hung,
+        stdout: &played.stdout,
+        stderr: &played.stderr,
     };
-    if let Err(why) = check_outcome(case, played, &reports) {
+    if let Err(why) = check_run(case, &last) {
+        let why = if runs > 1 {
+            format!("run {runs} of {runs}: {why}")
+        } else {
+            why
+        };
         return blame(first_rule, why);
     }
     if let Some(why) = &played.journal_problem {
@@ -145,6 +159,23 @@ fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
     check_runtime_env(case, played).and_then(|why| blame(&credentials, why))
 }
 
+/// How one run of the client ended.
+struct Ran<'a> {
+    exit: Option<i32>,
+    hung: bool,
+    stdout: &'a [u8],
+    stderr: &'a [u8],
+}
+
+/// One run: it ended within the limit, its stdout is reports, it ended as the case says.
+fn check_run(case: &ClientCase, ran: &Ran) -> Result<(), String> {
+    if ran.hung {
+        return Err("the client did not exit within the case's limit (killed)".into());
+    }
+    let reports = parse_reports(ran.stdout)?;
+    check_outcome(case, ran, &reports)
+}
+
 /// Each stdout line is one JSON object.
 fn parse_reports(stdout: &[u8]) -> Result<Vec<Value>, String> {
     String::from_utf8_lossy(stdout)
@@ -163,7 +194,7 @@ fn parse_reports(stdout: &[u8]) -> Result<Vec<Value>, String> {
 }
 
 /// The exit and the reports against `expect.outcome`.
-fn check_outcome(case: &ClientCase, played: &Played, reports: &[Value]) -> Result<(), String> {
+fn check_outcome(case: &ClientCase, played: &Ran, reports: &[Value]) -> Result<(), String> {
     let expected = &case.expect.reports;
     let settled = || -> Result<(), String> {
         if played.exit != Some(0) {
@@ -288,8 +319,8 @@ fn exit_name(exit: Option<i32>) -> String {
     exit.map_or_else(|| "by a signal".to_string(), |code| code.to_string())
 }
 
-fn stderr_tail(played: &Played) -> String {
-    let text = String::from_utf8_lossy(&played.stderr);
+fn stderr_tail(played: &Ran) -> String {
+    let text = String::from_utf8_lossy(played.stderr);
     match text.trim().lines().last() {
         Some(last) => format!("; stderr: {}", excerpt(last)),
         None => String::new(),
@@ -359,12 +390,20 @@ mod tests {
     /// A case resting on an interpretation, played by a client that did everything right but
     /// left the journal in `problem`.
     fn judged(problem: Option<&str>) -> CaseResult {
-        let case: ClientCase = serde_json::from_value(json!({
+        verdict(&case(), &played(problem))
+    }
+
+    fn case() -> ClientCase {
+        serde_json::from_value(json!({
             "id": "sdk.x", "surface": "sdk", "summary": "s", "rules": ["sdk.line-framing"],
             "interpretation": "I-S01", "prompts": ["p"], "expect": {"reports": [{"text": "t"}]}
         }))
-        .unwrap();
-        let played = Played {
+        .unwrap()
+    }
+
+    fn played(problem: Option<&str>) -> Played {
+        Played {
+            earlier: Vec::new(),
             exit: Some(0),
             hung: false,
             stdout: b"{\"text\": \"t\"}\n".to_vec(),
@@ -376,8 +415,38 @@ mod tests {
             leaked: Vec::new(),
             unverified: Vec::new(),
             duration: std::time::Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn an_earlier_run_is_judged_first_and_named() {
+        let mut twice = played(None);
+        twice.earlier.push(crate::play::EarlierRun {
+            exit: Some(2),
+            hung: false,
+            stdout: Vec::new(),
+            stderr: b"client: session \"s\" already exists\n".to_vec(),
+        });
+        let result = verdict(&case(), &twice);
+        assert_eq!(
+            result.verdict,
+            Verdict::Informational,
+            "the case rests on I-S01"
+        );
+        let why = result.why.unwrap();
+        assert!(
+            why.starts_with("run 1 of 2: exit 2, expected 0") && why.contains("already exists"),
+            "{why}"
+        );
+        twice.earlier[0] = crate::play::EarlierRun {
+            exit: Some(0),
+            hung: false,
+            stdout: b"{\"text\": \"t\"}\n".to_vec(),
+            stderr: Vec::new(),
         };
-        verdict(&case, &played)
+        twice.exit = Some(1);
+        let why = verdict(&case(), &twice).why.unwrap();
+        assert!(why.starts_with("run 2 of 2: exit 1"), "{why}");
     }
 
     #[test]

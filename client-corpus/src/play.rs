@@ -56,9 +56,21 @@ impl Setup {
     }
 }
 
+/// How one of a case's earlier runs ended (a case with `runs` above 1; the last run is
+/// [`Played`] itself).
+#[derive(Debug)]
+pub struct EarlierRun {
+    pub exit: Option<i32>,
+    pub hung: bool,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
 /// What one case left behind.
 #[derive(Debug)]
 pub struct Played {
+    /// The runs before the last one, in order (none unless the case has `runs` above 1).
+    pub earlier: Vec<EarlierRun>,
     /// The client's exit code; `None` when it was killed at the limit or by a signal.
     pub exit: Option<i32>,
     pub hung: bool,
@@ -107,13 +119,19 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     create_journal(&journal_path)?;
     let token = random_uuid();
     let secret = format!("sk-dsh-conformance-{}", random_uuid().replace('-', ""));
-    let mut command = client_command(setup, case, temp, &token, &secret)?;
-    command.current_dir(&work);
     let started = Instant::now();
     // File times come from a coarse clock: a second's margin.
     let started_at = std::time::SystemTime::now() - Duration::from_secs(1);
-    let deadline = started + setup.limit();
     let mut journal_watch = JournalWatch::new(journal_path.clone());
+    let mut earlier = Vec::new();
+    for _ in 1..case.runs {
+        let mut command = client_command(setup, case, temp, &token, &secret)?;
+        command.current_dir(&work);
+        earlier.push(earlier_run(setup, command, &mut journal_watch)?);
+    }
+    let mut command = client_command(setup, case, temp, &token, &secret)?;
+    command.current_dir(&work);
+    let deadline = Instant::now() + setup.limit();
     let Ended {
         exit,
         hung,
@@ -145,15 +163,24 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
                 .any(|entry| entry.pid == left.pid && matches!(entry.event, Event::Exit { .. }))
         })
         .collect();
+    let earlier_output: Vec<u8> = earlier
+        .iter()
+        .flat_map(|run: &EarlierRun| [&run.stdout[..], b"\n", &run.stderr[..], b"\n"].concat())
+        .collect();
     let (leaked, unverified) = leaks(
         &Canary::new(&secret),
         &journal,
-        [("stdout", &stdout[..]), ("stderr", &stderr[..])],
+        [
+            ("stdout", &stdout[..]),
+            ("stderr", &stderr[..]),
+            ("output in an earlier run", &earlier_output[..]),
+        ],
         journal_watch.disturbed,
         temp,
         (started_at, deadline),
     );
     Ok(Played {
+        earlier,
         exit,
         hung,
         stdout,
@@ -165,6 +192,26 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
         leaked,
         unverified,
         duration,
+    })
+}
+
+/// One run of the client before the case's last (a persisted home between runs): bounded by
+/// the case's limit, its pipes read to their end (or that limit). What it left running is the
+/// last run's teardown's to find (the same case token).
+fn earlier_run(
+    setup: &Setup,
+    command: Command,
+    journal: &mut JournalWatch,
+) -> Result<EarlierRun, String> {
+    let deadline = Instant::now() + setup.limit();
+    let ended = wait_bounded(command, deadline, journal)?;
+    let mut held_open = Vec::new();
+    let drained = deadline.max(Instant::now());
+    Ok(EarlierRun {
+        exit: ended.exit,
+        hung: ended.hung,
+        stdout: ended.stdout.finish(drained, "stdout", &mut held_open),
+        stderr: ended.stderr.finish(drained, "stderr", &mut held_open),
     })
 }
 
@@ -497,7 +544,7 @@ fn read_journal(path: &Path) -> Result<(Vec<Entry>, Option<String>), String> {
 fn leaks(
     canary: &Canary,
     journal: &[Entry],
-    outputs: [(&str, &[u8]); 2],
+    outputs: [(&str, &[u8]); 3],
     journal_disturbed: Option<String>,
     temp: &Path,
     (started_at, deadline): (std::time::SystemTime, Instant),

@@ -16,11 +16,14 @@
 // environment (the API key with it) passes to the runtime; nothing secret goes in its argv.
 
 import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 
 // How long to wait on a silent runtime, and on its exit when closing.
 const TIMEOUT_MS = Number(process.env.DSH_SDK_TIMEOUT ?? "60") * 1000;
-const SESSION_ID = process.env.DSH_SDK_SESSION ?? "client-session-1";
+// A fresh id per process: a Harness home keeps every session an earlier process stored, and the
+// runtime refuses to open one of those again ("session ... already exists").
+const SESSION_ID = process.env.DSH_SDK_SESSION || `client-${randomUUID()}`;
 
 /** The runtime subprocess: frames in arrival order, requests by id. */
 class Runtime {

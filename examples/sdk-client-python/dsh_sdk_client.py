@@ -22,10 +22,13 @@ import queue
 import subprocess
 import sys
 import threading
+import uuid
 
 # How long to wait on a silent runtime, and on its exit when closing.
 TIMEOUT_SECONDS = float(os.environ.get("DSH_SDK_TIMEOUT", "60"))
-SESSION_ID = os.environ.get("DSH_SDK_SESSION", "client-session-1")
+# A fresh id per process: a Harness home keeps every session an earlier process stored, and the
+# runtime refuses to open one of those again ("session ... already exists").
+SESSION_ID = os.environ.get("DSH_SDK_SESSION") or f"client-{uuid.uuid4()}"
 
 
 class Runtime:

@@ -60,7 +60,23 @@ pub struct ClientCase {
     pub runtime: Option<SdkScenario>,
     /// The prompts (headless: exactly one, the task).
     pub prompts: Vec<String>,
+    /// How many times the client runs, one after the other, in the same case directory (working
+    /// directory, `DSH_HOME`, `TMPDIR`, `HOME`): a persisted home between runs. Each run gets the
+    /// prompts and must end as `expect` says.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub runs: u32,
     pub expect: ClientExpect,
+}
+
+/// The most runs a case may ask for.
+pub const MAX_RUNS: u32 = 3;
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(runs: &u32) -> bool {
+    *runs == 1
 }
 
 /// How the client must end, and what it must report.
@@ -124,6 +140,9 @@ pub fn parse_case(value: &Value) -> Result<ClientCase, String> {
             case.id
         ));
     }
+    if !(1..=MAX_RUNS).contains(&case.runs) {
+        return Err(format!("runs is {}: from 1 to {MAX_RUNS}", case.runs));
+    }
     if case.surface == ClientSurface::Headless && case.prompts.len() != 1 {
         return Err("a headless case has exactly one prompt (the task)".to_string());
     }
@@ -160,6 +179,11 @@ mod tests {
         headless["prompts"] = json!(["a", "b"]);
         headless["expect"]["outcome"] = json!("fails");
         assert!(parse_case(&headless).unwrap_err().contains("one prompt"));
+        let mut twice = good.clone();
+        twice["runs"] = json!(2);
+        assert_eq!(parse_case(&twice).unwrap().runs, 2);
+        twice["runs"] = json!(0);
+        assert!(parse_case(&twice).unwrap_err().contains("from 1 to 3"));
         let mut unknown = good;
         unknown["extra"] = json!(1);
         assert!(parse_case(&unknown).unwrap_err().contains("extra"));
