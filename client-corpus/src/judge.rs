@@ -50,8 +50,9 @@ pub fn verdict(case: &ClientCase, played: &Played) -> CaseResult {
     }
 }
 
-/// A case the run did not play: `skipped` (the client lacks a capability it requires).
-pub fn skipped(case: &ClientCase, lacking: &str) -> CaseResult {
+/// A case the run did not play: `skipped`, saying why (the client or the runtime persona lacks a
+/// capability it requires).
+pub fn skipped(case: &ClientCase, why: &str) -> CaseResult {
     CaseResult {
         id: case.id.clone(),
         summary: case.summary.clone(),
@@ -60,7 +61,7 @@ pub fn skipped(case: &ClientCase, lacking: &str) -> CaseResult {
         verdict: Verdict::Skipped,
         blame: Blame::None,
         rule: None,
-        why: Some(format!("the client lacks {lacking} (--client-lacks)")),
+        why: Some(why.to_string()),
         interpretation: case.interpretation.clone(),
         duration_ms: 0,
         transcript: Vec::new(),

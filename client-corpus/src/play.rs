@@ -23,6 +23,10 @@ pub const HEADLESS_COMMAND_ENV: &str = "DSH_HEADLESS_COMMAND";
 /// How many seconds a client may wait on a silent runtime before giving up (and, closing, before
 /// killing it).
 pub const TIMEOUT_ENV: &str = "DSH_SDK_TIMEOUT";
+/// The session id an SDK client is told to use (a case's `session`).
+pub const SESSION_ENV: &str = "DSH_SDK_SESSION";
+/// Set to `1` when the session `DSH_SDK_SESSION` names is stored and must be resumed.
+pub const RESUME_ENV: &str = "DSH_SDK_RESUME";
 /// The credential every case hands the client.
 pub const KEY_ENV: &str = "DEEPSEEK_API_KEY";
 
@@ -124,12 +128,14 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     let started_at = std::time::SystemTime::now() - Duration::from_secs(1);
     let mut journal_watch = JournalWatch::new(journal_path.clone());
     let mut earlier = Vec::new();
-    for _ in 1..case.runs {
+    for run in 1..case.runs {
         let mut command = client_command(setup, case, temp, &token, &secret)?;
+        session_env(&mut command, case, run);
         command.current_dir(&work);
         earlier.push(earlier_run(setup, command, &mut journal_watch)?);
     }
     let mut command = client_command(setup, case, temp, &token, &secret)?;
+    session_env(&mut command, case, case.runs);
     command.current_dir(&work);
     let deadline = Instant::now() + setup.limit();
     let Ended {
@@ -193,6 +199,17 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
         unverified,
         duration,
     })
+}
+
+/// The session the case names (`DSH_SDK_SESSION`), and from its second run on, with `resume`,
+/// that it is stored and to be resumed (`DSH_SDK_RESUME=1`); `run` counts from 1.
+fn session_env(command: &mut Command, case: &ClientCase, run: u32) {
+    if let Some(session) = &case.session {
+        command.env(SESSION_ENV, session);
+    }
+    if case.resume && run > 1 {
+        command.env(RESUME_ENV, "1");
+    }
 }
 
 /// One run of the client before the case's last (a persisted home between runs): bounded by

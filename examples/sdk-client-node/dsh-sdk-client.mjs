@@ -13,7 +13,9 @@
 // text, "children": background children seen}, and exits 0; when the runtime fails (an error
 // response, its stdout ends, it goes silent for DSH_SDK_TIMEOUT seconds) it says why on stderr and
 // exits 2. Closing is bounded: `shutdown`, stdin closed, DSH_SDK_TIMEOUT seconds, then a kill. The
-// environment (the API key with it) passes to the runtime; nothing secret goes in its argv.
+// environment (the API key with it) passes to the runtime; nothing secret goes in its argv. The
+// session is DSH_SDK_SESSION when set (else a fresh id); with DSH_SDK_RESUME=1 it is stored in the
+// home by an earlier process and resumed first (`session/resume`, 0.2.1).
 
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -201,6 +203,10 @@ async function main() {
       { cwd: process.cwd(), provider: "deepseek-official", model: "deepseek-flash" },
       () => {},
     );
+    if (process.env.DSH_SDK_RESUME === "1") {
+      // The session is stored in this home by an earlier process: resume it (0.2.1).
+      await call(runtime, "session/resume", { sessionId: SESSION_ID }, () => {});
+    }
     for (const text of process.argv.slice(2)) {
       process.stdout.write(`${JSON.stringify(await prompt(runtime, text))}\n`);
     }

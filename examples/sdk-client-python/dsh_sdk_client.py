@@ -13,7 +13,9 @@ prints one JSON line per prompt: {"messageId", "turn_ends": [kinds], "text": las
 text, "children": background children seen}, and exits 0; when the runtime fails (an error
 response, its stdout ends, it goes silent for DSH_SDK_TIMEOUT seconds) it says why on stderr and
 exits 2. Closing is bounded: `shutdown`, stdin closed, DSH_SDK_TIMEOUT seconds, then a kill. The
-environment (the API key with it) passes to the runtime; nothing secret goes in its argv.
+environment (the API key with it) passes to the runtime; nothing secret goes in its argv. The
+session is DSH_SDK_SESSION when set (else a fresh id); with DSH_SDK_RESUME=1 it is stored in the
+home by an earlier process and resumed first (`session/resume`, 0.2.1).
 """
 
 import json
@@ -184,6 +186,9 @@ def main():
             {"cwd": os.getcwd(), "provider": "deepseek-official", "model": "deepseek-flash"},
             lambda frame: None,
         )
+        if os.environ.get("DSH_SDK_RESUME") == "1":
+            # The session is stored in this home by an earlier process: resume it (0.2.1).
+            call(runtime, "session/resume", {"sessionId": SESSION_ID}, lambda frame: None)
         for text in sys.argv[1:]:
             print(json.dumps(prompt(runtime, text)), flush=True)
     except RuntimeError as error:

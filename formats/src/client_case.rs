@@ -65,6 +65,13 @@ pub struct ClientCase {
     /// prompts and must end as `expect` says.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub runs: u32,
+    /// The session id the client is told to use (`DSH_SDK_SESSION`); absent: its own choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Runs after the first are told that `session` is stored in the home and to resume it
+    /// (`DSH_SDK_RESUME=1`, 0.2.1's `session/resume`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub resume: bool,
     pub expect: ClientExpect,
 }
 
@@ -77,6 +84,10 @@ fn one() -> u32 {
 
 fn is_one(runs: &u32) -> bool {
     *runs == 1
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 /// How the client must end, and what it must report.
@@ -143,6 +154,12 @@ pub fn parse_case(value: &Value) -> Result<ClientCase, String> {
     if !(1..=MAX_RUNS).contains(&case.runs) {
         return Err(format!("runs is {}: from 1 to {MAX_RUNS}", case.runs));
     }
+    if case.resume && (case.session.is_none() || case.runs < 2) {
+        return Err("resume needs a session and runs of 2 or more (a later run resumes it)".into());
+    }
+    if case.surface == ClientSurface::Headless && (case.session.is_some() || case.resume) {
+        return Err("session and resume are for SDK cases".to_string());
+    }
     if case.surface == ClientSurface::Headless && case.prompts.len() != 1 {
         return Err("a headless case has exactly one prompt (the task)".to_string());
     }
@@ -184,6 +201,13 @@ mod tests {
         assert_eq!(parse_case(&twice).unwrap().runs, 2);
         twice["runs"] = json!(0);
         assert!(parse_case(&twice).unwrap_err().contains("from 1 to 3"));
+        twice["runs"] = json!(2);
+        twice["resume"] = json!(true);
+        assert!(parse_case(&twice)
+            .unwrap_err()
+            .contains("resume needs a session"));
+        twice["session"] = json!("s-1");
+        assert!(parse_case(&twice).unwrap().resume);
         let mut unknown = good;
         unknown["extra"] = json!(1);
         assert!(parse_case(&unknown).unwrap_err().contains("extra"));
