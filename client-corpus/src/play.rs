@@ -201,13 +201,13 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     })
 }
 
-/// The session the case names (`DSH_SDK_SESSION`), and from its second run on, with `resume`,
-/// that it is stored and to be resumed (`DSH_SDK_RESUME=1`); `run` counts from 1.
+/// The session the case names (`DSH_SDK_SESSION`), and from its `resume_from` run on, that it
+/// is stored and to be resumed (`DSH_SDK_RESUME=1`); `run` counts from 1.
 fn session_env(command: &mut Command, case: &ClientCase, run: u32) {
     if let Some(session) = &case.session {
         command.env(SESSION_ENV, session);
     }
-    if case.resume && run > 1 {
+    if case.resume_from.is_some_and(|from| run >= from) {
         command.env(RESUME_ENV, "1");
     }
 }

@@ -68,10 +68,10 @@ pub struct ClientCase {
     /// The session id the client is told to use (`DSH_SDK_SESSION`); absent: its own choice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
-    /// Runs after the first are told that `session` is stored in the home and to resume it
-    /// (`DSH_SDK_RESUME=1`, 0.2.1's `session/resume`).
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub resume: bool,
+    /// From this run on (counting from 1), the client is told that `session` is stored in the
+    /// home and to resume it (`DSH_SDK_RESUME=1`, 0.2.1's `session/resume`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_from: Option<u32>,
     pub expect: ClientExpect,
 }
 
@@ -84,10 +84,6 @@ fn one() -> u32 {
 
 fn is_one(runs: &u32) -> bool {
     *runs == 1
-}
-
-fn is_false(value: &bool) -> bool {
-    !value
 }
 
 /// How the client must end, and what it must report.
@@ -154,11 +150,18 @@ pub fn parse_case(value: &Value) -> Result<ClientCase, String> {
     if !(1..=MAX_RUNS).contains(&case.runs) {
         return Err(format!("runs is {}: from 1 to {MAX_RUNS}", case.runs));
     }
-    if case.resume && (case.session.is_none() || case.runs < 2) {
-        return Err("resume needs a session and runs of 2 or more (a later run resumes it)".into());
+    if let Some(from) = case.resume_from {
+        if case.session.is_none() || !(1..=case.runs).contains(&from) {
+            return Err(format!(
+                "resume_from {from} needs a session and a run from 1 to runs ({})",
+                case.runs
+            ));
+        }
     }
-    if case.surface == ClientSurface::Headless && (case.session.is_some() || case.resume) {
-        return Err("session and resume are for SDK cases".to_string());
+    if case.surface == ClientSurface::Headless
+        && (case.session.is_some() || case.resume_from.is_some())
+    {
+        return Err("session and resume_from are for SDK cases".to_string());
     }
     if case.surface == ClientSurface::Headless && case.prompts.len() != 1 {
         return Err("a headless case has exactly one prompt (the task)".to_string());
@@ -202,12 +205,14 @@ mod tests {
         twice["runs"] = json!(0);
         assert!(parse_case(&twice).unwrap_err().contains("from 1 to 3"));
         twice["runs"] = json!(2);
-        twice["resume"] = json!(true);
+        twice["resume_from"] = json!(2);
+        assert!(parse_case(&twice).unwrap_err().contains("needs a session"));
+        twice["session"] = json!("s-1");
+        assert_eq!(parse_case(&twice).unwrap().resume_from, Some(2));
+        twice["resume_from"] = json!(3);
         assert!(parse_case(&twice)
             .unwrap_err()
-            .contains("resume needs a session"));
-        twice["session"] = json!("s-1");
-        assert!(parse_case(&twice).unwrap().resume);
+            .contains("from 1 to runs (2)"));
         let mut unknown = good;
         unknown["extra"] = json!(1);
         assert!(parse_case(&unknown).unwrap_err().contains("extra"));

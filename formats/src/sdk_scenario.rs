@@ -52,6 +52,12 @@ pub struct SdkScenario {
     /// (adversarial) before each response, a response to an id no request used.
     #[serde(default, skip_serializing_if = "is_false")]
     pub stray_responses: bool,
+    /// (adversarial) before each error response, a success response `{}` whose id is the
+    /// request's number id as a string (`4` -> `"4"`; a string id gets none): the real runtime
+    /// echoes ids exactly, so only a client matching responses loosely (a type-coerced id, or
+    /// whatever response comes while it waits) takes it for the answer.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub coerced_id_decoys: bool,
     /// (adversarial) SIGTERM is journaled as ignored and does not end the process (only SIGKILL
     /// or the watchdog does): a client closing a stuck runtime must escalate to SIGKILL.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -288,6 +294,19 @@ mod tests {
                 .unwrap_err()
                 .contains("bored")
         );
+        let deeper = json!({"sdk": {"ignore_sigterm": true, "coerced_id_decoys": true,
+            "split_in_char_ms": 5, "turns": [{"refuse": "already-exists", "stderr_bytes": 9,
+            "steps": [{"echo_prompt": true}]}]}});
+        let deeper = from_document(&deeper).unwrap();
+        assert!(deeper.ignore_sigterm && deeper.coerced_id_decoys);
+        assert_eq!(deeper.split_in_char_ms, Some(5));
+        let refusal = deeper.turns[0].refuse.unwrap();
+        assert_eq!(refusal.message("s-1"), "session \"s-1\" already exists");
+        assert_eq!(
+            Refusal::NotInitialized.message("x"),
+            "SDK server is not initialized"
+        );
+        assert!(deeper.turns[0].steps[0].echo_prompt);
         assert!(from_document(&json!({}))
             .unwrap_err()
             .contains("no \"sdk\""));

@@ -52,11 +52,12 @@ pub fn run(flavor: Flavor) -> ! {
     if let Some(text) = &scenario.stderr {
         crate::output::stderr_bytes(text.as_bytes());
     }
-    super::wire::configure(
-        scenario.crlf,
-        scenario.stray_responses,
-        scenario.split_in_char_ms,
-    );
+    super::wire::configure(super::wire::Shapes {
+        crlf: scenario.crlf,
+        stray_responses: scenario.stray_responses,
+        coerced_id_decoys: scenario.coerced_id_decoys,
+        split_in_char_ms: scenario.split_in_char_ms,
+    });
     let cwd = std::env::current_dir().unwrap_or_default();
     let home = match flavor.persona {
         session::Persona::V011 => None,

@@ -23,14 +23,33 @@ static WIRE: std::sync::OnceLock<Wire> = std::sync::OnceLock::new();
 static CRLF: AtomicBool = AtomicBool::new(false);
 /// A stray response precedes every response (the scenario's `stray_responses`).
 static STRAYS: AtomicBool = AtomicBool::new(false);
+/// A decoy success precedes every error response (the scenario's `coerced_id_decoys`).
+static DECOYS: AtomicBool = AtomicBool::new(false);
 /// The pause between the two writes of a frame split inside a multi-byte character (the
 /// scenario's `split_in_char_ms`); `u64::MAX`: frames are written whole.
 static SPLIT_MS: AtomicU64 = AtomicU64::new(u64::MAX);
 
-/// Sets the scenario's line endings, stray responses and split writes before the first frame.
-pub fn configure(crlf: bool, stray_responses: bool, split_in_char_ms: Option<u64>) {
+/// The scenario's adversarial shapes of the wire, set before the first frame.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shapes {
+    pub crlf: bool,
+    pub stray_responses: bool,
+    pub coerced_id_decoys: bool,
+    pub split_in_char_ms: Option<u64>,
+}
+
+/// Sets the scenario's line endings, stray responses, decoys and split writes before the first
+/// frame.
+pub fn configure(shapes: Shapes) {
+    let Shapes {
+        crlf,
+        stray_responses,
+        coerced_id_decoys,
+        split_in_char_ms,
+    } = shapes;
     CRLF.store(crlf, Ordering::SeqCst);
     STRAYS.store(stray_responses, Ordering::SeqCst);
+    DECOYS.store(coerced_id_decoys, Ordering::SeqCst);
     SPLIT_MS.store(split_in_char_ms.unwrap_or(u64::MAX), Ordering::SeqCst);
 }
 
@@ -66,6 +85,16 @@ fn line_of(value: &Value) -> Vec<u8> {
     line
 }
 
+/// The decoy before an error response (the scenario's `coerced_id_decoys`): a success `{}` whose
+/// id is the request's number id as a string; none for a string id.
+fn decoy_for(frame_type: &str, value: &Value) -> Option<Value> {
+    if frame_type != "error" || !DECOYS.load(Ordering::SeqCst) {
+        return None;
+    }
+    let id = value["id"].as_number()?;
+    Some(json!({"jsonrpc": "2.0", "id": id.to_string(), "result": {}}))
+}
+
 /// The id of the stray responses: no client ever uses it.
 pub const STRAY_ID: &str = "fake-dsh-stray";
 
@@ -79,6 +108,10 @@ pub fn wire() -> &'static Wire {
 impl Wire {
     fn write(&self, frame_type: &str, value: &Value) {
         let mut stdout = self.stdout.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(decoy) = decoy_for(frame_type, value) {
+            write_line(&mut stdout, &line_of(&decoy));
+            journal::record(Event::frame("raw"));
+        }
         if matches!(frame_type, "response" | "error") && STRAYS.load(Ordering::SeqCst) {
             stdout.write_bytes(&line_of(
                 &json!({"jsonrpc": "2.0", "id": STRAY_ID, "result": {}}),

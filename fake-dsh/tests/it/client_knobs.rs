@@ -1,8 +1,8 @@
 //! The SDK scenario knobs the deeper client corpus plays (docs/sdk-clients.md), each on the wire:
 //! a prompt refused with the real runtime's message, a turn that logs megabytes to stderr first,
 //! SIGTERM ignored until SIGKILL, frames written in two pieces cut inside a multi-byte character,
-//! and a step whose text is the prompt as received (the headless task's shell metacharacters
-//! reach the runtime untouched).
+//! a step whose text is the prompt as received (the headless task's shell metacharacters reach
+//! the runtime untouched), and a decoy success before each error response.
 
 use serde_json::{json, Value};
 use std::io::{Read, Write};
@@ -261,4 +261,48 @@ fn an_echoed_step_answers_the_task_exactly_as_the_runtime_received_it() {
         .map(|e| e.unwrap().path())
         .collect();
     assert!(files.is_empty(), "nothing ran: {files:?}");
+}
+
+#[test]
+fn an_error_response_follows_a_decoy_success_to_the_id_as_a_string() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = json!({"coerced_id_decoys": true});
+    let mut child = spawn(
+        fake_dsh(dir.path(), &["--profile", "sdk"], &scenario),
+        Stdio::null(),
+    );
+    let resume = |id: Value| {
+        line(
+            json!({"jsonrpc": "2.0", "id": id, "method": "session/resume",
+                    "params": {"sessionId": "never-stored"}}),
+        )
+    };
+    send(
+        &mut child,
+        &(initialize() + &resume(json!(2)) + &resume(json!("s3"))),
+    );
+    let answered = |bytes: &[u8]| frames_so_far(bytes).iter().any(|v| v["id"] == "s3");
+    let seen = frames(&read_until(&mut child, answered).concat());
+    let ids: Vec<(Value, bool)> = seen
+        .iter()
+        .map(|v| (v["id"].clone(), v.get("error").is_some()))
+        .collect();
+    // initialize succeeds with no decoy; the number id's refusal has one; the string id's none.
+    assert_eq!(
+        ids,
+        [
+            (json!(1), false),
+            (json!("2"), false),
+            (json!(2), true),
+            (json!("s3"), true)
+        ],
+        "{seen:#?}"
+    );
+    assert_eq!(seen[1]["result"], json!({}));
+    assert_eq!(
+        seen[2]["error"]["message"],
+        "session \"never-stored\" not found"
+    );
+    drop(child.stdin.take());
+    assert_eq!(exited(&mut child).code(), Some(0));
 }
