@@ -255,7 +255,8 @@ fn compare_all(expected: &[Value], reports: &[Value]) -> Result<(), String> {
 }
 
 /// The members `want` names against the client's report: `text_bytes` is the length of `text`,
-/// `error` a substring of the reported error, every other member equal.
+/// `error` a substring of the reported error, `cwd_ends_with` the end of the reported `cwd`,
+/// every other member equal.
 fn compare(want: &Value, got: &Value) -> Result<(), String> {
     let Some(members) = want.as_object() else {
         return Ok(());
@@ -267,6 +268,10 @@ fn compare(want: &Value, got: &Value) -> Result<(), String> {
                 .as_str()
                 .zip(value.as_str())
                 .is_some_and(|(reported, part)| reported.contains(part)),
+            "cwd_ends_with" => got["cwd"]
+                .as_str()
+                .zip(value.as_str())
+                .is_some_and(|(reported, end)| reported.ends_with(end)),
             _ => &got[name] == value,
         };
         if !holds {
@@ -275,6 +280,7 @@ fn compare(want: &Value, got: &Value) -> Result<(), String> {
                     format!("{} bytes of text", got["text"].as_str().map_or(0, str::len))
                 }
                 "error" => excerpt(&got["error"].to_string()),
+                "cwd_ends_with" => excerpt(&got["cwd"].to_string()),
                 _ => excerpt(&got[name].to_string()),
             };
             return Err(format!(
@@ -471,6 +477,17 @@ mod tests {
         )
         .is_ok());
         assert!(compare(&json!({"text_bytes": 3}), &json!({"text": "abc"})).is_ok());
+        assert!(compare(
+            &json!({"cwd_ends_with": "/work/site"}),
+            &json!({"cwd": "/tmp/x/work/site"})
+        )
+        .is_ok());
+        assert!(compare(
+            &json!({"cwd_ends_with": "/work/site"}),
+            &json!({"cwd": "site"})
+        )
+        .unwrap_err()
+        .contains("\"site\""));
         assert!(compare(&json!({"text_bytes": 4}), &json!({"text": "abc"}))
             .unwrap_err()
             .contains("3 bytes"));

@@ -332,8 +332,9 @@ fn lacking(args: &Flags, loaded: &LoadedCase) -> Option<String> {
         })
 }
 
-/// Capabilities only the 0.2.1 runtime has (`session/resume`; fake-dsh's default persona).
-const RUNTIME_021_ONLY: &[&str] = &["resume"];
+/// Capabilities only the 0.2.1 runtime has (`session/resume`, `session/working-directory/*`;
+/// fake-dsh's default persona).
+const RUNTIME_021_ONLY: &[&str] = &["resume", "working-directory"];
 
 fn rerun_args(args: &Flags, surface: ClientSurface) -> Vec<String> {
     let mut rerun = vec!["--surface".to_string(), surface.name().to_string()];

@@ -27,6 +27,8 @@ pub const TIMEOUT_ENV: &str = "DSH_SDK_TIMEOUT";
 pub const SESSION_ENV: &str = "DSH_SDK_SESSION";
 /// Set to `1` when the session `DSH_SDK_SESSION` names is stored and must be resumed.
 pub const RESUME_ENV: &str = "DSH_SDK_RESUME";
+/// The directory (relative to its working directory) an SDK client moves its session to.
+pub const CWD_ENV: &str = "DSH_SDK_CWD";
 /// The credential every case hands the client.
 pub const KEY_ENV: &str = "DEEPSEEK_API_KEY";
 
@@ -115,7 +117,11 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
 /// [`play`] in the case's temp dir `temp`.
 fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, String> {
     let work = temp.join("work");
-    for dir in [&work, &temp.join("tmp"), &temp.join("home")] {
+    let moved = case.working_directory.as_ref().map(|dir| work.join(dir));
+    for dir in [&work, &temp.join("tmp"), &temp.join("home")]
+        .into_iter()
+        .chain(moved.as_ref())
+    {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
@@ -201,11 +207,15 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     })
 }
 
-/// The session the case names (`DSH_SDK_SESSION`), and from its `resume_from` run on, that it
-/// is stored and to be resumed (`DSH_SDK_RESUME=1`); `run` counts from 1.
+/// The optional contract variables (docs/sdk-clients.md): the session the case names
+/// (`DSH_SDK_SESSION`), from its `resume_from` run on that it is stored and to be resumed
+/// (`DSH_SDK_RESUME=1`), and the directory to move it to (`DSH_SDK_CWD`); `run` counts from 1.
 fn session_env(command: &mut Command, case: &ClientCase, run: u32) {
     if let Some(session) = &case.session {
         command.env(SESSION_ENV, session);
+    }
+    if let Some(dir) = &case.working_directory {
+        command.env(CWD_ENV, dir);
     }
     if case.resume_from.is_some_and(|from| run >= from) {
         command.env(RESUME_ENV, "1");

@@ -72,6 +72,11 @@ pub struct ClientCase {
     /// home and to resume it (`DSH_SDK_RESUME=1`, 0.2.1's `session/resume`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_from: Option<u32>,
+    /// A directory the kit makes in the client's working directory, which the client is told to
+    /// move its session to before prompting (`DSH_SDK_CWD`, 0.2.1's
+    /// `session/working-directory/set`): one plain relative name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
     pub expect: ClientExpect,
 }
 
@@ -159,9 +164,21 @@ pub fn parse_case(value: &Value) -> Result<ClientCase, String> {
         }
     }
     if case.surface == ClientSurface::Headless
-        && (case.session.is_some() || case.resume_from.is_some())
+        && (case.session.is_some()
+            || case.resume_from.is_some()
+            || case.working_directory.is_some())
     {
-        return Err("session and resume_from are for SDK cases".to_string());
+        return Err("session, resume_from and working_directory are for SDK cases".to_string());
+    }
+    if let Some(dir) = &case.working_directory {
+        let plain = std::path::Path::new(dir)
+            .components()
+            .all(|part| matches!(part, std::path::Component::Normal(_)));
+        if dir.is_empty() || !plain {
+            return Err(format!(
+                "working_directory {dir:?} is not a plain relative path (no /, . or ..)"
+            ));
+        }
     }
     if case.surface == ClientSurface::Headless && case.prompts.len() != 1 {
         return Err("a headless case has exactly one prompt (the task)".to_string());
@@ -209,6 +226,11 @@ mod tests {
         assert!(parse_case(&twice).unwrap_err().contains("needs a session"));
         twice["session"] = json!("s-1");
         assert_eq!(parse_case(&twice).unwrap().resume_from, Some(2));
+        let mut moved = twice.clone();
+        moved["working_directory"] = json!("../out");
+        assert!(parse_case(&moved).unwrap_err().contains("plain relative"));
+        moved["working_directory"] = json!("site/inner");
+        assert!(parse_case(&moved).is_ok());
         twice["resume_from"] = json!(3);
         assert!(parse_case(&twice)
             .unwrap_err()
