@@ -225,6 +225,10 @@ fn cross_check(catalog: &Path, rules: &[ClientRule], cases: &[LoadedCase]) -> Ve
             }
         }
     }
+    // The configuration rules are judged in every case (crate::judge::configuration_rule).
+    for surface in [ClientSurface::Sdk, ClientSurface::Headless] {
+        covered.insert(crate::judge::configuration_rule(surface));
+    }
     for rule in rules.iter().filter(|r| !covered.contains(r.id.as_str())) {
         errors.push(LintError::new(
             catalog,

@@ -1,7 +1,9 @@
 //! A played client case's verdict, checked in this order (the first broken expectation is the one
-//! reported, blamed on the rule it breaks): each run of the client (a case may run it more than
-//! once on one home), in order, ended within the limit, its stdout is one JSON report per line,
-//! and it ended as the case's `outcome` says with the expected reports;
+//! reported, blamed on the rule it breaks): the case's configuration reached the runtime (else
+//! nothing the runtime did was the case's, and only [`configuration_rule`] is blamed); each run of
+//! the client (a case may run it more than once on one home), in order, ended within the limit,
+//! its stdout is one JSON report per line, and it ended as the case's `outcome` says with the
+//! expected reports;
 //! fake-dsh's journal shows the runtime it started (every case expects the client to start the
 //! runtime it is given); it left no runtime running; the credential stayed in the environment. A
 //! case resting on an interpretation is `informational` when it fails, except on a journal the
@@ -19,6 +21,16 @@ pub struct Finding {
     pub why: String,
     /// No interpretation softens it (the kit's evidence of the case is gone).
     pub hard: bool,
+}
+
+/// The rule a case breaks when its configuration never reached the runtime (the client did not
+/// start the runtime it was given, the case's launcher): judged in every case before anything
+/// else, so it needs no case of its own.
+pub fn configuration_rule(surface: ClientSurface) -> &'static str {
+    match surface {
+        ClientSurface::Sdk => "sdk.start-the-given-runtime",
+        ClientSurface::Headless => "headless.start-the-given-runtime",
+    }
 }
 
 /// The case's result from what it left behind.
@@ -78,6 +90,13 @@ fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
             hard: false,
         })
     };
+    if let Some(why) = &played.configuration_problem {
+        return Some(Finding {
+            rule: configuration_rule(case.surface).to_string(),
+            why: format!("{why}{}", client_end(played)),
+            hard: true,
+        });
+    }
     let first_rule = case.rules[0].as_str();
     let runs = played.earlier.len() + 1;
     for (n, run) in played.earlier.iter().enumerate() {
@@ -202,7 +221,7 @@ fn check_outcome(case: &ClientCase, played: &Ran, reports: &[Value]) -> Result<(
             return Err(format!(
                 "exit {}, expected 0 (every prompt settles){}",
                 exit_name(played.exit),
-                stderr_tail(played)
+                stderr_tail(played.stderr)
             ));
         }
         if reports.len() != expected.len() {
@@ -322,12 +341,26 @@ fn check_runtime_env(case: &ClientCase, played: &Played) -> Option<String> {
     None
 }
 
+/// How the client ended, for a configuration that never reached the runtime: a client that
+/// could not start its runtime often says why.
+fn client_end(played: &Played) -> String {
+    if played.hung {
+        "; the client did not exit within the case's limit (killed)".to_string()
+    } else {
+        format!(
+            "; the client exited {}{}",
+            exit_name(played.exit),
+            stderr_tail(&played.stderr)
+        )
+    }
+}
+
 fn exit_name(exit: Option<i32>) -> String {
     exit.map_or_else(|| "by a signal".to_string(), |code| code.to_string())
 }
 
-fn stderr_tail(played: &Ran) -> String {
-    let text = String::from_utf8_lossy(played.stderr);
+fn stderr_tail(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
     match text.trim().lines().last() {
         Some(last) => format!("; stderr: {}", excerpt(last)),
         None => String::new(),
@@ -417,6 +450,7 @@ mod tests {
             stderr: Vec::new(),
             journal: Vec::new(),
             journal_problem: problem.map(str::to_string),
+            configuration_problem: None,
             leftovers: Vec::new(),
             held_open: Vec::new(),
             leaked: Vec::new(),
@@ -466,6 +500,41 @@ mod tests {
         assert_eq!(
             broken.why.as_deref(),
             Some("fake-dsh's journal is a link: j is a symbolic link")
+        );
+    }
+
+    /// A configuration that never reached the runtime is said under its own rule, before
+    /// anything the client reported (which the unconfigured runtime made wrong) is judged.
+    #[test]
+    fn a_configuration_that_never_reached_the_runtime_blames_only_its_rule() {
+        let case: ClientCase = serde_json::from_value(json!({
+            "id": "sdk.x", "surface": "sdk", "summary": "s", "rules": ["sdk.line-framing"],
+            "interpretation": "I-S01", "prompts": ["p", "q"], "expect": {"reports": [{}, {}]}
+        }))
+        .unwrap();
+        let played = Played {
+            exit: Some(2),
+            hung: false,
+            stdout: b"nonsense\n".to_vec(),
+            stderr: b"client: the runtime said no\n".to_vec(),
+            journal: Vec::new(),
+            journal_problem: None,
+            configuration_problem: Some("the configuration did not reach the runtime: x".into()),
+            leftovers: Vec::new(),
+            held_open: Vec::new(),
+            leaked: Vec::new(),
+            unverified: Vec::new(),
+            duration: std::time::Duration::ZERO,
+        };
+        let result = verdict(&case, &played);
+        assert_eq!(result.verdict, Verdict::Fail, "never informational");
+        assert_eq!(result.rule.as_deref(), Some("sdk.start-the-given-runtime"));
+        assert_eq!(
+            result.why.as_deref(),
+            Some(
+                "the configuration did not reach the runtime: x; the client exited 2; \
+                 stderr: client: the runtime said no"
+            )
         );
     }
 

@@ -6,7 +6,9 @@
 //! failure, 2 when the run could not start, 3 when a `--case`/`--skip` glob matches nothing).
 //!
 //! - [`corpus`]: loading and linting the cases and the client rule catalog;
-//! - [`play`]: one case, played; [`canary`]: where its credential went; [`judge`]: its verdict.
+//! - [`play`]: one case, played; [`launcher`]: the runtime it hands the client, configured;
+//!   [`canary`]: where its credential went; [`judge`]: its verdict; its known deviations
+//!   (`--expectations`) are read by `dsh_results::expectations`.
 //!
 //! It shares the case engine (`dsh-engine`: processes, the token sweep, the journal, selection)
 //! and the results model (`dsh-results`) with the host corpus, and imports nothing of it.
@@ -14,11 +16,13 @@
 pub mod canary;
 pub mod corpus;
 pub mod judge;
+pub mod launcher;
 pub mod play;
 
 use corpus::LoadedCase;
 use dsh_engine::interrupt;
 use dsh_formats::client_case::ClientSurface;
+use dsh_results::expectations::Expectations;
 use dsh_results::model::{CaseResult, CorpusInfo, HostInfo, SuiteReport};
 use dsh_results::run_args::{Flags, EXIT_NOTHING_MEASURED};
 use play::Setup;
@@ -49,6 +53,15 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
         return Ok(0);
     }
     let setup = setup(args, surface)?;
+    let expectations = args
+        .expectations
+        .as_deref()
+        .map(Expectations::load)
+        .transpose()?;
+    if let Some(expectations) = &expectations {
+        let ids: Vec<&str> = selected.iter().map(|c| c.case.id.as_str()).collect();
+        expectations.warn_unselected(&ids);
+    }
     let info = CorpusInfo {
         source: corpus_dir.source_label(),
         hash: corpus.hash.clone(),
@@ -65,7 +78,14 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
     // run's handling, `dsh_engine::interrupt`.
     interrupt::stop_flag().store(false, Ordering::SeqCst);
     interrupt::catch_stop_signals("dsh-conformance run");
-    let mut report = suite(args, surface, &setup, &selected, info)?;
+    let mut report = suite(
+        args,
+        surface,
+        &setup,
+        &selected,
+        info,
+        expectations.as_ref(),
+    )?;
     report.rerun_args = rerun_args(args, surface);
     let stopped = if interrupt::signalled() {
         Some("interrupted")
@@ -93,6 +113,13 @@ fn select<'a>(
     if !args.sections.is_empty() || args.shard.is_some() {
         return Err(
             "--section and --shard select host cases; the client corpus takes --case and --skip"
+                .into(),
+        );
+    }
+    if args.write_expectations.is_some() {
+        return Err(
+            "--write-expectations writes a host's file; a client's expectations file is written \
+             by hand, each entry with its reason ({\"v\":1,\"xfail\":{\"case.id\":\"reason\"}})"
                 .into(),
         );
     }
@@ -133,7 +160,9 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
     }
     let client = dsh_engine::programs::absolute_paths(client);
     dsh_engine::child_env::check_pass_env(&args.pass_env)?;
+    // Absolute: the client starts it (through the case's launcher) from its own working dir.
     let fake_dsh = dsh_results::run_args::fake_dsh_of(args)?;
+    let fake_dsh = std::path::absolute(&fake_dsh).unwrap_or(fake_dsh);
     if !fake_dsh.is_file() {
         return Err(format!(
             "fake-dsh not found at {} (pass --fake-dsh)",
@@ -146,24 +175,36 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
             "the client cannot start: {program:?} is not an executable file nor on PATH"
         ));
     }
+    let (runtime_args, profile_args) = runtime_args(surface, args.runtime_persona.as_deref())?;
     Ok(Setup {
         client,
         fake_dsh,
         time_scale: args.time_scale,
         inherited: dsh_engine::child_env::inherited(&args.pass_env),
-        runtime_args: runtime_args(surface, args.runtime_persona.as_deref())?,
+        runtime_args,
+        profile_args,
     })
 }
 
-/// fake-dsh's arguments for the surface and `--runtime-persona`.
-fn runtime_args(surface: ClientSurface, persona: Option<&str>) -> Result<Vec<String>, String> {
-    let args: &[&str] = match (surface, persona) {
-        (ClientSurface::Sdk, None | Some("0.1.5")) => &["--profile", "sdk"],
-        (ClientSurface::Sdk, Some("0.1.1")) => &["--persona", "0.1.1", "cordis.yml"],
-        (ClientSurface::Headless, None | Some("0.1.5")) => &["--profile", "headless"],
+/// fake-dsh's arguments for the surface and `--runtime-persona`: the persona's, always, and the
+/// surface's, which the launcher adds when the client names no `--profile` of its own. No
+/// persona leaves fake-dsh's own default (0.2.1).
+fn runtime_args(
+    surface: ClientSurface,
+    persona: Option<&str>,
+) -> Result<(Vec<String>, Vec<String>), String> {
+    let profile: &[&str] = match surface {
+        ClientSurface::Sdk => &["--profile", "sdk"],
+        ClientSurface::Headless => &["--profile", "headless"],
+    };
+    let (fixed, profile): (&[&str], &[&str]) = match (surface, persona) {
+        (_, None) => (&[], profile),
+        (_, Some("0.1.5")) => (&["--persona", "0.1.5"], profile),
+        (_, Some("0.2.1")) => (&["--persona", "0.2.1"], profile),
+        (ClientSurface::Sdk, Some("0.1.1")) => (&["--persona", "0.1.1"], &["cordis.yml"]),
         (surface, Some(other)) => {
             return Err(format!(
-                "--runtime-persona {other:?}: the {} surface has 0.1.5{}",
+                "--runtime-persona {other:?}: the {} surface has 0.2.1, 0.1.5{}",
                 surface.name(),
                 if surface == ClientSurface::Sdk {
                     " and 0.1.1"
@@ -173,7 +214,8 @@ fn runtime_args(surface: ClientSurface, persona: Option<&str>) -> Result<Vec<Str
             ))
         }
     };
-    Ok(args.iter().map(|a| a.to_string()).collect())
+    let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect();
+    Ok((owned(fixed), owned(profile)))
 }
 
 /// Runs the selected cases into the results model.
@@ -183,6 +225,7 @@ fn suite(
     setup: &Setup,
     selected: &[&LoadedCase],
     corpus: CorpusInfo,
+    expectations: Option<&Expectations>,
 ) -> Result<SuiteReport, String> {
     use dsh_results::output::stream::{LiveOutput, StreamStyle};
     use dsh_results::output::Format;
@@ -213,7 +256,7 @@ fn suite(
         ));
     }
     let started = std::time::Instant::now();
-    let mut cases = play_all(args, setup, selected, &live)?;
+    let mut cases = play_all(args, setup, selected, &live, expectations)?;
     cases.sort_by(|a, b| a.id.cmp(&b.id));
     let selected_hash = dsh_engine::corpus::embedded::tree_hash(
         selected
@@ -234,6 +277,7 @@ fn suite(
         rerun_args: Vec::new(),
         corpus: Some(corpus),
         surface: Some(surface.name().to_string()),
+        dialect: None,
         rerun_as: None,
     })
 }
@@ -245,6 +289,7 @@ fn play_all(
     setup: &Setup,
     selected: &[&LoadedCase],
     live: &dsh_results::output::stream::LiveOutput,
+    expectations: Option<&Expectations>,
 ) -> Result<Vec<CaseResult>, String> {
     let next = AtomicUsize::new(0);
     let stop = interrupt::stop_flag();
@@ -258,7 +303,7 @@ fn play_all(
                     if stop.load(Ordering::SeqCst) {
                         return;
                     }
-                    let result = match lacking(args, loaded) {
+                    let mut result = match lacking(args, loaded) {
                         Some(why) => judge::skipped(&loaded.case, &why),
                         None => match play::play(setup, &loaded.case) {
                             Ok(played) => {
@@ -277,6 +322,9 @@ fn play_all(
                             }
                         },
                     };
+                    if let Some(expectations) = expectations {
+                        expectations.apply(&mut result);
+                    }
                     live.case(&result);
                     if args.fail_fast && result.verdict.is_failure() {
                         stop.store(true, Ordering::SeqCst);
@@ -323,7 +371,10 @@ fn lacking(args: &Flags, loaded: &LoadedCase) -> Option<String> {
     {
         return Some(format!("the client lacks {capability} (--client-lacks)"));
     }
-    let persona = args.runtime_persona.as_deref()?;
+    let persona = args
+        .runtime_persona
+        .as_deref()
+        .filter(|persona| matches!(*persona, "0.1.1" | "0.1.5"))?;
     requires
         .iter()
         .find(|capability| RUNTIME_021_ONLY.contains(&capability.as_str()))
@@ -346,6 +397,9 @@ fn rerun_args(args: &Flags, surface: ClientSurface) -> Vec<String> {
     }
     if let Some(persona) = &args.runtime_persona {
         rerun.extend(["--runtime-persona".to_string(), persona.clone()]);
+    }
+    if let Some(file) = &args.expectations {
+        rerun.extend(["--expectations".to_string(), file.display().to_string()]);
     }
     for capability in &args.client_lacks {
         rerun.extend(["--client-lacks".to_string(), capability.clone()]);

@@ -1,17 +1,21 @@
 //! One client case, played: the client starts in an empty working directory of its own with the
-//! driver contract's environment (docs/sdk-clients.md, "The driver contract"), fake-dsh behind it
-//! playing the case's scenario and journaling what it did; the kit waits a bounded time, then
-//! looks at what is left: the client's reports and exit, the runtimes it left running (found by
-//! the case's token in their environment, or adopted by `run` as a child subreaper whatever their
-//! environment and session; then killed), the pipes still held open at the case's limit (their
-//! holders named and killed), and where the case's credential ended up.
+//! driver contract's environment (docs/sdk-clients.md, "The driver contract"), handed the case's
+//! launcher (`crate::launcher`) as its runtime: fake-dsh configured to play the case's scenario and
+//! journal what it did, whatever environment the client passes down; the kit waits a bounded time,
+//! then looks at what is left: the client's reports and exit, whether the case's configuration
+//! reached the runtime, the runtimes it left running (found by the case's token in their
+//! environment, or adopted by `run` as a child subreaper whatever their environment and session;
+//! then killed), the pipes still held open at the case's limit (their holders named and killed),
+//! and where the case's credential ended up.
 
 use crate::canary::{Bounds, Canary};
+use crate::launcher::Launcher;
 use dsh_engine::leftovers::{self, Leftover, CASE_TOKEN_ENV};
 use dsh_engine::process::{adopted, disown, kill_adopted, spawn_owned};
 use dsh_engine::random::random_uuid;
 use dsh_formats::client_case::{ClientCase, ClientSurface};
 use dsh_formats::journal::{Entry, Event};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -31,6 +35,12 @@ pub const RESUME_ENV: &str = "DSH_SDK_RESUME";
 pub const CWD_ENV: &str = "DSH_SDK_CWD";
 /// The credential every case hands the client.
 pub const KEY_ENV: &str = "DEEPSEEK_API_KEY";
+/// fake-dsh's journal of the case (set by the launcher, and in the client's environment).
+const JOURNAL_ENV: &str = "FAKE_DSH_JOURNAL";
+/// The scenario fake-dsh plays, when the case has one.
+const SCENARIO_ENV: &str = "FAKE_DSH_SCENARIO";
+/// fake-dsh's own limit, past the case's.
+const WATCHDOG_ENV: &str = "FAKE_DSH_WATCHDOG_SECS";
 
 /// The most of a client's stdout or stderr kept (an 8 MiB report fits).
 const OUTPUT_BOUND: usize = 64 << 20;
@@ -45,8 +55,11 @@ pub struct Setup {
     pub time_scale: f64,
     /// The caller's environment the client gets (the allowlist and `--pass-env`).
     pub inherited: Vec<(String, String)>,
-    /// fake-dsh's arguments after its path, per surface (the persona's command line).
+    /// fake-dsh's arguments after its path, always (the persona's).
     pub runtime_args: Vec<String>,
+    /// fake-dsh's arguments for the surface (`--profile sdk`), after [`Setup::runtime_args`]
+    /// when the client names no `--profile` of its own.
+    pub profile_args: Vec<String>,
 }
 
 impl Setup {
@@ -85,9 +98,13 @@ pub struct Played {
     /// fake-dsh's journal lines (every runtime the client started).
     pub journal: Vec<Entry>,
     /// What is wrong with the journal, said exactly, when it holds no entry to judge by: it is
-    /// missing, a link, not a regular file, over the bound, emptied, or was never written (no
-    /// runtime started with the kit's environment).
+    /// missing, a link, not a regular file, over the bound, or emptied (one never written is a
+    /// [`Played::configuration_problem`]).
     pub journal_problem: Option<String>,
+    /// How the case's configuration did not reach the runtime, said exactly: fake-dsh's journal
+    /// never written (no runtime started through the case's launcher), or a runtime started
+    /// without the variables the launcher sets.
+    pub configuration_problem: Option<String>,
     /// Runtimes (and any other process of the client's) still alive after the client exited:
     /// found by the case's token, or adopted by `run` as a subreaper whatever their environment.
     pub leftovers: Vec<Leftover>,
@@ -129,18 +146,20 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     create_journal(&journal_path)?;
     let token = random_uuid();
     let secret = format!("sk-dsh-conformance-{}", random_uuid().replace('-', ""));
+    let launcher = case_launcher(setup, case, temp, &token)?;
+    let launcher_path = launcher.write(temp)?;
     let started = Instant::now();
     // File times come from a coarse clock: a second's margin.
     let started_at = std::time::SystemTime::now() - Duration::from_secs(1);
     let mut journal_watch = JournalWatch::new(journal_path.clone());
     let mut earlier = Vec::new();
     for run in 1..case.runs {
-        let mut command = client_command(setup, case, temp, &token, &secret)?;
+        let mut command = client_command(setup, case, temp, &launcher_path, &token, &secret)?;
         session_env(&mut command, case, run);
         command.current_dir(&work);
         earlier.push(earlier_run(setup, command, &mut journal_watch)?);
     }
-    let mut command = client_command(setup, case, temp, &token, &secret)?;
+    let mut command = client_command(setup, case, temp, &launcher_path, &token, &secret)?;
     session_env(&mut command, case, case.runs);
     command.current_dir(&work);
     let deadline = Instant::now() + setup.limit();
@@ -165,6 +184,8 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     let duration = started.elapsed();
     journal_watch.look();
     let (journal, journal_problem) = read_journal(&journal_path)?;
+    let (journal_problem, configuration_problem) =
+        configuration_check(journal_problem, &journal, &launcher, &launcher_path);
     // The journal re-read after the sweep: a runtime that journaled its exit was exiting on its
     // own when the grace ran out, not left running.
     let leftovers: Vec<Leftover> = leftovers
@@ -199,6 +220,7 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
         stderr,
         journal,
         journal_problem,
+        configuration_problem,
         leftovers,
         held_open,
         leaked,
@@ -283,12 +305,47 @@ fn carries_other_token(pid: i32, token: &str) -> bool {
         .any(|value| value != token.as_bytes())
 }
 
+/// The case's launcher (see [`crate::launcher`]): fake-dsh with the persona's and the surface's
+/// arguments, its journal, scenario (written beside it), watchdog and the case's token, and the
+/// case's `DSH_HOME` unless the client sets its own.
+fn case_launcher(
+    setup: &Setup,
+    case: &ClientCase,
+    temp: &Path,
+    token: &str,
+) -> Result<Launcher, String> {
+    let mut env: Vec<(&'static str, OsString)> = vec![
+        (JOURNAL_ENV, temp.join("journal.jsonl").into()),
+        (
+            WATCHDOG_ENV,
+            (setup.limit().as_secs() + 10).to_string().into(),
+        ),
+        (CASE_TOKEN_ENV, token.into()),
+    ];
+    if let Some(runtime) = &case.runtime {
+        let file = temp.join("scenario.json");
+        let document = serde_json::json!({ "sdk": runtime });
+        std::fs::write(&file, document.to_string())
+            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        env.push((SCENARIO_ENV, file.into()));
+    }
+    Ok(Launcher {
+        fake_dsh: setup.fake_dsh.clone(),
+        fixed_args: setup.runtime_args.clone(),
+        profile_args: setup.profile_args.clone(),
+        env,
+        dsh_home: temp.join("dsh-home"),
+    })
+}
+
 /// The client's command with the driver contract's environment and nothing else of the caller's
-/// but the allowlist.
+/// but the allowlist: the runtime it is given is the case's launcher alone; the configuration the
+/// launcher carries is in the environment too, for clients that start fake-dsh another way.
 fn client_command(
     setup: &Setup,
     case: &ClientCase,
     temp: &Path,
+    launcher: &Path,
     token: &str,
     secret: &str,
 ) -> Result<Command, String> {
@@ -300,9 +357,7 @@ fn client_command(
         ClientSurface::Sdk => SDK_COMMAND_ENV,
         ClientSurface::Headless => HEADLESS_COMMAND_ENV,
     };
-    let mut runtime = vec![setup.fake_dsh.display().to_string()];
-    runtime.extend(setup.runtime_args.iter().cloned());
-    let runtime = serde_json::json!(runtime);
+    let runtime = serde_json::json!([launcher.to_string_lossy()]);
     let mut command = Command::new(program);
     command
         .args(args)
@@ -318,17 +373,10 @@ fn client_command(
         .env("HOME", temp.join("home"))
         .env(CASE_TOKEN_ENV, token)
         .env("DSH_HOME", temp.join("dsh-home"))
-        .env("FAKE_DSH_JOURNAL", temp.join("journal.jsonl"))
-        .env(
-            "FAKE_DSH_WATCHDOG_SECS",
-            (setup.limit().as_secs() + 10).to_string(),
-        );
-    if let Some(runtime) = &case.runtime {
-        let file = temp.join("scenario.json");
-        let document = serde_json::json!({ "sdk": runtime });
-        std::fs::write(&file, document.to_string())
-            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-        command.env("FAKE_DSH_SCENARIO", file);
+        .env(JOURNAL_ENV, temp.join("journal.jsonl"))
+        .env(WATCHDOG_ENV, (setup.limit().as_secs() + 10).to_string());
+    if case.runtime.is_some() {
+        command.env(SCENARIO_ENV, temp.join("scenario.json"));
     }
     Ok(command)
 }
@@ -521,7 +569,7 @@ fn create_journal(path: &Path) -> Result<(), String> {
 /// by something that is no regular file, grown past the bound, emptied; or never written, no
 /// runtime having started with the kit's environment. A line that is no journal entry is a kit
 /// fault that stops the run (`Err`).
-fn read_journal(path: &Path) -> Result<(Vec<Entry>, Option<String>), String> {
+fn read_journal(path: &Path) -> Result<(Vec<Entry>, Option<JournalProblem>), String> {
     use dsh_engine::journal::{Journal, JournalError};
     let entries = match Journal::new(path).read() {
         Ok(entries) => entries,
@@ -532,9 +580,9 @@ fn read_journal(path: &Path) -> Result<(Vec<Entry>, Option<String>), String> {
                  started, was removed",
                 path.display()
             );
-            return Ok((Vec::new(), Some(why)));
+            return Ok((Vec::new(), Some(JournalProblem::Broken(why))));
         }
-        Err(other) => return Ok((Vec::new(), Some(other.to_string()))),
+        Err(other) => return Ok((Vec::new(), Some(JournalProblem::Broken(other.to_string())))),
     };
     if !entries.is_empty() {
         return Ok((entries.into_iter().map(|line| line.entry).collect(), None));
@@ -542,23 +590,89 @@ fn read_journal(path: &Path) -> Result<(Vec<Entry>, Option<String>), String> {
     let meta = std::fs::symlink_metadata(path).ok();
     let length = meta.as_ref().map_or(0, std::fs::Metadata::len);
     let written = meta.and_then(|meta| meta.modified().ok()) != Some(UNWRITTEN);
-    let why = if length > 0 {
-        format!(
+    let problem = if length > 0 {
+        JournalProblem::Broken(format!(
             "fake-dsh's journal holds no entry: {} has {length} bytes and no whole journal line",
             path.display()
-        )
+        ))
     } else if written {
-        format!(
+        JournalProblem::Broken(format!(
             "fake-dsh's journal was emptied: {} was written to and holds nothing",
             path.display()
-        )
+        ))
     } else {
-        "fake-dsh's journal was never written: no runtime started with the kit's environment \
-         (the client must start the runtime it is given and pass its environment down, \
-         FAKE_DSH_JOURNAL included)"
-            .to_string()
+        JournalProblem::NeverWritten
     };
-    Ok((Vec::new(), Some(why)))
+    Ok((Vec::new(), Some(problem)))
+}
+
+/// The journal's problem (a journal the client broke) and whether the case's configuration
+/// reached the runtime, told apart: a journal never written, or a runtime that started without
+/// the launcher's variables, is a configuration that did not reach it.
+fn configuration_check(
+    problem: Option<JournalProblem>,
+    journal: &[Entry],
+    launcher: &Launcher,
+    launcher_path: &Path,
+) -> (Option<String>, Option<String>) {
+    match problem {
+        Some(JournalProblem::NeverWritten) => (
+            None,
+            Some(format!(
+                "the configuration did not reach the runtime: fake-dsh's journal of the case was \
+                 never written (no runtime started through the case's launcher {}, nor with the \
+                 case's environment)",
+                launcher_path.display()
+            )),
+        ),
+        Some(JournalProblem::Broken(why)) => (Some(why), None),
+        None => (
+            None,
+            unconfigured_start(journal, &launcher.configured_names(), launcher_path),
+        ),
+    }
+}
+
+/// What keeps the journal from showing what the runtime did.
+#[derive(Debug, PartialEq, Eq)]
+enum JournalProblem {
+    /// No runtime wrote it: the case's configuration reached none (judged on its own rule).
+    NeverWritten,
+    /// The client broke it (removed, emptied, replaced, grown past the bound), said exactly.
+    Broken(String),
+}
+
+/// The first runtime (a `start` entry but a fake-dsh helper child's) that started without one
+/// of the variables the launcher sets: it wrote the case's journal (the client passed that
+/// variable down) but was not started through the launcher, so the rest of the case's
+/// configuration (its scenario above all) may never have reached it.
+fn unconfigured_start(journal: &[Entry], names: &[&str], launcher: &Path) -> Option<String> {
+    journal.iter().find_map(|entry| {
+        let Event::Start {
+            env_names,
+            argv,
+            mode,
+            ..
+        } = &entry.event
+        else {
+            return None;
+        };
+        let missing: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|name| !env_names.iter().any(|have| have == name))
+            .collect();
+        (*mode != dsh_formats::journal::Mode::Child && !missing.is_empty()).then(|| {
+            format!(
+                "the configuration did not reach the runtime: the runtime (pid {}, {}) started \
+                 without {} in its environment (not through the case's launcher {})",
+                entry.pid,
+                argv.first().map_or("no argv", String::as_str),
+                missing.join(", "),
+                launcher.display()
+            )
+        })
+    })
 }
 
 /// Where the key went, each place once: the runtime's argv and what it received on stdin (the
@@ -687,18 +801,13 @@ mod tests {
         use std::os::unix::fs::symlink;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.jsonl");
-        let problem = |path: &Path| {
-            read_journal(path)
-                .expect("no kit fault")
-                .1
-                .unwrap_or_default()
+        let problem = |path: &Path| match read_journal(path).expect("no kit fault").1 {
+            Some(JournalProblem::Broken(why)) => why,
+            Some(JournalProblem::NeverWritten) => "never written".to_string(),
+            None => String::new(),
         };
         create_journal(&path).unwrap();
-        assert!(
-            problem(&path).starts_with("fake-dsh's journal was never written: no runtime started"),
-            "{}",
-            problem(&path)
-        );
+        assert_eq!(problem(&path), "never written");
         std::fs::File::create(&path).unwrap();
         assert!(
             problem(&path).starts_with("fake-dsh's journal was emptied: "),
@@ -733,6 +842,41 @@ mod tests {
         assert!(read_journal(&path)
             .unwrap_err()
             .contains("line 1: not a journal entry"));
+    }
+
+    /// A runtime that wrote the case's journal without the launcher's other variables (its
+    /// client passed `FAKE_DSH_JOURNAL` down and started fake-dsh itself) is named, with what it
+    /// lacked; fake-dsh's helper children (whose environment may be emptied) are not.
+    #[test]
+    fn a_runtime_started_without_the_launchers_variables_is_named() {
+        let start = |pid: i32, mode: &str, names: &[&str]| -> Entry {
+            serde_json::from_value(serde_json::json!({
+                "v": 1, "event": "start", "pid": pid, "t_ms": 1, "mode": mode, "ppid": 1,
+                "pgid": pid, "sid": 1, "argv": ["/x/fake-dsh", "--profile", "sdk"], "cwd": "/",
+                "env_names": names
+            }))
+            .unwrap()
+        };
+        let names = [
+            "FAKE_DSH_JOURNAL",
+            "DSH_CONFORMANCE_CASE",
+            "FAKE_DSH_SCENARIO",
+        ];
+        let launcher = Path::new("/case/bin/dsh");
+        let configured = start(10, "sdk", &names);
+        let child = start(11, "child", &[]);
+        assert_eq!(
+            unconfigured_start(&[configured.clone(), child], &names, launcher),
+            None
+        );
+        let bare = start(12, "sdk", &["FAKE_DSH_JOURNAL", "PATH"]);
+        let why = unconfigured_start(&[configured, bare], &names, launcher).unwrap();
+        assert_eq!(
+            why,
+            "the configuration did not reach the runtime: the runtime (pid 12, /x/fake-dsh) \
+             started without DSH_CONFORMANCE_CASE, FAKE_DSH_SCENARIO in its environment (not \
+             through the case's launcher /case/bin/dsh)"
+        );
     }
 
     /// A pipe whose write end a `sleep` holds is read only until the deadline: the drain returns

@@ -5,7 +5,8 @@
 //!   scripted 401 fails the turn;
 //! - the kit's minimal open-design bundle (`examples/real-dsh-profile`, packed by `--bundle`)
 //!   installed with `dsh plugin --profile open-design add` makes it speak the stdio protocol:
-//!   every `check-runtime` check passes against it;
+//!   every `check-runtime` check passes against it, on the npm rc.8 and on the 0.2.1 runtime
+//!   (`deepseek-harness-runtime-bin`);
 //! - a real `--stdio` session is recorded, validated, turned into a case, and replayed by fake-dsh.
 //!
 //! Skips, saying so, when the real dsh is not installed.
@@ -137,14 +138,69 @@ fn bundle_dir() -> PathBuf {
 
 #[test]
 fn check_runtime_passes_every_check_against_the_real_dsh_with_the_kit_bundle() {
-    let Some(dsh) = dsh_test_support::real_dsh() else {
+    if let Some(dsh) = dsh_test_support::real_dsh() {
+        check_runtime_with_the_kit_bundle(&dsh, &[]);
+    }
+}
+
+/// The same on the 0.2.1 runtime (`deepseek-harness-runtime-bin`), whose `tool/result` is the
+/// tool's own message and whose `dsh plugin add` runs pnpm from `PATH` (the pnpm and Node.js
+/// `cargo xtask real-dsh` installs).
+#[test]
+fn check_runtime_passes_every_check_against_the_0_2_1_runtime_with_the_kit_bundle() {
+    let Some(dsh) = dsh_test_support::real_runtime_bin("dsh-0.2.1") else {
+        return;
+    };
+    let tools = dsh_test_support::real_dsh_tool_dirs();
+    if tools.is_empty() {
+        eprintln!("skipped: pnpm is not installed (run `cargo xtask real-dsh`)");
+        return;
+    }
+    check_runtime_with_the_kit_bundle(&dsh, &tools);
+}
+
+/// Without pnpm on `PATH`, 0.2.1's `plugin add` cannot install the bundle: check-runtime could
+/// not run (exit 2), says the runtime's own words, and where the kit's pnpm is.
+#[test]
+fn check_runtime_on_0_2_1_without_pnpm_says_where_pnpm_comes_from() {
+    let Some(dsh) = dsh_test_support::real_runtime_bin("dsh-0.2.1") else {
         return;
     };
     let sandbox = Sandbox::new();
     let kit = dsh_test_support::binary("dsh-conformance");
+    let mut command = sandbox.command(&kit, &sandbox.path("dsh-home"), "http://127.0.0.1:9");
+    let inherited = std::env::var_os("PATH").unwrap_or_default();
+    let without_pnpm = std::env::split_paths(&inherited).filter(|dir| !dir.join("pnpm").exists());
+    command
+        .env("PATH", std::env::join_paths(without_pnpm).expect("a PATH"))
+        .args(["check-runtime", "--check", "rt.version-shape", "--dsh"])
+        .arg(&dsh)
+        .arg("--bundle")
+        .arg(bundle_dir());
+    let output = run(command, None, 120, &sandbox);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("pnpm was not found"), "{stderr}");
+    assert!(stderr.contains("target/real-dsh/tools/bin"), "{stderr}");
+}
+
+/// `check-runtime --bundle examples/real-dsh-profile` against `dsh`, with `path_first` before
+/// `PATH`: every check passes (a cancel may be inconclusive) and nothing is left in `TMPDIR`.
+fn check_runtime_with_the_kit_bundle(dsh: &Path, path_first: &[PathBuf]) {
+    let sandbox = Sandbox::new();
+    let kit = dsh_test_support::binary("dsh-conformance");
     // check-runtime starts its own model server; the closed port proves it never uses ours.
     let mut command = sandbox.command(&kit, &sandbox.path("dsh-home"), "http://127.0.0.1:9");
+    let inherited = std::env::var_os("PATH").unwrap_or_default();
+    let path = std::env::join_paths(
+        path_first
+            .iter()
+            .cloned()
+            .chain(std::env::split_paths(&inherited)),
+    )
+    .expect("a PATH");
     command
+        .env("PATH", path)
         .args([
             "check-runtime",
             "--format",
@@ -155,7 +211,7 @@ fn check_runtime_passes_every_check_against_the_real_dsh_with_the_kit_bundle() {
             "2",
         ])
         .arg("--dsh")
-        .arg(&dsh)
+        .arg(dsh)
         .arg("--bundle")
         .arg(bundle_dir());
     let output = run(command, None, 600, &sandbox);
@@ -177,7 +233,8 @@ fn check_runtime_passes_every_check_against_the_real_dsh_with_the_kit_bundle() {
         };
         assert!(
             allowed.contains(&check["status"].as_str().unwrap()),
-            "{check:#}"
+            "{}: {check:#}",
+            dsh.display()
         );
     }
     assert_eq!(output.status.code(), Some(0), "{stderr}");

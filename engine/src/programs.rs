@@ -68,6 +68,27 @@ pub fn split_command(line: &str) -> Result<Vec<String>, String> {
     })
 }
 
+/// One word for `sh`, always single-quoted (a `'` inside written as `'\''`): the inverse of
+/// [`split_command`] for scripts and re-run lines.
+pub fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// [`shell_quote`] on bytes (a path that is not UTF-8 stays byte for byte): nothing is special
+/// between single quotes but the quote itself.
+pub fn shell_quote_bytes(bytes: &[u8]) -> Vec<u8> {
+    let mut quoted = vec![b'\''];
+    for &byte in bytes {
+        if byte == b'\'' {
+            quoted.extend_from_slice(b"'\\''");
+        } else {
+            quoted.push(byte);
+        }
+    }
+    quoted.push(b'\'');
+    quoted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

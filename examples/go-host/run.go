@@ -290,14 +290,28 @@ type process struct {
 	err    error
 }
 
+// exitsWithin reports whether the runtime has exited or exits within `wait`. An exit already
+// seen wins over a zero wait (a select between two ready cases picks at random).
+func (p *process) exitsWithin(wait time.Duration) bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+	}
+	select {
+	case <-p.exited:
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}
+
 // reap is step 5: the runtime's group SIGKILLed (all of it once the runtime exited: nothing
 // of a finished run may outlive it), escaped daemons by token, then stderr's tail and what
 // stdout still holds (discarded).
 func (t *Turn) reap(a attempt, pgid int, child *process, lines chan []byte, stderr func() string,
 	token string, wait time.Duration) attempt {
-	select {
-	case <-child.exited:
-	case <-time.After(wait):
+	if !child.exitsWithin(wait) {
 		_ = signalGroup(pgid, syscall.SIGKILL)
 		<-child.exited
 	}

@@ -215,6 +215,9 @@ fn frame_surface(profile: Profile, mut frame: Value, answer: Option<&FrameAnswer
             if let Some(delay) = patch.delay_ms {
                 std::thread::sleep(std::time::Duration::from_millis(delay));
             }
+            if let Some(stderr) = &patch.stderr {
+                output::stderr_bytes(stderr.as_bytes());
+            }
         }
         None => {}
     }

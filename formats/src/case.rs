@@ -117,6 +117,34 @@ impl Capability {
 /// `informational`; the step's other expectations stay strict.
 pub type Interpretations = BTreeMap<String, String>;
 
+/// Expectation member -> rule id: the rule a step's expectation checks when it is not the case's
+/// first rule (a case about one rule whose step also checks another's sentence). A miss of that
+/// member blames this rule, so a dialect's mode for it applies; unnamed members blame the first.
+pub type ExpectRules = BTreeMap<String, String>;
+
+/// Checks that every key of `rules` names a member the expectation sets, and every value a rule
+/// id of the case's `case_rules`.
+fn check_expect_rules(
+    step: &str,
+    expect: &Value,
+    rules: &ExpectRules,
+    case_rules: &[String],
+) -> Result<(), String> {
+    for (member, rule) in rules {
+        if member == "rules" || member == "interpretations" || expect.get(member).is_none() {
+            return Err(format!(
+                "{step} step: rules names {member:?}, which this expect does not set"
+            ));
+        }
+        if !case_rules.contains(rule) {
+            return Err(format!(
+                "{step} step: rules.{member} is {rule:?}, which is not one of the case's rules {case_rules:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Checks that every key of `interpretations` names a member the expectation sets.
 fn check_interpretations(
     step: &str,
@@ -503,6 +531,9 @@ pub struct RunExpect {
     /// Which of these expectations rest on an interpretation (docs/fixture-format.md).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub interpretations: Interpretations,
+    /// Which of these expectations check another of the case's rules than its first.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rules: ExpectRules,
     /// The outcome status (the runtime's terminal statuses, `completed`/`cancelled`/`failed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
@@ -854,6 +885,7 @@ pub fn parse_case(file: &Path, text: &str) -> Result<Case, FixtureError> {
         return Err(error("timeout_ms must be positive".to_string()));
     }
     for (index, step) in case.steps.iter().enumerate() {
+        check_step_rules(index, step, &case.rules).map_err(error)?;
         let runs: Vec<&RunStep> = match step {
             Step::Run { run, .. } | Step::CrashMidSave(run) => vec![run],
             Step::Concurrent(runs) => runs.iter().map(|one| &one.run).collect(),
@@ -870,6 +902,28 @@ pub fn parse_case(file: &Path, text: &str) -> Result<Case, FixtureError> {
         }
     }
     Ok(case)
+}
+
+/// Checks each `expect.rules` of step `index` against what its expect sets and `case_rules`.
+fn check_step_rules(index: usize, step: &Step, case_rules: &[String]) -> Result<(), String> {
+    let expects: Vec<&RunExpect> = match step {
+        Step::Run { expect, .. } => vec![expect],
+        Step::Concurrent(runs) => runs.iter().map(|one| &*one.expect).collect(),
+        _ => Vec::new(),
+    };
+    for expect in expects
+        .into_iter()
+        .filter(|expect| !expect.rules.is_empty())
+    {
+        let value = serde_json::to_value(expect).map_err(|e| format!("step {index}: {e}"))?;
+        check_expect_rules(
+            &format!("step {index}: run"),
+            &value,
+            &expect.rules,
+            case_rules,
+        )?;
+    }
+    Ok(())
 }
 
 /// Takes the case's `runtime` out of its value, checked as fake-dsh checks it (the scenario schema
@@ -1190,6 +1244,32 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn expect_rules_name_a_set_member_and_one_of_the_cases_rules() {
+        let case = |rules: &str| {
+            format!(
+                r#"{{"v": 1, "id": "strict.example", "summary": "s", "spec": ["7"],
+                "rules": ["s7.a", "s7.b"], "steps": [{{"run": {{"conversation": "c1", "prompt": "p"}},
+                "expect": {{"session": "new", "rules": {rules}}}}}]}}"#
+            )
+        };
+        let loaded = parse(&case(r#"{"session": "s7.b"}"#)).expect("loads");
+        let Step::Run { expect, .. } = &loaded.steps[0] else {
+            panic!("not a run step")
+        };
+        assert_eq!(
+            expect.rules.get("session").map(String::as_str),
+            Some("s7.b")
+        );
+        let unknown = parse(&case(r#"{"session": "s7.c"}"#)).unwrap_err();
+        assert!(
+            unknown.message.contains("not one of the case's rules"),
+            "{unknown}"
+        );
+        let unset = parse(&case(r#"{"status": "s7.b"}"#)).unwrap_err();
+        assert!(unset.message.contains("does not set"), "{unset}");
     }
 
     #[test]

@@ -65,6 +65,9 @@ pub struct PatchAnswer {
     /// Pad the frame with an `x_pad` member so its line is exactly this many bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pad_to_bytes: Option<usize>,
+    /// Written to stderr before the frame (diagnostics beside a valid answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
 }
 
 /// Stdout and stderr written verbatim, then an exit code.

@@ -17,8 +17,8 @@ use dsh_engine::journal::{self, Entry, Journal};
 use dsh_engine::leftovers::{self, CASE_TOKEN_ENV};
 use dsh_engine::supervisor;
 use dsh_formats::case::{
-    BundleKind, Capability, Case, DiscoverExpect, Interpretations, RestartAction, RunExpect,
-    RunStep, SetupExpect, Step,
+    BundleKind, Capability, Case, DiscoverExpect, ExpectRules, Interpretations, RestartAction,
+    RunExpect, RunStep, SetupExpect, Step,
 };
 use dsh_results::codes::Vocabulary;
 use dsh_results::output::secrets::display_command;
@@ -217,11 +217,20 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Records the step's missed expectations, blamed on the case's first rule; an expectation
-    /// the case (or the kit) marks as an interpretation makes only an informational finding.
-    fn misses(&mut self, misses: Vec<Miss>, interpretations: &Interpretations) {
-        let rule = self.case.first_rule().to_string();
+    /// Records the step's missed expectations, each blamed on the rule the step's `rules` names
+    /// for its member, else on the case's first rule; an expectation the case (or the kit) marks
+    /// as an interpretation makes only an informational finding.
+    fn misses(
+        &mut self,
+        misses: Vec<Miss>,
+        interpretations: &Interpretations,
+        rules: &ExpectRules,
+    ) {
         for miss in misses {
+            let rule = rules
+                .get(miss.member)
+                .map_or_else(|| self.case.first_rule(), String::as_str)
+                .to_string();
             let entry = interpretations
                 .get(miss.member)
                 .map(String::as_str)
@@ -789,7 +798,7 @@ impl<'a> Runner<'a> {
         self.check_step_processes(journal, from, "discover");
         let expect = self.env.dialect.discover_expect(self.case, expect);
         let misses = expect::discover(&expect, &reply, self.codes());
-        self.misses(misses, &expect.interpretations);
+        self.misses(misses, &expect.interpretations, &Default::default());
         Ok(())
     }
 
@@ -817,7 +826,7 @@ impl<'a> Runner<'a> {
         });
         let installed = (world.profile_file().is_file(), invoked);
         let misses = expect::setup(expect, &reply, installed, self.codes());
-        self.misses(misses, &expect.interpretations);
+        self.misses(misses, &expect.interpretations, &Default::default());
         Ok(())
     }
 

@@ -6,7 +6,7 @@
 //!   global checks made on every run, one file each; `events`: the spec 9 event comparison.
 //! - `world`, `driver`, `transcript`: the temp world, the driver client, the bounded transcript;
 //!   `mapping_watch`: how a run rewrites a saved session mapping (in place or replaced whole).
-//! - [`verdict`]: findings -> verdict; [`expectations`]: the xfail file; [`corpus`]: the lint of
+//! - [`verdict`]: findings -> verdict; [`corpus`]: the lint of
 //!   the host cases and the rule catalog.
 //!
 //! What every corpus shares (processes, the supervisor, leftovers, the journal, selection) is
@@ -20,7 +20,6 @@ pub mod dialect;
 mod driver;
 mod events;
 mod expect;
-pub mod expectations;
 mod mapping_watch;
 mod preflight;
 pub mod project_files;
@@ -30,7 +29,7 @@ pub mod verdict;
 mod world;
 
 pub use case::needed_capabilities;
-pub use expectations::Expectations;
+pub use dsh_results::expectations::Expectations;
 pub use suite::{run_suite, HarnessError, Suite, SuiteConfig, Variant};
 
 use dsh_engine::interrupt;
@@ -92,13 +91,12 @@ pub fn run_cli(args: &Flags) -> Result<u8, String> {
         return Ok(EXIT_NOTHING_MEASURED);
     }
     if let Some(expectations) = &config.expectations {
-        for id in expectations
-            .xfail
-            .keys()
-            .filter(|id| !suite.entries().iter().any(|entry| &entry.id == *id))
-        {
-            eprintln!("dsh-conformance run: warning: the expectations file lists {id}, which is not selected or does not exist");
-        }
+        let ids: Vec<&str> = suite
+            .entries()
+            .iter()
+            .map(|entry| entry.id.as_str())
+            .collect();
+        expectations.warn_unselected(&ids);
     }
     suite.preflight().map_err(|e| e.to_string())?;
     let mut report = run_live(args, &suite)?;

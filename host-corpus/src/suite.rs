@@ -9,10 +9,10 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::case::{claims_reuse, run_case, CaseEnv, ReusedDriver};
-use super::expectations::Expectations;
-use super::verdict::{apply_xfail, decide, RULE_KIT};
+use super::verdict::{decide, RULE_KIT};
 use dsh_engine::programs::{is_executable, resolve_program};
 use dsh_engine::selection::{corpus_hash, find_cases, shard_entries, CaseEntry, Selection};
+use dsh_results::expectations::Expectations;
 use dsh_results::model::{Blame, CaseResult, CorpusInfo, HostInfo, SuiteReport, Verdict};
 
 /// A runtime variant: a name and the extra env fake-dsh runs with (e.g. `FAKE_DSH_VERSION`).
@@ -295,13 +295,18 @@ impl Suite {
     pub fn header_line(&self) -> String {
         use dsh_results::output::{escape::terminal, secrets::display_command};
         format!(
-            "dsh-conformance {}: host {} ({}), runtime {}, selection sha256 {}, {} cases",
+            "dsh-conformance {}: host {} ({}), runtime {}, selection sha256 {}, {} cases{}",
             env!("CARGO_PKG_VERSION"),
             terminal(&self.host_name()),
             terminal(&display_command(&self.config.host)),
             terminal(&self.config.variant.name),
             dsh_results::model::short_hash(&self.corpus_hash),
-            self.entries.len()
+            self.entries.len(),
+            if self.env.dialect.is_gen1() {
+                String::new()
+            } else {
+                format!(", judged by the {} dialect", self.env.dialect.name)
+            }
         ) + &format!("\n{}", terminal(&self.corpus.line()))
             + &self
                 .corpus
@@ -346,8 +351,13 @@ impl Suite {
         };
         let run = run_case(case, &self.env, slot);
         let (findings, dropped) = self.env.dialect.filter(&run.findings);
-        let not_applicable =
-            (findings.is_empty() && !dropped.is_empty()).then(|| dropped[0].clone());
+        // Not applicable when what the case is about (its first rule) is; a dropped finding of
+        // another of its rules leaves the verdict to the rest (noted in the transcript).
+        let about_not_applicable =
+            self.env.dialect.mode(case.first_rule()).0 == crate::dialect::Mode::NotApplicable;
+        let not_applicable = (findings.is_empty() && about_not_applicable)
+            .then(|| dropped.first().cloned())
+            .flatten();
         let decision = decide(
             &findings,
             run.skipped.as_deref().or(not_applicable.as_deref()),
@@ -440,6 +450,7 @@ impl Suite {
             rerun_args: Vec::new(),
             corpus: Some(self.corpus.clone()),
             surface: None,
+            dialect: (!self.env.dialect.is_gen1()).then(|| self.env.dialect.name.clone()),
             rerun_as: None,
         }
     }
@@ -450,13 +461,8 @@ impl Suite {
     }
 
     fn apply_expectations(&self, case: &mut CaseResult) {
-        if let Some(reason) = self
-            .config
-            .expectations
-            .as_ref()
-            .and_then(|expectations| expectations.xfail.get(&case.id))
-        {
-            case.verdict = apply_xfail(case.verdict, reason, &mut case.why);
+        if let Some(expectations) = &self.config.expectations {
+            expectations.apply(case);
         }
     }
 

@@ -166,25 +166,6 @@ fn others(findings: &[Finding], blamed: &Finding) -> Vec<BrokenRule> {
     others
 }
 
-/// Applies an `xfail` entry: a failure becomes `xfail`; anything that is not one becomes `xpass`.
-/// Skipped and error cases keep their verdict (they say nothing about the host's known failures).
-pub fn apply_xfail(verdict: Verdict, reason: &str, why: &mut Option<String>) -> Verdict {
-    match verdict {
-        Verdict::Skipped
-        | Verdict::Error
-        | Verdict::Interrupted
-        | Verdict::Xfail
-        | Verdict::Xpass => verdict,
-        Verdict::Fail | Verdict::Untestable => Verdict::Xfail,
-        Verdict::Pass | Verdict::NonStrict | Verdict::Informational => {
-            *why = Some(format!(
-                "listed as xfail ({reason}) but did not fail: remove the entry"
-            ));
-            Verdict::Xpass
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,23 +251,5 @@ mod tests {
         // One broken rule, however often: nothing else to list.
         assert!(decide(&findings[1..3], None).also_broken.is_empty());
         assert!(decide(&[], Some("no cancel")).also_broken.is_empty());
-    }
-
-    #[test]
-    fn xfail_is_strict() {
-        let mut why = None;
-        assert_eq!(
-            apply_xfail(Verdict::Fail, "known", &mut why),
-            Verdict::Xfail
-        );
-        assert_eq!(
-            apply_xfail(Verdict::Pass, "known", &mut why),
-            Verdict::Xpass
-        );
-        assert!(why.is_some_and(|why| why.contains("remove the entry")));
-        assert_eq!(
-            apply_xfail(Verdict::Skipped, "known", &mut None),
-            Verdict::Skipped
-        );
     }
 }

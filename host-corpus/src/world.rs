@@ -1,6 +1,7 @@
 //! The per-case world: a fresh temp root with the project, DSH_HOME, host data dir, journal,
 //! scenario, the `bin/dsh` wrapper around fake-dsh, the canary credential and setup bundles.
 
+use dsh_engine::programs::shell_quote;
 use dsh_engine::random::{hex, random_hex};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -391,11 +392,6 @@ fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 fn path_string(path: &Path) -> String {
     path.to_string_lossy().into_owned()
-}
-
-/// Quotes a word for `sh`: single quotes, with embedded ones as `'\''`.
-pub fn shell_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 fn set_executable(path: &Path) -> io::Result<()> {

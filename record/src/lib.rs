@@ -52,8 +52,9 @@ pub enum Surface {
 
 impl Surface {
     /// The surface a runtime command line asks for: `--profile sdk|sdk-minimal` (or
-    /// `--profile=...`), a program named `dsh-jsonrpc-agent` or fake-dsh's `--persona 0.1.1` are
-    /// the SDK wire; `--profile headless` is headless; anything else the open-design stream.
+    /// `--profile=...`, or 0.2.1's positional `dsh sdk`), a program named `dsh-jsonrpc-agent` or
+    /// fake-dsh's `--persona 0.1.1` are the SDK wire; `--profile headless` (`dsh headless`) is
+    /// headless; anything else the open-design stream.
     pub fn detect(command: &[OsString]) -> Surface {
         let args: Vec<String> = command
             .iter()
@@ -73,15 +74,33 @@ impl Surface {
                 }
             })
         };
-        match (
-            value_of("--profile").as_deref(),
-            value_of("--persona").as_deref(),
-        ) {
-            (Some("sdk" | "sdk-minimal"), _) | (None, Some("0.1.1" | "0.1.0")) => Surface::Sdk,
-            (Some("headless"), _) => Surface::Headless,
+        let flag = value_of("--profile");
+        let persona = value_of("--persona");
+        if flag.is_none() && matches!(persona.as_deref(), Some("0.1.1" | "0.1.0")) {
+            // The 0.1.1 agent has no profiles: its positional argument is a config file.
+            return Surface::Sdk;
+        }
+        match flag.or_else(|| positional_profile(&args)).as_deref() {
+            Some("sdk" | "sdk-minimal") => Surface::Sdk,
+            Some("headless") => Surface::Headless,
             _ => Surface::OpenDesign,
         }
     }
+}
+
+/// dsh 0.2.1's positional profile (`dsh sdk`, `dsh headless TASK`): the first argument after the
+/// program that is neither a launcher flag nor the value of one that takes a value.
+fn positional_profile(args: &[String]) -> Option<String> {
+    const TAKES_A_VALUE: [&str; 3] = ["--patch", "--from-default-profile", "--persona"];
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        if TAKES_A_VALUE.contains(&arg.as_str()) {
+            rest.next();
+        } else if !arg.starts_with('-') {
+            return Some(arg.clone());
+        }
+    }
+    None
 }
 
 #[derive(Debug, clap::Args)]
@@ -90,8 +109,8 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// The surface the runtime speaks, which decides the live check [default: from the command:
-    /// `--profile sdk|sdk-minimal` or `dsh-jsonrpc-agent` is `sdk`, `--profile headless` is
-    /// `headless`, anything else `open-design`].
+    /// `--profile sdk|sdk-minimal` (or `dsh sdk`) or `dsh-jsonrpc-agent` is `sdk`, `--profile
+    /// headless` (`dsh headless`) is `headless`, anything else `open-design`].
     #[arg(long, value_enum)]
     pub surface: Option<Surface>,
     /// The runtime command, after `--`: e.g. `-- dsh --profile open-design --stdio`.
@@ -246,7 +265,16 @@ mod tests {
 
     #[test]
     fn the_surface_is_detected_from_the_command() {
-        let cases: [(&[&str], Surface); 8] = [
+        let cases: [(&[&str], Surface); 13] = [
+            // 0.2.1's positional profile, after launcher flags.
+            (&["dsh", "sdk"], Surface::Sdk),
+            (&["dsh", "--patch", "x.yml", "sdk-minimal"], Surface::Sdk),
+            (&["fake-dsh", "--persona", "0.2.1", "sdk"], Surface::Sdk),
+            (&["dsh", "headless", "--json", "do it"], Surface::Headless),
+            (
+                &["dsh", "--patch", "sdk", "open-design", "--stdio"],
+                Surface::OpenDesign,
+            ),
             (&["dsh", "--profile", "sdk"], Surface::Sdk),
             (&["dsh", "--profile=sdk-minimal"], Surface::Sdk),
             (&["/opt/bin/dsh-jsonrpc-agent"], Surface::Sdk),

@@ -137,8 +137,9 @@ fn write_totals(document: &ReportDocument, out: &mut dyn Write) -> io::Result<()
     for (index, suite) in document.suites.iter().enumerate() {
         write!(
             out,
-            "<tr data-suite=\"{index}\"><th>{}</th><td>{}</td><td class=\"n\" data-total=\"cases\">{}</td>",
+            "<tr data-suite=\"{index}\"><th>{}{}</th><td>{}</td><td class=\"n\" data-total=\"cases\">{}</td>",
             shown(&suite.host.name),
+            shown(&suite.dialect_note()),
             shown(&suite.runtime_variant),
             suite.cases.len()
         )?;

@@ -1,6 +1,7 @@
 //! The results of a run and how they are written: the results model every output renders
 //! ([`model`]: a suite of case results, each with its verdict, blame and rule), the error-code
-//! vocabulary it describes ([`codes`]), the renderers ([`output`]: the live table, JSON and
+//! vocabulary it describes ([`codes`]), the expectations file both corpora read
+//! ([`expectations`]: known failures as `xfail`), the renderers ([`output`]: the live table, JSON and
 //! JSONL, JUnit XML, Markdown), credential redaction for anything echoed ([`redact`]), and the
 //! `run` command's options every corpus shares ([`run_args`]: one grammar, one exit code, the
 //! same output files).
@@ -10,6 +11,7 @@
 //! type).
 
 pub mod codes;
+pub mod expectations;
 pub mod model;
 pub mod output;
 pub mod redact;

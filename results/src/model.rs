@@ -171,6 +171,10 @@ pub struct SuiteReport {
     /// The client surface a client-corpus run judged (`sdk`, `headless`); absent for a host run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub surface: Option<String>,
+    /// The dialect the host was judged by (`run --dialect`, docs/dialects.md) when it is not
+    /// `opendesign` (generation 1 as the spec states it, what an absent member means).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<String>,
     /// How a re-run line starts when not `dsh-conformance run --host HOST` (`cargo xtask suite`
     /// passes `--rerun-as "cargo xtask suite"`); said on the terminal only, never stored.
     #[serde(skip)]
@@ -223,6 +227,14 @@ pub fn short_hash(hash: &str) -> &str {
 }
 
 impl SuiteReport {
+    /// `, judged by the NAME dialect` for a host judged by another dialect than `opendesign`.
+    pub fn dialect_note(&self) -> String {
+        self.dialect
+            .as_deref()
+            .map(|name| format!(", judged by the {name} dialect"))
+            .unwrap_or_default()
+    }
+
     /// How many cases got this verdict.
     pub fn count(&self, verdict: Verdict) -> usize {
         self.cases

@@ -290,15 +290,28 @@ pub fn install_bundle(
     if output.status.success() {
         return Ok(BundleHome { _root: root, home });
     }
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout).trim(),
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
     Err(CannotRun(format!(
-        "`{} plugin --profile {} add {}` failed ({}): {}{}",
+        "`{} plugin --profile {} add {}` failed ({}): {said}{}",
         dsh.display(),
         world::PROFILE,
         tarball.display(),
         process::describe_exit(&output.status),
-        String::from_utf8_lossy(&output.stdout).trim(),
-        String::from_utf8_lossy(&output.stderr).trim()
+        pnpm_hint(&said)
     )))
+}
+
+/// What to do when the runtime's `plugin add` found no pnpm (0.2.1 runs it from `PATH`).
+fn pnpm_hint(said: &str) -> &'static str {
+    if said.contains("pnpm was not found") {
+        " (put pnpm on PATH: `cargo xtask real-dsh` installs one in target/real-dsh/tools/bin)"
+    } else {
+        ""
+    }
 }
 
 /// Packs an unpacked bundle directory as an npm tarball (`package/...`, without `node_modules`

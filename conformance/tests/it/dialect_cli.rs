@@ -67,8 +67,12 @@ fn the_multica_dialect_installs_its_own_profile_and_judges_the_profile_a_host_la
     let (judged, why) = verdict(&multica);
     assert_eq!(judged, "fail", "{why}");
     assert!(why.contains("--profile multica"), "{why}");
-    // Its re-run line judges by the same dialect.
+    // The report says which dialect judged it (absent: opendesign), and its re-run line judges
+    // by the same dialect.
     let report: Value = serde_json::from_slice(&multica.stdout).expect("a JSON report");
+    assert_eq!(report["dialect"], "multica");
+    let opendesign: Value = serde_json::from_slice(&default.stdout).expect("a JSON report");
+    assert!(opendesign.get("dialect").is_none(), "{opendesign}");
     let rerun: Vec<&str> = report["rerun_args"]
         .as_array()
         .expect("rerun_args")

@@ -5,7 +5,7 @@
 //! `check_runtime`, `model_server`, `model_server_abuse`; the corpus: `corpus_lint`,
 //! `embedded_corpus`, `dialect_cli` (`run --dialect`), `mutants` (the kill matrix), `wrong_hosts`, `node_host` (the Node.js
 //! example host), `go_host` (the Go example host under `--dialect multica`, and its mutants); the SDK surfaces: `sdk_record`, `sdk_check_runtime`; the client corpus:
-//! `client_corpus`, `client_kill_matrix`; reports: `report_matrix`, `report_outputs`,
+//! `client_corpus`, `client_kill_matrix`, `client_launcher`, `official_python_client`; reports: `report_matrix`, `report_outputs`,
 //! `report_diff`, `report_tools`, `report_browser`. One module alone:
 //! `cargo test -p dsh-conformance --test it -- run_cli::`. Their insta snapshots are
 //! `snapshots/it__<module>__<name>.snap`.
@@ -28,6 +28,7 @@ mod bounded_inputs;
 mod check_runtime;
 mod client_corpus;
 mod client_kill_matrix;
+mod client_launcher;
 mod corpus_lint;
 mod dialect_cli;
 mod embedded_corpus;
@@ -37,6 +38,7 @@ mod model_server;
 mod model_server_abuse;
 mod mutants;
 mod node_host;
+mod official_python_client;
 mod record;
 mod report_browser;
 mod report_diff;

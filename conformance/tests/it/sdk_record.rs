@@ -19,17 +19,7 @@ fn conformance() -> &'static Path {
 
 /// The real SDK runtime's wrapper `name`, or `None` (saying so) when it is not installed.
 fn real_runtime(name: &str) -> Option<PathBuf> {
-    let target =
-        dsh_test_support::target_profile_dir().and_then(|d| d.parent().map(Path::to_path_buf))?;
-    let real = target.join("real-dsh-runtime-bin").join(name);
-    if !real.is_file() {
-        eprintln!(
-            "skipped: the real SDK runtime is not installed at {}",
-            real.display()
-        );
-        return None;
-    }
-    Some(real)
+    dsh_test_support::real_runtime_bin(name)
 }
 
 fn steps() -> Vec<Step> {

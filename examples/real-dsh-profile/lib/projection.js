@@ -77,9 +77,17 @@ export class Projection {
     this.write(frame);
   }
 
+  /**
+   * A tool result in either release's shape: up to 0.1.x a user message holding a `tool-result`
+   * block (`toolCallId`, its own `content`, `isError`); from 0.2 the tool's own message
+   * (`role: "tool"`, `toolCallId` and `isError` at its top, text blocks as its content).
+   */
   toolResult(data) {
-    const block = (data.message?.content ?? []).find((item) => item?.type === "tool-result") ?? {};
-    const callId = block.toolCallId;
+    const message = data.message ?? {};
+    const block = message.role === "tool"
+      ? message
+      : (message.content ?? []).find((item) => item?.type === "tool-result") ?? {};
+    const callId = block.toolCallId ?? message.source?.callId;
     this.write(scoped("tool_result", this.requestId, {
       call_id: callId,
       name: this.toolNames.get(callId) ?? "tool",

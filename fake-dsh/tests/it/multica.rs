@@ -215,6 +215,29 @@ fn progress_frames_belong_to_the_multica_profile_only() {
 }
 
 /// Multica's root for one runtime and agent (daemon.go prepareDshTaskSessionRoot).
+/// A patched `models` answer with diagnostics: the noise on stderr, the patch's gen-1 items in
+/// each profile's own item shape on stdout (so `models.stderr-noise` plays on both profiles).
+#[test]
+fn a_patched_models_answer_writes_its_stderr_and_fits_each_profile() {
+    let patch = json!({"models": {
+        "patch": {"models": [{"provider": "p", "id": "m", "name": "M",
+                              "reasoning_options": [{"id": "high", "name": "High", "default": true}]}]},
+        "stderr": "warn: telemetry disabled\n"
+    }});
+    for (profile, flag, id) in [
+        ("open-design", "--models", "m"),
+        ("multica", "--list-models", "p/m"),
+    ] {
+        let world = World::with_profile(profile);
+        world.scenario(patch.clone());
+        let output = world.cmd(&["--profile", profile, flag]).output().unwrap();
+        assert_eq!(code(output.status), 0, "{profile}");
+        assert_eq!(output.stderr, b"warn: telemetry disabled\n", "{profile}");
+        let frames = stdout_frames(&output.stdout);
+        assert_eq!(frames[0]["models"][0]["id"], id, "{profile}: {frames:?}");
+    }
+}
+
 fn session_root(world: &World) -> PathBuf {
     world.root.path().join("multica/dsh-sessions/dsh/agent-1")
 }

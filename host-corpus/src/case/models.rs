@@ -30,7 +30,7 @@ impl Runner<'_> {
             repeated_entry(&reply).map(|why| Violation::new(RULE_MODELS_REPLY_UNIQUE, why));
         self.violations(repeated.into_iter().collect(), "models");
         let misses = expect::models(expect, &reply, self.codes());
-        self.misses(misses, &expect.interpretations);
+        self.misses(misses, &expect.interpretations, &Default::default());
         Ok(())
     }
 }

@@ -144,7 +144,7 @@ impl<'a> Runner<'a> {
             // The expectation rests on I-C28 whether or not the case file says so.
             interpretation: Some("I-C28"),
         };
-        self.misses(vec![miss], &expect.interpretations);
+        self.misses(vec![miss], &expect.interpretations, &expect.rules);
     }
 
     /// Builds and sends the driver's `run` request.
@@ -405,7 +405,7 @@ impl<'a> Runner<'a> {
         }
         let misses = expect::run(&judged.expect, &seen, self.codes());
         self.violations(violations, &format!("run {}", flight.id));
-        self.misses(misses, &flight.expect.interpretations);
+        self.misses(misses, &flight.expect.interpretations, &flight.expect.rules);
         self.run_pids.extend(checks::stdio_starts(entries));
         if let Some(session) = outcome.get("session_id").and_then(Value::as_str) {
             self.conversations

@@ -119,9 +119,7 @@ pub fn shell_word(word: &str) -> String {
 }
 
 /// One shell word, always single-quoted (`'` written as `'\''`).
-pub fn shell_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
-}
+pub use dsh_engine::programs::shell_quote;
 
 /// A command line a POSIX shell splits back into exactly `args`.
 pub fn shell_join(args: &[String]) -> String {

@@ -91,10 +91,11 @@ pub fn write_markdown(report: &SuiteReport, out: &mut dyn Write) -> io::Result<(
     )?;
     writeln!(
         out,
-        "Host command {}, kit {}, selection sha256 {}.\n",
+        "Host command {}, kit {}, selection sha256 {}{}.\n",
         markdown_code(&super::secrets::display_command(&report.host.command)),
         markdown_text(&report.kit_version),
-        markdown_code(short_hash(&report.corpus_hash))
+        markdown_code(short_hash(&report.corpus_hash)),
+        markdown_text(&report.dialect_note())
     )?;
     if let Some(corpus) = &report.corpus {
         match corpus.warning() {

@@ -128,12 +128,13 @@ pub fn write_table(
 ) -> io::Result<()> {
     writeln!(
         out,
-        "dsh-conformance {}: host {} ({}), runtime {}, selection sha256 {}",
+        "dsh-conformance {}: host {} ({}), runtime {}, selection sha256 {}{}",
         terminal(&report.kit_version),
         terminal(&report.host.name),
         terminal(&super::secrets::display_command(&report.host.command)),
         terminal(&report.runtime_variant),
         terminal(short_hash(&report.corpus_hash)),
+        terminal(&report.dialect_note()),
     )?;
     if let Some(corpus) = &report.corpus {
         writeln!(out, "{}", terminal(&corpus.line()))?;

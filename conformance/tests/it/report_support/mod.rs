@@ -187,6 +187,7 @@ pub fn sample_suite() -> SuiteReport {
         rerun_args: Vec::new(),
         corpus: None,
         surface: None,
+        dialect: None,
         rerun_as: None,
     }
 }

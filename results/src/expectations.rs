@@ -1,12 +1,15 @@
-//! The host's expectations file: `{"v":1,"xfail":{"case.id":"reason"}}`, read for `--expectations`
-//! and written from the current failures by `--write-expectations`.
+//! The expectations file both corpora read for `--expectations`: `{"v":1,"xfail":{"case.id":
+//! "reason"}}`, a host's or a client's known failures (docs/sdk-clients.md, "Known deviations").
+//! A listed case that fails is `xfail` (not a failure of the run), one that does not fail is
+//! `xpass` (a failure: the entry is stale); a skipped, errored or interrupted case keeps its
+//! verdict. A host run writes it from its current failures (`--write-expectations`).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::model::{CaseResult, SuiteReport, Verdict};
 use dsh_engine::input::{read_bounded, MAX_CONFIG_BYTES};
-use dsh_results::model::{CaseResult, SuiteReport, Verdict};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,6 +36,29 @@ impl Expectations {
             ));
         }
         Ok(expectations)
+    }
+
+    /// The listed ids that are not among `selected`.
+    pub fn unselected<'a>(&'a self, selected: &[&str]) -> Vec<&'a str> {
+        self.xfail
+            .keys()
+            .map(String::as_str)
+            .filter(|id| !selected.contains(id))
+            .collect()
+    }
+
+    /// Warns on stderr of every listed id that is not among `selected`.
+    pub fn warn_unselected(&self, selected: &[&str]) {
+        for id in self.unselected(selected) {
+            eprintln!("dsh-conformance run: warning: the expectations file lists {id}, which is not selected or does not exist");
+        }
+    }
+
+    /// The case's verdict under the file (unchanged when the case is not listed).
+    pub fn apply(&self, case: &mut CaseResult) {
+        if let Some(reason) = self.xfail.get(&case.id) {
+            case.verdict = apply_xfail(case.verdict, reason, &mut case.why);
+        }
     }
 
     /// A baseline from the report's failures: `fail`, `untestable`, and cases already `xfail`
@@ -67,6 +93,25 @@ impl Expectations {
         let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())? + "\n";
         dsh_engine::files::write_file(path, text.as_bytes())
             .map_err(|e| format!("cannot write the expectations file: {e}"))
+    }
+}
+
+/// A verdict under an `xfail` entry: a failure is expected (`xfail`), anything that did not fail
+/// is a stale entry (`xpass`, `why` says so); what was not judged keeps its verdict.
+pub fn apply_xfail(verdict: Verdict, reason: &str, why: &mut Option<String>) -> Verdict {
+    match verdict {
+        Verdict::Skipped
+        | Verdict::Error
+        | Verdict::Interrupted
+        | Verdict::Xfail
+        | Verdict::Xpass => verdict,
+        Verdict::Fail | Verdict::Untestable => Verdict::Xfail,
+        Verdict::Pass | Verdict::NonStrict | Verdict::Informational => {
+            *why = Some(format!(
+                "listed as xfail ({reason}) but did not fail: remove the entry"
+            ));
+            Verdict::Xpass
+        }
     }
 }
 
@@ -151,6 +196,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn xfail_is_strict() {
+        let mut why = None;
+        assert_eq!(
+            apply_xfail(Verdict::Fail, "known", &mut why),
+            Verdict::Xfail
+        );
+        assert_eq!(
+            apply_xfail(Verdict::Pass, "known", &mut why),
+            Verdict::Xpass
+        );
+        assert!(why.is_some_and(|why| why.contains("remove the entry")));
+        assert_eq!(
+            apply_xfail(Verdict::Skipped, "known", &mut None),
+            Verdict::Skipped
+        );
+    }
+
+    #[test]
+    fn unselected_lists_entries_outside_the_selection() {
+        let expectations = Expectations {
+            v: 1,
+            xfail: [("sdk.x".to_string(), "known".to_string())].into(),
+        };
+        assert_eq!(expectations.unselected(&["sdk.y"]), ["sdk.x"]);
+        assert!(expectations.unselected(&["sdk.x"]).is_empty());
+    }
+
+    #[test]
     fn reasons_drop_what_changes_between_runs() {
         let why =
             "process(es) [22472] of run r0.1 were gone; pid 4242 left /tmp/dsh-conformance-Ab3/x \
@@ -171,7 +244,7 @@ mod tests {
 
     #[test]
     fn a_listed_failure_keeps_the_reviewers_reason() {
-        use dsh_results::model::Blame;
+        use crate::model::Blame;
         let case = |id: &str, verdict| CaseResult {
             id: id.into(),
             summary: String::new(),
@@ -190,7 +263,7 @@ mod tests {
         let report = SuiteReport {
             kit_version: "0".into(),
             corpus_hash: String::new(),
-            host: dsh_results::model::HostInfo {
+            host: crate::model::HostInfo {
                 name: "h".into(),
                 command: vec![],
                 handshake: serde_json::Value::Null,
@@ -204,6 +277,7 @@ mod tests {
             rerun_args: vec![],
             corpus: None,
             surface: None,
+            dialect: None,
             rerun_as: None,
         };
         let mut previous = Expectations {
