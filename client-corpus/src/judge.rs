@@ -513,6 +513,7 @@ mod tests {
         }))
         .unwrap();
         let played = Played {
+            earlier: Vec::new(),
             exit: Some(2),
             hung: false,
             stdout: b"nonsense\n".to_vec(),
