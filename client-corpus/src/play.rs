@@ -1,4 +1,5 @@
-//! One client case, played: the client starts in an empty working directory of its own with the
+//! One client case, played (its client run once, or `runs` times one after the other on the same
+//! home): the client starts in an empty working directory of its own with the
 //! driver contract's environment (docs/sdk-clients.md, "The driver contract"), handed the case's
 //! launcher (`crate::launcher`) as its runtime: fake-dsh configured to play the case's scenario and
 //! journal what it did, whatever environment the client passes down; the kit waits a bounded time,
@@ -152,16 +153,17 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     // File times come from a coarse clock: a second's margin.
     let started_at = std::time::SystemTime::now() - Duration::from_secs(1);
     let mut journal_watch = JournalWatch::new(journal_path.clone());
-    let mut earlier = Vec::new();
-    for run in 1..case.runs {
+    let command_of = |run: u32| -> Result<Command, String> {
         let mut command = client_command(setup, case, temp, &launcher_path, &token, &secret)?;
         session_env(&mut command, case, run);
         command.current_dir(&work);
-        earlier.push(earlier_run(setup, command, &mut journal_watch)?);
+        Ok(command)
+    };
+    let mut earlier = Vec::new();
+    for run in 1..case.runs {
+        earlier.push(earlier_run(setup, command_of(run)?, &mut journal_watch)?);
     }
-    let mut command = client_command(setup, case, temp, &launcher_path, &token, &secret)?;
-    session_env(&mut command, case, case.runs);
-    command.current_dir(&work);
+    let command = command_of(case.runs)?;
     let deadline = Instant::now() + setup.limit();
     let Ended {
         exit,
