@@ -1,18 +1,23 @@
-//! fake-dsh against the real SDK runtime (the PyPI wheel `deepseek-harness-runtime-bin`,
-//! installed by `cargo xtask real-dsh --runtime-bin` under `target/real-dsh-runtime-bin/`): the
-//! same scripted model conversation through both, on every SDK surface (`--profile sdk`,
-//! `--profile sdk-minimal`, 0.1.1's `dsh-jsonrpc-agent`, `--profile headless`), comparing the wire:
-//! methods, notification kinds and order, ids, error messages, exit codes, the stdout/stderr
-//! split and the files left in the project. Any difference is a fake-dsh bug unless
-//! docs/surface-sdk.md or docs/surface-headless.md explains it. The real runtime talks only to
-//! the kit's model server on 127.0.0.1 (`dsh-conformance model-server`), with a dummy key;
-//! everything it writes stays in the test's temp dir. The example clients of the client corpus
+//! fake-dsh against the real SDK runtime (the PyPI wheels `deepseek-harness-runtime-bin` 0.1.1,
+//! 0.1.5 and 0.2.1, installed by `cargo xtask real-dsh --runtime-bin` under
+//! `target/real-dsh-runtime-bin/`): the same scripted model conversation through both, on every
+//! surface (`sdk`, `sdk-minimal`, 0.1.1's `dsh-jsonrpc-agent`, `headless`) and release, compared
+//! member by member: every frame's member tree (names, value types, nesting; ids, times, token
+//! counts, temp paths and free text as placeholders: `dsh_runtime_check::members`), the order of
+//! each session's frames (a background child's and the wake turn included), exit codes, the
+//! stdout/stderr split and the files left in the project. Any difference is a fake-dsh bug unless
+//! docs/surface-sdk.md's "Differences fake-dsh keeps" allows it, with its reason; a failure
+//! prints each difference as the frame, the member's path, and the real and fake values
+//! (`DSH_DIFFERENTIAL_DUMP=DIR` keeps both normalized sides). The real runtime talks only to the
+//! kit's model server on 127.0.0.1 (`dsh-conformance model-server`), with a dummy key; everything
+//! it writes stays in the test's temp dir. The example clients of the client corpus
 //! (docs/sdk-clients.md) run on both sides too and must report the same. Skips, saying so, when
 //! the real runtime is not installed.
 
 use dsh_engine::programs::resolve_program;
+use dsh_runtime_check::members::{self, Allowance, Normalizer};
 use dsh_runtime_check::sdk_check::{
-    drive, initialize, prompt, request, shapes, ModelServer, Step, World,
+    drive, initialize, prompt, request, ModelServer, Step, Wire, World,
 };
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
@@ -23,13 +28,15 @@ use std::time::Duration;
 /// The longest any one run may take (the real 0.1.5 boots in 2 to 5 s).
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
-/// The real runtime's wrappers, or `None` after saying why the test skips.
+/// The real runtime's wrappers, or `None` after saying why the test skips: all three releases
+/// are installed together.
 fn real_runtime() -> Option<PathBuf> {
     let target = dsh_test_support::target_profile_dir()?
         .parent()?
         .to_path_buf();
     let dir = target.join("real-dsh-runtime-bin");
-    if dir.join("dsh").is_file() && dir.join("dsh-jsonrpc-agent").is_file() {
+    let wrappers = ["dsh", "dsh-jsonrpc-agent", "dsh-0.2.1"];
+    if wrappers.iter().all(|w| dir.join(w).is_file()) {
         return Some(dir);
     }
     eprintln!(
@@ -47,27 +54,55 @@ enum Side {
     Fake,
 }
 
-/// The command for one side: the real wrapper, or fake-dsh (as the 0.1.1 persona for
-/// `dsh-jsonrpc-agent`) with `scenario` mirroring the model script.
+/// A release of the SDK runtime: the real wrapper that runs it and the fake-dsh persona playing it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Release {
+    /// 0.1.1's `dsh-jsonrpc-agent` (its bundled config).
+    V011,
+    /// 0.1.5's `dsh`.
+    V015,
+    /// 0.2.1's `dsh` (`dsh-0.2.1`).
+    V021,
+}
+
+impl Release {
+    /// The real wrapper's file name.
+    fn real_program(self) -> &'static str {
+        match self {
+            Release::V011 => "dsh-jsonrpc-agent",
+            Release::V015 => "dsh",
+            Release::V021 => "dsh-0.2.1",
+        }
+    }
+
+    /// The release as docs/surface-sdk.md's allowances name it.
+    fn name(self) -> &'static str {
+        match self {
+            Release::V011 => "0.1.1",
+            Release::V015 => "0.1.5",
+            Release::V021 => "0.2.1",
+        }
+    }
+}
+
+/// The command for one side: the real wrapper, or fake-dsh as the release's persona (with the
+/// 0.1.1 config path) and `scenario` mirroring the model script.
 fn command(
     world: &World,
     side: Side,
     real: &Path,
-    program: &str,
+    release: Release,
     args: &[&str],
     model: &str,
     scenario: Option<&Value>,
 ) -> Command {
     let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let program = match side {
-        Side::Real => real.join(program),
+        Side::Real => real.join(release.real_program()),
         Side::Fake => {
-            if program == "dsh-jsonrpc-agent" {
-                args.splice(0..0, ["--persona".into(), "0.1.1".into()]);
+            args.splice(0..0, ["--persona".into(), release.name().into()]);
+            if release == Release::V011 {
                 args.push("cordis.yml".into());
-            } else {
-                // The real `dsh` here is the 0.1.5 wheel; fake-dsh plays 0.2.1 by default.
-                args.splice(0..0, ["--persona".into(), "0.1.5".into()]);
             }
             dsh_test_support::binary("fake-dsh")
         }
@@ -81,41 +116,114 @@ fn command(
     command
 }
 
-/// What a comparison keys on: shapes, non-JSON lines, exit, whether stderr is empty, files.
-type Seen = (Vec<String>, usize, Option<i32>, bool, Vec<String>);
+/// The differences docs/surface-sdk.md allows ("Differences fake-dsh keeps"), each with its reason.
+fn allowances() -> Vec<Allowance> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let doc = workspace.join("docs/surface-sdk.md");
+    let text = std::fs::read_to_string(&doc).unwrap();
+    members::parse_allowances(&text).unwrap_or_else(|e| panic!("{}: {e}", doc.display()))
+}
 
-/// Runs `steps` through the real runtime (against `model_script`) and fake-dsh (with
-/// `fake_scenario`) and fails on any difference.
+/// One side's run, normalized: its frames, and the process (exit, non-JSON lines, whether stderr
+/// is empty, the project's files) as members of a last pseudo-frame.
+fn observed(wire: &Wire, world: &World) -> Vec<Value> {
+    let root = world.root.path().display().to_string();
+    let normalizer = Normalizer::default().with_root(&root, "<world>");
+    let mut frames = by_session(members::normalize_frames(&normalizer, &wire.frames));
+    frames.push(json!({"method": "process", "params": {
+        "exit": wire.exit,
+        "nonJsonLines": wire.junk,
+        "stderrEmpty": wire.stderr.is_empty(),
+        "stderrFirstLine": wire.stderr.lines().next().map(|l| l.replace(&root, "<world>")),
+        "files": wire.files,
+    }}));
+    frames
+}
+
+/// The frames grouped by session, each session's in their order, the sessions in the order they
+/// first appear (responses first): two sessions (a parent and its background child) run
+/// concurrently, so how their frames interleave is timing, not behaviour. `subagent.*`
+/// notifications belong to the parent.
+fn by_session(frames: Vec<Value>) -> Vec<Value> {
+    let session = |frame: &Value| -> String {
+        let params = &frame["params"];
+        let id = params["sessionId"]
+            .as_str()
+            .or(params["parentSessionId"].as_str());
+        id.unwrap_or_default().to_string()
+    };
+    let mut order: Vec<String> = vec![String::new()];
+    for frame in &frames {
+        let id = session(frame);
+        if !order.contains(&id) {
+            order.push(id);
+        }
+    }
+    let mut frames = frames;
+    frames.sort_by_key(|frame| order.iter().position(|id| *id == session(frame)));
+    frames
+}
+
+/// Fails, with every difference by member path, when the two sides' normalized wires differ in
+/// a way docs/surface-sdk.md does not allow.
+fn judge(what: &str, release: Release, real: &[Value], fake: &[Value]) {
+    // To look at both sides: DSH_DIFFERENTIAL_DUMP=DIR keeps them as `<release>-real.json` and
+    // `<release>-fake.json` there (the last comparison of each release wins).
+    if let Some(dir) = std::env::var_os("DSH_DIFFERENTIAL_DUMP") {
+        for (side, frames) in [("real", real), ("fake", fake)] {
+            let file = Path::new(&dir).join(format!("{}-{side}.json", release.name()));
+            std::fs::write(file, serde_json::to_string_pretty(frames).unwrap()).unwrap();
+        }
+    }
+    let differences = members::compare(real, fake);
+    let left = members::unexplained(release.name(), differences, &allowances());
+    assert!(
+        left.is_empty(),
+        "{what} ({}): the real runtime and fake-dsh differ (frame, member path, real vs fake; \
+         a difference docs/surface-sdk.md does not allow is a fake-dsh bug):\n{}",
+        release.name(),
+        members::render(&left)
+    );
+}
+
+/// Runs `steps` through the real `release` (against `model_script`) and fake-dsh (with
+/// `fake_scenario`) and fails on any difference docs/surface-sdk.md does not allow.
 fn compare(
-    program: &str,
+    release: Release,
     args: &[&str],
     model_script: Option<Value>,
     fake_scenario: Option<Value>,
     steps: &[Step],
 ) {
+    compare_runs(release, args, model_script, fake_scenario, &[steps]);
+}
+
+/// Like [`compare`], for several processes one after the other in the same world (one model
+/// server, the same home and project): each run's frames, then its process pseudo-frame.
+fn compare_runs(
+    release: Release,
+    args: &[&str],
+    model_script: Option<Value>,
+    fake_scenario: Option<Value>,
+    runs: &[&[Step]],
+) {
     let Some(real) = real_runtime() else { return };
     let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
-    let mut seen: Vec<Seen> = Vec::new();
+    let mut seen: Vec<Vec<Value>> = Vec::new();
     for side in [Side::Real, Side::Fake] {
         let world = World::new().unwrap();
         let server =
             ModelServer::start(conformance, model_script.as_ref(), world.root.path()).unwrap();
         let scenario = fake_scenario.as_ref();
-        let command = command(&world, side, &real, program, args, &server.url, scenario);
-        let wire = drive(command, steps, &world, RUN_LIMIT).unwrap();
-        let stderr_empty = wire.stderr.is_empty();
-        seen.push((
-            shapes(&wire.frames),
-            wire.junk,
-            wire.exit,
-            stderr_empty,
-            wire.files,
-        ));
+        let mut frames = Vec::new();
+        for steps in runs {
+            let command = command(&world, side, &real, release, args, &server.url, scenario);
+            let wire = drive(command, steps, &world, RUN_LIMIT).unwrap();
+            frames.extend(observed(&wire, &world));
+        }
+        seen.push(frames);
     }
-    assert_eq!(
-        seen[0], seen[1],
-        "{program} {args:?}: the real runtime (left) and fake-dsh (right) differ on the wire"
-    );
+    judge(&format!("{args:?}"), release, &seen[0], &seen[1]);
 }
 
 /// A full conversation: initialize, one prompt (a `write` then text, the model server's default
@@ -134,14 +242,47 @@ fn conversation() -> Vec<Step> {
 }
 
 #[test]
-fn sdk_profile_conversation_matches_the_real_runtime() {
-    compare("dsh", &["--profile", "sdk"], None, None, &conversation());
+fn sdk_profile_conversation_matches_the_real_runtime_0_2_1() {
+    compare(
+        Release::V021,
+        &["--profile", "sdk"],
+        None,
+        None,
+        &conversation(),
+    );
 }
 
 #[test]
-fn sdk_minimal_profile_conversation_matches_the_real_runtime() {
+fn positional_sdk_profile_conversation_matches_the_real_runtime_0_2_1() {
+    compare(Release::V021, &["sdk"], None, None, &conversation());
+}
+
+#[test]
+fn sdk_minimal_profile_conversation_matches_the_real_runtime_0_2_1() {
     compare(
-        "dsh",
+        Release::V021,
+        &["--profile", "sdk-minimal"],
+        None,
+        None,
+        &conversation(),
+    );
+}
+
+#[test]
+fn sdk_profile_conversation_matches_the_real_runtime_0_1_5() {
+    compare(
+        Release::V015,
+        &["--profile", "sdk"],
+        None,
+        None,
+        &conversation(),
+    );
+}
+
+#[test]
+fn sdk_minimal_profile_conversation_matches_the_real_runtime_0_1_5() {
+    compare(
+        Release::V015,
         &["--profile", "sdk-minimal"],
         None,
         None,
@@ -151,7 +292,219 @@ fn sdk_minimal_profile_conversation_matches_the_real_runtime() {
 
 #[test]
 fn jsonrpc_agent_0_1_1_conversation_matches_the_real_runtime() {
-    compare("dsh-jsonrpc-agent", &[], None, None, &conversation());
+    compare(Release::V011, &[], None, None, &conversation());
+}
+
+/// `initialize` asking for another model, token limit and effort: the events report them.
+#[test]
+fn initialize_model_settings_reach_the_events_like_the_real_runtime() {
+    let initialize = request(
+        json!(1),
+        "initialize",
+        json!({"cwd": ".", "provider": "deepseek-official", "model": "deepseek-pro",
+               "maxTokens": 1000, "reasoningEffort": "low"}),
+    );
+    let steps = vec![
+        Step::Send(initialize),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "Make a landing page")),
+        Step::Idle("s-1"),
+        Step::Eof,
+    ];
+    for release in [Release::V015, Release::V021] {
+        compare(release, &["--profile", "sdk-minimal"], None, None, &steps);
+    }
+}
+
+/// A prompt, in a second process, to the session id the first one stored: 0.1.5 and 0.2.1
+/// refuse it (`already exists`); 0.1.1 takes it and ends the turn in error (id collision).
+#[test]
+fn a_session_an_earlier_process_stored_is_handled_like_the_real_runtime() {
+    let steps = [
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "Make a landing page")),
+        Step::Idle("s-1"),
+        Step::Eof,
+    ];
+    let second = |accepted: bool| {
+        let mut second = vec![
+            Step::Send(initialize()),
+            Step::Response(json!(1)),
+            Step::Send(prompt(2, "s-1", "again")),
+            Step::Response(json!(2)),
+        ];
+        if accepted {
+            second.push(Step::Idle("s-1"));
+        }
+        second.push(Step::Eof);
+        second
+    };
+    for (release, args) in [
+        (Release::V011, &[][..]),
+        (Release::V015, &["--profile", "sdk-minimal"][..]),
+        (Release::V021, &["--profile", "sdk-minimal"][..]),
+    ] {
+        let second = second(release == Release::V011);
+        compare_runs(release, args, None, None, &[&steps, &second]);
+    }
+}
+
+/// A background child (0.1.5 and 0.2.1 `sdk`): the model's `subagent` call, the child's turn after
+/// the parent went idle, the parent's wake turn on the child's settled notice, and
+/// `subagent.finished` once that turn started. The child answers slowly (its model reply drips),
+/// so the parent is idle when it finishes, as fake-dsh's `finish_after_ms` plays it.
+#[test]
+fn a_background_child_and_the_wake_turn_match_the_real_runtime() {
+    let model = json!({"replies": [
+        {"when": {"user_contains": "background task"}, "text": "child result",
+         "chunk_chars": 4, "drip_ms": 150},
+        {"when": {"user_contains": "delegate", "last_role": "user", "tools": true},
+         "tool_calls": [{"name": "subagent",
+                         "arguments": {"description": "background task",
+                                       "prompt": "background task"}}]},
+        {"when": {"after_tool": "subagent"}, "text": "started a child"},
+        {"when": {"tools": true}, "text": "child is done"}]});
+    let scenario = json!({"sdk": {"turns": [{"steps": [{"text": "started a child"}],
+        "background_subagent": {"finish_after_ms": 300, "text": "child result",
+                                "wake_text": "child is done"}}]}});
+    let steps = vec![
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "delegate")),
+        Step::Idle("s-1"),
+        Step::Idle("s-1"),
+        Step::Eof,
+    ];
+    for release in [Release::V015, Release::V021] {
+        compare(
+            release,
+            &["--profile", "sdk"],
+            Some(model.clone()),
+            Some(scenario.clone()),
+            &steps,
+        );
+    }
+}
+
+/// `--patch FILE`: a loader overlay the launcher takes (the no-title row) and ones it refuses
+/// before anything is answered (exit 1, `Error: dsh: ...` first on stderr): a missing file, a
+/// mapping, an entry that is not a mapping.
+#[test]
+fn patch_overlays_are_taken_and_refused_like_the_real_runtime() {
+    let overlays = [
+        (
+            "no-title.yml",
+            Some("- id: session-title-llm\n  disabled: true\n"),
+        ),
+        ("missing.yml", None),
+        ("map.yml", Some("foo: bar\n")),
+        ("scalar.yml", Some("- id: x\n- nope\n")),
+    ];
+    let Some(real) = real_runtime() else { return };
+    let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    for release in [Release::V015, Release::V021] {
+        for (name, text) in overlays {
+            let mut seen = Vec::new();
+            for side in [Side::Real, Side::Fake] {
+                let world = World::new().unwrap();
+                let server = ModelServer::start(conformance, None, world.root.path()).unwrap();
+                let patch = world.path(name);
+                if let Some(text) = text {
+                    std::fs::write(&patch, text).unwrap();
+                }
+                let args = [
+                    "--profile",
+                    "sdk-minimal",
+                    "--patch",
+                    patch.to_str().unwrap(),
+                ];
+                let command = command(&world, side, &real, release, &args, &server.url, None);
+                let steps = [
+                    Step::Send(initialize()),
+                    Step::Response(json!(1)),
+                    Step::Eof,
+                ];
+                let wire = drive(command, &steps, &world, RUN_LIMIT).unwrap();
+                seen.push(observed(&wire, &world));
+            }
+            judge(&format!("--patch {name}"), release, &seen[0], &seen[1]);
+        }
+    }
+}
+
+/// `--dump-config-schema`: 0.2.1 prints the profile's loader configuration as one JSON Schema
+/// document (compared member by member; its plugin-by-plugin content is allowed to differ), exit
+/// 0; 0.1.5 does not know the option.
+#[test]
+fn the_config_schema_dump_matches_the_real_runtime() {
+    let Some(real) = real_runtime() else { return };
+    let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    for (release, profile) in [
+        (Release::V021, "sdk-minimal"),
+        (Release::V021, "headless"),
+        (Release::V015, "sdk"),
+    ] {
+        let mut seen = Vec::new();
+        for side in [Side::Real, Side::Fake] {
+            let world = World::new().unwrap();
+            let server = ModelServer::start(conformance, None, world.root.path()).unwrap();
+            let args = ["--profile", profile, "--dump-config-schema"];
+            let command = command(&world, side, &real, release, &args, &server.url, None);
+            let wire = drive(command, &[Step::Eof], &world, RUN_LIMIT).unwrap();
+            let normalizer = Normalizer::default();
+            let mut frames: Vec<Value> = serde_json::from_str::<Value>(&wire.stdout)
+                .map(|doc| vec![normalizer.normalize(&doc)])
+                .unwrap_or_default();
+            frames.push(json!({"method": "process", "params": {
+                "exit": wire.exit,
+                "stdoutEmpty": wire.stdout.is_empty(),
+                "stderrFirstLine": wire.stderr.lines().next(),
+            }}));
+            seen.push(frames);
+        }
+        judge(
+            &format!("--profile {profile} --dump-config-schema"),
+            release,
+            &seen[0],
+            &seen[1],
+        );
+    }
+}
+
+/// Two prompts to one session, one after the other, and one to a second session: the later
+/// turn's preamble (only its `user/message`), `seq` and turn count going on, the second
+/// session's own preamble.
+#[test]
+fn later_turns_and_a_second_session_match_the_real_runtime() {
+    let model = json!({"replies": [{"reasoning": "thinking", "text": "hello", "reuse": true}]});
+    let step = json!({"reasoning": "thinking", "text": "hello"});
+    let scenario = json!({"sdk": {"turns": [{"steps": [step]}, {"steps": [step]},
+                                            {"steps": [step]}]}});
+    let steps = vec![
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "first")),
+        Step::Idle("s-1"),
+        Step::Send(prompt(3, "s-1", "second")),
+        Step::Idle("s-1"),
+        Step::Send(prompt(4, "s-2", "another session")),
+        Step::Idle("s-2"),
+        Step::Eof,
+    ];
+    for (release, args) in [
+        (Release::V011, &[][..]),
+        (Release::V015, &["--profile", "sdk"][..]),
+        (Release::V021, &["--profile", "sdk"][..]),
+    ] {
+        compare(
+            release,
+            args,
+            Some(model.clone()),
+            Some(scenario.clone()),
+            &steps,
+        );
+    }
 }
 
 #[test]
@@ -179,13 +532,15 @@ fn an_error_turn_then_a_completed_one_and_junk_input_match_the_real_runtime() {
         Step::Idle("s-1"),
         Step::Eof,
     ];
-    compare(
-        "dsh",
-        &["--profile", "sdk-minimal"],
-        Some(model),
-        Some(scenario),
-        &steps,
-    );
+    for release in [Release::V015, Release::V021] {
+        compare(
+            release,
+            &["--profile", "sdk-minimal"],
+            Some(model.clone()),
+            Some(scenario.clone()),
+            &steps,
+        );
+    }
 }
 
 /// A slow turn, cut by a signal or EOF once the model request is out: no `turn/end`, the
@@ -193,11 +548,11 @@ fn an_error_turn_then_a_completed_one_and_junk_input_match_the_real_runtime() {
 /// answers (`session/title` in 0.1.5, `request/context` in 0.1.1, whose title comes earlier), so
 /// neither side is caught between two preamble events; the model server's first chunk is 2 s
 /// away, far behind the cut.
-fn cut_turn(program: &str, args: &[&str], cut: Step) {
+fn cut_turn(release: Release, args: &[&str], cut: Step) {
     let model = json!({"replies": [{"text": "slow answer that streams for a long while",
                                     "chunk_chars": 2, "drip_ms": 2000, "reuse": true}]});
     let scenario = json!({"sdk": {"turns": [{"steps": [{"delay_ms": 30000, "text": "never"}]}]}});
-    let last_preamble_event = if program == "dsh-jsonrpc-agent" {
+    let last_preamble_event = if release == Release::V011 {
         "request/context"
     } else {
         "session/title"
@@ -210,30 +565,45 @@ fn cut_turn(program: &str, args: &[&str], cut: Step) {
         Step::Event(last_preamble_event),
         cut,
     ];
-    compare(program, args, Some(model), Some(scenario), &steps);
+    compare(release, args, Some(model), Some(scenario), &steps);
 }
 
 #[test]
 fn sigterm_mid_turn_exits_0_like_the_real_runtime() {
-    cut_turn(
-        "dsh",
-        &["--profile", "sdk-minimal"],
-        Step::Signal(Signal::SIGTERM),
-    );
+    for release in [Release::V015, Release::V021] {
+        cut_turn(
+            release,
+            &["--profile", "sdk-minimal"],
+            Step::Signal(Signal::SIGTERM),
+        );
+    }
 }
 
 #[test]
 fn sigint_mid_turn_exits_130_like_the_real_runtime() {
-    cut_turn("dsh-jsonrpc-agent", &[], Step::Signal(Signal::SIGINT));
+    cut_turn(Release::V011, &[], Step::Signal(Signal::SIGINT));
 }
 
 #[test]
 fn stdin_eof_mid_turn_exits_0_like_the_real_runtime() {
-    cut_turn("dsh-jsonrpc-agent", &[], Step::Eof);
+    cut_turn(Release::V011, &[], Step::Eof);
 }
 
-/// `--profile headless`: exit code, stdout, the `dsh: `/`error: ` lines of stderr, the files.
-fn headless(args: &[&str], model: Option<Value>, scenario: Option<Value>) {
+/// `headless` on `release` (0.1.5 with the no-title patch its wheel needs to boot): the exit
+/// code, stdout (as lines of JSON under `--json`, member by member), stderr and the files.
+fn headless(release: Release, args: &[&str], model: Option<Value>, scenario: Option<Value>) {
+    headless_cut(release, args, model, scenario, None);
+}
+
+/// [`headless`], with the run cut by a signal once the model server has had `requests` turn
+/// requests (fake-dsh: 2 s into the run, its scenario then in a 30 s pause).
+fn headless_cut(
+    release: Release,
+    args: &[&str],
+    model: Option<Value>,
+    scenario: Option<Value>,
+    cut: Option<(usize, Signal)>,
+) {
     let Some(real) = real_runtime() else { return };
     let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
     let mut seen = Vec::new();
@@ -241,40 +611,104 @@ fn headless(args: &[&str], model: Option<Value>, scenario: Option<Value>) {
         let world = World::new().unwrap();
         let server = ModelServer::start(conformance, model.as_ref(), world.root.path()).unwrap();
         let patch = world.no_title_patch().unwrap();
-        let mut full = vec!["--profile", "headless", "--patch", patch.to_str().unwrap()];
+        let mut full = vec!["--profile", "headless"];
+        if release == Release::V015 {
+            full.extend(["--patch", patch.to_str().unwrap()]);
+        }
         full.extend_from_slice(args);
-        let command = command(
-            &world,
-            side,
-            &real,
-            "dsh",
-            &full,
-            &server.url,
-            scenario.as_ref(),
-        );
-        let output = dsh_runtime_check::output_within(command, Stdio::null(), RUN_LIMIT).unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        let reported: Vec<String> = stderr
-            .lines()
-            .filter(|l| l.starts_with("dsh: ") || l.starts_with("error: "))
-            .map(str::to_string)
-            .collect();
-        seen.push((
-            output.status.code(),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            reported,
-            world.project_files(),
-        ));
+        let scenario = scenario.as_ref();
+        let command = command(&world, side, &real, release, &full, &server.url, scenario);
+        // fake-dsh asks no model: its scenario pauses 30 s in the step the real runtime is cut
+        // in, so any moment of that pause is the same point of the turn.
+        let wait = match side {
+            Side::Real => Step::ModelRequests(server.log.clone(), cut.map_or(0, |c| c.0)),
+            Side::Fake => Step::Pause(Duration::from_secs(2)),
+        };
+        let steps = match cut {
+            Some((_, signal)) => vec![wait, Step::Signal(signal), Step::Eof],
+            None => vec![Step::Eof],
+        };
+        let wire = drive(command, &steps, &world, RUN_LIMIT).unwrap();
+        seen.push(headless_observed(&wire, &world));
     }
-    assert_eq!(
-        seen[0], seen[1],
-        "headless {args:?}: real (left) and fake-dsh (right) differ"
-    );
+    judge(&format!("headless {args:?}"), release, &seen[0], &seen[1]);
+}
+
+/// A headless run, normalized: the `--json` lines as frames, then the process (exit, the text
+/// of stdout when it is not JSON lines, stderr, the files) as a last pseudo-frame.
+fn headless_observed(wire: &Wire, world: &World) -> Vec<Value> {
+    let root = world.root.path().display().to_string();
+    let normalizer = Normalizer::default().with_root(&root, "<world>");
+    let json_lines = wire.junk == 0 && !wire.frames.is_empty();
+    let mut frames = if json_lines {
+        members::normalize_frames(&normalizer, &wire.frames)
+    } else {
+        Vec::new()
+    };
+    let stdout = (!json_lines).then(|| wire.stdout.replace(&root, "<world>"));
+    frames.push(json!({"method": "process", "params": {
+        "exit": wire.exit,
+        "stdout": stdout,
+        "stderrLines": wire.stderr.replace(&root, "<world>").lines().collect::<Vec<_>>(),
+        "files": wire.files,
+    }}));
+    frames
 }
 
 #[test]
 fn headless_writes_the_file_and_prints_the_final_text_like_the_real_runtime() {
-    headless(&["Make a landing page"], None, None);
+    for release in [Release::V015, Release::V021] {
+        headless(release, &["Make a landing page"], None, None);
+    }
+    headless(
+        Release::V021,
+        &["--json", "Make a landing page"],
+        None,
+        None,
+    );
+}
+
+/// A max-tokens turn: the cut text on stdout, nothing on stderr, exit 1.
+#[test]
+fn headless_max_tokens_turn_matches_the_real_runtime() {
+    let model = json!({"replies": [
+        {"when": {"tools": true}, "text": "cut", "max_tokens": true, "reuse": true},
+        {"text": "title", "reuse": true}]});
+    let scenario = json!({"sdk": {"turns": [{"steps": [{"text": "cut"}], "end": "max-tokens"}]}});
+    for release in [Release::V015, Release::V021] {
+        headless(
+            release,
+            &["write an essay"],
+            Some(model.clone()),
+            Some(scenario.clone()),
+        );
+    }
+    let args = ["--json", "write an essay"];
+    headless(Release::V021, &args, Some(model), Some(scenario));
+}
+
+/// SIGTERM and SIGINT while the model answers a turn's second step: the first step's text on
+/// stdout, nothing on stderr, exit 0 and 130. (Not under `--json`: there the real runtime writes
+/// the last events late, and a signal drops those not yet written, so what it shows is timing.)
+#[test]
+fn headless_cut_by_a_signal_prints_the_text_so_far_like_the_real_runtime() {
+    let model = json!({"replies": [
+        {"when": {"last_role": "user", "tools": true}, "text": "partial answer",
+         "tool_calls": [{"name": "read", "arguments": {"file_path": "missing.txt"}}]},
+        {"when": {"after_tool": "read"}, "text": "never seen", "drip_ms": 3000, "reuse": true},
+        {"text": "title", "reuse": true}]});
+    let scenario = json!({"sdk": {"turns": [{"steps": [
+        {"text": "partial answer",
+         "tool_calls": [{"name": "read", "arguments": {"file_path": "missing.txt"}}]},
+        {"delay_ms": 30000, "text": "never seen"}]}]}});
+    for (release, args, signal) in [
+        (Release::V015, &["say"][..], Signal::SIGTERM),
+        (Release::V021, &["say"][..], Signal::SIGTERM),
+        (Release::V021, &["say"][..], Signal::SIGINT),
+    ] {
+        let (model, scenario) = (Some(model.clone()), Some(scenario.clone()));
+        headless_cut(release, args, model, scenario, Some((2, signal)));
+    }
 }
 
 #[test]
@@ -283,9 +717,18 @@ fn headless_failed_turn_and_usage_errors_match_the_real_runtime() {
     let error =
         json!({"message": "model-server: scripted HTTP 401", "code": "AUTH", "status": 401});
     let scenario = json!({"sdk": {"turns": [{"end": "error", "error": error}]}});
-    headless(&["say hi"], Some(model), Some(scenario));
-    headless(&[], None, None);
-    headless(&["--bogus", "x"], None, None);
+    for release in [Release::V015, Release::V021] {
+        headless(
+            release,
+            &["say hi"],
+            Some(model.clone()),
+            Some(scenario.clone()),
+        );
+        headless(release, &[], None, None);
+        headless(release, &["--bogus", "x"], None, None);
+    }
+    let args = ["--json", "say hi"];
+    headless(Release::V021, &args, Some(model), Some(scenario));
 }
 
 /// An example client's reports (messageIds left out) and exit, run against one side's runtime.
@@ -313,6 +756,18 @@ fn client_reports(
             "dsh-jsonrpc-agent",
             Vec::new(),
             words(&["--persona", "0.1.1", "cordis.yml"]),
+        ),
+        "sdk-0.2.1" => (
+            "DSH_SDK_COMMAND",
+            "dsh-0.2.1",
+            words(&["--profile", "sdk"]),
+            words(&["--persona", "0.2.1", "--profile", "sdk"]),
+        ),
+        "headless-0.2.1" => (
+            "DSH_HEADLESS_COMMAND",
+            "dsh-0.2.1",
+            words(&["--profile", "headless"]),
+            words(&["--persona", "0.2.1", "--profile", "headless"]),
         ),
         _ => (
             "DSH_HEADLESS_COMMAND",
@@ -359,6 +814,26 @@ fn example_clients_report_the_same_on_the_real_runtime() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let script = |path: &str| workspace.join(path).display().to_string();
     let clients = [
+        (
+            "sdk-0.2.1",
+            "python3",
+            script("examples/sdk-client-python/dsh_sdk_client.py"),
+        ),
+        (
+            "sdk-0.2.1",
+            "node",
+            script("examples/sdk-client-node/dsh-sdk-client.mjs"),
+        ),
+        (
+            "headless-0.2.1",
+            "python3",
+            script("examples/headless-client-python/dsh_headless_client.py"),
+        ),
+        (
+            "headless-0.2.1",
+            "node",
+            script("examples/headless-client-node/dsh-headless-client.mjs"),
+        ),
         (
             "sdk",
             "python3",

@@ -1,7 +1,9 @@
-//! `dsh --profile headless TASK...`: one task, one turn, as the real 0.1.5 runner shows it
-//! (docs/surface-headless.md): reasoning streamed to stderr under `dsh: reasoning:`, the
-//! last assistant text plus a newline on stdout, exit 0 only for a completed turn; otherwise a
-//! lone newline on stdout, `dsh: <code>: <message>` on stderr and exit 1. The turn is the
+//! `dsh --profile headless TASK...`: one task, one turn, as the real 0.1.5 and 0.2.1 runners show
+//! it (docs/surface-headless.md): reasoning streamed to stderr under `dsh: reasoning:`, the
+//! last assistant text plus a newline on stdout, exit 0 for a completed turn; a max-tokens turn
+//! prints the text too and exits 1 with nothing on stderr; SIGTERM and SIGINT mid-turn print the
+//! text so far and exit 0 and 130; any other end prints a lone newline on stdout,
+//! `dsh: <code>: <message>` on stderr and exits 1. The turn is the
 //! scenario's first `sdk` turn or the default agent's, with real file writes in the cwd (never
 //! outside it, never through a link: [`crate::project`]); the session log goes into the Harness
 //! home only once [`crate::home::claim`] allows it (else exit 2 before the turn).
@@ -59,6 +61,8 @@ struct Outcome {
     end: Option<Value>,
     /// `--json`: stdout holds only events (no lone newline for a failed turn).
     json_mode: bool,
+    /// `--json`: the current step got the model's answer (its `step_end` then has a `usage`).
+    answered: bool,
 }
 
 /// What the command line asked for.
@@ -91,16 +95,17 @@ pub fn run(persona: Persona, args: &[String]) -> ! {
         }
     };
     let task = request.task.clone();
+    let outcome = Arc::new(Mutex::new(Outcome {
+        json_mode: request.json,
+        ..Outcome::default()
+    }));
+    crate::process::on_signal(cut_short(outcome.clone()));
     crate::process::start_background();
     let scenario = scenario::load_from_env().unwrap_or_else(|message| {
         stderr_bytes(format!("{message}\n").as_bytes());
         finish(2, ExitReason::Error)
     });
     let cwd = std::env::current_dir().unwrap_or_default();
-    let outcome = Arc::new(Mutex::new(Outcome {
-        json_mode: request.json,
-        ..Outcome::default()
-    }));
     // The full profile: headless has the file tools.
     let flavor = Flavor {
         persona: if v021 { Persona::V021 } else { Persona::V015 },
@@ -178,7 +183,8 @@ fn read_stdin() -> String {
 }
 
 /// 0.2.1's command line: the task words (`-` reads stdin, as does no word at all when stdin is
-/// not a terminal), `--json`, `--session-id ID`, `--patch FILE` (skipped), `-h`/`--help`.
+/// not a terminal), `--json`, `--session-id ID`, `--patch FILE` (checked before, by
+/// [`crate::sdk::patch`]), `-h`/`--help`.
 fn request_of(args: &[String], stdin: impl FnOnce() -> String) -> Result<Request, Option<String>> {
     use std::io::IsTerminal;
     let mut request = Request::default();
@@ -234,13 +240,23 @@ fn json_sink(outcome: Arc<Mutex<Outcome>>) -> Sink {
             Some("turn/start") => {
                 json_line(&json!({"type": "status", "phase": "turn_start", "turn": data["turn"]}))
             }
-            Some("step/start") => json_line(&json!({"type": "status", "phase": "step_start",
-                "turn": data["turn"], "step": data["step"]})),
-            Some("step/end") => json_line(&json!({"type": "status", "phase": "step_end",
-                "turn": data["turn"], "step": data["step"],
-                "usage": {"inputTokens": 1000, "outputTokens": 20, "cacheReadTokens": 0,
-                          "cacheWriteTokens": 0, "totalTokens": 1020}})),
+            Some("step/start") => {
+                outcome.lock().unwrap_or_else(|p| p.into_inner()).answered = false;
+                json_line(&json!({"type": "status", "phase": "step_start",
+                    "turn": data["turn"], "step": data["step"]}))
+            }
+            Some("step/end") => {
+                let mut line = json!({"type": "status", "phase": "step_end",
+                    "turn": data["turn"], "step": data["step"]});
+                // A step the model never answered (an error turn's) has no usage (observed).
+                if outcome.lock().unwrap_or_else(|p| p.into_inner()).answered {
+                    line["usage"] = json!({"inputTokens": 1000, "outputTokens": 20,
+                        "cacheReadTokens": 0, "cacheWriteTokens": 0, "totalTokens": 1020});
+                }
+                json_line(&line)
+            }
             Some("assistant/message") => {
+                outcome.lock().unwrap_or_else(|p| p.into_inner()).answered = true;
                 let parts = data["message"]["content"].as_array().cloned();
                 for part in parts.unwrap_or_default() {
                     let text = part["text"].as_str().unwrap_or_default();
@@ -290,13 +306,17 @@ fn json_sink(outcome: Arc<Mutex<Outcome>>) -> Sink {
     })
 }
 
-/// The `--json` run's end for a completed turn: `final` with the text, exit 0. Any other end
-/// (not observed on the real one) falls to [`report`]: no `final`, the error on stderr, exit 1.
+/// The `--json` run's end (observed): `final` with the last text (empty without one) whatever the
+/// turn's end; exit 0 for a completed turn, 1 with nothing on stderr for a max-tokens one; any
+/// other end goes on to [`report`]: the error on stderr, exit 1.
 fn report_json(outcome: &Outcome) {
+    json_line(&json!({"type": "final", "text": outcome.last_text}));
     let reason = outcome.end.clone().unwrap_or(Value::Null);
     if reason["kind"] == "completed" {
-        json_line(&json!({"type": "final", "text": outcome.last_text}));
         finish(0, ExitReason::ScriptEnd)
+    }
+    if reason["kind"] == "max-tokens" {
+        finish(1, ExitReason::ScriptEnd)
     }
 }
 
@@ -371,13 +391,39 @@ fn sink(outcome: Arc<Mutex<Outcome>>) -> Sink {
     })
 }
 
-/// The final report: the text and exit 0 for a completed turn, else a lone newline, the error on
-/// stderr and exit 1.
+/// A run cut by a signal mid-turn (observed on 0.1.5 and 0.2.1): the text so far and a newline
+/// on stdout (`--json`: a `final` event with it), nothing on stderr; SIGTERM exits 0, SIGINT 130
+/// (SIGHUP: 129, stdout untouched).
+fn cut_short(outcome: Arc<Mutex<Outcome>>) -> crate::process::SignalHook {
+    use nix::sys::signal::Signal;
+    Box::new(move |signal| {
+        let code = match signal {
+            Signal::SIGTERM => 0,
+            Signal::SIGINT => 130,
+            _ => return None,
+        };
+        let outcome = outcome.lock().unwrap_or_else(|p| p.into_inner());
+        if outcome.json_mode {
+            json_line(&json!({"type": "final", "text": outcome.last_text}));
+        } else {
+            Stdout::new().write_bytes(format!("{}\n", outcome.last_text).as_bytes());
+        }
+        Some(code)
+    })
+}
+
+/// The final report: the text and exit 0 for a completed turn; the text so far and exit 1, with
+/// nothing on stderr, for a max-tokens turn (observed); else a lone newline, the error on stderr
+/// and exit 1.
 fn report(outcome: &Outcome) -> ! {
     let reason = outcome.end.clone().unwrap_or(Value::Null);
     if reason["kind"] == "completed" {
         Stdout::new().write_bytes(format!("{}\n", outcome.last_text).as_bytes());
         finish(0, ExitReason::ScriptEnd)
+    }
+    if reason["kind"] == "max-tokens" && !outcome.json_mode {
+        Stdout::new().write_bytes(format!("{}\n", outcome.last_text).as_bytes());
+        finish(1, ExitReason::ScriptEnd)
     }
     if !outcome.json_mode {
         Stdout::new().write_bytes(b"\n");

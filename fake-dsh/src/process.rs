@@ -59,6 +59,16 @@ pub fn restore_file_size_limit() {
 }
 
 static SIGNALS_UNBLOCKED: AtomicBool = AtomicBool::new(false);
+
+/// What a surface does when a handled signal arrives, before the process ends: the exit code it
+/// ends with (`None`: `128 + n`).
+pub type SignalHook = Box<dyn Fn(Signal) -> Option<i32> + Send + Sync>;
+static SIGNAL_HOOK: std::sync::OnceLock<SignalHook> = std::sync::OnceLock::new();
+
+/// Sets this process's [`SignalHook`] (once; call before [`start_background`]).
+pub fn on_signal(hook: SignalHook) {
+    let _ = SIGNAL_HOOK.set(hook);
+}
 static BACKGROUND: std::sync::Once = std::sync::Once::new();
 
 /// Starts the signal thread and the watchdog, once. `--stdio` calls it right after writing
@@ -92,7 +102,8 @@ fn start_signal_thread() {
             ignored,
         });
         if !ignored {
-            finish(128 + signal as i32, ExitReason::Signal);
+            let code = SIGNAL_HOOK.get().and_then(|hook| hook(signal));
+            finish(code.unwrap_or(128 + signal as i32), ExitReason::Signal);
         }
     });
 }

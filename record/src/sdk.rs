@@ -4,7 +4,9 @@
 //! and tool calls and the turn's end (kind and error). A background subagent becomes the
 //! `background_subagent` of the turn that started it: the child's last text, how long after the
 //! root's turn it finished, and the text of the root's wake-up turn (which answers no prompt, so
-//! it is no turn of its own). Replayed by fake-dsh (`FAKE_DSH_SCENARIO`) with the same client
+//! it is no turn of its own; the real runtime's wake-up receipt is the child's settled notice,
+//! before `subagent.finished`), and the model's `subagent` call that started it leaves the turn's
+//! steps (fake-dsh plays that call itself). Replayed by fake-dsh (`FAKE_DSH_SCENARIO`) with the same client
 //! requests, it gives the same wire shapes. Credentials are redacted from every string by
 //! `fixture-from-transcript`'s rules ([`redact_scenario`]): from the environment and by token
 //! shape, raw or encoded (a token written in base64 too), and split across one turn's steps.
@@ -181,6 +183,8 @@ struct Child {
     text: Option<String>,
     last_time: Option<u64>,
     more: bool,
+    /// The parent already took the child's settled notice (its wake-up receipt).
+    settled: bool,
 }
 
 /// The transcript's state: the scenario's turns, the root sessions, the children.
@@ -239,9 +243,9 @@ impl Transcript {
         let mut root = self.roots.remove(&session).unwrap_or_default();
         match event["type"].as_str() {
             Some("agent/inbox/spliced") if is_receipt(event) => {
-                let slot = match root.wake_due.take() {
-                    Some(turn) => Slot::Wake(turn),
-                    None => Slot::Prompt(self.new_turn()),
+                let slot = match (self.settled_child(event), root.wake_due.take()) {
+                    (Some(turn), _) | (None, Some(turn)) => Slot::Wake(turn),
+                    (None, None) => Slot::Prompt(self.new_turn()),
                 };
                 root.queued.push_back(slot);
             }
@@ -265,12 +269,29 @@ impl Transcript {
         self.roots.insert(session, root);
     }
 
+    /// The turn whose child a receipt's `subagent-settled` notice reports (the real runtime's
+    /// wake-up receipt), marking the child settled.
+    fn settled_child(&mut self, event: &Value) -> Option<usize> {
+        let source = &event["data"]["inserted"][0]["source"];
+        if source["kind"] != "subagent-settled" {
+            return None;
+        }
+        let child = self.children.get_mut(source["senderSessionId"].as_str()?)?;
+        child.settled = true;
+        child.turn
+    }
+
     /// A root turn's end: a prompt's turn gets its steps and end; a wake-up gives its child's
     /// `background_subagent` the wake-up text.
     fn turn_ended(&mut self, slot: Slot, steps: Vec<Value>, reason: &Value, time: Option<u64>) {
         match slot {
             Slot::Prompt(index) => {
                 let background = self.turns[index].get("background_subagent").cloned();
+                let steps = if background.is_some() {
+                    without_subagent_calls(steps)
+                } else {
+                    steps
+                };
                 self.turns[index] = turn(steps, reason);
                 if let Some(background) = background {
                     self.turns[index]["background_subagent"] = background;
@@ -332,10 +353,7 @@ impl Transcript {
             return;
         };
         let Some(index) = child.turn else { return };
-        let text = params["lastAssistantMessage"]
-            .as_str()
-            .map(str::to_string)
-            .or_else(|| child.text.clone());
+        let text = last_text(&params["lastAssistantMessage"]).or_else(|| child.text.clone());
         let background = &mut self.turns[index]["background_subagent"];
         if let Some(text) = text {
             background["text"] = json!(text);
@@ -349,7 +367,8 @@ impl Transcript {
                  steps are left out)"
             ));
         }
-        if let Some(parent) = params["parentSessionId"].as_str() {
+        let settled = child.settled;
+        if let Some(parent) = params["parentSessionId"].as_str().filter(|_| !settled) {
             self.roots.entry(parent.to_string()).or_default().wake_due = Some(index);
         }
     }
@@ -382,6 +401,35 @@ impl Child {
             self.text = Some(text.to_string());
         }
     }
+}
+
+/// `lastAssistantMessage`'s text: a string (the source's reading), or the last text of its content
+/// blocks (observed on 0.1.5 and 0.2.1).
+fn last_text(message: &Value) -> Option<String> {
+    if let Some(text) = message.as_str() {
+        return Some(text.to_string());
+    }
+    let blocks = message.as_array()?;
+    let mut texts = blocks.iter().rev().filter(|b| b["type"] == "text");
+    texts.find_map(|b| b["text"].as_str()).map(str::to_string)
+}
+
+/// A turn's steps without the model's `subagent` calls (fake-dsh's `background_subagent` plays
+/// that call itself); a step left with nothing is dropped.
+fn without_subagent_calls(steps: Vec<Value>) -> Vec<Value> {
+    steps
+        .into_iter()
+        .filter_map(|mut step| {
+            let Some(calls) = step.get_mut("tool_calls").and_then(Value::as_array_mut) else {
+                return Some(step);
+            };
+            calls.retain(|call| call["name"] != "subagent");
+            if calls.is_empty() {
+                step.as_object_mut()?.remove("tool_calls");
+            }
+            (!step.as_object()?.is_empty()).then_some(step)
+        })
+        .collect()
 }
 
 /// A receipt: the inbox splice that inserts a queued message (the one taking it out inserts
@@ -546,6 +594,59 @@ mod tests {
                 {"steps": [{"text": "started a child"}], "end": "completed",
                  "background_subagent": {"text": "child text", "finish_after_ms": 250, "wake_text": "woke up"}},
                 {"steps": [{"text": "second prompt"}], "end": "completed"}
+            ])
+        );
+    }
+
+    /// The real runtime's order (0.1.5, 0.2.1): the model's `subagent` call, the wake-up receipt
+    /// is the child's settled notice and comes before `subagent.finished`, whose last message is
+    /// content blocks.
+    #[test]
+    fn the_real_runtimes_background_child_becomes_the_same_scenario() {
+        let frame = |method: &str, params: Value| {
+            json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+        };
+        let event = |session: &str, kind: &str, time: u64, data: Value| {
+            frame(
+                "session.event",
+                json!({"sessionId": session, "event": {"type": kind, "seq": 0, "time": time, "data": data}}),
+            )
+        };
+        let receipt = json!({"inserted": [{"id": "m", "source": {"kind": "user"}}]});
+        let notice = json!({"inserted": [{"id": "n", "source": {"kind": "subagent-settled",
+                                                               "senderSessionId": "c"}}]});
+        let text = |text: &str| json!({"message": {"content": [{"type": "text", "text": text}]}});
+        let call = json!({"message": {"content": [{"type": "tool-call", "id": "t", "name": "subagent",
+                          "arguments": "{\"description\":\"d\",\"prompt\":\"p\"}"}]}});
+        let end = json!({"reason": {"kind": "completed"}});
+        let lines = [
+            event("s", "agent/inbox/spliced", 1, receipt),
+            event("s", "turn/start", 1, json!({})),
+            event("s", "assistant/message", 2, call),
+            frame(
+                "subagent.started",
+                json!({"parentSessionId": "s", "childSessionId": "c"}),
+            ),
+            event("s", "assistant/message", 3, text("started a child")),
+            event("s", "turn/end", 100, end.clone()),
+            event("c", "assistant/message", 300, text("child text")),
+            event("s", "agent/inbox/spliced", 301, notice),
+            event("s", "turn/start", 301, json!({})),
+            frame(
+                "subagent.finished",
+                json!({"parentSessionId": "s", "childSessionId": "c", "status": "ok",
+                       "lastAssistantMessage": [{"type": "text", "text": "child text"}]}),
+            ),
+            event("s", "assistant/message", 302, text("woke up")),
+            event("s", "turn/end", 303, end),
+        ];
+        let (scenario, notes) = scenario_from_stdout(&lines.join("\n")).unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(
+            scenario["sdk"]["turns"],
+            json!([
+                {"steps": [{"text": "started a child"}], "end": "completed",
+                 "background_subagent": {"text": "child text", "finish_after_ms": 200, "wake_text": "woke up"}}
             ])
         );
     }

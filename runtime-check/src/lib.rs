@@ -9,6 +9,7 @@
 //! loopback model server's command ([`model_server`]). A runtime process is `dsh-engine`'s
 //! [`dsh_engine::process`] (its own group, killed with it on drop).
 //!
+//! - [`members`]: the member-level comparison of two SDK wires (the SDK differential test).
 //! - [`world`]: the temp cwd, Harness home, canaries and commands one check uses.
 //! - [`turn`]: a careful host's single turn, recorded for the checks.
 //! - [`verdict`]: the checks' shared vocabulary: what a check is and concludes, and the steps
@@ -21,6 +22,7 @@
 //!   resume), judged when the runtime's model calls tools.
 
 pub mod checks;
+pub mod members;
 pub mod model_server;
 pub mod models;
 pub mod observed;

@@ -41,14 +41,19 @@ impl SdkSurface {
 pub struct ModelServer {
     child: Child,
     pub url: String,
+    /// Its request log (`--log`): one JSON line per request, written when the request is
+    /// answered (before the reply streams).
+    pub log: PathBuf,
 }
 
 impl ModelServer {
     /// Starts `conformance model-server` with `script` (none: the default script) in `dir`.
     pub fn start(conformance: &Path, script: Option<&Value>, dir: &Path) -> Result<Self, String> {
         let url_file = dir.join("model-url");
+        let log = dir.join("model-log.jsonl");
         let mut command = Command::new(conformance);
         command.arg("model-server").arg("--url-file").arg(&url_file);
+        command.arg("--log").arg(&log);
         if let Some(script) = script {
             let file = dir.join("model-script.json");
             std::fs::write(&file, script.to_string()).map_err(|e| e.to_string())?;
@@ -62,6 +67,7 @@ impl ModelServer {
         let mut server = ModelServer {
             child,
             url: String::new(),
+            log,
         };
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(20) {
@@ -157,6 +163,12 @@ pub enum Step {
     Idle(&'static str),
     /// Wait until a `session.event` of this type arrives.
     Event(&'static str),
+    /// Wait until the model server's log (its path) holds this many requests that offer tools:
+    /// turn requests, not the headless profile's title request.
+    ModelRequests(PathBuf, usize),
+    /// Wait this long (for a runtime with nothing to wait on, such as fake-dsh in the middle of
+    /// a long scripted pause).
+    Pause(Duration),
     Signal(nix::sys::signal::Signal),
     Eof,
 }
@@ -247,6 +259,8 @@ pub fn drive(
                 let _ =
                     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), *signal);
             }
+            Step::ModelRequests(log, count) => wait_model_requests(log, *count, deadline),
+            Step::Pause(pause) => std::thread::sleep(*pause),
             Step::Eof => drop(stdin.take()),
         }
     }
@@ -272,6 +286,20 @@ pub fn drive(
         stderr: errors.join().unwrap_or_default(),
         files: world.project_files(),
     })
+}
+
+/// Waits (until `deadline`) for `log` to hold `count` requests offering tools.
+fn wait_model_requests(log: &Path, count: usize, deadline: Instant) {
+    let offered = || {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| line.contains("\"tools\":"))
+            .count()
+    };
+    while offered() < count && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The processes runs of the runtime left behind so far (`pid N (command)`), for the
@@ -339,7 +367,8 @@ pub fn shapes(frames: &[Value]) -> Vec<String> {
 
 fn shape(v: &Value) -> String {
     let params = &v["params"];
-    let text = |value: &Value| value.as_str().unwrap_or("?").to_string();
+    // A child session's id is a fresh UUID on every run.
+    let text = |value: &Value| crate::members::replace_uuids(value.as_str().unwrap_or("?"));
     match v["method"].as_str() {
         Some("session.event") => {
             let event = &params["event"];

@@ -6,6 +6,7 @@
 //! - [`server`]: the request loop; [`session`]: session events and turns; [`wire`]: stdout;
 //!   [`scenario`]: the `sdk` scenario member.
 
+pub mod patch;
 pub mod scenario;
 pub mod server;
 pub mod session;
@@ -39,6 +40,15 @@ pub enum Surface {
     Version(Persona),
     /// `--help`/`-h` on `--profile sdk|sdk-minimal`: the real profile's help, exit 0, no server.
     Help(String),
+    /// A `--patch` overlay the real launcher refuses: its error line on stderr, exit 1, before
+    /// anything is answered.
+    BadPatch(String),
+    /// 0.2.1's `--dump-config-schema` with a profile: the profile's loader configuration as a
+    /// JSON Schema on stdout, exit 0 (fake-dsh's is a skeleton: [`config_schema`]).
+    ConfigSchema(String),
+    /// An option the persona's launcher does not know (0.1.5's `--dump-config-schema`):
+    /// `error: unknown option 'X'`, exit 1.
+    UnknownOption(String),
 }
 
 /// The version a persona's `--version` prints (the real wheels' binaries).
@@ -118,6 +128,19 @@ pub fn select(args: &[OsString]) -> Option<Surface> {
     if sdk_profile && asks(&["--help", "-h"]) {
         return Some(Surface::Help(sdk_help(&profile)));
     }
+    let runs = matches!(profile.as_str(), "sdk" | "sdk-minimal" | "headless");
+    if runs && asks(&["--dump-config-schema"]) {
+        return Some(match persona {
+            Persona::V021 => Surface::ConfigSchema(profile),
+            _ => Surface::UnknownOption("--dump-config-schema".into()),
+        });
+    }
+    if let Some(error) = runs
+        .then(|| patch::refused(&patch::patches_of(&rest)))
+        .flatten()
+    {
+        return Some(Surface::BadPatch(error));
+    }
     match profile.as_str() {
         "sdk" | "sdk-minimal" => Some(Surface::Sdk(Flavor {
             persona,
@@ -195,7 +218,8 @@ pub fn run(surface: Surface) -> ! {
     let mode = match surface {
         Surface::Headless(..) => Mode::Headless,
         Surface::Version(_) => Mode::Version,
-        Surface::Help(_) => Mode::Error,
+        Surface::Help(_) | Surface::BadPatch(_) | Surface::UnknownOption(_) => Mode::Error,
+        Surface::ConfigSchema(_) => Mode::Version,
         _ => Mode::Sdk,
     };
     crate::journal::record(start_event(mode, None));
@@ -229,11 +253,58 @@ pub fn run(surface: Surface) -> ! {
             crate::output::Stdout::new().write_bytes(format!("{version}\n").as_bytes());
             finish(0, ExitReason::ScriptEnd)
         }
+        Surface::ConfigSchema(profile) => {
+            let schema = format!("{:#}\n", config_schema(&profile));
+            crate::output::Stdout::new().write_bytes(schema.as_bytes());
+            finish(0, ExitReason::ScriptEnd)
+        }
+        Surface::UnknownOption(option) => {
+            crate::output::stderr_bytes(format!("error: unknown option '{option}'\n").as_bytes());
+            finish(1, ExitReason::Error)
+        }
+        Surface::BadPatch(error) => {
+            crate::output::stderr_bytes(format!("{error}\n").as_bytes());
+            finish(1, ExitReason::Error)
+        }
         Surface::Help(text) => {
             crate::output::Stdout::new().write_bytes(text.as_bytes());
             finish(0, ExitReason::ScriptEnd)
         }
     }
+}
+
+/// The real 0.2.1 schema's description and comment (observed).
+const SCHEMA_DESCRIPTION: &str = "Describes the parsed entry-list YAML printed by --dump-config. \
+    Use $defs.patchList for a profile/home/CLI overlay. Parse !!js with the Cordis entry-list YAML \
+    dialect. Expression results, service dependencies, plugin startup checks, and \
+    sequence-dependent patch targets still require runtime validation.";
+const SCHEMA_COMMENT: &str = "Bundle, profile, home, and CLI layers apply in that order. A patch \
+    config replaces the whole config. JSON Schema defaults are annotations; Schemastery validates \
+    a fallback on null/omission unless required rejects it first. Schemastery unions select the \
+    first successful branch. Root patch id constraints describe the current index, not ids \
+    introduced or changed by earlier patches. Include-local patches have a separate index. \
+    Relative plugin insertions require their source patch directory; this document does not \
+    infer future overlay locations.";
+
+/// 0.2.1's `--dump-config-schema` document for `profile`: the real one's top-level members
+/// (observed), with a skeleton where the real one describes each plugin's config (fake-dsh has
+/// no loader config; `x-cordis.complete` is false and lists no entries).
+pub fn config_schema(profile: &str) -> serde_json::Value {
+    let entry = serde_json::json!({"type": "object", "properties": {
+        "id": {"type": "string"}, "name": {"type": "string"}, "disabled": {"type": "boolean"},
+        "config": {}}});
+    serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": format!("Cordis configuration for profile {profile}"),
+        "description": SCHEMA_DESCRIPTION,
+        "$comment": SCHEMA_COMMENT,
+        "type": "array",
+        "items": {"$ref": "#/$defs/entry"},
+        "$defs": {"entry": entry, "patch": entry,
+                  "patchList": {"type": "array", "items": {"$ref": "#/$defs/patch"}}},
+        "x-cordis": {"profile": profile, "complete": false, "entries": [],
+                     "patchSchema": "#/$defs/patchList", "diagnostics": []},
+    })
 }
 
 #[cfg(test)]
@@ -281,21 +352,23 @@ mod tests {
             selected(&["dsh", "--persona", "0.1.1", "cordis.yml"]),
             sdk(Persona::V011, true)
         );
+        let dir = tempfile::tempdir().unwrap();
+        let patch = dir.path().join("p.yml");
+        std::fs::write(&patch, "- id: session-title-llm\n  disabled: true\n").unwrap();
+        let patch = patch.to_str().unwrap();
         assert_eq!(
-            selected(&[
-                "dsh",
-                "--profile",
-                "headless",
-                "--patch",
-                "p.yml",
-                "do",
-                "it"
-            ]),
+            selected(&["dsh", "--profile", "headless", "--patch", patch, "do", "it"]),
             Some(Surface::Headless(
                 Persona::V021,
-                vec!["--patch".into(), "p.yml".into(), "do".into(), "it".into()]
+                vec!["--patch".into(), patch.into(), "do".into(), "it".into()]
             ))
         );
+        let missing = dir.path().join("missing.yml");
+        let missing = missing.to_str().unwrap();
+        assert!(matches!(
+            selected(&["dsh", "--profile", "sdk", "--patch", missing]),
+            Some(Surface::BadPatch(error)) if error.contains("failed to read overlay")
+        ));
         assert_eq!(
             selected(&["dsh", "--persona=0.2", "--profile", "sdk"]),
             Some(Surface::BadPersona("0.2".into()))
@@ -305,5 +378,20 @@ mod tests {
             None
         );
         assert_eq!(selected(&["dsh", "--version"]), None);
+        assert_eq!(
+            selected(&["dsh", "sdk", "--dump-config-schema"]),
+            Some(Surface::ConfigSchema("sdk".into()))
+        );
+        assert_eq!(
+            selected(&[
+                "dsh",
+                "--persona",
+                "0.1.5",
+                "--profile",
+                "sdk",
+                "--dump-config-schema"
+            ]),
+            Some(Surface::UnknownOption("--dump-config-schema".into()))
+        );
     }
 }

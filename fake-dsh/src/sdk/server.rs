@@ -28,7 +28,12 @@ struct Server {
     /// Accepted prompts so far: the index of the next scripted turn.
     prompts: AtomicUsize,
     cwd: Mutex<PathBuf>,
+    /// The model settings `initialize` asked for; sessions opened after it use them.
+    config: Mutex<session::ModelConfig>,
     sessions: Mutex<HashMap<String, Live>>,
+    /// Background children started by a parent's `subagent` call, by parent id, with the task
+    /// they were given: played after the parent's turn.
+    children: Mutex<HashMap<String, (Live, Value)>>,
     /// Where session logs live (`$DSH_HOME/sessions`, or 0.1.1's `./.sessions`).
     log_root: Option<PathBuf>,
     /// 0.1.5's Harness home, claimed ([`crate::home::claim`]) before the first session is stored.
@@ -78,7 +83,9 @@ pub fn run(flavor: Flavor) -> ! {
         shutting_down: AtomicBool::new(false),
         prompts: AtomicUsize::new(0),
         cwd: Mutex::new(cwd),
+        config: Mutex::new(session::ModelConfig::default()),
         sessions: Mutex::new(HashMap::new()),
+        children: Mutex::new(HashMap::new()),
         log_root,
         home,
         claimed: OnceLock::new(),
@@ -266,6 +273,8 @@ fn initialize(id: Value, params: Value) {
         if let Some(cwd) = params["cwd"].as_str() {
             *server().cwd.lock().unwrap_or_else(|p| p.into_inner()) = resolve(&base, cwd);
         }
+        *server().config.lock().unwrap_or_else(|p| p.into_inner()) =
+            session::ModelConfig::from_initialize(&params);
         server().initialized.store(true, Ordering::SeqCst);
         wire().respond(
             &id,
@@ -435,7 +444,13 @@ fn live_session(id: Option<&str>) -> Result<Live, String> {
     }
     claim_home()?;
     let cwd = server.cwd.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let session = Session::create(id, &cwd, server.flavor, server.log_root.as_deref(), sink())?;
+    let mut session = Session::create(id, &cwd, server.flavor, server.log_root.as_deref(), sink())?;
+    session.config = server
+        .config
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    session.spawn = Some(Box::new(start_child));
     let live = Arc::new(Mutex::new(session));
     sessions.insert(id.to_string(), live.clone());
     Ok(live)
@@ -509,11 +524,8 @@ fn play_turns(live: Live, mut message: Value, mut script: TurnScript) {
             signal_self_later(signal);
         }
         if script.background_subagent.is_some() {
-            let session = live.lock().unwrap_or_else(|p| p.into_inner());
-            wire().notify(
-                "subagent.started",
-                json!({"parentSessionId": session.id, "childSessionId": child_id(&session.id)}),
-            );
+            // The model's first step delegates (observed: a `subagent` call, then the turn goes on).
+            script.steps.insert(0, delegating_step());
         }
         if !session::play_turn(&live, &message, &script, &stopping) {
             return;
@@ -549,52 +561,111 @@ fn signal_self_later(signal: scenario::SelfSignal) {
     });
 }
 
-fn child_id(parent: &str) -> String {
-    format!("{parent}-child-1")
+/// The step that starts a scenario's background child: a `subagent` call.
+fn delegating_step() -> scenario::StepScript {
+    scenario::StepScript {
+        tool_calls: vec![scenario::ToolCallScript {
+            name: "subagent".into(),
+            arguments: json!({"description": "background task", "prompt": "background task"}),
+            needs_approval: false,
+        }],
+        ..Default::default()
+    }
 }
 
-/// The background child's run and `subagent.finished`, then the root's wake-up turn.
-fn finish_subagent(live: Live, child: SubagentScript) {
-    std::thread::sleep(std::time::Duration::from_millis(child.finish_after_ms));
+/// The parent's instruction the real runtime appends to a child's task (observed).
+fn child_instruction(parent: &str) -> String {
+    format!(
+        "Your parent agent id is {}. Before you finish, send your result to that agent with \
+         send_message({{ agent_id: {}, message: \"<self-contained result>\" }}). The parent shares \
+         your workspace but does not automatically receive your transcript, tool output, or \
+         reasoning. Send earlier messages as well when a finding changes what the parent should \
+         do next; sending a message does not end your turn.",
+        Value::from(parent),
+        Value::from(parent)
+    )
+}
+
+/// The `subagent` tool's spawn (observed): `subagent.started`, then the child (a UUID session
+/// id) takes its task and starts its turn (receipt, `running`, `turn/start`); it plays after the
+/// parent's turn ([`finish_subagent`]).
+fn start_child(parent: &Session, _label: &str, prompt: &str) -> Option<String> {
+    let child_id = uuid::Uuid::new_v4().to_string();
+    wire().notify(
+        "subagent.started",
+        json!({"parentSessionId": parent.id, "childSessionId": child_id}),
+    );
+    let mut child = Session::child(&child_id, parent, sink());
+    let task = session::user_message(json!([{"type": "text", "text": prompt},
+        {"type": "text", "text": child_instruction(&parent.id)}]));
+    child.receipt(&task);
+    child.running = true;
+    status(&child, "running");
+    child.start_turn();
+    server()
+        .children
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(parent.id.clone(), (Arc::new(Mutex::new(child)), task));
+    Some(child_id)
+}
+
+/// The background child's turn and `idle`, then the parent's wake-up turn on the
+/// `subagent-settled` notice, with `subagent.finished` once that turn has started (observed).
+fn finish_subagent(live: Live, script: SubagentScript) {
+    std::thread::sleep(std::time::Duration::from_millis(script.finish_after_ms));
     if stopping() {
         return;
     }
-    let (parent, cwd) = {
-        let session = live.lock().unwrap_or_else(|p| p.into_inner());
-        (session.id.clone(), session.cwd.clone())
+    let parent = live.lock().unwrap_or_else(|p| p.into_inner()).id.clone();
+    let started = server()
+        .children
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&parent);
+    let Some((child, task)) = started else {
+        return;
     };
-    let child_session_id = child_id(&parent);
     let reply = TurnScript {
         steps: vec![scenario::StepScript {
-            text: Some(child.text.clone()),
+            text: Some(script.text.clone()),
             ..Default::default()
         }],
         ..Default::default()
     };
-    if let Ok(session) = Session::create(&child_session_id, &cwd, server().flavor, None, sink()) {
-        let session = Mutex::new(session);
-        session
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .start_turn();
-        let task = session::user_message(json!([{"type": "text", "text": "background task"}]));
-        session::play_turn(&session, &task, &reply, &stopping);
+    if !session::play_turn(&child, &task, &reply, &stopping) {
+        return;
     }
-    wire().notify(
-        "subagent.finished",
-        json!({"provider": "local", "agentId": child_session_id, "parentSessionId": parent,
-               "childSessionId": child_session_id, "status": "ok", "stopReason": "completed",
-               "lastAssistantMessage": child.text}),
+    let child_id = {
+        let mut child = child.lock().unwrap_or_else(|p| p.into_inner());
+        child.running = false;
+        status(&child, "idle");
+        child.id.clone()
+    };
+    let summary = format!(
+        "Background subagent {child_id} finished and will do no further work unless you send it \
+         more."
     );
+    let closing = json!([{"type": "text", "text": script.text}]);
+    let mut notice = session::user_message(json!([{"type": "text", "text": summary},
+        {"type": "text", "text": "Its closing message:"}, {"type": "text", "text": script.text}]));
+    notice["source"] = json!({"kind": "subagent-settled", "form": "notice", "summary": summary,
+                              "senderSessionId": child_id});
     let wake = TurnScript {
         steps: vec![scenario::StepScript {
-            text: Some(child.wake_text),
+            text: Some(script.wake_text),
             ..Default::default()
         }],
         ..Default::default()
     };
-    let notice = session::user_message(json!([{"type": "text", "text": "subagent finished"}]));
-    enqueue(live, notice, wake, || {});
+    enqueue(live, notice, wake, move || {
+        wire().notify(
+            "subagent.finished",
+            json!({"provider": "spawn", "agentId": child_id, "parentSessionId": parent,
+                   "childSessionId": child_id, "status": "ok", "stopReason": "completed",
+                   "lastAssistantMessage": closing}),
+        );
+    });
 }
 
 /// `shutdown`: from now on prompts fail; after the scenario's drain the `{}` response is the last

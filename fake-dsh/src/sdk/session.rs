@@ -75,9 +75,81 @@ impl Flavor {
 /// Where a session's events go.
 pub type Sink = Box<dyn Fn(&str, &Value) + Send + Sync>;
 
-/// The model name the events report.
-const MODEL: &str = "deepseek-flash";
-const PROVIDER: &str = "deepseek-official";
+/// Starts a background child for the `subagent` tool: `(parent, label, prompt)`, the child's
+/// session id back (the server owns the child and plays it after the parent's turn).
+pub type Spawn = Box<dyn Fn(&Session, &str, &str) -> Option<String> + Send + Sync>;
+
+/// The model settings a session's requests carry: what `initialize` asked for, the runtime's
+/// defaults for the rest (`deepseek-official`, `deepseek-flash`, 256000 tokens, effort `high`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelConfig {
+    pub provider: String,
+    pub model: String,
+    pub max_tokens: Option<u64>,
+    pub reasoning_effort: Option<String>,
+}
+
+impl Default for ModelConfig {
+    fn default() -> ModelConfig {
+        ModelConfig {
+            provider: "deepseek-official".into(),
+            model: "deepseek-flash".into(),
+            max_tokens: None,
+            reasoning_effort: None,
+        }
+    }
+}
+
+impl ModelConfig {
+    /// The settings of an `initialize` request's params (already checked).
+    pub fn from_initialize(params: &Value) -> ModelConfig {
+        let default = ModelConfig::default();
+        let text = |name: &str, default: String| {
+            params[name]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .map_or(default, str::to_string)
+        };
+        ModelConfig {
+            provider: text("provider", default.provider),
+            model: text("model", default.model),
+            max_tokens: params["maxTokens"].as_u64(),
+            reasoning_effort: params["reasoningEffort"].as_str().map(str::to_string),
+        }
+    }
+
+    /// `request/header`'s `header` (observed): the config with the defaults filled in, and
+    /// `adapterDefaults` naming the settings that came from the defaults.
+    fn header(&self) -> Value {
+        let mut config = json!({"provider": self.provider, "model": self.model,
+            "maxTokens": self.max_tokens.unwrap_or(256_000),
+            "reasoningEffort": self.reasoning_effort.as_deref().unwrap_or("high")});
+        let mut defaults = serde_json::Map::new();
+        if self.reasoning_effort.is_none() {
+            defaults.insert("reasoningEffort".into(), json!(true));
+        }
+        if self.max_tokens.is_none() {
+            defaults.insert("maxTokens".into(), json!(true));
+        }
+        let mut header = json!({"config": config.take()});
+        if !defaults.is_empty() {
+            header["adapterDefaults"] = Value::Object(defaults);
+        }
+        header
+    }
+}
+
+/// The model requests this process has made: the model server numbers its tool call ids by
+/// request (`call_<n>_<i>`, `toolu_<n>_<i>` on 0.2.1's Messages route), and so does fake-dsh.
+static MODEL_REQUESTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The number of the model request being made now (from 1).
+fn next_model_request() -> u64 {
+    MODEL_REQUESTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
+}
+
+/// The `system/message`'s and runtime context's source plugin in 0.1.5.
+const SYSTEM_PROMPT_PLUGIN: &str = "@deepseek-ai/dsh-system-prompt";
 
 /// One session's log and counters.
 pub struct Session {
@@ -88,6 +160,8 @@ pub struct Session {
     /// effective directory is gone).
     pub origin: PathBuf,
     pub flavor: Flavor,
+    /// The model settings of `initialize` (the defaults before it).
+    pub config: ModelConfig,
     seq: u64,
     /// The last turn number used.
     pub turn: u64,
@@ -104,6 +178,12 @@ pub struct Session {
     /// open: another process's resume is refused.
     lock: Locked,
     sink: Sink,
+    /// 0.1.1: an earlier process stored a session of this id; every turn ends in error.
+    collided: bool,
+    /// A background child's parent session id (its runtime context says it is delegated).
+    pub child_of: Option<String>,
+    /// How the `subagent` tool starts a child (0.1.5 and 0.2.1 `sdk`; none: an unknown tool).
+    pub spawn: Option<Spawn>,
     /// Whether a turn is being played (the session is `running`).
     pub running: bool,
     /// Prompts accepted while running, each with the turn it will play.
@@ -128,8 +208,12 @@ impl Session {
         log_root: Option<&Path>,
         sink: Sink,
     ) -> Result<Session, String> {
-        let (log, lock) = match log_root {
-            Some(root) if crate::sessions::is_storable_id(id) => {
+        let storable = log_root.filter(|_| crate::sessions::is_storable_id(id));
+        // 0.1.1 takes a prompt to a session an earlier process stored, and fails its turn.
+        let collided = flavor.persona == Persona::V011
+            && storable.is_some_and(|root| log_path(root, id, cwd, flavor).exists());
+        let (log, lock) = match storable {
+            Some(root) if !collided => {
                 let (log, lock) = open_log(root, id, cwd, flavor)?;
                 (Some(log), lock)
             }
@@ -137,6 +221,7 @@ impl Session {
         };
         let mut session = Session::blank(id, cwd, flavor, log, sink);
         session.lock = lock;
+        session.collided = collided;
         if flavor.policy_events() {
             session.emit("permission/preset", json!({"preset": "workspace-write"}));
             session.emit("sandbox/mode", json!({"mode": "workspace-write"}));
@@ -151,6 +236,7 @@ impl Session {
             cwd: cwd.to_path_buf(),
             origin: cwd.to_path_buf(),
             flavor,
+            config: ModelConfig::default(),
             seq: 0,
             turn: 0,
             header_sent: false,
@@ -160,9 +246,32 @@ impl Session {
             log,
             lock: None,
             sink,
+            collided: false,
+            child_of: None,
+            spawn: None,
             running: false,
             queue: Default::default(),
         }
+    }
+
+    /// A background child of `parent` (observed): not stored, its three policy events recorded
+    /// but not sent (its `seq` starts at 3 on `sdk`), the parent's model settings with the effort
+    /// explicit.
+    pub fn child(id: &str, parent: &Session, sink: Sink) -> Session {
+        let mut child = Session::blank(id, &parent.cwd, parent.flavor, None, sink);
+        child.child_of = Some(parent.id.clone());
+        child.config = parent.config.clone();
+        child.config.reasoning_effort = Some(
+            child
+                .config
+                .reasoning_effort
+                .take()
+                .unwrap_or_else(|| "high".into()),
+        );
+        if parent.flavor.policy_events() {
+            child.seq = 3;
+        }
+        child
     }
 
     /// 0.2.1's cold resume: the session a previous process stored under `log_root` (any cwd's
@@ -499,10 +608,15 @@ fn lock_session(path: &Path, id: &str) -> Result<nix::fcntl::Flock<std::fs::File
 /// A held session lock, if the persona keeps one.
 type Locked = Option<nix::fcntl::Flock<std::fs::File>>;
 
+/// Where a session's log lives under `root`.
+fn log_path(root: &Path, id: &str, cwd: &Path, flavor: Flavor) -> PathBuf {
+    root.join(cwd_slug(cwd)).join(id).join(flavor.log_name())
+}
+
 fn open_log(root: &Path, id: &str, cwd: &Path, flavor: Flavor) -> Result<(Log, Locked), String> {
     let dir = root.join(cwd_slug(cwd)).join(id);
     let version = if flavor.v021() { 4 } else { 3 };
-    let path = dir.join(flavor.log_name());
+    let path = log_path(root, id, cwd, flavor);
     if path.exists() {
         return Err(format!("session {} already exists", Value::from(id)));
     }
@@ -563,6 +677,10 @@ pub fn play_turn(
         crate::output::stderr_flood(script.stderr_bytes);
     }
     let turn = lock().turn;
+    if lock().collided {
+        collided_turn(&mut lock(), turn);
+        return true;
+    }
     let count = script.steps.len() + usize::from(script.end == EndKind::Error);
     for index in 0..count {
         let number = index as u64 + 1;
@@ -611,8 +729,30 @@ fn echoed(step: &StepScript, message: &Value) -> StepScript {
     step
 }
 
+/// 0.1.1's turn on a session id an earlier process stored (observed): no step, `turn/end` in
+/// error.
+fn collided_turn(session: &mut Session, turn: u64) {
+    let message = format!(
+        "session {} already has a persisted log on disk that does not match this live session \
+         (id collision)",
+        Value::from(session.id.as_str())
+    );
+    let error = json!({"message": message, "code": "UNKNOWN"});
+    session.emit(
+        "turn/end",
+        json!({"turn": turn, "reason": {"kind": "error", "error": error}}),
+    );
+}
+
 /// The model's answer in one step: `assistant/message` (after 0.1.1's chunks), then its tools.
+/// Tool call ids are the model's: numbered by model request like the model server's.
 fn answer(session: &mut Session, turn: u64, step: u64, script: &StepScript) {
+    let request = next_model_request();
+    let prefix = if session.flavor.v021() {
+        "toolu"
+    } else {
+        "call"
+    };
     let mut content = Vec::new();
     if let Some(reasoning) = script.padded_reasoning() {
         content.push(json!({"type": "reasoning", "text": reasoning}));
@@ -624,14 +764,21 @@ fn answer(session: &mut Session, turn: u64, step: u64, script: &StepScript) {
         .tool_calls
         .iter()
         .enumerate()
-        .map(|(n, call)| (format!("call_{turn}_{step}_{n}"), call))
+        .map(|(n, call)| (format!("{prefix}_{request}_{n}"), call))
         .collect();
     for (id, call) in &calls {
         content.push(json!({"type": "tool-call", "id": id, "name": call.name,
                             "arguments": call.arguments.to_string()}));
     }
+    let reason = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool-calls"
+    };
+    let usage = usage(session.flavor, &content);
+    let mut chunk_seqs = Vec::new();
     if session.flavor.chunks() {
-        chunks(session, turn, step, &content, !calls.is_empty());
+        chunk_seqs = chunks(session, turn, step, &content, &usage, reason);
     }
     if session.flavor.v021() {
         // 0.2.1 records that the model request was delivered, through the last event so far.
@@ -639,19 +786,134 @@ fn answer(session: &mut Session, turn: u64, step: u64, script: &StepScript) {
                           "throughSeq": session.seq.saturating_sub(1)});
         session.emit("session-log-deepseek/delivery-accepted", data);
     }
-    session.emit(
-        "assistant/message",
-        json!({"turn": turn, "step": step, "message": {"role": "assistant", "content": content,
-               "source": {"kind": "model", "provider": PROVIDER, "model": MODEL},
-               "id": uuid::Uuid::new_v4().to_string()}}),
-    );
+    let mut source = json!({"kind": "model", "provider": session.config.provider,
+                            "model": session.config.model});
+    let replay = session
+        .flavor
+        .v021()
+        .then(|| replay_state(&session.config.model, &content, request));
+    if let Some(replay) = &replay {
+        source["replayState"] = replay.clone();
+    }
+    let mut data = json!({"turn": turn, "step": step, "message": {"role": "assistant",
+        "content": content, "source": source, "id": uuid::Uuid::new_v4().to_string()},
+        "usage": usage});
+    let mut extra = vec![("surfaceOp", json!("append"))];
+    if session.flavor.chunks() {
+        extra.push(("sourceEventSeqs", json!(chunk_seqs)));
+    } else {
+        data["stream"] = stream(session.flavor, &content, &usage, reason, replay);
+    }
+    session.emit_with("assistant/message", data, &extra);
     for (id, call) in &calls {
         tool(session, turn, step, id, call);
     }
 }
 
+/// A step's token usage, with the members each release reports (the counts made up like the
+/// model server's).
+fn usage(flavor: Flavor, content: &[Value]) -> Value {
+    let chars: usize = content
+        .iter()
+        .map(|b| {
+            b["text"]
+                .as_str()
+                .or(b["arguments"].as_str())
+                .unwrap_or("")
+                .len()
+        })
+        .sum();
+    let (input, output) = (1000u64, (chars / 4).max(1) as u64);
+    match flavor.persona {
+        Persona::V011 => {
+            json!({"inputTokens": input, "outputTokens": output, "cacheReadTokens": 0})
+        }
+        Persona::V015 => json!({"inputTokens": input, "outputTokens": output,
+                                "totalTokens": input + output, "cacheReadTokens": 0}),
+        Persona::V021 => json!({"inputTokens": input, "outputTokens": output,
+                                "cacheReadTokens": 0, "cacheWriteTokens": 0,
+                                "totalTokens": input + output}),
+    }
+}
+
+/// 0.2.1's `replayState`: the Messages response and each block (a reasoning block with its
+/// signature).
+fn replay_state(model: &str, content: &[Value], request: u64) -> Value {
+    let blocks: Vec<Value> = content
+        .iter()
+        .map(|block| match block["type"].as_str() {
+            Some("reasoning") => {
+                json!({"type": "reasoning", "signature": format!("fake-dsh-signature-{request}")})
+            }
+            _ => json!({"type": block["type"]}),
+        })
+        .collect();
+    json!({"response": {"kind": "deepseek-messages", "version": 1, "model": model},
+           "blocks": blocks})
+}
+
+/// The `stream` record of an `assistant/message` (0.1.5 and 0.2.1, observed): per block a
+/// `block-start`, its `<kind>-chunks` (a tool call's first record names it, with an empty
+/// argument piece), and a `block-end`, then `usage` and `finish`. 0.2.1 closes each block before
+/// the next starts and puts `replayState` on `finish`; 0.1.5 (chat completions) starts every
+/// block, then ends them all.
+fn stream(
+    flavor: Flavor,
+    content: &[Value],
+    usage: &Value,
+    reason: &str,
+    replay: Option<Value>,
+) -> Value {
+    let time = now_ms();
+    let chunk = |chunk: Value| json!({"type": "chunk", "time": time, "chunk": chunk});
+    let mut opened = Vec::new();
+    let mut ended = Vec::new();
+    for (index, block) in content.iter().enumerate() {
+        let kind = block["type"].as_str().unwrap_or("text");
+        let mut records = vec![chunk(
+            json!({"type": "block-start", "index": index, "blockType": kind}),
+        )];
+        let pieces = |more: Value| {
+            let mut record = json!({"type": format!("{kind}-chunks"), "time0": time,
+                                    "index": index, "dt": []});
+            for (name, value) in more.as_object().into_iter().flatten() {
+                record[name] = value.clone();
+            }
+            record
+        };
+        if kind == "tool-call" {
+            let (id, name, args) = (&block["id"], &block["name"], &block["arguments"]);
+            if flavor.v021() {
+                records.push(pieces(json!({"id": id, "name": name, "args": [""]})));
+                records.push(pieces(json!({"id": id, "args": [args]})));
+            } else {
+                records.push(pieces(json!({"id": id, "name": name, "args": ["", args]})));
+            }
+        } else {
+            records.push(pieces(json!({"texts": [block["text"]]})));
+        }
+        let end = chunk(json!({"type": "block-end", "index": index, "block": block}));
+        if flavor.v021() {
+            opened.extend(records);
+            opened.push(end);
+        } else {
+            opened.extend(records);
+            ended.push(end);
+        }
+    }
+    opened.extend(ended);
+    opened.push(chunk(json!({"type": "usage", "usage": usage})));
+    let mut finish = json!({"type": "finish", "reason": {"kind": reason}});
+    if let Some(replay) = replay {
+        finish["replayState"] = replay;
+    }
+    opened.push(chunk(finish));
+    Value::Array(opened)
+}
+
 /// The failed model request of an `error` turn (0.1.5 records it; 0.1.1 records nothing).
 fn failed_attempt(session: &mut Session, turn: u64, step: u64, error: &Value) {
+    next_model_request();
     if session.flavor.persona != Persona::V011 {
         session.emit(
             "assistant/attempt",
@@ -676,73 +938,132 @@ fn error_of(script: &TurnScript) -> Value {
 fn preamble(session: &mut Session, turn: u64, message: &Value) {
     let first_turn = turn == 1;
     if first_turn && session.flavor.system_message() {
-        session.emit(
+        let source = if session.flavor.v021() {
+            json!({"kind": "system-prompt"})
+        } else {
+            json!({"kind": "plugin", "plugin": SYSTEM_PROMPT_PLUGIN})
+        };
+        session.emit_with(
             "system/message",
             json!({"turn": turn, "step": 1, "message": {"role": "system",
-                   "content": [{"type": "text", "text": "You are fake-dsh's default agent."}]}}),
+                   "content": [{"type": "text", "text": "You are fake-dsh's default agent."}],
+                   "source": source, "id": uuid::Uuid::new_v4().to_string()}}),
+            &[("surfaceOp", json!("append"))],
         );
     }
     let append = [("surfaceOp", json!("append"))];
     for notice in std::mem::take(&mut session.turn_notices) {
         session.emit_with("user/message", notice, &append);
     }
+    let message_seq = session.seq;
     session.emit_with("user/message", message.clone(), &append);
     if session.flavor.runtime_context() && (first_turn || session.context_stale) {
         runtime_context(session);
     }
     let early_title = session.flavor.persona == Persona::V011;
     if first_turn && early_title {
-        title(session, message);
+        title(session, message, message_seq);
     }
     if !session.header_sent {
         session.header_sent = true;
+        let mut header = session.config.header();
+        if session.flavor.persona == Persona::V011 {
+            // 0.1.1 sends its system prompt in the header (0.1.5 and 0.2.1 as `system/message`).
+            header["system"] = json!("You are fake-dsh's default agent.");
+        }
         session.emit(
             "request/header",
-            json!({"header": {"config": {"provider": PROVIDER, "model": MODEL}}}),
+            json!({"header": header, "reason": "initial"}),
         );
     }
     if !first_turn {
         return;
     }
-    session.emit(
-        "request/context",
-        json!({"provider": PROVIDER, "model": MODEL, "contextWindow": 1_000_000}),
-    );
+    let mut context = json!({"provider": session.config.provider, "model": session.config.model,
+                             "contextWindow": 1_000_000});
+    // Observed with `deepseek-flash` only (`deepseek-pro` has none; why is not known).
+    if session.flavor.persona != Persona::V011 && session.config.model == "deepseek-flash" {
+        context["systemPromptUpdate"] = json!("in-history");
+    }
+    session.emit("request/context", context);
     if !early_title {
-        title(session, message);
+        title(session, message, message_seq);
     }
 }
 
-/// The runtime-context user message (the current directory), the stale mark cleared.
+/// The runtime-context user message, the stale mark cleared (observed): a snapshot of sections,
+/// the working directory (0.2.1), the file sandbox and the approval policy (`sdk` only); 0.1.5
+/// attributes it to the system-prompt plugin.
 fn runtime_context(session: &mut Session) {
     session.context_stale = false;
     let append = [("surfaceOp", json!("append"))];
-    let cwd_line = format!(
-        "Current working directory: {}.",
-        Value::from(session.cwd.to_string_lossy())
-    );
-    let (text, source) = if session.flavor.v021() {
-        // 0.2.1's snapshot (its `sdk-minimal` one exactly; `sdk`'s has more sections).
-        (
-            format!(
-                "Current runtime context. This snapshot supersedes earlier runtime-context \
-                     snapshots.\n\n{cwd_line}"
-            ),
-            json!({"kind": "runtime-context", "form": "snapshot",
-                       "sections": [{"name": "working-directory:current", "text": cwd_line}]}),
-        )
-    } else {
-        (
-            "Current runtime context.".to_string(),
-            json!({"kind": "runtime-context"}),
-        )
-    };
+    let cwd = Value::from(session.cwd.to_string_lossy());
+    let mut sections = Vec::new();
+    if session.flavor.v021() {
+        let text = format!("Current working directory: {cwd}.");
+        sections.push(json!({"name": "working-directory:current", "text": text}));
+    }
+    if session.flavor.policy_events() {
+        let delegated = session.child_of.is_some();
+        let sandbox = format!(
+            "Current DSH file policy: workspace-write. Any available operation enforced by the \
+             DSH file sandbox may modify files under the session workspace: {cwd}. Some \
+             platform temporary areas may also be writable."
+        );
+        sections.push(json!({"name": "sandbox:policy", "text": sandbox}));
+        let approval = if delegated {
+            "Approval prompts are disabled in this session: actions that require approval are \
+             rejected automatically \u{2014} do not request sandbox escalation (do not set \
+             `sandbox_permissions`)."
+        } else {
+            "Approval policy: ask. Operations that require approval may ask through the \
+             configured answerers; without an available answerer, the request fails closed."
+        };
+        sections.push(json!({"name": "approval:policy", "text": approval}));
+        if delegated {
+            sections.extend(delegation_sections(session.flavor));
+        }
+    }
+    let mut text = "Current runtime context. This snapshot supersedes earlier runtime-context \
+                    snapshots."
+        .to_string();
+    for section in &sections {
+        text.push_str("\n\n");
+        text.push_str(section["text"].as_str().unwrap_or_default());
+    }
+    let mut source = json!({"kind": "runtime-context", "form": "snapshot", "sections": sections});
+    if !session.flavor.v021() {
+        source["kind"] = json!("plugin");
+        source["plugin"] = json!(SYSTEM_PROMPT_PLUGIN);
+    }
     session.emit_with(
         "user/message",
         json!({"content": [{"type": "text", "text": text}], "source": source,
                    "role": "user", "id": uuid::Uuid::new_v4().to_string()}),
         &append,
     );
+}
+
+/// A background child's runtime-context sections after the approval policy (observed): 0.2.1's
+/// delegation depth of each delegating tool, then the delegation notice.
+fn delegation_sections(flavor: Flavor) -> Vec<Value> {
+    let mut sections = Vec::new();
+    if flavor.v021() {
+        for tool in ["subagent", "subagent_fork"] {
+            let text = format!(
+                "Delegation depth for `{tool}`: current 1, maximum 1, remaining levels 0. Do not \
+                 call `{tool}` at this depth; carry out the work directly."
+            );
+            sections.push(json!({"name": format!("tool:{tool}:depth"), "text": text}));
+        }
+    }
+    let text = "You are a delegated subagent: your permission scope was fixed when you were \
+                started and cannot be widened from inside this session \u{2014} operations that \
+                require approval are rejected automatically. When the task needs access beyond \
+                that scope, do not retry the denied operation; state the limitation in your \
+                reply so the delegating agent can handle it.";
+    sections.push(json!({"name": "subagent:delegation", "text": text}));
+    sections
 }
 
 /// A later step's input: the notices it took, then the runtime context again when the
@@ -761,18 +1082,29 @@ fn step_notices(session: &mut Session) {
     }
 }
 
-/// `session/title` from the first prompt (the fallback title: its first words).
-fn title(session: &mut Session, message: &Value) {
+/// `session/title` from the first prompt (the fallback title: its first words), naming the
+/// `user/message` it came from.
+fn title(session: &mut Session, message: &Value, message_seq: u64) {
     let title: String = message_text(message).chars().take(40).collect();
     session.emit(
         "session/title",
-        json!({"title": title, "source": {"kind": "fallback"}}),
+        json!({"title": title, "messageSeqs": [message_seq], "source": {"kind": "fallback"}}),
     );
 }
 
-/// 0.1.1's streaming: one `assistant/chunk` per block start, delta and end, then usage and finish.
-fn chunks(session: &mut Session, turn: u64, step: u64, content: &[Value], tool_calls: bool) {
-    let chunk = |session: &mut Session, chunk: Value| {
+/// 0.1.1's streaming: one `assistant/chunk` per block start and delta, then every block's end,
+/// usage and finish (observed). Returns the chunks' seqs (the message's `sourceEventSeqs`).
+fn chunks(
+    session: &mut Session,
+    turn: u64,
+    step: u64,
+    content: &[Value],
+    usage: &Value,
+    reason: &str,
+) -> Vec<u64> {
+    let mut seqs = Vec::new();
+    let mut chunk = |session: &mut Session, chunk: Value| {
+        seqs.push(session.seq);
         session.emit(
             "assistant/chunk",
             json!({"turn": turn, "step": step, "chunk": chunk}),
@@ -797,15 +1129,12 @@ fn chunks(session: &mut Session, turn: u64, step: u64, content: &[Value], tool_c
             json!({"type": "block-end", "index": index, "block": block}),
         );
     }
-    chunk(
-        session,
-        json!({"type": "usage", "usage": {"inputTokens": 1000, "outputTokens": 20, "cacheReadTokens": 0}}),
-    );
-    let reason = if tool_calls { "tool-calls" } else { "stop" };
+    chunk(session, json!({"type": "usage", "usage": usage}));
     chunk(
         session,
         json!({"type": "finish", "reason": {"kind": reason}}),
     );
+    seqs
 }
 
 /// Runs one tool call for real and records `tool/call` and `tool/result` (with the approval
@@ -834,6 +1163,8 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
         .filter(|path| !path.exists());
     let outcome = if call.needs_approval {
         Err("Error: approval unavailable: no one can answer approvals on this surface".to_string())
+    } else if call.name == "subagent" && session.spawn.is_some() {
+        start_subagent(session, call)
     } else {
         run_tool(session, call)
     };
@@ -873,16 +1204,45 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
         );
         return;
     }
-    let mut result = json!({"type": "tool-result", "toolCallId": id,
-                            "content": [{"type": "text", "text": text}]});
-    if is_error {
-        result["isError"] = json!(true);
+    // 0.1.x's shape (observed): a user message of one `tool-result` block, `isError` always
+    // there; `meta.diffs` after a write, the error's class after an unknown tool.
+    let result = json!({"type": "tool-result", "toolCallId": id,
+                        "content": [{"type": "text", "text": text}], "isError": is_error});
+    let mut data = json!({"turn": turn, "step": step, "message": {
+        "source": {"kind": "tool", "callId": id}, "content": [result], "role": "user",
+        "id": uuid::Uuid::new_v4().to_string()}});
+    if call.name == "write" && !is_error {
+        data["meta"] = json!({"diffs": []});
     }
-    session.emit(
+    if is_error && text.starts_with("Error: unknown tool ") {
+        data["error"] = json!({"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"});
+    }
+    session.emit_with(
         "tool/result",
-        json!({"turn": turn, "step": step, "message": {"source": {"kind": "tool", "callId": id},
-               "content": [result], "role": "user", "id": uuid::Uuid::new_v4().to_string()}}),
+        data,
+        &[
+            ("sourceEventSeqs", json!([call_seq])),
+            ("surfaceOp", json!("append")),
+        ],
     );
+}
+
+/// The `subagent` tool (observed): the child started in the background (`subagent.started` and
+/// its first events come from the spawn), `subagent/catalog` naming it, and the result text.
+fn start_subagent(session: &mut Session, call: &ToolCallScript) -> Result<String, String> {
+    let label = call.arguments["description"].as_str().unwrap_or_default();
+    let prompt = call.arguments["prompt"].as_str().unwrap_or_default();
+    let child = session
+        .spawn
+        .as_ref()
+        .and_then(|spawn| spawn(session, label, prompt))
+        .ok_or_else(|| "Error: the subagent could not be started".to_string())?;
+    session.emit(
+        "subagent/catalog",
+        json!({"version": 0, "childId": child, "childCreatedAt": now_ms(),
+               "mode": "continuable", "label": label}),
+    );
+    Ok(format!("started subagent {child}"))
 }
 
 /// `write` and `read` on real files under the session's cwd (`sdk` 0.1.5 and `headless` only).
