@@ -6,12 +6,13 @@
 //!
 //! [`Canary::scan_tree`] reads every regular file under a directory without following a link
 //! (a file swapped for a FIFO is never waited on), bounded in entries, bytes per file, bytes in
-//! all and time: what it could not read is said, never passed over.
+//! all and time: what it could not read is said, never passed over. [`Canary::scan_recent`] reads
+//! only what changed since a case began in a directory everyone shares (`/tmp`).
 
 use aho_corasick::AhoCorasick;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 /// The length of a piece of the key's random part that counts as the key (48 bits of it).
 pub const FRAGMENT: usize = 12;
@@ -138,6 +139,77 @@ impl Canary {
     /// Every regular file under `root` holding the key, reading no link and nothing but regular
     /// files, within `bounds` and before `deadline`.
     pub fn scan_tree(&self, root: &Path, bounds: Bounds, deadline: Instant) -> TreeScan {
+        self.walk(root, bounds, deadline, &|_: &std::fs::DirEntry| true)
+    }
+
+    /// Like [`Canary::scan_tree`] over a directory the client shares with everything else on the
+    /// machine (`/tmp`): only what was created or changed since `since` is looked at (a file
+    /// modified since, a directory modified since, entered), and never a path `skip` names (the
+    /// kit's own case directories, scanned whole elsewhere).
+    pub fn scan_recent(
+        &self,
+        root: &Path,
+        since: SystemTime,
+        skip: &dyn Fn(&Path) -> bool,
+        bounds: Bounds,
+        deadline: Instant,
+    ) -> TreeScan {
+        let recent = |entry: &std::fs::DirEntry| {
+            !skip(&entry.path())
+                && entry
+                    .metadata()
+                    .and_then(|meta| meta.modified())
+                    .is_ok_and(|modified| modified >= since)
+        };
+        self.walk(root, bounds, deadline, &recent)
+    }
+
+    /// The files holding the key among what changed since `since` in the temp directories every
+    /// process shares (`/tmp`, `/var/tmp`, `/dev/shm` and the kit's own temp dir): where a client
+    /// that ignores its `TMPDIR` puts a temp file. The kit's own temp directories
+    /// (`dsh_engine::scratch::PREFIXES`) are skipped: each case scans its own whole. Best effort, bounded
+    /// like a case's scan: what is found is a leak; what could not be read is not said (the
+    /// directories belong to everyone).
+    pub fn scan_shared_temp(&self, since: SystemTime, deadline: Instant) -> Vec<PathBuf> {
+        let mut roots = vec![
+            PathBuf::from("/tmp"),
+            PathBuf::from("/var/tmp"),
+            PathBuf::from("/dev/shm"),
+        ];
+        let own = std::env::temp_dir();
+        if !roots.contains(&own) {
+            roots.push(own);
+        }
+        let skip = |path: &Path| {
+            path.file_name().is_some_and(|name| {
+                let name = name.to_string_lossy();
+                dsh_engine::scratch::PREFIXES
+                    .iter()
+                    .any(|kit| name.starts_with(kit))
+            })
+        };
+        // Smaller than a case's own: a key file is small, and these directories are everyone's.
+        let bounds = Bounds {
+            entries: 5_000,
+            file_bytes: 1 << 20,
+            total_bytes: 32 << 20,
+        };
+        let mut found = Vec::new();
+        for root in roots {
+            let scan = self.scan_recent(&root, since, &skip, bounds, deadline);
+            found.extend(scan.found.into_iter().map(|(path, _)| root.join(path)));
+        }
+        found
+    }
+
+    /// The walk of both scans: the entries `keep` takes, directories entered, regular files read.
+    fn walk(
+        &self,
+        root: &Path,
+        bounds: Bounds,
+        deadline: Instant,
+        keep: &dyn Fn(&std::fs::DirEntry) -> bool,
+    ) -> TreeScan {
         let mut scan = TreeScan::default();
         let mut pending = vec![root.to_path_buf()];
         let mut entries_seen = 0usize;
@@ -175,6 +247,9 @@ impl Canary {
                 let Ok(kind) = entry.file_type() else {
                     continue;
                 };
+                if !keep(&entry) {
+                    continue;
+                }
                 let path = entry.path();
                 if kind.is_dir() {
                     pending.push(path);
@@ -318,6 +393,36 @@ mod tests {
         let scan = canary.scan_tree(root, Bounds::default(), far());
         assert_eq!(scan.incomplete, None);
         assert_eq!(scan.found, [(PathBuf::from("zz/deep"), "raw")]);
+    }
+
+    #[test]
+    fn a_recent_scan_reads_only_what_changed_since_and_skips_what_it_is_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+        let set_old = |path: &Path| {
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .or_else(|_| std::fs::File::open(path))
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        };
+        std::fs::write(root.join("stale"), KEY).unwrap();
+        set_old(&root.join("stale"));
+        std::fs::create_dir(root.join("newdir")).unwrap();
+        std::fs::write(root.join("newdir/key.log"), format!("key={KEY}")).unwrap();
+        std::fs::write(root.join("fresh"), KEY).unwrap();
+        std::fs::create_dir(root.join("kit-case")).unwrap();
+        std::fs::write(root.join("kit-case/key"), KEY).unwrap();
+        let since = old + Duration::from_secs(60);
+        let skip = |path: &Path| path.ends_with("kit-case");
+        let canary = Canary::new(KEY);
+        let mut scan = canary.scan_recent(root, since, &skip, Bounds::default(), far());
+        scan.found.sort();
+        let found: Vec<&Path> = scan.found.iter().map(|(path, _)| path.as_path()).collect();
+        assert_eq!(found, [Path::new("fresh"), Path::new("newdir/key.log")]);
     }
 
     #[test]

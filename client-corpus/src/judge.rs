@@ -1,8 +1,9 @@
 //! A played client case's verdict, checked in this order (the first broken expectation is the one
 //! reported, blamed on the rule it breaks): the case's configuration reached the runtime (else
-//! nothing the runtime did was the case's, and only [`configuration_rule`] is blamed); the client
-//! ended within the limit; its stdout is one
-//! JSON report per line; it ended as the case's `outcome` says with the expected reports;
+//! nothing the runtime did was the case's, and only [`configuration_rule`] is blamed); each run of
+//! the client (a case may run it more than once on one home), in order, ended within the limit,
+//! its stdout is one JSON report per line, and it ended as the case's `outcome` says with the
+//! expected reports;
 //! fake-dsh's journal shows the runtime it started (every case expects the client to start the
 //! runtime it is given); it left no runtime running; the credential stayed in the environment. A
 //! case resting on an interpretation is `informational` when it fails, except on a journal the
@@ -61,8 +62,9 @@ pub fn verdict(case: &ClientCase, played: &Played) -> CaseResult {
     }
 }
 
-/// A case the run did not play: `skipped` (the client lacks a capability it requires).
-pub fn skipped(case: &ClientCase, lacking: &str) -> CaseResult {
+/// A case the run did not play: `skipped`, saying why (the client or the runtime persona lacks a
+/// capability it requires).
+pub fn skipped(case: &ClientCase, why: &str) -> CaseResult {
     CaseResult {
         id: case.id.clone(),
         summary: case.summary.clone(),
@@ -71,7 +73,7 @@ pub fn skipped(case: &ClientCase, lacking: &str) -> CaseResult {
         verdict: Verdict::Skipped,
         blame: Blame::None,
         rule: None,
-        why: Some(format!("the client lacks {lacking} (--client-lacks)")),
+        why: Some(why.to_string()),
         interpretation: case.interpretation.clone(),
         duration_ms: 0,
         transcript: Vec::new(),
@@ -96,17 +98,30 @@ fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
         });
     }
     let first_rule = case.rules[0].as_str();
-    if played.hung {
-        return blame(
-            first_rule,
-            "the client did not exit within the case's limit (killed)".into(),
-        );
+    let runs = played.earlier.len() + 1;
+    for (n, run) in played.earlier.iter().enumerate() {
+        let ended = Ran {
+            exit: run.exit,
+            hung: run.hung,
+            stdout: &run.stdout,
+            stderr: &run.stderr,
+        };
+        if let Err(why) = check_run(case, &ended) {
+            return blame(first_rule, format!("run {} of {runs}: {why}", n + 1));
+        }
     }
-    let reports = match parse_reports(&played.stdout) {
-        Ok(reports) => reports,
-        Err(why) => return blame(first_rule, why),
+    let last = Ran {
+        exit: played.exit,
+        hung: played.hung,
+        stdout: &played.stdout,
+        stderr: &played.stderr,
     };
-    if let Err(why) = check_outcome(case, played, &reports) {
+    if let Err(why) = check_run(case, &last) {
+        let why = if runs > 1 {
+            format!("run {runs} of {runs}: {why}")
+        } else {
+            why
+        };
         return blame(first_rule, why);
     }
     if let Some(why) = &played.journal_problem {
@@ -164,6 +179,23 @@ fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
     check_runtime_env(case, played).and_then(|why| blame(&credentials, why))
 }
 
+/// How one run of the client ended.
+struct Ran<'a> {
+    exit: Option<i32>,
+    hung: bool,
+    stdout: &'a [u8],
+    stderr: &'a [u8],
+}
+
+/// One run: it ended within the limit, its stdout is reports, it ended as the case says.
+fn check_run(case: &ClientCase, ran: &Ran) -> Result<(), String> {
+    if ran.hung {
+        return Err("the client did not exit within the case's limit (killed)".into());
+    }
+    let reports = parse_reports(ran.stdout)?;
+    check_outcome(case, ran, &reports)
+}
+
 /// Each stdout line is one JSON object.
 fn parse_reports(stdout: &[u8]) -> Result<Vec<Value>, String> {
     String::from_utf8_lossy(stdout)
@@ -182,14 +214,14 @@ fn parse_reports(stdout: &[u8]) -> Result<Vec<Value>, String> {
 }
 
 /// The exit and the reports against `expect.outcome`.
-fn check_outcome(case: &ClientCase, played: &Played, reports: &[Value]) -> Result<(), String> {
+fn check_outcome(case: &ClientCase, played: &Ran, reports: &[Value]) -> Result<(), String> {
     let expected = &case.expect.reports;
     let settled = || -> Result<(), String> {
         if played.exit != Some(0) {
             return Err(format!(
                 "exit {}, expected 0 (every prompt settles){}",
                 exit_name(played.exit),
-                stderr_tail(played)
+                stderr_tail(played.stderr)
             ));
         }
         if reports.len() != expected.len() {
@@ -204,7 +236,7 @@ fn check_outcome(case: &ClientCase, played: &Played, reports: &[Value]) -> Resul
     let failed = || -> Result<(), String> {
         if played.exit == Some(0) {
             return Err(
-                "exit 0, expected a failure (the runtime died before the prompt settled)".into(),
+                "exit 0, expected a failure (a prompt cannot settle: the runtime died, refused it or went silent)".into(),
             );
         }
         if played.stderr.iter().all(u8::is_ascii_whitespace) {
@@ -242,7 +274,8 @@ fn compare_all(expected: &[Value], reports: &[Value]) -> Result<(), String> {
 }
 
 /// The members `want` names against the client's report: `text_bytes` is the length of `text`,
-/// `error` a substring of the reported error, every other member equal.
+/// `error` a substring of the reported error, `cwd_ends_with` the end of the reported `cwd`,
+/// every other member equal.
 fn compare(want: &Value, got: &Value) -> Result<(), String> {
     let Some(members) = want.as_object() else {
         return Ok(());
@@ -254,6 +287,10 @@ fn compare(want: &Value, got: &Value) -> Result<(), String> {
                 .as_str()
                 .zip(value.as_str())
                 .is_some_and(|(reported, part)| reported.contains(part)),
+            "cwd_ends_with" => got["cwd"]
+                .as_str()
+                .zip(value.as_str())
+                .is_some_and(|(reported, end)| reported.ends_with(end)),
             _ => &got[name] == value,
         };
         if !holds {
@@ -262,6 +299,7 @@ fn compare(want: &Value, got: &Value) -> Result<(), String> {
                     format!("{} bytes of text", got["text"].as_str().map_or(0, str::len))
                 }
                 "error" => excerpt(&got["error"].to_string()),
+                "cwd_ends_with" => excerpt(&got["cwd"].to_string()),
                 _ => excerpt(&got[name].to_string()),
             };
             return Err(format!(
@@ -312,7 +350,7 @@ fn client_end(played: &Played) -> String {
         format!(
             "; the client exited {}{}",
             exit_name(played.exit),
-            stderr_tail(played)
+            stderr_tail(&played.stderr)
         )
     }
 }
@@ -321,8 +359,8 @@ fn exit_name(exit: Option<i32>) -> String {
     exit.map_or_else(|| "by a signal".to_string(), |code| code.to_string())
 }
 
-fn stderr_tail(played: &Played) -> String {
-    let text = String::from_utf8_lossy(&played.stderr);
+fn stderr_tail(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
     match text.trim().lines().last() {
         Some(last) => format!("; stderr: {}", excerpt(last)),
         None => String::new(),
@@ -392,12 +430,20 @@ mod tests {
     /// A case resting on an interpretation, played by a client that did everything right but
     /// left the journal in `problem`.
     fn judged(problem: Option<&str>) -> CaseResult {
-        let case: ClientCase = serde_json::from_value(json!({
+        verdict(&case(), &played(problem))
+    }
+
+    fn case() -> ClientCase {
+        serde_json::from_value(json!({
             "id": "sdk.x", "surface": "sdk", "summary": "s", "rules": ["sdk.line-framing"],
             "interpretation": "I-S01", "prompts": ["p"], "expect": {"reports": [{"text": "t"}]}
         }))
-        .unwrap();
-        let played = Played {
+        .unwrap()
+    }
+
+    fn played(problem: Option<&str>) -> Played {
+        Played {
+            earlier: Vec::new(),
             exit: Some(0),
             hung: false,
             stdout: b"{\"text\": \"t\"}\n".to_vec(),
@@ -410,8 +456,38 @@ mod tests {
             leaked: Vec::new(),
             unverified: Vec::new(),
             duration: std::time::Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn an_earlier_run_is_judged_first_and_named() {
+        let mut twice = played(None);
+        twice.earlier.push(crate::play::EarlierRun {
+            exit: Some(2),
+            hung: false,
+            stdout: Vec::new(),
+            stderr: b"client: session \"s\" already exists\n".to_vec(),
+        });
+        let result = verdict(&case(), &twice);
+        assert_eq!(
+            result.verdict,
+            Verdict::Informational,
+            "the case rests on I-S01"
+        );
+        let why = result.why.unwrap();
+        assert!(
+            why.starts_with("run 1 of 2: exit 2, expected 0") && why.contains("already exists"),
+            "{why}"
+        );
+        twice.earlier[0] = crate::play::EarlierRun {
+            exit: Some(0),
+            hung: false,
+            stdout: b"{\"text\": \"t\"}\n".to_vec(),
+            stderr: Vec::new(),
         };
-        verdict(&case, &played)
+        twice.exit = Some(1);
+        let why = verdict(&case(), &twice).why.unwrap();
+        assert!(why.starts_with("run 2 of 2: exit 1"), "{why}");
     }
 
     #[test]
@@ -437,6 +513,7 @@ mod tests {
         }))
         .unwrap();
         let played = Played {
+            earlier: Vec::new(),
             exit: Some(2),
             hung: false,
             stdout: b"nonsense\n".to_vec(),
@@ -470,6 +547,17 @@ mod tests {
         )
         .is_ok());
         assert!(compare(&json!({"text_bytes": 3}), &json!({"text": "abc"})).is_ok());
+        assert!(compare(
+            &json!({"cwd_ends_with": "/work/site"}),
+            &json!({"cwd": "/tmp/x/work/site"})
+        )
+        .is_ok());
+        assert!(compare(
+            &json!({"cwd_ends_with": "/work/site"}),
+            &json!({"cwd": "site"})
+        )
+        .unwrap_err()
+        .contains("\"site\""));
         assert!(compare(&json!({"text_bytes": 4}), &json!({"text": "abc"}))
             .unwrap_err()
             .contains("3 bytes"));

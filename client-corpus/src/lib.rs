@@ -304,7 +304,7 @@ fn play_all(
                         return;
                     }
                     let mut result = match lacking(args, loaded) {
-                        Some(capability) => judge::skipped(&loaded.case, capability),
+                        Some(why) => judge::skipped(&loaded.case, &why),
                         None => match play::play(setup, &loaded.case) {
                             Ok(played) => {
                                 let mut result = judge::verdict(&loaded.case, &played);
@@ -361,15 +361,31 @@ fn header(host: &str, setup: &Setup, variant: &str, cases: usize, corpus: &Corpu
     head
 }
 
-/// The first capability the case requires that `--client-lacks` names.
-fn lacking<'a>(args: &Flags, loaded: &'a LoadedCase) -> Option<&'a str> {
-    loaded
-        .case
-        .requires
+/// Why the case is skipped: the first capability it requires that `--client-lacks` names, or
+/// that the runtime persona lacks ([`RUNTIME_021_ONLY`] before 0.2.1).
+fn lacking(args: &Flags, loaded: &LoadedCase) -> Option<String> {
+    let requires = &loaded.case.requires;
+    if let Some(capability) = requires
         .iter()
         .find(|capability| args.client_lacks.contains(capability))
-        .map(String::as_str)
+    {
+        return Some(format!("the client lacks {capability} (--client-lacks)"));
+    }
+    let persona = args
+        .runtime_persona
+        .as_deref()
+        .filter(|persona| matches!(*persona, "0.1.1" | "0.1.5"))?;
+    requires
+        .iter()
+        .find(|capability| RUNTIME_021_ONLY.contains(&capability.as_str()))
+        .map(|capability| {
+            format!("the runtime persona {persona} lacks {capability} (0.2.1's method)")
+        })
 }
+
+/// Capabilities only the 0.2.1 runtime has (`session/resume`, `session/working-directory/*`;
+/// fake-dsh's default persona).
+const RUNTIME_021_ONLY: &[&str] = &["resume", "working-directory"];
 
 fn rerun_args(args: &Flags, surface: ClientSurface) -> Vec<String> {
     let mut rerun = vec!["--surface".to_string(), surface.name().to_string()];

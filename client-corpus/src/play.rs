@@ -1,4 +1,5 @@
-//! One client case, played: the client starts in an empty working directory of its own with the
+//! One client case, played (its client run once, or `runs` times one after the other on the same
+//! home): the client starts in an empty working directory of its own with the
 //! driver contract's environment (docs/sdk-clients.md, "The driver contract"), handed the case's
 //! launcher (`crate::launcher`) as its runtime: fake-dsh configured to play the case's scenario and
 //! journal what it did, whatever environment the client passes down; the kit waits a bounded time,
@@ -27,6 +28,12 @@ pub const HEADLESS_COMMAND_ENV: &str = "DSH_HEADLESS_COMMAND";
 /// How many seconds a client may wait on a silent runtime before giving up (and, closing, before
 /// killing it).
 pub const TIMEOUT_ENV: &str = "DSH_SDK_TIMEOUT";
+/// The session id an SDK client is told to use (a case's `session`).
+pub const SESSION_ENV: &str = "DSH_SDK_SESSION";
+/// Set to `1` when the session `DSH_SDK_SESSION` names is stored and must be resumed.
+pub const RESUME_ENV: &str = "DSH_SDK_RESUME";
+/// The directory (relative to its working directory) an SDK client moves its session to.
+pub const CWD_ENV: &str = "DSH_SDK_CWD";
 /// The credential every case hands the client.
 pub const KEY_ENV: &str = "DEEPSEEK_API_KEY";
 /// fake-dsh's journal of the case (set by the launcher, and in the client's environment).
@@ -69,9 +76,21 @@ impl Setup {
     }
 }
 
+/// How one of a case's earlier runs ended (a case with `runs` above 1; the last run is
+/// [`Played`] itself).
+#[derive(Debug)]
+pub struct EarlierRun {
+    pub exit: Option<i32>,
+    pub hung: bool,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
 /// What one case left behind.
 #[derive(Debug)]
 pub struct Played {
+    /// The runs before the last one, in order (none unless the case has `runs` above 1).
+    pub earlier: Vec<EarlierRun>,
     /// The client's exit code; `None` when it was killed at the limit or by a signal.
     pub exit: Option<i32>,
     pub hung: bool,
@@ -116,7 +135,11 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
 /// [`play`] in the case's temp dir `temp`.
 fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, String> {
     let work = temp.join("work");
-    for dir in [&work, &temp.join("tmp")] {
+    let moved = case.working_directory.as_ref().map(|dir| work.join(dir));
+    for dir in [&work, &temp.join("tmp"), &temp.join("home")]
+        .into_iter()
+        .chain(moved.as_ref())
+    {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
@@ -126,11 +149,22 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     let secret = format!("sk-dsh-conformance-{}", random_uuid().replace('-', ""));
     let launcher = case_launcher(setup, case, temp, &token)?;
     let launcher_path = launcher.write(temp)?;
-    let mut command = client_command(setup, case, temp, &launcher_path, &token, &secret)?;
-    command.current_dir(&work);
     let started = Instant::now();
-    let deadline = started + setup.limit();
+    // File times come from a coarse clock: a second's margin.
+    let started_at = std::time::SystemTime::now() - Duration::from_secs(1);
     let mut journal_watch = JournalWatch::new(journal_path.clone());
+    let command_of = |run: u32| -> Result<Command, String> {
+        let mut command = client_command(setup, case, temp, &launcher_path, &token, &secret)?;
+        session_env(&mut command, case, run);
+        command.current_dir(&work);
+        Ok(command)
+    };
+    let mut earlier = Vec::new();
+    for run in 1..case.runs {
+        earlier.push(earlier_run(setup, command_of(run)?, &mut journal_watch)?);
+    }
+    let command = command_of(case.runs)?;
+    let deadline = Instant::now() + setup.limit();
     let Ended {
         exit,
         hung,
@@ -164,15 +198,24 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
                 .any(|entry| entry.pid == left.pid && matches!(entry.event, Event::Exit { .. }))
         })
         .collect();
+    let earlier_output: Vec<u8> = earlier
+        .iter()
+        .flat_map(|run: &EarlierRun| [&run.stdout[..], b"\n", &run.stderr[..], b"\n"].concat())
+        .collect();
     let (leaked, unverified) = leaks(
         &Canary::new(&secret),
         &journal,
-        [("stdout", &stdout[..]), ("stderr", &stderr[..])],
+        [
+            ("stdout", &stdout[..]),
+            ("stderr", &stderr[..]),
+            ("output in an earlier run", &earlier_output[..]),
+        ],
         journal_watch.disturbed,
         temp,
-        deadline,
+        (started_at, deadline),
     );
     Ok(Played {
+        earlier,
         exit,
         hung,
         stdout,
@@ -185,6 +228,41 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
         leaked,
         unverified,
         duration,
+    })
+}
+
+/// The optional contract variables (docs/sdk-clients.md): the session the case names
+/// (`DSH_SDK_SESSION`), from its `resume_from` run on that it is stored and to be resumed
+/// (`DSH_SDK_RESUME=1`), and the directory to move it to (`DSH_SDK_CWD`); `run` counts from 1.
+fn session_env(command: &mut Command, case: &ClientCase, run: u32) {
+    if let Some(session) = &case.session {
+        command.env(SESSION_ENV, session);
+    }
+    if let Some(dir) = &case.working_directory {
+        command.env(CWD_ENV, dir);
+    }
+    if case.resume_from.is_some_and(|from| run >= from) {
+        command.env(RESUME_ENV, "1");
+    }
+}
+
+/// One run of the client before the case's last (a persisted home between runs): bounded by
+/// the case's limit, its pipes read to their end (or that limit). What it left running is the
+/// last run's teardown's to find (the same case token).
+fn earlier_run(
+    setup: &Setup,
+    command: Command,
+    journal: &mut JournalWatch,
+) -> Result<EarlierRun, String> {
+    let deadline = Instant::now() + setup.limit();
+    let ended = wait_bounded(command, deadline, journal)?;
+    let mut held_open = Vec::new();
+    let drained = deadline.max(Instant::now());
+    Ok(EarlierRun {
+        exit: ended.exit,
+        hung: ended.hung,
+        stdout: ended.stdout.finish(drained, "stdout", &mut held_open),
+        stderr: ended.stderr.finish(drained, "stderr", &mut held_open),
     })
 }
 
@@ -291,8 +369,10 @@ fn client_command(
         .env(variable, runtime.to_string())
         .env(TIMEOUT_ENV, setup.client_timeout_secs().to_string())
         .env(KEY_ENV, secret)
-        // Its own temp dir, under the case's root: the key scan reads what is written there.
+        // Its own temp dir and home, under the case's root: the key scan reads what is written
+        // there.
         .env("TMPDIR", temp.join("tmp"))
+        .env("HOME", temp.join("home"))
         .env(CASE_TOKEN_ENV, token)
         .env("DSH_HOME", temp.join("dsh-home"))
         .env(JOURNAL_ENV, temp.join("journal.jsonl"))
@@ -600,16 +680,17 @@ fn unconfigured_start(journal: &[Entry], names: &[&str], launcher: &Path) -> Opt
 /// Where the key went, each place once: the runtime's argv and what it received on stdin (the
 /// journal's `start` and `command` entries), the client's output, the journal itself disturbed
 /// (emptied, removed or replaced: what the runtime received can no longer be checked), the
-/// working directory swapped for a link, and every file under the case's root (`temp`: the
-/// working dir, the files beside it, the client's `TMPDIR`), read within the case's limit. The
+/// working directory swapped for a link, every file under the case's root (`temp`: the
+/// working dir, the files beside it, the client's `TMPDIR` and `HOME`), read within the case's
+/// limit, and what changed in the shared temp dirs since the case started (`/tmp`, ...). The
 /// places it was found, then what keeps the kit from vouching for the rest.
 fn leaks(
     canary: &Canary,
     journal: &[Entry],
-    outputs: [(&str, &[u8]); 2],
+    outputs: [(&str, &[u8]); 3],
     journal_disturbed: Option<String>,
     temp: &Path,
-    deadline: Instant,
+    (started_at, deadline): (std::time::SystemTime, Instant),
 ) -> (Vec<String>, Vec<String>) {
     let (mut leaked, mut unverified) = (Vec::new(), Vec::new());
     for entry in journal {
@@ -662,6 +743,9 @@ fn leaks(
         unverified.push(format!(
             "the files the client wrote were not all read ({why})"
         ));
+    }
+    for file in canary.scan_shared_temp(started_at, deadline) {
+        leaked.push(format!("the file {} (a shared temp dir)", file.display()));
     }
     (leaked, unverified)
 }

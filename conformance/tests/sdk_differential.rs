@@ -1004,3 +1004,110 @@ fn example_clients_report_the_same_on_the_real_runtime() {
         );
     }
 }
+
+/// One run of an example SDK client on the real 0.2.1 runtime in `world` (its home kept between
+/// runs), with the optional driver-contract variables (docs/sdk-clients.md): the exit code and
+/// the last stderr line.
+fn run_on_0_2_1(
+    world: &World,
+    model: &str,
+    client: &[String],
+    session: &str,
+    resume: bool,
+) -> (Option<i32>, String) {
+    let (exit, _, stderr) = run_on_0_2_1_with(world, model, client, session, resume, None);
+    (exit, stderr)
+}
+
+/// [`run_on_0_2_1`] with `DSH_SDK_CWD` when `cwd` is given: the exit code, the reports and the
+/// last stderr line.
+fn run_on_0_2_1_with(
+    world: &World,
+    model: &str,
+    client: &[String],
+    session: &str,
+    resume: bool,
+    cwd: Option<&str>,
+) -> (Option<i32>, Vec<Value>, String) {
+    let real = real_runtime().unwrap().join("dsh-0.2.1");
+    let interpreter = resolve_program(&client[0]).unwrap();
+    let args = [client[1].clone(), "Make a landing page".to_string()];
+    let mut command = world.command(&interpreter, &args, model);
+    let runtime = json!([real.display().to_string(), "--profile", "sdk"]);
+    command
+        .env("DSH_SDK_COMMAND", runtime.to_string())
+        .env("DSH_SDK_SESSION", session);
+    if resume {
+        command.env("DSH_SDK_RESUME", "1");
+    }
+    if let Some(cwd) = cwd {
+        command.env("DSH_SDK_CWD", cwd);
+    }
+    let output = dsh_runtime_check::output_within(command, Stdio::null(), RUN_LIMIT).unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let reports = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    (
+        output.status.code(),
+        reports,
+        stderr.trim().lines().last().unwrap_or_default().to_string(),
+    )
+}
+
+/// The client corpus's `sdk.second-run-same-home`, `sdk.cold-resume` and
+/// `sdk.decoy-before-refusal` rest on what the real 0.2.1 does with a kept home: a session id a
+/// first process stored is refused to a second one unless it resumes it first, and a resume of a
+/// session the home lacks is refused; `sdk.working-directory-set` on what it answers a move. The
+/// example clients, through the optional contract variables, see exactly that.
+#[test]
+fn example_clients_resume_and_move_a_session_on_the_real_0_2_1_runtime() {
+    let Some(real) = real_runtime() else { return };
+    if !real.join("dsh-0.2.1").is_file() {
+        eprintln!("skipped: no dsh-0.2.1 in {}", real.display());
+        return;
+    }
+    let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    for (interpreter, script) in [
+        ("python3", "examples/sdk-client-python/dsh_sdk_client.py"),
+        ("node", "examples/sdk-client-node/dsh-sdk-client.mjs"),
+    ] {
+        if resolve_program(interpreter).is_none() {
+            eprintln!("skipped: {interpreter} is not on PATH");
+            continue;
+        }
+        let client = [
+            interpreter.to_string(),
+            workspace.join(script).display().to_string(),
+        ];
+        let world = World::new().unwrap();
+        let server = ModelServer::start(conformance, None, world.root.path()).unwrap();
+        let url = &server.url;
+        let first = run_on_0_2_1(&world, url, &client, "kept-1", false);
+        assert_eq!(first.0, Some(0), "{script}: {first:?}");
+        let unresumed = run_on_0_2_1(&world, url, &client, "kept-1", false);
+        assert_eq!(unresumed.0, Some(2), "{script}: {unresumed:?}");
+        assert!(
+            unresumed.1.ends_with("session \"kept-1\" already exists"),
+            "{script}: {unresumed:?}"
+        );
+        let resumed = run_on_0_2_1(&world, url, &client, "kept-1", true);
+        assert_eq!(resumed.0, Some(0), "{script}: {resumed:?}");
+        let unknown = run_on_0_2_1(&world, url, &client, "never-stored", true);
+        assert_eq!(unknown.0, Some(2), "{script}: {unknown:?}");
+        assert!(
+            unknown.1.ends_with("session \"never-stored\" not found"),
+            "{script}: {unknown:?}"
+        );
+        // `sdk.working-directory-set`: the runtime's answer is the absolute directory, and the
+        // page is written there.
+        std::fs::create_dir(world.path("project/site")).unwrap();
+        let moved = run_on_0_2_1_with(&world, url, &client, "moved-1", false, Some("site"));
+        assert_eq!(moved.0, Some(0), "{script}: {moved:?}");
+        let cwd = moved.1[0]["cwd"].as_str().unwrap_or_default();
+        assert!(cwd.ends_with("/project/site"), "{script}: {moved:?}");
+        assert!(world.path("project/site/index.html").is_file(), "{script}");
+    }
+}

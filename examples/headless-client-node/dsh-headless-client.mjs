@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // A minimal client of `dsh --profile headless TASK` in plain Node.js (no dependencies), as an
 // agent framework drives the one-shot surface (docs/surface-headless.md): it runs the task, reads
-// stdout and stderr as they come (either may carry megabytes: reasoning streams to stderr), and
-// takes exit 0 as the only success. The answer is stdout without its final newline; on failure
+// stdout and stderr as they come (either may carry megabytes: reasoning streams to stderr), kills
+// a runtime silent on both for DSH_SDK_TIMEOUT seconds, and takes exit 0 as the only success. The answer is stdout without its final newline; on failure
 // the error is stderr's last `dsh: <code>: <message>` line.
 //
 // The driver contract of the kit's client corpus (docs/sdk-clients.md):
@@ -12,6 +12,9 @@
 // the runtime; nothing secret goes in its argv.
 
 import { spawn } from "node:child_process";
+
+// How long the runtime may stay silent (nothing on either pipe) before it is killed.
+const TIMEOUT_MS = Number(process.env.DSH_SDK_TIMEOUT ?? "60") * 1000;
 
 /**
  * Runs one task and reports how it ended.
@@ -26,11 +29,36 @@ function run(argv, task) {
     const stdout = [];
     /** @type {Buffer[]} */
     const stderr = [];
+    // A runtime silent on both pipes for TIMEOUT_MS is killed (and reaped: "close" follows).
+    let silent = false;
+    let timer;
+    const quiet = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        silent = true;
+        child.kill("SIGKILL");
+      }, TIMEOUT_MS);
+    };
+    quiet();
     // Both pipes are read as data comes: a pipe nobody reads fills and blocks the runtime.
-    child.stdout.on("data", (chunk) => stdout.push(chunk));
-    child.stderr.on("data", (chunk) => stderr.push(chunk));
-    child.on("error", reject);
+    child.stdout.on("data", (chunk) => {
+      stdout.push(chunk);
+      quiet();
+    });
+    child.stderr.on("data", (chunk) => {
+      stderr.push(chunk);
+      quiet();
+    });
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
     child.on("close", (code) => {
+      clearTimeout(timer);
+      if (silent) {
+        resolve({ ok: false, text: "", error: `the runtime went silent for ${TIMEOUT_MS / 1000} s` });
+        return;
+      }
       const ok = code === 0;
       const text = Buffer.concat(stdout).toString("utf8").replace(/\n$/, "");
       const errors = Buffer.concat(stderr)

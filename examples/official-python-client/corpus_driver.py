@@ -3,8 +3,10 @@
 driver of the corpus's contract (docs/sdk-clients.md, "The driver contract") that does what an
 application does with the client and nothing of its own. It starts the runtime it is given (the
 one path in DSH_SDK_COMMAND, the case's launcher) as the client's `dsh_bin`, sends each prompt
-argument to one session with `Session.run`, and prints one JSON line per prompt from the
-client's `RunResult`:
+argument to one session with `Session.run` (the contract's optional variables: DSH_SDK_SESSION
+names it, else the client picks a fresh one; DSH_SDK_RESUME=1 resumes it with `resume_session`,
+DSH_SDK_CWD moves it with `set_working_directory`, both 0.2.1), and prints one JSON line per
+prompt from the client's `RunResult`:
 
     {"turn_ends": the turn/end kinds among its events, "text": final_response,
      "children": the background children started for the session, "finish_reason": ...}
@@ -26,10 +28,12 @@ import sys
 
 from deepseek_harness import DeepSeekHarness
 
-SESSION_ID = os.environ.get("DSH_SDK_SESSION", "client-session-1")
+# The corpus's session when it names one; else None: the client's own fresh `session-<uuid>`
+# (a home keeps every session a process stored, and refuses to open one again).
+SESSION_ID = os.environ.get("DSH_SDK_SESSION") or None
 
 
-def report(result):
+def report(result, session_id):
     """What the corpus compares, from the client's own result of one prompt."""
     turn_ends = [
         ((event.get("data") or {}).get("reason") or {}).get("kind")
@@ -40,7 +44,7 @@ def report(result):
         1
         for notification in result.notifications
         if notification.method == "subagent.started"
-        and notification.payload.get("parentSessionId") == SESSION_ID
+        and notification.payload.get("parentSessionId") == session_id
     )
     return {
         "turn_ends": turn_ends,
@@ -48,6 +52,14 @@ def report(result):
         "children": children,
         "finish_reason": result.finish_reason,
     }
+
+
+def moved_to(events, cwd):
+    """The session's directory after `events`: the last `working-directory/change`'s, else `cwd`."""
+    for event in events:
+        if event.get("type") == "working-directory/change":
+            cwd = (event.get("data") or {}).get("cwd", cwd)
+    return cwd
 
 
 def main():
@@ -66,9 +78,20 @@ def main():
     )
     try:
         with harness:
-            session = harness.start_session(SESSION_ID)
+            if os.environ.get("DSH_SDK_RESUME") == "1":
+                session = harness.resume_session(SESSION_ID)  # 0.2.1
+            else:
+                session = harness.start_session(SESSION_ID)
+            cwd = None
+            if os.environ.get("DSH_SDK_CWD"):
+                cwd = session.set_working_directory(os.environ["DSH_SDK_CWD"])  # 0.2.1
             for prompt in sys.argv[1:]:
-                print(json.dumps(report(session.run(prompt))), flush=True)
+                result = session.run(prompt)
+                line = report(result, session.id)
+                if cwd is not None:
+                    cwd = moved_to(result.events, cwd)
+                    line["cwd"] = cwd
+                print(json.dumps(line), flush=True)
     except Exception as error:  # the client's failure, whatever its class: said, exit 2
         first = str(error).splitlines()[0] if str(error) else ""
         print(f"corpus_driver: {type(error).__name__}: {first}", file=sys.stderr)

@@ -13,20 +13,28 @@
 // text, "children": background children seen}, and exits 0; when the runtime fails (an error
 // response, its stdout ends, it goes silent for DSH_SDK_TIMEOUT seconds) it says why on stderr and
 // exits 2. Closing is bounded: `shutdown`, stdin closed, DSH_SDK_TIMEOUT seconds, then a kill. The
-// environment (the API key with it) passes to the runtime; nothing secret goes in its argv.
+// environment (the API key with it) passes to the runtime; nothing secret goes in its argv. The
+// session is DSH_SDK_SESSION when set (else a fresh id); with DSH_SDK_RESUME=1 it is stored in the
+// home by an earlier process and resumed first (`session/resume`, 0.2.1). With DSH_SDK_CWD the
+// session is moved there before the prompts (`session/working-directory/set`, 0.2.1) and each
+// report carries "cwd": its directory as the runtime last said it.
 
 import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 
 // How long to wait on a silent runtime, and on its exit when closing.
 const TIMEOUT_MS = Number(process.env.DSH_SDK_TIMEOUT ?? "60") * 1000;
-const SESSION_ID = process.env.DSH_SDK_SESSION ?? "client-session-1";
+// A fresh id per process: a Harness home keeps every session an earlier process stored, and the
+// runtime refuses to open one of those again ("session ... already exists").
+const SESSION_ID = process.env.DSH_SDK_SESSION || `client-${randomUUID()}`;
 
 /** The runtime subprocess: frames in arrival order, requests by id. */
 class Runtime {
   constructor(argv) {
     this.child = spawn(argv[0], argv.slice(1), { stdio: ["pipe", "pipe", "ignore"] });
     this.nextId = 1;
+    this.cwd = null; // the session's directory as the runtime last said it (0.2.1)
     this.frames = [];
     this.waiters = [];
     this.closed = false;
@@ -120,6 +128,7 @@ class Turn {
     this.children = 0;
     this.runningChildren = new Set();
     this.idleAfterReceipt = false;
+    this.cwd = null;
     this.pending = [];
   }
 
@@ -155,6 +164,8 @@ class Turn {
       }
     } else if (event.type === "turn/end" && this.receipt) {
       this.turnEnds.push(data.reason?.kind);
+    } else if (event.type === "working-directory/change") {
+      this.cwd = data.cwd ?? null;
     }
   }
 
@@ -168,8 +179,16 @@ class Turn {
   }
 }
 
+/** Moves the session (0.2.1's session/working-directory/set); the runtime answers its directory. */
+async function move(runtime, path) {
+  const params = { sessionId: SESSION_ID, path };
+  const result = await call(runtime, "session/working-directory/set", params, () => {});
+  runtime.cwd = result.cwd ?? null;
+}
+
 async function prompt(runtime, text) {
   const turn = new Turn();
+  turn.cwd = runtime.cwd;
   const result = await call(
     runtime,
     "session/prompt",
@@ -178,7 +197,12 @@ async function prompt(runtime, text) {
   );
   turn.known(result.messageId);
   while (!turn.settled()) turn.observe(await runtime.frame());
-  return { messageId: turn.messageId, turn_ends: turn.turnEnds, text: turn.text, children: turn.children };
+  const report = { messageId: turn.messageId, turn_ends: turn.turnEnds, text: turn.text, children: turn.children };
+  if (runtime.cwd !== null) {
+    runtime.cwd = turn.cwd;
+    report.cwd = turn.cwd;
+  }
+  return report;
 }
 
 async function main() {
@@ -198,6 +222,11 @@ async function main() {
       { cwd: process.cwd(), provider: "deepseek-official", model: "deepseek-flash" },
       () => {},
     );
+    if (process.env.DSH_SDK_RESUME === "1") {
+      // The session is stored in this home by an earlier process: resume it (0.2.1).
+      await call(runtime, "session/resume", { sessionId: SESSION_ID }, () => {});
+    }
+    if (process.env.DSH_SDK_CWD) await move(runtime, process.env.DSH_SDK_CWD);
     for (const text of process.argv.slice(2)) {
       process.stdout.write(`${JSON.stringify(await prompt(runtime, text))}\n`);
     }

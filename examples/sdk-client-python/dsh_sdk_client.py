@@ -13,7 +13,11 @@ prints one JSON line per prompt: {"messageId", "turn_ends": [kinds], "text": las
 text, "children": background children seen}, and exits 0; when the runtime fails (an error
 response, its stdout ends, it goes silent for DSH_SDK_TIMEOUT seconds) it says why on stderr and
 exits 2. Closing is bounded: `shutdown`, stdin closed, DSH_SDK_TIMEOUT seconds, then a kill. The
-environment (the API key with it) passes to the runtime; nothing secret goes in its argv.
+environment (the API key with it) passes to the runtime; nothing secret goes in its argv. The
+session is DSH_SDK_SESSION when set (else a fresh id); with DSH_SDK_RESUME=1 it is stored in the
+home by an earlier process and resumed first (`session/resume`, 0.2.1). With DSH_SDK_CWD the
+session is moved there before the prompts (`session/working-directory/set`, 0.2.1) and each
+report carries "cwd": its directory as the runtime last said it.
 """
 
 import json
@@ -22,10 +26,13 @@ import queue
 import subprocess
 import sys
 import threading
+import uuid
 
 # How long to wait on a silent runtime, and on its exit when closing.
 TIMEOUT_SECONDS = float(os.environ.get("DSH_SDK_TIMEOUT", "60"))
-SESSION_ID = os.environ.get("DSH_SDK_SESSION", "client-session-1")
+# A fresh id per process: a Harness home keeps every session an earlier process stored, and the
+# runtime refuses to open one of those again ("session ... already exists").
+SESSION_ID = os.environ.get("DSH_SDK_SESSION") or f"client-{uuid.uuid4()}"
 
 
 class Runtime:
@@ -37,6 +44,7 @@ class Runtime:
         )
         self.lines = queue.Queue()
         self.next_id = 1
+        self.cwd = None  # the session's directory as the runtime last said it (0.2.1)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -104,6 +112,7 @@ class Turn:
         self.children = 0
         self.running_children = set()
         self.idle_after_receipt = False
+        self.cwd = None
         self.pending = []  # notifications seen before the messageId was known
 
     def observe(self, frame):
@@ -137,6 +146,8 @@ class Turn:
                     self.text = part["text"]
         elif kind == "turn/end" and self.receipt:
             self.turn_ends.append((data.get("reason") or {}).get("kind"))
+        elif kind == "working-directory/change":
+            self.cwd = data.get("cwd")
 
     def known(self, message_id):
         self.message_id = message_id
@@ -148,8 +159,17 @@ class Turn:
         return self.receipt and self.idle_after_receipt and not self.running_children
 
 
+def move(runtime, path):
+    """Moves the session to `path` (0.2.1's session/working-directory/set); the runtime answers
+    the directory it is in now."""
+    params = {"sessionId": SESSION_ID, "path": path}
+    result = call(runtime, "session/working-directory/set", params, lambda frame: None)
+    runtime.cwd = result.get("cwd")
+
+
 def prompt(runtime, text):
     turn = Turn()
+    turn.cwd = runtime.cwd
     result = call(
         runtime,
         "session/prompt",
@@ -159,12 +179,16 @@ def prompt(runtime, text):
     turn.known(result["messageId"])
     while not turn.settled():
         turn.observe(runtime.frame())
-    return {
+    report = {
         "messageId": turn.message_id,
         "turn_ends": turn.turn_ends,
         "text": turn.text,
         "children": turn.children,
     }
+    if runtime.cwd is not None:
+        runtime.cwd = turn.cwd
+        report["cwd"] = turn.cwd
+    return report
 
 
 def main():
@@ -181,6 +205,11 @@ def main():
             {"cwd": os.getcwd(), "provider": "deepseek-official", "model": "deepseek-flash"},
             lambda frame: None,
         )
+        if os.environ.get("DSH_SDK_RESUME") == "1":
+            # The session is stored in this home by an earlier process: resume it (0.2.1).
+            call(runtime, "session/resume", {"sessionId": SESSION_ID}, lambda frame: None)
+        if os.environ.get("DSH_SDK_CWD"):
+            move(runtime, os.environ["DSH_SDK_CWD"])
         for text in sys.argv[1:]:
             print(json.dumps(prompt(runtime, text)), flush=True)
     except RuntimeError as error:

@@ -60,7 +60,35 @@ pub struct ClientCase {
     pub runtime: Option<SdkScenario>,
     /// The prompts (headless: exactly one, the task).
     pub prompts: Vec<String>,
+    /// How many times the client runs, one after the other, in the same case directory (working
+    /// directory, `DSH_HOME`, `TMPDIR`, `HOME`): a persisted home between runs. Each run gets the
+    /// prompts and must end as `expect` says.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub runs: u32,
+    /// The session id the client is told to use (`DSH_SDK_SESSION`); absent: its own choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// From this run on (counting from 1), the client is told that `session` is stored in the
+    /// home and to resume it (`DSH_SDK_RESUME=1`, 0.2.1's `session/resume`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_from: Option<u32>,
+    /// A directory the kit makes in the client's working directory, which the client is told to
+    /// move its session to before prompting (`DSH_SDK_CWD`, 0.2.1's
+    /// `session/working-directory/set`): one plain relative name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
     pub expect: ClientExpect,
+}
+
+/// The most runs a case may ask for.
+pub const MAX_RUNS: u32 = 3;
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(runs: &u32) -> bool {
+    *runs == 1
 }
 
 /// How the client must end, and what it must report.
@@ -124,6 +152,34 @@ pub fn parse_case(value: &Value) -> Result<ClientCase, String> {
             case.id
         ));
     }
+    if !(1..=MAX_RUNS).contains(&case.runs) {
+        return Err(format!("runs is {}: from 1 to {MAX_RUNS}", case.runs));
+    }
+    if let Some(from) = case.resume_from {
+        if case.session.is_none() || !(1..=case.runs).contains(&from) {
+            return Err(format!(
+                "resume_from {from} needs a session and a run from 1 to runs ({})",
+                case.runs
+            ));
+        }
+    }
+    if case.surface == ClientSurface::Headless
+        && (case.session.is_some()
+            || case.resume_from.is_some()
+            || case.working_directory.is_some())
+    {
+        return Err("session, resume_from and working_directory are for SDK cases".to_string());
+    }
+    if let Some(dir) = &case.working_directory {
+        let plain = std::path::Path::new(dir)
+            .components()
+            .all(|part| matches!(part, std::path::Component::Normal(_)));
+        if dir.is_empty() || !plain {
+            return Err(format!(
+                "working_directory {dir:?} is not a plain relative path (no /, . or ..)"
+            ));
+        }
+    }
     if case.surface == ClientSurface::Headless && case.prompts.len() != 1 {
         return Err("a headless case has exactly one prompt (the task)".to_string());
     }
@@ -160,6 +216,25 @@ mod tests {
         headless["prompts"] = json!(["a", "b"]);
         headless["expect"]["outcome"] = json!("fails");
         assert!(parse_case(&headless).unwrap_err().contains("one prompt"));
+        let mut twice = good.clone();
+        twice["runs"] = json!(2);
+        assert_eq!(parse_case(&twice).unwrap().runs, 2);
+        twice["runs"] = json!(0);
+        assert!(parse_case(&twice).unwrap_err().contains("from 1 to 3"));
+        twice["runs"] = json!(2);
+        twice["resume_from"] = json!(2);
+        assert!(parse_case(&twice).unwrap_err().contains("needs a session"));
+        twice["session"] = json!("s-1");
+        assert_eq!(parse_case(&twice).unwrap().resume_from, Some(2));
+        let mut moved = twice.clone();
+        moved["working_directory"] = json!("../out");
+        assert!(parse_case(&moved).unwrap_err().contains("plain relative"));
+        moved["working_directory"] = json!("site/inner");
+        assert!(parse_case(&moved).is_ok());
+        twice["resume_from"] = json!(3);
+        assert!(parse_case(&twice)
+            .unwrap_err()
+            .contains("from 1 to runs (2)"));
         let mut unknown = good;
         unknown["extra"] = json!(1);
         assert!(parse_case(&unknown).unwrap_err().contains("extra"));

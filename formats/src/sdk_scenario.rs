@@ -52,6 +52,21 @@ pub struct SdkScenario {
     /// (adversarial) before each response, a response to an id no request used.
     #[serde(default, skip_serializing_if = "is_false")]
     pub stray_responses: bool,
+    /// (adversarial) before each error response, a success response `{}` whose id is the
+    /// request's number id as a string (`4` -> `"4"`; a string id gets none): the real runtime
+    /// echoes ids exactly, so only a client matching responses loosely (a type-coerced id, or
+    /// whatever response comes while it waits) takes it for the answer.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub coerced_id_decoys: bool,
+    /// (adversarial) SIGTERM is journaled as ignored and does not end the process (only SIGKILL
+    /// or the watchdog does): a client closing a stuck runtime must escalate to SIGKILL.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ignore_sigterm: bool,
+    /// Every frame holding a multi-byte UTF-8 character is written in two `write`s split inside
+    /// its first such character, this many milliseconds apart (what a reader meets when a long
+    /// frame crosses the pipe's buffer: a write over `PIPE_BUF` is not atomic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_in_char_ms: Option<u64>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -109,6 +124,38 @@ pub struct TurnScript {
     /// killed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal_self: Option<SelfSignal>,
+    /// The prompt is refused as the real runtime refuses one in that situation: a `-32603` error
+    /// response with its message, and nothing else (no receipt, no turn); the rest of the turn
+    /// script is not played.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refuse: Option<Refusal>,
+    /// Bytes of log lines written to stderr as the turn starts, before its first event (blocking
+    /// while nobody drains the pipe: a pipe holds 64 KiB).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stderr_bytes: u64,
+}
+
+/// The real runtime's refusals of a `session/prompt` (docs/surface-sdk.md, "Methods").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Refusal {
+    /// `SDK server is not initialized` (0.1.5 and 0.2.1, a prompt before `initialize` answered).
+    NotInitialized,
+    /// `session "ID" already exists` (0.1.5 and 0.2.1, a session id an earlier process stored).
+    AlreadyExists,
+    /// `SDK server is shutting down` (a prompt after `shutdown`).
+    ShuttingDown,
+}
+
+impl Refusal {
+    /// The real runtime's message for a prompt to session `session_id`.
+    pub fn message(self, session_id: &str) -> String {
+        match self {
+            Refusal::NotInitialized => "SDK server is not initialized".to_string(),
+            Refusal::AlreadyExists => format!("session {} already exists", Value::from(session_id)),
+            Refusal::ShuttingDown => "SDK server is shutting down".to_string(),
+        }
+    }
 }
 
 /// A signal the runtime sends itself mid-turn.
@@ -149,6 +196,10 @@ pub struct StepScript {
     /// The reasoning padded with this many `r` (headless streams it to stderr).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reasoning_pad_bytes: u64,
+    /// The step's text is the prompt's text as the runtime received it (headless: the task),
+    /// before `text` and the padding: a case can see what reached the runtime.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub echo_prompt: bool,
 }
 
 impl StepScript {
@@ -243,6 +294,19 @@ mod tests {
                 .unwrap_err()
                 .contains("bored")
         );
+        let deeper = json!({"sdk": {"ignore_sigterm": true, "coerced_id_decoys": true,
+            "split_in_char_ms": 5, "turns": [{"refuse": "already-exists", "stderr_bytes": 9,
+            "steps": [{"echo_prompt": true}]}]}});
+        let deeper = from_document(&deeper).unwrap();
+        assert!(deeper.ignore_sigterm && deeper.coerced_id_decoys);
+        assert_eq!(deeper.split_in_char_ms, Some(5));
+        let refusal = deeper.turns[0].refuse.unwrap();
+        assert_eq!(refusal.message("s-1"), "session \"s-1\" already exists");
+        assert_eq!(
+            Refusal::NotInitialized.message("x"),
+            "SDK server is not initialized"
+        );
+        assert!(deeper.turns[0].steps[0].echo_prompt);
         assert!(from_document(&json!({}))
             .unwrap_err()
             .contains("no \"sdk\""));

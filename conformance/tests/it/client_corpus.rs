@@ -434,6 +434,12 @@ fn a_key_hidden_from_the_canary_search_is_still_found() {
             "the file work/zz/deeper/key (raw)",
         ),
         (
+            "file-in-home",
+            "headless",
+            format!("{runtime}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\necho \"$DEEPSEEK_API_KEY\" > \"$HOME/.dsh-client.log\"\necho '{report}'"),
+            "the file home/.dsh-client.log (raw)",
+        ),
+        (
             "journal-emptied",
             "headless",
             format!(
@@ -495,4 +501,40 @@ fn a_key_hidden_from_the_canary_search_is_still_found() {
         let why = case["why"].as_str().unwrap();
         assert!(why.contains(expected), "{name}: {why}");
     }
+}
+
+/// A client that ignores its `TMPDIR` and writes the key into a temp dir every process shares
+/// (here the run's own temp dir, which the kit scans with `/tmp`: what changed there since the
+/// case began) fails on the credentials rule, naming the file.
+#[test]
+fn a_key_written_to_a_shared_temp_dir_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = tempfile::tempdir().unwrap();
+    let body = format!(
+        "{RUNTIME}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\n\
+         echo \"$DEEPSEEK_API_KEY\" > \"$SHARED_TMP/client-debug.log\"\necho '{HAIKU}'"
+    );
+    let client = script_client(dir.path(), "shared-tmp", &body);
+    let output = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
+        .args(["run", "--surface", "headless", "--host"])
+        .arg(&client)
+        .arg("--fake-dsh")
+        .arg(dsh_test_support::binary("fake-dsh"))
+        .args(["--case", "headless.key-only-in-env", "--format", "json"])
+        .args(["--pass-env", "SHARED_TMP"])
+        .env("TMPDIR", shared.path())
+        .env("SHARED_TMP", shared.path())
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    let case = &report["cases"][0];
+    assert_eq!(output.status.code(), Some(1), "{case}");
+    assert_eq!(case["rule"], "headless.credentials-in-env", "{case}");
+    let why = case["why"].as_str().unwrap();
+    assert!(
+        why.contains("client-debug.log (a shared temp dir)"),
+        "{why}"
+    );
 }

@@ -89,7 +89,10 @@ fn the_official_python_client_passes_the_client_corpus_but_its_listed_deviations
         let cases = report["cases"].as_array().unwrap();
         let unexpected: Vec<String> = cases
             .iter()
-            .filter(|case| case["verdict"] != "pass" && case["verdict"] != "xfail")
+            // Skipped: a case needing 0.2.1's methods on the 0.1.5 persona.
+            .filter(|case| {
+                !["pass", "xfail", "skipped"].contains(&case["verdict"].as_str().unwrap())
+            })
             .map(|case| {
                 format!(
                     "{} {}: {} {}",

@@ -3,8 +3,8 @@
 //! typed model [`dsh_formats::sdk_scenario`] (schema `schemas/sdk-scenario.schema.json`).
 
 pub use dsh_formats::sdk_scenario::{
-    EndKind, SdkScenario, SelfSignal, SignalName, StepScript, SubagentScript, ToolCallScript,
-    TurnScript,
+    EndKind, Refusal, SdkScenario, SelfSignal, SignalName, StepScript, SubagentScript,
+    ToolCallScript, TurnScript,
 };
 use serde_json::Value;
 use std::path::Path;

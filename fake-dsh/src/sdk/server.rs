@@ -57,7 +57,12 @@ pub fn run(flavor: Flavor) -> ! {
     if let Some(text) = &scenario.stderr {
         crate::output::stderr_bytes(text.as_bytes());
     }
-    super::wire::configure(scenario.crlf, scenario.stray_responses);
+    super::wire::configure(super::wire::Shapes {
+        crlf: scenario.crlf,
+        stray_responses: scenario.stray_responses,
+        coerced_id_decoys: scenario.coerced_id_decoys,
+        split_in_char_ms: scenario.split_in_char_ms,
+    });
     let cwd = std::env::current_dir().unwrap_or_default();
     let home = match flavor.persona {
         session::Persona::V011 => None,
@@ -104,20 +109,27 @@ fn stdin_ready() -> bool {
     poll(&mut fds, PollTimeout::ZERO).is_ok_and(|ready| ready > 0)
 }
 
-/// SIGTERM ends the process with 0 (the real runtime drains, then exits 0), SIGINT with 130,
-/// SIGHUP with 129; the frame being written is finished first.
+/// SIGTERM ends the process with 0 (the real runtime drains, then exits 0; with the scenario's
+/// `ignore_sigterm` it is journaled as ignored and nothing happens), SIGINT with 130, SIGHUP with
+/// 129; the frame being written is finished first.
 fn start_signal_thread() {
     use nix::sys::signal::{SigSet, Signal};
     let mut set = SigSet::empty();
     for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
         set.add(signal);
     }
+    let ignore_sigterm = server().scenario.ignore_sigterm;
     std::thread::spawn(move || loop {
         let Ok(signal) = set.wait() else { continue };
+        let ignored = ignore_sigterm && signal == Signal::SIGTERM;
         journal::record(Event::Signal {
             signal: signal.as_str().to_string(),
-            ignored: false,
+            ignored,
         });
+        if ignored {
+            // (adversarial) the scenario's `ignore_sigterm`: only SIGKILL ends it now.
+            continue;
+        }
         let code = if signal == Signal::SIGTERM {
             0
         } else {
@@ -380,6 +392,10 @@ fn prompt(id: &Value, params: &Value) -> Result<(), String> {
     if server.flavor.rejects_early_prompt() && !server.initialized.load(Ordering::SeqCst) {
         return Err("SDK server is not initialized".to_string());
     }
+    if let Some(refusal) = scripted_refusal() {
+        let session_id = params["sessionId"].as_str().unwrap_or("undefined");
+        return Err(refusal.message(session_id));
+    }
     let live = live_session(params["sessionId"].as_str())?;
     let content = params["contentBlocks"].clone();
     let message = session::user_message(if content.is_array() {
@@ -455,6 +471,15 @@ fn status(session: &Session, status: &str) {
         "session.status",
         json!({"sessionId": session.id, "status": status}),
     );
+}
+
+/// The scenario's refusal of this prompt, if its turn is one (the turn is used up by it).
+fn scripted_refusal() -> Option<scenario::Refusal> {
+    let server = server();
+    let index = server.prompts.load(Ordering::SeqCst);
+    let refusal = server.scenario.turns.get(index)?.refuse?;
+    server.prompts.fetch_add(1, Ordering::SeqCst);
+    Some(refusal)
 }
 
 /// The scenario's turn for this prompt, else the default agent's.

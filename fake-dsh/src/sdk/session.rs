@@ -677,6 +677,10 @@ pub fn play_turn(
     stop: &Stop,
 ) -> bool {
     let lock = || session.lock().unwrap_or_else(|p| p.into_inner());
+    if script.stderr_bytes > 0 {
+        // A runtime logging as it works: blocks here while nobody drains stderr.
+        crate::output::stderr_flood(script.stderr_bytes);
+    }
     let turn = lock().turn;
     if lock().collided {
         collided_turn(&mut lock(), turn);
@@ -698,7 +702,8 @@ pub fn play_turn(
                 step_notices(&mut session);
             }
         }
-        let step = script.steps.get(index);
+        let step = script.steps.get(index).map(|step| echoed(step, message));
+        let step = step.as_ref();
         if let Some(delay) = step.map(|step| step.delay_ms).filter(|ms| *ms > 0) {
             std::thread::sleep(std::time::Duration::from_millis(delay));
         }
@@ -717,6 +722,16 @@ pub fn play_turn(
     }
     end_turn(&mut lock(), turn, script);
     true
+}
+
+/// The step with the prompt's text put before its text when it says `echo_prompt`.
+fn echoed(step: &StepScript, message: &Value) -> StepScript {
+    let mut step = step.clone();
+    if step.echo_prompt {
+        let text = step.text.take().unwrap_or_default();
+        step.text = Some(format!("{}{text}", message_text(message)));
+    }
+    step
 }
 
 /// 0.1.1's turn on a session id an earlier process stored (observed): no step, `turn/end` in

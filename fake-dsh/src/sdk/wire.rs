@@ -7,7 +7,7 @@ use crate::journal::{self, Event, ExitReason};
 use crate::output::Stdout;
 use crate::process::finish;
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// The runtime's one error code, for every failure (unknown methods included).
@@ -23,11 +23,56 @@ static WIRE: std::sync::OnceLock<Wire> = std::sync::OnceLock::new();
 static CRLF: AtomicBool = AtomicBool::new(false);
 /// A stray response precedes every response (the scenario's `stray_responses`).
 static STRAYS: AtomicBool = AtomicBool::new(false);
+/// A decoy success precedes every error response (the scenario's `coerced_id_decoys`).
+static DECOYS: AtomicBool = AtomicBool::new(false);
+/// The pause between the two writes of a frame split inside a multi-byte character (the
+/// scenario's `split_in_char_ms`); `u64::MAX`: frames are written whole.
+static SPLIT_MS: AtomicU64 = AtomicU64::new(u64::MAX);
 
-/// Sets the scenario's adversarial line endings and stray responses before the first frame.
-pub fn configure(crlf: bool, stray_responses: bool) {
+/// The scenario's adversarial shapes of the wire, set before the first frame.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shapes {
+    pub crlf: bool,
+    pub stray_responses: bool,
+    pub coerced_id_decoys: bool,
+    pub split_in_char_ms: Option<u64>,
+}
+
+/// Sets the scenario's line endings, stray responses, decoys and split writes before the first
+/// frame.
+pub fn configure(shapes: Shapes) {
+    let Shapes {
+        crlf,
+        stray_responses,
+        coerced_id_decoys,
+        split_in_char_ms,
+    } = shapes;
     CRLF.store(crlf, Ordering::SeqCst);
     STRAYS.store(stray_responses, Ordering::SeqCst);
+    DECOYS.store(coerced_id_decoys, Ordering::SeqCst);
+    SPLIT_MS.store(split_in_char_ms.unwrap_or(u64::MAX), Ordering::SeqCst);
+}
+
+/// Where a line is cut inside its first multi-byte UTF-8 character (after its lead byte), if it
+/// has one.
+pub fn split_point(line: &[u8]) -> Option<usize> {
+    line.iter()
+        .position(|byte| *byte >= 0xC0)
+        .map(|lead| lead + 1)
+}
+
+/// Writes one line: whole, or (the scenario's `split_in_char_ms`) in two writes cut inside its
+/// first multi-byte character with the pause between them.
+fn write_line(stdout: &mut Stdout, line: &[u8]) {
+    let pause = SPLIT_MS.load(Ordering::SeqCst);
+    match split_point(line).filter(|_| pause != u64::MAX) {
+        Some(cut) => {
+            stdout.write_bytes(&line[..cut]);
+            std::thread::sleep(std::time::Duration::from_millis(pause));
+            stdout.write_bytes(&line[cut..]);
+        }
+        None => stdout.write_bytes(line),
+    }
 }
 
 /// One frame's bytes, with its line ending.
@@ -38,6 +83,16 @@ fn line_of(value: &Value) -> Vec<u8> {
     }
     line.push(b'\n');
     line
+}
+
+/// The decoy before an error response (the scenario's `coerced_id_decoys`): a success `{}` whose
+/// id is the request's number id as a string; none for a string id.
+fn decoy_for(frame_type: &str, value: &Value) -> Option<Value> {
+    if frame_type != "error" || !DECOYS.load(Ordering::SeqCst) {
+        return None;
+    }
+    let id = value["id"].as_number()?;
+    Some(json!({"jsonrpc": "2.0", "id": id.to_string(), "result": {}}))
 }
 
 /// The id of the stray responses: no client ever uses it.
@@ -53,13 +108,17 @@ pub fn wire() -> &'static Wire {
 impl Wire {
     fn write(&self, frame_type: &str, value: &Value) {
         let mut stdout = self.stdout.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(decoy) = decoy_for(frame_type, value) {
+            write_line(&mut stdout, &line_of(&decoy));
+            journal::record(Event::frame("raw"));
+        }
         if matches!(frame_type, "response" | "error") && STRAYS.load(Ordering::SeqCst) {
             stdout.write_bytes(&line_of(
                 &json!({"jsonrpc": "2.0", "id": STRAY_ID, "result": {}}),
             ));
             journal::record(Event::frame("raw"));
         }
-        stdout.write_bytes(&line_of(value));
+        write_line(&mut stdout, &line_of(value));
         journal::record(Event::frame(frame_type));
     }
 
@@ -100,7 +159,7 @@ impl Wire {
         let mut stdout = self.stdout.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((id, result)) = last {
             let frame = json!({"jsonrpc": "2.0", "id": id, "result": result});
-            stdout.write_bytes(&line_of(&frame));
+            write_line(&mut stdout, &line_of(&frame));
             journal::record(Event::frame("response"));
         }
         finish(code, reason)

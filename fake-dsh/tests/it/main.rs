@@ -1,6 +1,7 @@
 //! fake-dsh's integration tests in one binary (one link instead of one per file): each module
 //! was a test file of its own. `agent`: the default agent over `--stdio`; `cli`: the one-shot CLI
-//! surfaces; `journal_members`: the journal members the harness judges hosts by; `multica`: the
+//! surfaces; `client_knobs`: the SDK scenario knobs of the deeper client corpus, on the wire;
+//! `journal_members`: the journal members the harness judges hosts by; `multica`: the
 //! `--profile multica` surfaces and the raw-line templates that let one scenario play on either
 //! profile; `script`: every action of the scenario language; `scripted_sessions`: scripts that
 //! play what a host's own tests need; `official_python_client`: the official Python client
@@ -12,6 +13,7 @@ mod support;
 
 mod agent;
 mod cli;
+mod client_knobs;
 mod journal_members;
 mod multica;
 mod official_python_client;
