@@ -1294,7 +1294,9 @@ fn run_tool(session: &mut Session, call: &ToolCallScript) -> Result<String, Stri
         .map(|p| session.cwd.join(p));
     match (call.name.as_str(), path) {
         ("write", Some(path)) => {
-            if path.exists() && !session.known_files.contains(&path) {
+            // A link is refused as a link (crate::project::write_inside), before this rule.
+            let existing_file = path.symlink_metadata().is_ok_and(|meta| meta.is_file());
+            if existing_file && !session.known_files.contains(&path) {
                 return Err(format!(
                     "Error: cannot modify {}: {NOT_READ}",
                     Value::from(path.display().to_string())

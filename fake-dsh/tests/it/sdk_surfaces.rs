@@ -763,6 +763,46 @@ fn tool_results(seen: &[Value]) -> Vec<(String, bool)> {
         .collect()
 }
 
+/// A session modifies only a file it read or wrote in this process (0.1.5 and 0.2.1, observed:
+/// conformance/tests/sdk_differential.rs): another session's write of it is refused until it
+/// reads it.
+#[test]
+fn a_session_modifies_only_a_file_it_read_or_wrote() {
+    let call = |name: &str| {
+        json!({"name": name, "arguments": {"file_path": "page.html", "content": "x"}})
+    };
+    let turn = |names: &[&str]| {
+        json!({"steps": [{"tool_calls": names.iter().map(|name| call(name)).collect::<Vec<_>>()}]})
+    };
+    for persona in ["0.1.5", "0.2.1"] {
+        let world = World::new();
+        let scenario = json!({"sdk": {"turns": [
+            turn(&["write", "write"]), turn(&["write", "read", "write"])]}});
+        let mut client = Client::start(world.command(
+            &["--persona", persona, "--profile", "sdk"],
+            Some(scenario),
+        ));
+        client.request(initialize());
+        client.request(prompt(2, "s-1", "create it, then change it"));
+        client.until_idle("s-1");
+        client.request(prompt(3, "s-2", "change it, read it, change it"));
+        client.until_idle("s-2");
+        let (_, seen) = client.finish();
+        let refused: Vec<bool> = tool_results(&seen).iter().map(|(_, error)| *error).collect();
+        assert_eq!(refused, [false, false, true, false, false], "{persona}");
+        let error = seen
+            .iter()
+            .filter(|v| v["params"]["event"]["type"] == "tool/result")
+            .nth(2)
+            .map(|v| v["params"]["event"]["data"]["error"].clone());
+        assert_eq!(
+            error,
+            Some(json!({"name": "FsError", "code": "FS_NOT_OBSERVED"})),
+            "{persona}"
+        );
+    }
+}
+
 #[test]
 fn the_write_tool_never_writes_outside_the_cwd_nor_through_a_link() {
     let world = World::new();
