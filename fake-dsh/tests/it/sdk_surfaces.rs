@@ -768,27 +768,26 @@ fn tool_results(seen: &[Value]) -> Vec<(String, bool)> {
 /// reads it.
 #[test]
 fn a_session_modifies_only_a_file_it_read_or_wrote() {
-    let call = |name: &str| {
-        json!({"name": name, "arguments": {"file_path": "page.html", "content": "x"}})
-    };
-    let turn = |names: &[&str]| {
-        json!({"steps": [{"tool_calls": names.iter().map(|name| call(name)).collect::<Vec<_>>()}]})
-    };
+    let call =
+        |name: &str| json!({"name": name, "arguments": {"file_path": "page.html", "content": "x"}});
+    let turn = |names: &[&str]| json!({"steps": [{"tool_calls": names.iter().map(|name| call(name)).collect::<Vec<_>>()}]});
     for persona in ["0.1.5", "0.2.1"] {
         let world = World::new();
         let scenario = json!({"sdk": {"turns": [
             turn(&["write", "write"]), turn(&["write", "read", "write"])]}});
-        let mut client = Client::start(world.command(
-            &["--persona", persona, "--profile", "sdk"],
-            Some(scenario),
-        ));
+        let mut client = Client::start(
+            world.command(&["--persona", persona, "--profile", "sdk"], Some(scenario)),
+        );
         client.request(initialize());
         client.request(prompt(2, "s-1", "create it, then change it"));
         client.until_idle("s-1");
         client.request(prompt(3, "s-2", "change it, read it, change it"));
         client.until_idle("s-2");
         let (_, seen) = client.finish();
-        let refused: Vec<bool> = tool_results(&seen).iter().map(|(_, error)| *error).collect();
+        let refused: Vec<bool> = tool_results(&seen)
+            .iter()
+            .map(|(_, error)| *error)
+            .collect();
         assert_eq!(refused, [false, false, true, false, false], "{persona}");
         let error = seen
             .iter()
