@@ -105,53 +105,12 @@ pub fn run(persona: Persona, args: &[String]) -> ! {
         stderr_bytes(format!("{message}\n").as_bytes());
         finish(2, ExitReason::Error)
     });
-    let cwd = std::env::current_dir().unwrap_or_default();
-    // The full profile: headless has the file tools.
-    let flavor = Flavor {
-        persona: if v021 { Persona::V021 } else { Persona::V015 },
-        minimal: false,
-    };
-    let log_root = claimed_log_root();
     let events = if request.json {
         json_sink(outcome.clone())
     } else {
         sink(outcome.clone())
     };
-    let session = match &request.session_id {
-        Some(id) => {
-            Session::resume(id, flavor, log_root.as_deref(), events).unwrap_or_else(|message| {
-                let message = if message.ends_with("not found") {
-                    format!(
-                        "session {} does not exist; omit --session-id to start a new Session",
-                        Value::from(id.as_str())
-                    )
-                } else {
-                    message
-                };
-                // Under --json the real one says it on stdout too (0.2.1rc2, observed).
-                if request.json {
-                    json_line(&json!({"type": "error", "message": message}));
-                }
-                stderr_bytes(format!("dsh: {message}\n").as_bytes());
-                finish(1, ExitReason::Error)
-            })
-        }
-        None => {
-            // 0.2.1 names its headless sessions `session-<uuid>`.
-            let uuid = uuid::Uuid::new_v4();
-            let id = if v021 {
-                format!("session-{uuid}")
-            } else {
-                uuid.to_string()
-            };
-            Session::create(&id, &cwd, flavor, log_root.as_deref(), events).unwrap_or_else(
-                |message| {
-                    stderr_bytes(format!("dsh: SESSION: {message}\n").as_bytes());
-                    finish(1, ExitReason::Error)
-                },
-            )
-        }
-    };
+    let session = open_session(&request, persona, events);
     if request.json {
         json_line(&json!({"type": "session", "sessionId": session.id,
                           "cwd": session.cwd.to_string_lossy()}));
@@ -173,6 +132,50 @@ pub fn run(persona: Persona, args: &[String]) -> ! {
         report_json(&outcome);
     }
     report(&outcome)
+}
+
+/// The turn's session: the stored one `--session-id` names (its absence is the real message on
+/// stderr, and under `--json` an `error` line, exit 1), else a new one in the cwd (0.2.1 names it
+/// `session-<uuid>`).
+fn open_session(request: &Request, persona: Persona, events: Sink) -> Session {
+    let v021 = persona == Persona::V021;
+    // The full profile: headless has the file tools.
+    let flavor = Flavor {
+        persona: if v021 { Persona::V021 } else { Persona::V015 },
+        minimal: false,
+    };
+    let log_root = claimed_log_root();
+    if let Some(id) = &request.session_id {
+        return Session::resume(id, flavor, log_root.as_deref(), events).unwrap_or_else(
+            |message| {
+                let message = if message.ends_with("not found") {
+                    format!(
+                        "session {} does not exist; omit --session-id to start a new Session",
+                        Value::from(id.as_str())
+                    )
+                } else {
+                    message
+                };
+                // Under --json the real one says it on stdout too (0.2.1rc2, observed).
+                if request.json {
+                    json_line(&json!({"type": "error", "message": message}));
+                }
+                stderr_bytes(format!("dsh: {message}\n").as_bytes());
+                finish(1, ExitReason::Error)
+            },
+        );
+    }
+    let uuid = uuid::Uuid::new_v4();
+    let id = if v021 {
+        format!("session-{uuid}")
+    } else {
+        uuid.to_string()
+    };
+    let cwd = std::env::current_dir().unwrap_or_default();
+    Session::create(&id, &cwd, flavor, log_root.as_deref(), events).unwrap_or_else(|message| {
+        stderr_bytes(format!("dsh: SESSION: {message}\n").as_bytes());
+        finish(1, ExitReason::Error)
+    })
 }
 
 /// Stdin's text (the task from `-` or a pipe), at most 16 MiB.

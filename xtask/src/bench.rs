@@ -82,9 +82,16 @@ pub fn first_line_latency_after(
             .stderr(Stdio::null());
         let started = Instant::now();
         let mut child = command.spawn().map_err(|e| format!("spawn: {e}"))?;
-        if !input.is_empty() {
-            let stdin = child.stdin.as_mut().ok_or("no stdin")?;
-            std::io::Write::write_all(stdin, input).map_err(|e| e.to_string())?;
+        if let Some(stdin) = child.stdin.as_mut().filter(|_| !input.is_empty()) {
+            // A process that answers without reading (`echo`) may be gone before the write: a
+            // broken pipe is no error, its line is still read below.
+            if let Err(error) = std::io::Write::write_all(stdin, input) {
+                if error.kind() != std::io::ErrorKind::BrokenPipe {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("write to the process: {error}"));
+                }
+            }
         }
         line.clear();
         let stdout = child.stdout.take().ok_or("no stdout")?;
