@@ -1173,54 +1173,14 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
         Ok(text) => (text, false),
         Err(text) => (text, true),
     };
-    if session.flavor.v021() {
-        // 0.2.1's shape: the message is the tool's, with `toolCallId` at its top and the text
-        // blocks as its content; the event names the `tool/call` it answers.
-        let updated = written_path(session, call).filter(|_| created.is_none() && !is_error);
-        let created = created.filter(|_| !is_error);
-        let operation = match (created, updated) {
-            (Some(path), _) => Some(("create", "Created", path)),
-            (None, Some(path)) => Some(("update", "Updated", path)),
-            (None, None) => None,
-        };
-        let text = match &operation {
-            Some((_, done, path)) => format!(
-                "<path>{}</path>\n<type>file</type>\n<content>\n{done} file\n</content>",
-                path.display()
-            ),
-            None => text,
-        };
-        let mut data = json!({"turn": turn, "step": step, "message": {"role": "tool",
-            "source": {"kind": "tool", "callId": id}, "toolCallId": id,
-            "content": [{"type": "text", "text": text}], "isError": is_error,
-            "id": uuid::Uuid::new_v4().to_string()}});
-        if let Some((operation, _, path)) = operation {
-            data["meta"] =
-                json!({"operation": operation, "path": path.to_string_lossy(), "diffs": []});
-        }
-        if let Some(error) = is_error.then(|| tool_error(&text)).flatten() {
-            data["error"] = error;
-        }
-        session.emit_with(
-            "tool/result",
-            data,
-            &[
-                ("sourceEventSeqs", json!([call_seq])),
-                ("surfaceOp", json!("append")),
-            ],
-        );
-        return;
-    }
-    // 0.1.x's shape (observed): a user message of one `tool-result` block, `isError` always
-    // there; `meta.diffs` after a write, the error's class after an unknown tool.
-    let result = json!({"type": "tool-result", "toolCallId": id,
-                        "content": [{"type": "text", "text": text}], "isError": is_error});
-    let mut data = json!({"turn": turn, "step": step, "message": {
-        "source": {"kind": "tool", "callId": id}, "content": [result], "role": "user",
-        "id": uuid::Uuid::new_v4().to_string()}});
-    if call.name == "write" && !is_error {
-        data["meta"] = json!({"diffs": []});
-    }
+    let written = written_path(session, call).filter(|_| !is_error);
+    let mut data = if session.flavor.v021() {
+        tool_result_0_2_1(id, &text, is_error, created, written)
+    } else {
+        tool_result_0_1(id, &text, is_error, written.is_some())
+    };
+    data["turn"] = json!(turn);
+    data["step"] = json!(step);
     if let Some(error) = is_error.then(|| tool_error(&text)).flatten() {
         data["error"] = error;
     }
@@ -1232,6 +1192,51 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
             ("surfaceOp", json!("append")),
         ],
     );
+}
+
+/// 0.2.1's `tool/result` data (observed): the message is the tool's, with `toolCallId` at its
+/// top and the text blocks as its content; a write's result says whether it created or updated
+/// the file (`written`, the path of a successful write; `created`, when it did not exist before).
+fn tool_result_0_2_1(
+    id: &str,
+    text: &str,
+    is_error: bool,
+    created: Option<PathBuf>,
+    written: Option<PathBuf>,
+) -> Value {
+    let operation = written.map(|path| match created {
+        Some(_) => ("create", "Created", path),
+        None => ("update", "Updated", path),
+    });
+    let text = match &operation {
+        Some((_, done, path)) => format!(
+            "<path>{}</path>\n<type>file</type>\n<content>\n{done} file\n</content>",
+            path.display()
+        ),
+        None => text.to_string(),
+    };
+    let mut data = json!({"message": {"role": "tool",
+        "source": {"kind": "tool", "callId": id}, "toolCallId": id,
+        "content": [{"type": "text", "text": text}], "isError": is_error,
+        "id": uuid::Uuid::new_v4().to_string()}});
+    if let Some((operation, _, path)) = operation {
+        data["meta"] = json!({"operation": operation, "path": path.to_string_lossy(), "diffs": []});
+    }
+    data
+}
+
+/// 0.1.x's `tool/result` data (observed): a user message of one `tool-result` block, `isError`
+/// always there; `meta.diffs` after a successful write.
+fn tool_result_0_1(id: &str, text: &str, is_error: bool, wrote: bool) -> Value {
+    let result = json!({"type": "tool-result", "toolCallId": id,
+                        "content": [{"type": "text", "text": text}], "isError": is_error});
+    let mut data = json!({"message": {
+        "source": {"kind": "tool", "callId": id}, "content": [result], "role": "user",
+        "id": uuid::Uuid::new_v4().to_string()}});
+    if wrote {
+        data["meta"] = json!({"diffs": []});
+    }
+    data
 }
 
 /// The `subagent` tool (observed): the child started in the background (`subagent.started` and
