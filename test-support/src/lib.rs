@@ -84,6 +84,27 @@ pub fn real_dsh_node() -> Option<PathBuf> {
     node.is_file().then_some(node)
 }
 
+/// The client corpus's example clients, each judged on its surface: (surface, interpreter,
+/// script under the workspace root). The client corpus's tests and `cargo xtask stress` run them.
+pub const EXAMPLE_CLIENTS: [(&str, &str, &str); 4] = [
+    (
+        "sdk",
+        "python3",
+        "examples/sdk-client-python/dsh_sdk_client.py",
+    ),
+    ("sdk", "node", "examples/sdk-client-node/dsh-sdk-client.mjs"),
+    (
+        "headless",
+        "python3",
+        "examples/headless-client-python/dsh_headless_client.py",
+    ),
+    (
+        "headless",
+        "node",
+        "examples/headless-client-node/dsh-headless-client.mjs",
+    ),
+];
+
 /// The wrapper `cargo xtask real-dsh` writes (`<target>/real-dsh/dsh`), for the tests that run
 /// the real `@deepseek-ai/dsh`; `None`, after printing why the caller skips, when it is absent.
 pub fn real_dsh() -> Option<PathBuf> {

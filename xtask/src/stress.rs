@@ -40,24 +40,7 @@ pub struct Args {
 const SHORT_CASES: [&str; 2] = ["*concurrent*", "hygiene.*"];
 
 /// The client corpus's example clients: surface, interpreter, script.
-const CLIENTS: [(&str, &str, &str); 4] = [
-    (
-        "sdk",
-        "python3",
-        "examples/sdk-client-python/dsh_sdk_client.py",
-    ),
-    ("sdk", "node", "examples/sdk-client-node/dsh-sdk-client.mjs"),
-    (
-        "headless",
-        "python3",
-        "examples/headless-client-python/dsh_headless_client.py",
-    ),
-    (
-        "headless",
-        "node",
-        "examples/headless-client-node/dsh-headless-client.mjs",
-    ),
-];
+const CLIENTS: [(&str, &str, &str); 4] = dsh_test_support::EXAMPLE_CLIENTS;
 
 /// One `dsh-conformance run` of the stress set.
 struct Target {

@@ -23,24 +23,7 @@ fn run(surface: &str, host: &str, extra: &[&str]) -> Output {
 
 #[test]
 fn every_example_client_passes_its_surface_with_rules_and_corpus_in_the_outputs() {
-    let examples = [
-        (
-            "sdk",
-            "python3",
-            "examples/sdk-client-python/dsh_sdk_client.py",
-        ),
-        ("sdk", "node", "examples/sdk-client-node/dsh-sdk-client.mjs"),
-        (
-            "headless",
-            "python3",
-            "examples/headless-client-python/dsh_headless_client.py",
-        ),
-        (
-            "headless",
-            "node",
-            "examples/headless-client-node/dsh-headless-client.mjs",
-        ),
-    ];
+    let examples = dsh_test_support::EXAMPLE_CLIENTS;
     let dir = tempfile::tempdir().unwrap();
     for (surface, interpreter, script) in examples {
         if !dsh_test_support::tool_available(interpreter) {
