@@ -151,6 +151,18 @@ pub fn real_dsh_tool_dirs() -> Vec<PathBuf> {
         .collect()
 }
 
+/// Whether `python3` runs with pydantic 2, which the official Python client's wheels import.
+pub fn python_with_pydantic_2() -> bool {
+    Command::new("python3")
+        .args([
+            "-c",
+            "import pydantic; assert pydantic.VERSION.startswith('2')",
+        ])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
 /// Whether `program --version` runs and succeeds (an interpreter or tool a test needs); when it
 /// does not, says on stdout that the test skips.
 pub fn tool_available(program: &str) -> bool {

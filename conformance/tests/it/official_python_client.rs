@@ -28,17 +28,6 @@ fn wheel(version: &str) -> Option<PathBuf> {
     dir.join("deepseek_harness").is_dir().then_some(dir)
 }
 
-fn python_with_pydantic_2() -> bool {
-    Command::new("python3")
-        .args([
-            "-c",
-            "import pydantic; assert pydantic.VERSION.startswith('2')",
-        ])
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .output()
-        .is_ok_and(|output| output.status.success())
-}
-
 #[test]
 fn the_official_python_client_passes_the_client_corpus_but_its_listed_deviations() {
     let example = repo_root().join("examples/official-python-client");
@@ -54,7 +43,8 @@ fn the_official_python_client_passes_the_client_corpus_but_its_listed_deviations
         .collect();
     listed.sort_unstable();
     for (version, persona) in [("0.1.5rc1", "0.1.5"), ("0.2.1rc2", "0.2.1")] {
-        let Some(wheel) = wheel(version).filter(|_| python_with_pydantic_2()) else {
+        let Some(wheel) = wheel(version).filter(|_| dsh_test_support::python_with_pydantic_2())
+        else {
             println!(
                 "skipped {version}: needs python3 with pydantic 2 and the client wheel \
                  deepseek-harness-sdk-{version} (cargo xtask real-dsh --runtime-bin)"
@@ -141,7 +131,7 @@ fn the_official_clients_listed_deviation_shows_on_the_real_runtime() {
             );
             continue;
         };
-        if !python_with_pydantic_2() {
+        if !dsh_test_support::python_with_pydantic_2() {
             println!("skipped: needs python3 with pydantic 2");
             return;
         }

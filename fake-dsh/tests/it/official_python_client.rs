@@ -19,20 +19,9 @@ fn client_dir() -> Option<PathBuf> {
     dir.is_dir().then_some(dir)
 }
 
-fn python_with_pydantic_2() -> bool {
-    Command::new("python3")
-        .args([
-            "-c",
-            "import pydantic; assert pydantic.VERSION.startswith('2')",
-        ])
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .output()
-        .is_ok_and(|output| output.status.success())
-}
-
 #[test]
 fn the_official_python_client_runs_resumes_and_moves_the_working_directory_on_fake_dsh() {
-    let Some(client) = client_dir().filter(|_| python_with_pydantic_2()) else {
+    let Some(client) = client_dir().filter(|_| dsh_test_support::python_with_pydantic_2()) else {
         println!(
             "skipped: needs python3 with pydantic 2 and the client {CLIENT} \
              (cargo xtask real-dsh --runtime-bin)"
