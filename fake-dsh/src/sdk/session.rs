@@ -1161,7 +1161,8 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
         json!({"turn": turn, "step": step, "callId": id, "name": call.name,
                "arguments": call.arguments.to_string()}),
     );
-    let created = written_path(session, call).filter(|path| !path.exists());
+    let target = written_path(session, call);
+    let created = target.clone().filter(|path| !path.exists());
     let outcome = if call.needs_approval {
         Err("Error: approval unavailable: no one can answer approvals on this surface".to_string())
     } else if call.name == "subagent" && session.spawn.is_some() {
@@ -1173,7 +1174,7 @@ fn tool(session: &mut Session, turn: u64, step: u64, id: &str, call: &ToolCallSc
         Ok(text) => (text, false),
         Err(text) => (text, true),
     };
-    let written = written_path(session, call).filter(|_| !is_error);
+    let written = target.filter(|_| !is_error);
     let mut data = if session.flavor.v021() {
         tool_result_0_2_1(id, &text, is_error, created, written)
     } else {
