@@ -153,7 +153,7 @@ fn check_runtime_passes_every_check_against_the_0_2_1_runtime_with_the_kit_bundl
     };
     let tools = dsh_test_support::real_dsh_tool_dirs();
     if tools.is_empty() {
-        eprintln!("skipped: pnpm is not installed (run `cargo xtask real-dsh`)");
+        dsh_test_support::skip("pnpm is not installed (run `cargo xtask real-dsh`)");
         return;
     }
     check_runtime_with_the_kit_bundle(&dsh, &tools);

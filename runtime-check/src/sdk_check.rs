@@ -168,6 +168,11 @@ pub enum Step {
     /// Wait until the model server's log (its path) holds this many requests that offer tools:
     /// turn requests, not the headless profile's title request.
     ModelRequests(PathBuf, usize),
+    /// Wait until the runtime has stored this session in the world's Harness home (a non-empty
+    /// `session.*` log in `dsh-home/sessions/<cwd slug>/<id>/`): the real runtime writes it some
+    /// time after the turn's `idle`, later on a busy machine, and a run that ends before then
+    /// leaves no session for the next process to find.
+    Stored(&'static str),
     /// Wait this long (for a runtime with nothing to wait on, such as fake-dsh in the middle of
     /// a long scripted pause).
     Pause(Duration),
@@ -267,6 +272,9 @@ pub fn drive(
                     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), *signal);
             }
             Step::ModelRequests(log, count) => wait_model_requests(log, *count, deadline),
+            Step::Stored(session) => {
+                wait_stored(&world.path("dsh-home/sessions"), session, deadline)
+            }
             Step::Pause(pause) => std::thread::sleep(*pause),
             Step::Eof => drop(stdin.take()),
         }
@@ -305,6 +313,23 @@ fn wait_model_requests(log: &Path, count: usize, deadline: Instant) {
             .count()
     };
     while offered() < count && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until `sessions/<cwd slug>/<session>/` holds a non-empty `session.*` log, or `deadline`.
+fn wait_stored(sessions: &Path, session: &str, deadline: Instant) {
+    let stored = || {
+        let slugs = std::fs::read_dir(sessions).into_iter().flatten().flatten();
+        slugs.into_iter().any(|slug| {
+            let logs = std::fs::read_dir(slug.path().join(session));
+            logs.into_iter().flatten().flatten().any(|log| {
+                log.file_name().to_string_lossy().starts_with("session.")
+                    && log.metadata().is_ok_and(|meta| meta.len() > 0)
+            })
+        })
+    };
+    while !stored() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
 }

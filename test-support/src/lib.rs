@@ -7,6 +7,8 @@
 //! Its own crate (unpublished, a dev-dependency only) because it runs cargo and panics when a
 //! binary is missing: neither belongs in the public API of a crate the kit ships.
 
+use std::fmt::Display;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
@@ -35,8 +37,15 @@ pub fn target_profile_dir() -> Option<PathBuf> {
     }
 }
 
+/// Set by `cargo xtask ci` on its `cargo test --workspace`, which has just built every binary of
+/// the workspace from this tree: [`binary`] then takes them as they are instead of building each
+/// again for its own package (a build for one package resolves features apart from the workspace's,
+/// so it would compile the kit's crates a second time).
+pub const BINARIES_BUILT_ENV: &str = "DSH_TEST_BINARIES_BUILT";
+
 /// Path of a kit binary, building it first (once per process) when running under cargo, so a test
-/// never runs a stale copy. Panics with a clear message when it cannot be found.
+/// never runs a stale copy (unless [`BINARIES_BUILT_ENV`] says the run built them all). Panics with
+/// a clear message when it cannot be found.
 pub fn binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
     let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
@@ -45,7 +54,8 @@ pub fn binary(name: &str) -> PathBuf {
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let dir = target_profile_dir().expect("cannot tell where the running executable lives");
     let path = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    if !built.iter().any(|done| done == name) {
+    let prebuilt = std::env::var_os(BINARIES_BUILT_ENV).is_some() && path.exists();
+    if !prebuilt && !built.iter().any(|done| done == name) {
         if let (Some(cargo), Some((package, features))) =
             (std::env::var_os("CARGO"), package_of(name))
         {
@@ -130,10 +140,10 @@ fn installed_wrapper(relative: &str, what: &str, install: &str) -> Option<PathBu
     if wrapper.is_file() {
         return Some(wrapper);
     }
-    eprintln!(
-        "skipped: {what} is not installed at {} (run `{install}`)",
+    skip(format!(
+        "{what} is not installed at {} (run `{install}`)",
         wrapper.display()
-    );
+    ));
     None
 }
 
@@ -171,7 +181,23 @@ pub fn tool_available(program: &str) -> bool {
         .output()
         .is_ok_and(|output| output.status.success());
     if !available {
-        println!("skipped: {program} is not installed");
+        skip(format!("{program} is not installed"));
     }
     available
+}
+
+/// The line prefix [`skip`] writes; `cargo xtask ci` counts these lines as skipped tests.
+pub const SKIP_PREFIX: &str = "SKIPPED ";
+
+/// Says, visibly, that the running test skips its check and why: one line `SKIPPED <test>:
+/// <why>` written straight to the process's stdout, past libtest's capture (which swallows a
+/// passing test's `println!`), so it shows in every log and `cargo xtask ci` counts it in its
+/// closing `N skipped`. The caller then returns without asserting.
+pub fn skip(why: impl Display) {
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    let line = format!("{SKIP_PREFIX}{test}: {why}\n");
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(line.as_bytes());
+    let _ = stdout.flush();
 }

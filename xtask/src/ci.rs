@@ -2,23 +2,46 @@
 //! the corpus, the doc links, the build on the other supported platforms and on the oldest
 //! supported toolchain; then the network install of the real runtimes; then every test.
 
-use crate::{cargo, check_corpus, exit_outcome, real_dsh, run, workspace_root, Failure, Outcome};
+use crate::{cargo, exit_outcome, real_dsh, run, test_output, workspace_root, Failure, Outcome};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// The other platforms the kit ships for (release archives, npm packages): checked, not linked.
 const OTHER_TARGETS: [&str; 2] = ["x86_64-apple-darwin", "aarch64-apple-darwin"];
 
 pub fn ci() -> Outcome {
+    let started = Instant::now();
     fmt()?;
     clippy()?;
-    check_corpus()?;
+    // Every test and kit binary, built once: the corpus lint runs the built `dsh-conformance`,
+    // and the test step builds nothing more.
+    build_tests()?;
+    lint_corpus()?;
     doc_links()?;
     other_platforms()?;
     oldest_toolchain()?;
     // The differential and end-to-end tests need the real runtime; no registry fails CI loudly.
     real_dsh::install()?;
     crate::real_runtime_bin::ensure_installed()?;
-    tests()
+    tests()?;
+    eprintln!("xtask: ci took {:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The workspace's tests and binaries, as the test step runs them, built without running any.
+fn build_tests() -> Outcome {
+    let mut build = cargo();
+    build.args(["test", "--workspace", "--no-run"]);
+    run("cargo test --workspace --no-run", build)
+}
+
+/// The fixture corpus linted by the `dsh-conformance` [`build_tests`] built (a `cargo run` of the
+/// one package would resolve its features apart from the workspace's and build it again).
+fn lint_corpus() -> Outcome {
+    let mut lint = Command::new(crate::kit_binary("dsh-conformance", false));
+    lint.args(crate::corpus_lint_args())
+        .current_dir(workspace_root());
+    run("lint the fixture corpus", lint)
 }
 
 fn fmt() -> Outcome {
@@ -29,20 +52,13 @@ fn fmt() -> Outcome {
 
 fn clippy() -> Outcome {
     let mut clippy = cargo();
-    clippy.args(["clippy", "--workspace", "--all-targets", "--quiet"]);
+    clippy.args(["clippy", "--workspace", "--all-targets"]);
     clippy.args(["--", "-D", "warnings"]);
     run("cargo clippy", clippy)?;
     // The workspace lint builds the reference host with its test-only `mutants` feature (its
     // tests switch it on); lint the release build, without it, too.
     let mut release_host = cargo();
-    release_host.args([
-        "clippy",
-        "--package",
-        "dsh-host",
-        "--lib",
-        "--bins",
-        "--quiet",
-    ]);
+    release_host.args(["clippy", "--package", "dsh-host", "--lib", "--bins"]);
     release_host.args(["--", "-D", "warnings"]);
     run("cargo clippy (dsh-host without mutants)", release_host)
 }
@@ -50,26 +66,35 @@ fn clippy() -> Outcome {
 /// Every intra-doc link of the workspace's own crates resolves.
 fn doc_links() -> Outcome {
     let mut doc = cargo();
-    doc.args(["doc", "--workspace", "--no-deps", "--quiet"])
+    doc.args(["doc", "--workspace", "--no-deps"])
         .env("RUSTDOCFLAGS", "-D rustdoc::broken_intra_doc_links");
     run("cargo doc (intra-doc links)", doc)
 }
 
-/// The libraries and binaries build for macOS too (`cargo check`: no linker needed). A target
-/// whose standard library is not installed (`rustup target add`, which `.ci/run` does) is skipped,
-/// saying so.
+/// The libraries and binaries build for macOS too (`cargo check`: no linker needed), both targets
+/// in one cargo invocation, so the build scripts and proc macros they share are built once and the
+/// two cores stay busy. A target whose standard library is not installed (`rustup target add`,
+/// which `.ci/run` does) is skipped, saying so.
 fn other_platforms() -> Outcome {
     let installed = rustup(&["target", "list", "--installed"]).unwrap_or_default();
-    for target in OTHER_TARGETS {
-        if !installed.lines().any(|line| line.trim() == target) {
-            eprintln!("xtask: skipped the {target} check: its std is not installed (rustup target add {target})");
-            continue;
-        }
-        let mut check = cargo();
-        check.args(["check", "--workspace", "--quiet", "--target", target]);
-        run(&format!("cargo check --target {target}"), check)?;
+    let (present, missing): (Vec<&str>, Vec<&str>) = OTHER_TARGETS
+        .iter()
+        .partition(|target| installed.lines().any(|line| line.trim() == **target));
+    for target in missing {
+        eprintln!("xtask: skipped the {target} check: its std is not installed (rustup target add {target})");
     }
-    Ok(())
+    if present.is_empty() {
+        return Ok(());
+    }
+    let mut check = cargo();
+    check.args(["check", "--workspace"]);
+    for target in &present {
+        check.args(["--target", target]);
+    }
+    run(
+        &format!("cargo check --target {}", present.join(" --target ")),
+        check,
+    )
 }
 
 /// The workspace's `rust-version` is true: the libraries and binaries build with that toolchain
@@ -87,7 +112,7 @@ fn oldest_toolchain() -> Outcome {
     }
     let mut check = Command::new("rustup");
     check
-        .args(["run", &version, "cargo", "check", "--workspace", "--quiet"])
+        .args(["run", &version, "cargo", "check", "--workspace"])
         .current_dir(workspace_root())
         .env(
             "CARGO_TARGET_DIR",
@@ -139,49 +164,133 @@ fn tests() -> Outcome {
     let mut test = cargo();
     // Every test binary runs even after one fails, so one CI log names every failure.
     test.args(["test", "--workspace", "--no-fail-fast"]);
+    // This very command builds every binary of the workspace before it runs a test: the tests
+    // take those instead of building each again for its own package.
+    test.env(dsh_test_support::BINARIES_BUILT_ENV, "1");
     run_tests_with_total("cargo test --workspace --no-fail-fast", test)
 }
 
-/// Runs a `cargo test`, echoing its stdout, and ends with one total over all its test binaries
+/// Runs a `cargo test`, echoing what it prints, and ends with one total over all its test binaries
 /// (`ci: N passed, N failed, N skipped`), so a reader of the log need not add up the per-binary
-/// lines (the last of which is a doc-test binary that often runs nothing).
-fn run_tests_with_total(step: &str, mut command: Command) -> Outcome {
-    use std::io::{BufRead, BufReader};
+/// lines (the last of which is a doc-test binary that often runs nothing). A test that skipped its
+/// check (a tool missing: [`dsh_test_support::skip`]'s line) counts as skipped, not passed, and the
+/// skips are listed again at the end, after where the time went (the build, each test binary).
+fn run_tests_with_total(step: &str, command: Command) -> Outcome {
     eprintln!("xtask: {step}");
-    let mut child = command
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|error| Failure {
-            message: format!("{step}: could not start: {error}"),
-            code: 2,
-        })?;
-    let mut totals = [0u64; 3];
-    if let Some(stdout) = child.stdout.take() {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            println!("{line}");
-            if let Some(counts) = line.strip_prefix("test result: ") {
-                for (index, label) in [" passed", " failed", " ignored"].iter().enumerate() {
-                    totals[index] += counts
-                        .split(';')
-                        .find_map(|part| {
-                            part.trim()
-                                .trim_start_matches("ok. ")
-                                .trim_start_matches("FAILED. ")
-                                .strip_suffix(label)
-                        })
-                        .and_then(|n| n.trim().parse::<u64>().ok())
-                        .unwrap_or(0);
-                }
-            }
-        }
-    }
-    let status = child.wait().map_err(|error| Failure {
+    let started = Instant::now();
+    let mut run = TestRun::default();
+    let status = test_output::follow(command, |line| run.note(line)).map_err(|error| Failure {
         message: format!("{step}: {error}"),
         code: 2,
     })?;
-    println!(
-        "ci: {} passed, {} failed, {} skipped",
-        totals[0], totals[1], totals[2]
-    );
+    run.finish(started.elapsed());
     exit_outcome(step, status)
+}
+
+/// What a `cargo test` run showed: the libtest totals, the skip lines, and when each test binary
+/// started and ended.
+#[derive(Default)]
+struct TestRun {
+    totals: [u64; 3],
+    skips: Vec<String>,
+    /// The first binary's start: the build ended then.
+    first_binary: Option<Duration>,
+    /// (binary, when it started, how long it ran once its result line came).
+    binaries: Vec<(String, Duration, Option<Duration>)>,
+}
+
+impl TestRun {
+    fn note(&mut self, line: test_output::Line) {
+        let text = line.text.trim();
+        if let Some(binary) = text.strip_prefix("Running ") {
+            self.first_binary.get_or_insert(line.at);
+            self.binaries.push((binary.to_string(), line.at, None));
+        } else if text.starts_with(dsh_test_support::SKIP_PREFIX) {
+            self.skips.push(text.to_string());
+        } else if let Some(counts) = text.strip_prefix("test result: ") {
+            self.count(counts);
+            if let Some((_, started, took)) = self.binaries.last_mut() {
+                took.get_or_insert(line.at.saturating_sub(*started));
+            }
+        }
+    }
+
+    /// Adds one `test result:` line's counts.
+    fn count(&mut self, counts: &str) {
+        for (index, label) in [" passed", " failed", " ignored"].iter().enumerate() {
+            self.totals[index] += counts
+                .split(';')
+                .find_map(|part| {
+                    part.trim()
+                        .trim_start_matches("ok. ")
+                        .trim_start_matches("FAILED. ")
+                        .strip_suffix(label)
+                })
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+
+    /// Where the time went, the skips, then the closing total.
+    fn finish(mut self, took: Duration) {
+        let build = self.first_binary.unwrap_or(took);
+        println!(
+            "xtask: tests took {:.0} s: the build {:.0} s, then per test binary (slowest first):",
+            took.as_secs_f64(),
+            build.as_secs_f64()
+        );
+        self.binaries
+            .sort_by_key(|(_, _, ran)| std::cmp::Reverse(*ran));
+        for (binary, _, ran) in self
+            .binaries
+            .iter()
+            .filter(|(_, _, ran)| ran.is_some_and(|d| d.as_secs() >= 1))
+        {
+            println!(
+                "xtask:   {:>6.1} s  {binary}",
+                ran.unwrap_or_default().as_secs_f64()
+            );
+        }
+        for skip in &self.skips {
+            println!("{skip}");
+        }
+        // A test that skipped its check ran as a libtest pass: it counts once, as skipped (a
+        // test that skipped several checks still counts once).
+        let skipped_tests = distinct_tests(&self.skips);
+        println!(
+            "ci: {} passed, {} failed, {} skipped",
+            self.totals[0].saturating_sub(skipped_tests),
+            self.totals[1],
+            self.totals[2] + skipped_tests
+        );
+    }
+}
+
+/// How many tests the skip lines name (`SKIPPED <test>: <why>`; one test may skip several checks).
+fn distinct_tests(skips: &[String]) -> u64 {
+    let mut tests: Vec<&str> = skips
+        .iter()
+        .filter_map(|line| line.strip_prefix(dsh_test_support::SKIP_PREFIX))
+        .map(|rest| rest.split_once(": ").map_or(rest, |(test, _)| test))
+        .collect();
+    tests.sort_unstable();
+    tests.dedup();
+    tests.len() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::distinct_tests;
+
+    #[test]
+    fn a_test_that_skipped_several_checks_counts_once() {
+        let skips = [
+            "SKIPPED it::go_host::passes: no Go toolchain",
+            "SKIPPED it::official::runs: 0.1.5rc1: no wheel",
+            "SKIPPED it::official::runs: 0.2.1rc2: no wheel",
+        ]
+        .map(String::from);
+        assert_eq!(distinct_tests(&skips), 2);
+        assert_eq!(distinct_tests(&[]), 0);
+    }
 }

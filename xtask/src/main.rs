@@ -26,6 +26,7 @@ mod mutants;
 mod real_dsh;
 mod real_runtime_bin;
 mod stress;
+mod test_output;
 
 use clap::{Parser, Subcommand};
 use kit::Kit;
@@ -67,7 +68,7 @@ enum Task {
         sdk: bool,
     },
     /// Run the corpus against every reference-host mutant; rewrite docs/kill-matrix.json and the
-    /// README's kill matrix.
+    /// kill matrix in docs/kill-matrix.md.
     Mutants,
     /// The corpora against correct hosts while busy loops hold every core, `--rounds` times:
     /// every non-pass listed, then a summary line; exit 1 on any (`--short`: the CI-sized form).
@@ -134,10 +135,12 @@ fn cargo() -> Command {
 /// what the step said (1 failed cases, 2 broken setup, 3 nothing selected).
 fn run(step: &str, mut command: Command) -> Outcome {
     eprintln!("xtask: {step}");
+    let started = std::time::Instant::now();
     let status = command.status().map_err(|error| Failure {
         message: format!("{step}: could not start: {error}"),
         code: 2,
     })?;
+    eprintln!("xtask: {step}: {:.1} s", started.elapsed().as_secs_f64());
     exit_outcome(step, status)
 }
 
@@ -218,17 +221,18 @@ fn suite(args: &[String]) -> Outcome {
 
 fn check_corpus() -> Outcome {
     let mut lint = cargo();
-    lint.args([
-        "run",
-        "--quiet",
-        "--package",
-        "dsh-conformance",
-        "--",
-        "lint",
-        "--fixtures",
-    ]);
-    lint.arg(workspace_root().join("fixtures"));
+    lint.args(["run", "--quiet", "--package", "dsh-conformance", "--"]);
+    lint.args(corpus_lint_args());
     run("lint the fixture corpus", lint)
+}
+
+/// `dsh-conformance`'s arguments that lint the repository's fixture corpus.
+fn corpus_lint_args() -> Vec<std::ffi::OsString> {
+    vec![
+        "lint".into(),
+        "--fixtures".into(),
+        workspace_root().join("fixtures").into(),
+    ]
 }
 
 fn install_fake_dsh(dir: &Path, force: bool) -> Outcome {

@@ -1,7 +1,7 @@
 //! `cargo xtask mutants`: runs the whole corpus against each deliberately buggy variant of the
 //! reference host (`dsh-host-mutant-driver --mutant <name>`, built with the host's test-only
 //! `mutants` feature), records which cases catch it in `docs/kill-matrix.json`,
-//! and rewrites the README's kill matrix. `conformance/tests/it/mutants.rs` keeps the file honest.
+//! and rewrites the kill matrix in docs/kill-matrix.md. `conformance/tests/it/mutants.rs` keeps the file honest.
 
 use crate::kit::Kit;
 use serde_json::{json, Map, Value};
@@ -11,8 +11,8 @@ use std::process::Command;
 /// The reference host with its mutants reachable (never a release binary).
 pub const MUTANT_DRIVER: &str = "dsh-host-mutant-driver";
 
-const README_START: &str = "<!-- kill-matrix:start -->";
-const README_END: &str = "<!-- kill-matrix:end -->";
+const MATRIX_START: &str = "<!-- kill-matrix:start -->";
+const MATRIX_END: &str = "<!-- kill-matrix:end -->";
 
 /// `(name, summary)` of every mutant, as the driver lists them.
 fn list(host_driver: &Path) -> Result<Vec<(String, String)>, String> {
@@ -111,20 +111,20 @@ pub fn regenerate(kit: &Kit, root: &Path) -> Result<(), String> {
     let text = serde_json::to_string_pretty(&matrix).map_err(|e| e.to_string())? + "\n";
     std::fs::write(root.join("docs/kill-matrix.json"), text).map_err(|e| e.to_string())?;
     let table = format!(
-        "{README_START}\n| mutant | its bug | cases that catch it | e.g. |\n|---|---|---|---|\n{}\n{README_END}",
+        "{MATRIX_START}\n| mutant | its bug | cases that catch it | e.g. |\n|---|---|---|---|\n{}\n{MATRIX_END}",
         rows.join("\n")
     );
-    let readme_path = root.join("README.md");
+    let readme_path = root.join("docs/kill-matrix.md");
     let readme = std::fs::read_to_string(&readme_path).map_err(|e| e.to_string())?;
-    let (Some(start), Some(end)) = (readme.find(README_START), readme.find(README_END)) else {
+    let (Some(start), Some(end)) = (readme.find(MATRIX_START), readme.find(MATRIX_END)) else {
         return Err(format!(
-            "README.md lacks the {README_START} / {README_END} markers"
+            "docs/kill-matrix.md lacks the {MATRIX_START} / {MATRIX_END} markers"
         ));
     };
     let updated = format!(
         "{}{table}{}",
         &readme[..start],
-        &readme[end + README_END.len()..]
+        &readme[end + MATRIX_END.len()..]
     );
     std::fs::write(&readme_path, updated).map_err(|e| e.to_string())?;
     if survivors.is_empty() {

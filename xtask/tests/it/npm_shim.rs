@@ -30,7 +30,7 @@ fn node_missing() -> bool {
     if found.is_ok_and(|output| output.status.success()) {
         return false;
     }
-    println!("skipped: node not installed");
+    dsh_test_support::skip("node not installed");
     true
 }
 

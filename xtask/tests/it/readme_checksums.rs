@@ -1,6 +1,7 @@
-//! The README's download-and-check snippets, taken from the README as written and run with `curl`
+//! The install pages' download-and-check snippets (docs/guide-typescript.md's npm route,
+//! docs/install.md's archive route and pins), taken from the pages as written and run with `curl`
 //! and `npm` stubbed (issue 33 item 12): the npm route installs only when both tarballs have a line
-//! in the README's pinned checksums and match it (a pin file missing either line, or a wrong hash,
+//! in the pinned checksums (docs/install.md) and match it (a pin file missing either line, or a wrong hash,
 //! exits non-zero and never reaches `npm install`); the Go route likewise for its archive. The
 //! pinned block itself is well-formed. Skipped, saying so, without `sha256sum`.
 
@@ -14,12 +15,19 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The README's `sh` code blocks, in order.
+/// The pages that hold the download snippets and the pins.
+const PAGES: [&str; 2] = ["docs/guide-typescript.md", "docs/install.md"];
+
+/// The install pages' `sh` code blocks, in order.
 fn sh_blocks() -> Vec<String> {
-    let readme = fs::read_to_string(repo_root().join("README.md")).expect("README");
+    let text: String = PAGES
+        .iter()
+        .map(|page| fs::read_to_string(repo_root().join(page)).expect(page))
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
-    for line in readme.lines() {
+    for line in text.lines() {
         match &mut current {
             None if line.trim_end() == "```sh" => current = Some(String::new()),
             Some(block) if line.trim_end() == "```" => {
@@ -45,7 +53,7 @@ fn block_with(markers: &[&str]) -> String {
     assert_eq!(
         found.len(),
         1,
-        "one README sh block holds {markers:?}: {found:#?}"
+        "one sh block of {PAGES:?} holds {markers:?}: {found:#?}"
     );
     found[0].clone()
 }
@@ -132,7 +140,7 @@ fn sha256sum_missing() -> bool {
     if found.is_ok_and(|output| output.status.success()) {
         return false;
     }
-    println!("skipped: no sha256sum");
+    dsh_test_support::skip("no sha256sum");
     true
 }
 
