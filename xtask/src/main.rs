@@ -26,6 +26,7 @@ mod mutants;
 mod real_dsh;
 mod real_runtime_bin;
 mod stress;
+mod wheel;
 
 use clap::{Parser, Subcommand};
 use kit::Kit;
@@ -72,7 +73,8 @@ enum Task {
     /// The corpora against correct hosts while busy loops hold every core, `--rounds` times:
     /// every non-pass listed, then a summary line; exit 1 on any (`--short`: the CI-sized form).
     Stress(stress::Args),
-    /// Release archives with checksums and npm tarballs in target/dist/ for this platform.
+    /// Release archives with checksums, npm tarballs and the Python wheel in target/dist/ for this
+    /// platform.
     Dist(dist::Args),
     /// Install the real @deepseek-ai/dsh (pinned) under target/real-dsh/ from the npm registry and
     /// print the path of its `dsh` wrapper; a second call reuses the install. With `--runtime-bin`:
