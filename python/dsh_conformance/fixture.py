@@ -36,6 +36,8 @@ TOKEN_ENV = "DSH_CONFORMANCE_FIXTURE_TOKEN"
 _SCAN_BYTES = 8 << 20
 #: How long teardown waits for a process carrying the token to end by itself before killing it.
 _GRACE_SECONDS = 2.0
+#: How many times a scan is repeated while a process shows an empty environment (inside exec).
+_EXEC_RESCANS = 5
 #: How long a fake-dsh left running on its own lives at most (its watchdog).
 _WATCHDOG_SECONDS = "600"
 
@@ -164,6 +166,7 @@ class FakeDsh:
 
     def _install_scenario(self, text, named):
         """Writes the scenario beside the launcher once fake-dsh has read it without complaint."""
+        named = str(named)
         candidate = self.scenario_path + ".check"
         with open(candidate, "w", encoding="utf-8") as out:
             out.write(text)
@@ -238,12 +241,13 @@ class FakeDsh:
     def _leftover_processes(self):
         if not os.path.isdir("/proc"):
             return []
-        needle = f"{TOKEN_ENV}={self.token}".encode()
-        alive = _carrying(needle)
+        token = f"{TOKEN_ENV}={self.token}".encode()
+        launcher = self.dsh_bin.encode()
+        alive = _ours(token, launcher)
         deadline = time.monotonic() + _GRACE_SECONDS
         while alive and time.monotonic() < deadline:
             time.sleep(0.02)
-            alive = _carrying(needle)
+            alive = _ours(token, launcher)
         problems = []
         for pid, command in alive.items():
             try:
@@ -278,20 +282,46 @@ class FakeDsh:
         return found
 
 
-def _carrying(needle):
-    """pid -> command line of every live process whose environment holds `needle`."""
+def _ours(token, launcher):
+    """pid -> command line of every live process whose environment holds `token` (the runtime
+    and what it started) or whose arguments name `launcher` (the launcher before its `exec`).
+    A process caught inside an `exec` shows an empty environment for a moment: the scan is
+    repeated a few times, briefly, while one does."""
+    for _ in range(_EXEC_RESCANS):
+        found, unsure = _scan(token, launcher)
+        if not unsure:
+            break
+        time.sleep(0.005)
+    return found
+
+
+def _just_started(pid):
+    """Whether the process started less than a second ago (an exec may still be under way)."""
+    with open(f"/proc/{pid}/stat", "rb") as source:
+        fields = source.read().rsplit(b")", 1)[1].split()
+    with open("/proc/uptime", "rb") as source:
+        uptime = float(source.read().split()[0])
+    return uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK") < 1.0
+
+
+def _scan(token, launcher):
     found = {}
+    unsure = False
     own = os.getpid()
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == own:
             continue
         try:
-            with open(f"/proc/{entry}/environ", "rb") as source:
-                if needle not in source.read().split(b"\0"):
-                    continue
             with open(f"/proc/{entry}/cmdline", "rb") as source:
-                command = source.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+                argv = source.read().split(b"\0")
+            if launcher not in argv:
+                with open(f"/proc/{entry}/environ", "rb") as source:
+                    environ = source.read()
+                if token not in environ.split(b"\0"):
+                    # Empty: a kernel thread, a zombie, one that cleared it, or one inside exec.
+                    unsure = unsure or (not environ and _just_started(entry))
+                    continue
         except OSError:
             continue  # gone, or not ours to read
-        found[int(entry)] = command or "?"
-    return found
+        found[int(entry)] = b" ".join(argv).decode("utf-8", "replace").strip() or "?"
+    return found, unsure
