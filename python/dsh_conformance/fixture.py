@@ -102,11 +102,14 @@ class FakeDsh:
     def _write_launcher(self):
         exports = {
             TOKEN_ENV: self.token,
-            "HOME": self.home,
             "FAKE_DSH_PERSONA": self.persona,
             "FAKE_DSH_JOURNAL": self.journal,
             "FAKE_DSH_WATCHDOG_SECS": _WATCHDOG_SECONDS,
         }
+        if self.real_runtime is None:
+            # The real runtime keeps its HOME: it unpacks itself into ~/.cache (hundreds of MB),
+            # once per machine rather than once per test.
+            exports["HOME"] = self.home
         program = self._fake_dsh
         lines = ["#!/bin/sh", "# dsh-conformance pytest fixture: the runtime for one test."]
         for name, value in exports.items():

@@ -151,7 +151,7 @@ pub fn package(bins: &Path, out: &Path, platform: &str) -> Result<Written, Strin
 
 /// Copies the three binaries into `dir` and strips their debug info (`strip -S`, on Linux and
 /// macOS alike): a release build has little, a `dev` build's would make 90 MB packages.
-fn copy_binaries(bins: &Path, dir: &Path) -> Result<(), String> {
+pub fn copy_binaries(bins: &Path, dir: &Path) -> Result<(), String> {
     fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
     for name in BINARIES {
         let from = bins.join(name);

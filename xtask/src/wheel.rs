@@ -270,7 +270,7 @@ pub mod zip {
             let offset = u32_of(out.len())?;
             let mut crc = Crc::new();
             crc.update(file.bytes);
-            let mut encoder = DeflateEncoder::new(Vec::new(), Compression::best());
+            let mut encoder = DeflateEncoder::new(Vec::new(), Compression::default());
             encoder.write_all(file.bytes)?;
             let deflated = encoder.finish()?;
             let name = file.path.as_bytes();

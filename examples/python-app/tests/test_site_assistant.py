@@ -42,17 +42,18 @@ def test_a_written_file_lands_in_the_project(fake_dsh):
 
 def test_a_conversation_resumes_cold_in_a_new_client(fake_dsh):
     fake_dsh.require("0.2.1", "cold resume (session/resume)")
-    fake_dsh.script(Turn.text("Noted."))
+    # fake-dsh plays the script from its first turn in each process, the real runtime's model
+    # server once per test: two turns script the second process's prompt either way.
+    fake_dsh.script(Turn.text("Noted."), Turn.text("Noted."))
     with assistant(fake_dsh) as app:
         first = app.ask("Remember the colour blue", conversation="site-1")
     assert first.turn == 1
-    # A new process on the same home: each runtime process plays the script from its first turn.
     with assistant(fake_dsh) as app:
         with pytest.raises(ConversationNotFound):
             app.resume("never-stored")
         app.resume("site-1")
         second = app.ask("Which colour?", conversation="site-1")
-    assert second.ended == "completed"
+    assert (second.ended, second.text) == ("completed", "Noted.")
     assert second.turn == 2
 
 
