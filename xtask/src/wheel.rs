@@ -374,7 +374,7 @@ mod tests {
             "manylinux_2_17_x86_64"
         );
         assert_eq!(
-            platform_tag("darwin-x64", &[new.clone()]).unwrap(),
+            platform_tag("darwin-x64", std::slice::from_ref(&new)).unwrap(),
             "macosx_10_12_x86_64"
         );
         assert_eq!(
