@@ -29,6 +29,30 @@ fn checked(mut command: Command, what: &str) -> Output {
     output
 }
 
+/// Every file of the wheel is in its RECORD with its sha256 and size (and nothing else is), the
+/// binaries are executable, and nothing in it runs at install time (no setup.py, no .pth).
+const CHECK_RECORD: &str = r#"
+import base64, hashlib, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel:
+    names = set(wheel.namelist())
+    [record] = [name for name in names if name.endswith(".dist-info/RECORD")]
+    listed = set()
+    for line in wheel.read(record).decode().splitlines():
+        path, digest, size = line.rsplit(",", 2)
+        listed.add(path)
+        if path == record:
+            continue
+        data = wheel.read(path)
+        expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        assert digest == "sha256=" + expected, path
+        assert int(size) == len(data), path
+    assert listed == names, names ^ listed
+    for binary in ("fake-dsh", "dsh-conformance", "dsh-host-driver"):
+        [path] = [name for name in names if name.endswith(".data/scripts/" + binary)]
+        assert wheel.getinfo(path).external_attr >> 16 & 0o111, path
+    assert not [n for n in names if n.endswith((".pth", "setup.py"))], names
+"#;
+
 /// A fresh venv with the wheel, the official client and the test requirements, all offline.
 fn venv_with_the_wheel(temp: &Path, wheelhouse: &Path) -> PathBuf {
     // The debug binaries this run has (built on demand), packaged without a release build.
@@ -48,6 +72,9 @@ fn venv_with_the_wheel(temp: &Path, wheelhouse: &Path) -> PathBuf {
         .arg(temp.join("wheel"));
     let output = checked(wheel, "cargo xtask wheel");
     let wheel = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    let mut record = Command::new("python3");
+    record.args(["-c", CHECK_RECORD]).arg(&wheel);
+    checked(record, "the wheel's RECORD, modes and contents");
 
     let venv = temp.join("venv");
     let mut create = Command::new("python3");
