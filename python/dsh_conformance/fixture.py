@@ -119,6 +119,8 @@ class FakeDsh:
             lines.append(
                 f"DEEPSEEK_BASE_URL=$(cat {_quote(self._url_file)}) || exit 2; export DEEPSEEK_BASE_URL"
             )
+            # Keyless: any key does for the model server; a client that passes none gets a dummy.
+            lines.append(': "${DEEPSEEK_API_KEY:=keyless-dummy}"; export DEEPSEEK_API_KEY')
         lines += [
             f'if [ -z "${{DSH_HOME-}}" ]; then DSH_HOME={_quote(self.dsh_home)}; export DSH_HOME; fi',
             f"if [ -f {_quote(self.scenario_path)} ]; then",
@@ -133,9 +135,9 @@ class FakeDsh:
         os.replace(tmp, self.dsh_bin)
 
     def require(self, persona, what):
-        """Skips the (pytest) test unless the world plays `persona`: `what` needs it. A real
-        runtime (`--dsh-runtime`) is taken to be the release the test needs."""
-        if self.real_runtime is None and self.persona != persona:
+        """Skips the (pytest) test unless the world plays `persona` (a real runtime: is that
+        release): `what` needs it."""
+        if self.persona != persona:
             import pytest
 
             pytest.skip(f"{what} needs persona {persona} (this run: {self.persona})")
@@ -144,7 +146,8 @@ class FakeDsh:
 
     def script(self, *turns, **members):
         """Each runtime process started from now on plays `turns` (then the default agent);
-        `members` are further scenario members (`initialize_delay_ms=...`)."""
+        `members` are further scenario members (`initialize_delay_ms=...`). Script before
+        starting a client: on a real runtime this restarts the model server on a new port."""
         document = scenario_document(turns, **members)
         if self.real_runtime is not None:
             if members:

@@ -20,6 +20,7 @@ the same for asyncio tests and under pytest-xdist, where every test's `tmp_path`
 """
 
 import os
+import subprocess
 
 import pytest
 
@@ -82,6 +83,26 @@ def _persona(request, asked=None):
     return persona
 
 
+def _runtime_release(config, runtime):
+    """The persona naming the real runtime's release (its `--version`), asked once a session."""
+    cached = getattr(config, "_dsh_runtime_release", None)
+    if cached is None:
+        try:
+            answer = subprocess.run(
+                [runtime, "--version"], capture_output=True, text=True, timeout=60
+            ).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise FixtureError(f"--dsh-runtime {runtime}: cannot run it: {error}") from None
+        found = [p for p in PERSONAS if answer.startswith(p)]
+        if not found:
+            raise FixtureError(
+                f"--dsh-runtime {runtime}: --version says {answer!r}, not a release the fixture "
+                f"knows ({', '.join(PERSONAS[:2])})"
+            )
+        cached = config._dsh_runtime_release = found[0]
+    return cached
+
+
 def _inside(path, directory):
     path, directory = os.path.realpath(path), os.path.realpath(directory)
     return os.path.commonpath([path, directory]) == directory
@@ -109,7 +130,9 @@ class _Worlds:
         world = FakeDsh.create(
             str(root),
             fake_dsh=bin_path("fake-dsh"),
-            persona=_persona(self.request, persona),
+            persona=_runtime_release(self.request.config, self.runtime)
+            if self.runtime
+            else _persona(self.request, persona),
             runtime=self.runtime,
             conformance=bin_path("dsh-conformance") if self.runtime else None,
         )
