@@ -23,6 +23,8 @@ pub fn ci() -> Outcome {
     // The differential and end-to-end tests need the real runtime; no registry fails CI loudly.
     real_dsh::install()?;
     crate::real_runtime_bin::ensure_installed()?;
+    // The Python wheel's test installs the example app's requirements offline from here.
+    crate::python::wheelhouse()?;
     tests()?;
     eprintln!("xtask: ci took {:.0} s", started.elapsed().as_secs_f64());
     Ok(())

@@ -3,6 +3,8 @@
 //! For the machine it runs on (one of [`PLATFORMS`]) it writes, under `target/dist/` (or `--out`):
 //! - `dsh-conformance-<version>-<platform>.tar.gz`, the three binaries and the README, and beside
 //!   it `<archive>.sha256` (`<hex>  <file name>`, as `sha256sum -c` reads);
+//! - `python/`: the wheel `dsh_conformance-<version>-py3-none-<platform tag>.whl` (the binaries as
+//!   its scripts, the `dsh_conformance` module and pytest plugin; see [`crate::wheel`]);
 //! - `npm/`: the platform package `@dsh-conformance/<platform>` (binaries, `os`/`cpu` fields) and
 //!   the main package `dsh-conformance` (JS shims from `npm/dsh-conformance/`), both packed by
 //!   `npm pack`.
@@ -28,7 +30,7 @@ pub const BINARIES: [&str; 3] = ["dsh-conformance", "fake-dsh", "dsh-host-driver
 pub const PLATFORMS: [&str; 4] = ["linux-x64", "linux-arm64", "darwin-x64", "darwin-arm64"];
 /// The npm scope of the platform packages.
 const SCOPE: &str = "@dsh-conformance";
-const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The `cargo xtask dist` flags.
 #[derive(Debug, clap::Args)]
@@ -48,6 +50,7 @@ pub struct Written {
     pub checksum: PathBuf,
     pub npm_main: PathBuf,
     pub npm_platform: PathBuf,
+    pub wheel: PathBuf,
 }
 
 fn failure(message: String) -> Failure {
@@ -102,6 +105,7 @@ pub fn main(args: &Args) -> Outcome {
         &written.checksum,
         &written.npm_platform,
         &written.npm_main,
+        &written.wheel,
     ] {
         println!("{}", path.display());
     }
@@ -126,6 +130,9 @@ pub fn package(bins: &Path, out: &Path, platform: &str) -> Result<Written, Strin
         fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
     }
     let (archive, checksum) = archive(bins, out, &stage, platform)?;
+    // The archive's staging dir holds the stripped binaries: the wheel takes the same ones.
+    let stripped = stage.join(format!("dsh-conformance-{VERSION}-{platform}"));
+    let wheel = crate::wheel::write(&stripped, &out.join("python"), platform)?;
     let platform_dir = stage.join(format!("npm-{platform}"));
     stage_platform_package(bins, &platform_dir, platform)?;
     let main_dir = stage.join("npm-main");
@@ -138,12 +145,13 @@ pub fn package(bins: &Path, out: &Path, platform: &str) -> Result<Written, Strin
         checksum,
         npm_main,
         npm_platform,
+        wheel,
     })
 }
 
 /// Copies the three binaries into `dir` and strips their debug info (`strip -S`, on Linux and
 /// macOS alike): a release build has little, a `dev` build's would make 90 MB packages.
-fn copy_binaries(bins: &Path, dir: &Path) -> Result<(), String> {
+pub fn copy_binaries(bins: &Path, dir: &Path) -> Result<(), String> {
     fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
     for name in BINARIES {
         let from = bins.join(name);

@@ -10,11 +10,14 @@
 //!   listed (see [`stress`]; `stress --short` is the CI-sized form).
 //! - `mutants`: the kill matrix: which cases catch each deliberately buggy reference host.
 //! - `dist`: release archives with checksums and the npm packages (see [`dist`]).
+//! - `wheel`, `python-wheelhouse`: the Python wheel alone from built binaries, and the example
+//!   app's test requirements downloaded for offline installs (see [`python`]).
 //! - `real-dsh`: install the real `@deepseek-ai/dsh` under `target/real-dsh/` (print its wrapper);
 //!   `real-dsh --runtime-bin`: the real SDK runtime wheels (0.2.1, 0.1.5, 0.1.1) and the Python
 //!   client wheels under `target/real-dsh-runtime-bin/`.
 
 mod bench;
+mod bench_python;
 mod bench_real_dsh;
 mod bench_runs;
 mod bench_sdk;
@@ -23,10 +26,12 @@ mod dist;
 mod install;
 mod kit;
 mod mutants;
+mod python;
 mod real_dsh;
 mod real_runtime_bin;
 mod stress;
 mod test_output;
+mod wheel;
 
 use clap::{Parser, Subcommand};
 use kit::Kit;
@@ -66,6 +71,10 @@ enum Task {
         /// builds only fake-dsh, prints the row, leaves docs/performance.md alone.
         #[arg(long)]
         sdk: bool,
+        /// Only the Python fixture row (the pytest plugin's setup and teardown over fake-dsh's
+        /// own start): builds only fake-dsh, prints the row, leaves docs/performance.md alone.
+        #[arg(long, conflicts_with = "sdk")]
+        python: bool,
     },
     /// Run the corpus against every reference-host mutant; rewrite docs/kill-matrix.json and the
     /// kill matrix in docs/kill-matrix.md.
@@ -73,8 +82,14 @@ enum Task {
     /// The corpora against correct hosts while busy loops hold every core, `--rounds` times:
     /// every non-pass listed, then a summary line; exit 1 on any (`--short`: the CI-sized form).
     Stress(stress::Args),
-    /// Release archives with checksums and npm tarballs in target/dist/ for this platform.
+    /// Release archives with checksums, npm tarballs and the Python wheel in target/dist/ for this
+    /// platform.
     Dist(dist::Args),
+    /// The Python wheel alone, for this platform, from binaries already built in `--bins`.
+    Wheel(python::WheelArgs),
+    /// Download what examples/python-app's tests install offline (pinned) into
+    /// target/python-wheelhouse/; a second call reuses it.
+    PythonWheelhouse,
     /// Install the real @deepseek-ai/dsh (pinned) under target/real-dsh/ from the npm registry and
     /// print the path of its `dsh` wrapper; a second call reuses the install. With `--runtime-bin`:
     /// the SDK runtime wheels (PyPI `deepseek-harness-runtime-bin`, pinned) and the Python
@@ -92,11 +107,14 @@ fn main() -> ExitCode {
         Task::Ci => ci::ci(),
         Task::CheckCorpus => check_corpus(),
         Task::InstallFakeDsh { dir, force } => install_fake_dsh(&dir, force),
-        Task::Bench { sdk: false } => bench(),
-        Task::Bench { sdk: true } => bench_sdk_row(),
+        Task::Bench { sdk: true, .. } => bench_one_row(bench_sdk::rows),
+        Task::Bench { python: true, .. } => bench_one_row(bench_python::rows),
+        Task::Bench { .. } => bench(),
         Task::Mutants => kill_matrix(),
         Task::Stress(args) => stress::stress(&args),
         Task::Dist(args) => dist::main(&args),
+        Task::Wheel(args) => python::wheel(&args),
+        Task::PythonWheelhouse => python::wheelhouse(),
         Task::RealDsh { runtime_bin: false } => real_dsh::install(),
         Task::RealDsh { runtime_bin: true } => real_runtime_bin::install(),
     };
@@ -266,6 +284,7 @@ fn bench() -> Outcome {
         let mut figures = bench::checker_throughput(&checker_bench)?;
         figures.push(bench::cold_start(&kit)?);
         figures.extend(bench_sdk::rows(&kit)?);
+        figures.extend(bench_python::rows(&kit)?);
         figures.extend(bench_real_dsh::rows(&kit, &workspace_root())?);
         let corpus = bench::corpus(&kit, bench::spawn_cost()?)?;
         let cases = corpus.cases;
@@ -287,12 +306,12 @@ fn bench() -> Outcome {
     })
 }
 
-/// `bench --sdk`: the SDK row alone, on a release fake-dsh.
-fn bench_sdk_row() -> Outcome {
+/// `bench --sdk`, `bench --python`: one row alone, on a release fake-dsh.
+fn bench_one_row(rows: fn(&Kit) -> Result<Vec<bench::Figure>, String>) -> Outcome {
     let mut build = cargo();
     build.args(["build", "--quiet", "--release", "--package", "fake-dsh"]);
     run("build fake-dsh", build)?;
-    let figures = bench_sdk::rows(&Kit::built(true)).map_err(|message| Failure {
+    let figures = rows(&Kit::built(true)).map_err(|message| Failure {
         message: format!("bench: {message}"),
         code: 2,
     })?;

@@ -1,5 +1,6 @@
 //! `cargo xtask dist --profile dev` (the test build's binaries, not a second release build): the
-//! archive matches its checksum file, and the npm tarballs install offline, in a directory of their
+//! archive matches its checksum file, the Python wheel is no bigger than the npm platform package
+//! (`python_wheel.rs` installs it), and the npm tarballs install offline, in a directory of their
 //! own, into an npm project that has a dependency of its own (never installed) and whose PATH has
 //! no cargo, where `npx fake-dsh`, `npx dsh-conformance run` (the embedded
 //! corpus against the reference host) and the same against the Node.js example host work. No
@@ -158,6 +159,16 @@ fn npm_tarballs_install_offline_beside_a_projects_own_dependencies_and_run_the_g
         .collect();
     assert_eq!(platforms.len(), 1, "one platform package: {platforms:?}");
     let platform = &platforms[0];
+    // The Python wheel is written beside them, and is no bigger than the npm platform package.
+    let wheel = one_file(&dist.join("python"), "dsh_conformance-", ".whl");
+    let size = |path: &Path| std::fs::metadata(path).expect("stat").len();
+    assert!(
+        size(&wheel) <= size(platform),
+        "{} is {} bytes, the npm platform package {}",
+        wheel.display(),
+        size(&wheel),
+        size(platform)
+    );
     let written = assert_names_only_its_own_packages(&[&main, platform]);
 
     // A real project has dependencies of its own, which an offline install into the project
