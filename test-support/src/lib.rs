@@ -187,9 +187,9 @@ pub fn tool_available(program: &str) -> bool {
 }
 
 /// The line prefix [`skip`] writes; `cargo xtask ci` counts these lines as skipped tests.
-pub const SKIP_PREFIX: &str = "SKIPPED ";
+pub const SKIP_PREFIX: &str = "test-skipped: ";
 
-/// Says, visibly, that the running test skips its check and why: one line `SKIPPED <test>:
+/// Says, visibly, that the running test skips its check and why: one line `test-skipped: <test>:
 /// <why>` written straight to the process's stdout, past libtest's capture (which swallows a
 /// passing test's `println!`), so it shows in every log and `cargo xtask ci` counts it in its
 /// closing `N skipped`. The caller then returns without asserting.

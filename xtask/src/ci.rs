@@ -2,8 +2,11 @@
 //! the corpus, the doc links, the build on the other supported platforms and on the oldest
 //! supported toolchain; then the network install of the real runtimes; then every test.
 
-use crate::{cargo, exit_outcome, real_dsh, run, test_output, workspace_root, Failure, Outcome};
+use crate::{
+    cargo, exit_outcome, real_dsh, run, test_lanes, test_output, workspace_root, Failure, Outcome,
+};
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The other platforms the kit ships for (release archives, npm packages): checked, not linked.
@@ -162,58 +165,88 @@ fn rustup(args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
+/// Every test: the test binaries side by side in lanes, one per core ([`test_lanes`]), then the
+/// doc tests. Every binary runs even after one fails, so one CI log names every failure.
 fn tests() -> Outcome {
-    let mut test = cargo();
-    // Every test binary runs even after one fails, so one CI log names every failure.
-    test.args(["test", "--workspace", "--no-fail-fast"]);
-    // This very command builds every binary of the workspace before it runs a test: the tests
-    // take those instead of building each again for its own package.
-    test.env(dsh_test_support::BINARIES_BUILT_ENV, "1");
-    run_tests_with_total("cargo test --workspace --no-fail-fast", test)
-}
-
-/// Runs a `cargo test`, echoing what it prints, and ends with one total over all its test binaries
-/// (`ci: N passed, N failed, N skipped`), so a reader of the log need not add up the per-binary
-/// lines (the last of which is a doc-test binary that often runs nothing). A test that skipped its
-/// check (a tool missing: [`dsh_test_support::skip`]'s line) counts as skipped, not passed, and the
-/// skips are listed again at the end, after where the time went (the build, each test binary).
-fn run_tests_with_total(step: &str, command: Command) -> Outcome {
+    let step = "the tests";
     eprintln!("xtask: {step}");
     let started = Instant::now();
+    let binaries = test_lanes::list(cargo()).map_err(|message| Failure { message, code: 2 })?;
+    let lanes = std::thread::available_parallelism().map_or(2, |n| n.get());
+    eprintln!("xtask: {} test binaries in {lanes} lanes", binaries.len());
+    let print = Mutex::new(());
+    // `cargo test --no-run` has just built every binary of the workspace from this tree: the tests
+    // take those instead of building each again for its own package.
+    let env = [(dsh_test_support::BINARIES_BUILT_ENV, "1")];
+    let ran = test_lanes::run(
+        binaries,
+        lanes,
+        &env,
+        |binary| eprintln!("xtask: started {}", binary.label),
+        |ran| {
+            let _one_at_a_time = print.lock();
+            println!(
+                "\n     Running {} ({})",
+                ran.binary.label,
+                ran.binary.executable.display()
+            );
+            print!("{}", ran.output);
+            println!(
+                "xtask: {} took {:.1} s",
+                ran.binary.label,
+                ran.took.as_secs_f64()
+            );
+        },
+    );
     let mut run = TestRun::default();
-    let status = test_output::follow(command, |line| run.note(line)).map_err(|error| Failure {
-        message: format!("{step}: {error}"),
-        code: 2,
-    })?;
+    for binary in &ran {
+        run.binary(binary);
+    }
+    let mut doc = cargo();
+    doc.args(["test", "--workspace", "--doc"]);
+    let doc_status =
+        test_output::follow(doc, |line| run.line(&line.text)).map_err(|error| Failure {
+            message: format!("cargo test --doc: {error}"),
+            code: 2,
+        })?;
     run.finish(started.elapsed());
-    exit_outcome(step, status)
+    let failed: Vec<&str> = ran
+        .iter()
+        .filter(|binary| !binary.success)
+        .map(|binary| binary.binary.label.as_str())
+        .collect();
+    if !failed.is_empty() {
+        return Err(Failure {
+            message: format!("{step}: failed in {}", failed.join(", ")),
+            code: 1,
+        });
+    }
+    exit_outcome("cargo test --doc", doc_status)
 }
 
-/// What a `cargo test` run showed: the libtest totals, the skip lines, and when each test binary
-/// started and ended.
+/// What the test run showed: the libtest totals, the skip lines, and each binary's time.
 #[derive(Default)]
 struct TestRun {
     totals: [u64; 3],
     skips: Vec<String>,
-    /// The first binary's start: the build ended then.
-    first_binary: Option<Duration>,
-    /// (binary, when it started, how long it ran once its result line came).
-    binaries: Vec<(String, Duration, Option<Duration>)>,
+    binaries: Vec<(String, Duration)>,
 }
 
 impl TestRun {
-    fn note(&mut self, line: test_output::Line) {
-        let text = line.text.trim();
-        if let Some(binary) = text.strip_prefix("Running ") {
-            self.first_binary.get_or_insert(line.at);
-            self.binaries.push((binary.to_string(), line.at, None));
-        } else if text.starts_with(dsh_test_support::SKIP_PREFIX) {
+    /// One binary's run: its lines, and how long it took.
+    fn binary(&mut self, ran: &test_lanes::Ran) {
+        for line in ran.output.lines() {
+            self.line(line);
+        }
+        self.binaries.push((ran.binary.label.clone(), ran.took));
+    }
+
+    fn line(&mut self, line: &str) {
+        let text = line.trim();
+        if text.starts_with(dsh_test_support::SKIP_PREFIX) {
             self.skips.push(text.to_string());
         } else if let Some(counts) = text.strip_prefix("test result: ") {
             self.count(counts);
-            if let Some((_, started, took)) = self.binaries.last_mut() {
-                took.get_or_insert(line.at.saturating_sub(*started));
-            }
         }
     }
 
@@ -235,23 +268,14 @@ impl TestRun {
 
     /// Where the time went, the skips, then the closing total.
     fn finish(mut self, took: Duration) {
-        let build = self.first_binary.unwrap_or(took);
         println!(
-            "xtask: tests took {:.0} s: the build {:.0} s, then per test binary (slowest first):",
-            took.as_secs_f64(),
-            build.as_secs_f64()
+            "\nxtask: the tests took {:.0} s; the slowest binaries:",
+            took.as_secs_f64()
         );
         self.binaries
-            .sort_by_key(|(_, _, ran)| std::cmp::Reverse(*ran));
-        for (binary, _, ran) in self
-            .binaries
-            .iter()
-            .filter(|(_, _, ran)| ran.is_some_and(|d| d.as_secs() >= 1))
-        {
-            println!(
-                "xtask:   {:>6.1} s  {binary}",
-                ran.unwrap_or_default().as_secs_f64()
-            );
+            .sort_by_key(|(_, took)| std::cmp::Reverse(*took));
+        for (binary, took) in self.binaries.iter().take(8) {
+            println!("xtask:   {:>6.1} s  {binary}", took.as_secs_f64());
         }
         for skip in &self.skips {
             println!("{skip}");
@@ -268,7 +292,7 @@ impl TestRun {
     }
 }
 
-/// How many tests the skip lines name (`SKIPPED <test>: <why>`; one test may skip several checks).
+/// How many tests the skip lines name (`test-skipped: <test>: <why>`; one test may skip several checks).
 fn distinct_tests(skips: &[String]) -> u64 {
     let mut tests: Vec<&str> = skips
         .iter()
@@ -287,9 +311,9 @@ mod tests {
     #[test]
     fn a_test_that_skipped_several_checks_counts_once() {
         let skips = [
-            "SKIPPED it::go_host::passes: no Go toolchain",
-            "SKIPPED it::official::runs: 0.1.5rc1: no wheel",
-            "SKIPPED it::official::runs: 0.2.1rc2: no wheel",
+            "test-skipped: it::go_host::passes: no Go toolchain",
+            "test-skipped: it::official::runs: 0.1.5rc1: no wheel",
+            "test-skipped: it::official::runs: 0.2.1rc2: no wheel",
         ]
         .map(String::from);
         assert_eq!(distinct_tests(&skips), 2);

@@ -30,6 +30,7 @@ mod python;
 mod real_dsh;
 mod real_runtime_bin;
 mod stress;
+mod test_lanes;
 mod test_output;
 mod wheel;
 

@@ -166,15 +166,15 @@ fn the_wheel_installs_offline_and_the_example_apps_suite_passes_on_every_persona
         .output()
         .is_ok_and(|output| output.status.success());
     if !python_ok {
-        println!("skipped: needs python3 with its venv and ensurepip modules");
+        dsh_test_support::skip("needs python3 with its venv and ensurepip modules");
         return;
     }
     let wheelhouse = target_dir().join("python-wheelhouse");
     if !wheelhouse.join("complete.txt").is_file() {
-        println!(
-            "skipped: no Python wheelhouse at {} (run `cargo xtask python-wheelhouse`)",
+        dsh_test_support::skip(format!(
+            "no Python wheelhouse at {} (run `cargo xtask python-wheelhouse`)",
             wheelhouse.display()
-        );
+        ));
         return;
     }
     let temp = tempfile::tempdir().expect("temp dir");
@@ -198,10 +198,10 @@ fn the_wheel_installs_offline_and_the_example_apps_suite_passes_on_every_persona
 
     let real = target_dir().join("real-dsh-runtime-bin/dsh-0.2.1");
     if !real.is_file() {
-        println!(
-            "skipped the real runtime's run: {} is not installed (cargo xtask real-dsh --runtime-bin)",
+        dsh_test_support::skip(format!(
+            "the real runtime's run: {} is not installed (cargo xtask real-dsh --runtime-bin)",
             real.display()
-        );
+        ));
         return;
     }
     let real = real.display().to_string();

@@ -1,0 +1,242 @@
+//! The workspace's test binaries run side by side, cargo-nextest's way at the grain of a binary:
+//! `cargo test` runs one binary after another, and the kit's slowest (the CLI's end-to-end tests,
+//! the real-runtime differentials) spend most of their time waiting on the processes they drive,
+//! so one core idles. Here the binaries `cargo test --no-run` built are listed, the slowest known
+//! first, and run in lanes (one per core): each with the environment and working directory
+//! `cargo test` gives it, its output kept whole and printed when it ends, so no two binaries'
+//! lines interleave. Every binary runs even after one fails.
+
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One test binary `cargo test --no-run` built.
+#[derive(Clone, Debug)]
+pub struct TestBinary {
+    /// How cargo names it: `<package> <kind> <target>` (`dsh-conformance test it`).
+    pub label: String,
+    pub executable: PathBuf,
+    /// The package's directory: the binary's working directory and `CARGO_MANIFEST_DIR`.
+    pub package_dir: PathBuf,
+    pub package_name: String,
+}
+
+/// How one binary ran.
+pub struct Ran {
+    pub binary: TestBinary,
+    pub took: Duration,
+    pub success: bool,
+    /// Its stdout and stderr, stdout first.
+    pub output: String,
+}
+
+/// The binaries whose runs take longest, slowest first, by the label's package and target: they
+/// start first so no lane is left with one long binary at the end. The rest follow in cargo's
+/// order.
+const SLOWEST_FIRST: [(&str, &str); 6] = [
+    ("dsh-conformance", "it"),
+    ("dsh-conformance", "sdk_differential"),
+    ("xtask", "it"),
+    ("dsh-conformance", "corpus"),
+    ("dsh-conformance", "real_dsh"),
+    ("fake-dsh", "it"),
+];
+
+/// The test binaries of `cargo test --workspace --no-run` (built, or found fresh), from cargo's
+/// JSON messages.
+pub fn list(cargo: Command) -> Result<Vec<TestBinary>, String> {
+    let mut cargo = cargo;
+    cargo.args(["test", "--workspace", "--no-run", "--message-format=json"]);
+    let output = cargo
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot start cargo: {e}"))?;
+    if !output.status.success() {
+        return Err(format!("cargo test --no-run failed ({})", output.status));
+    }
+    let mut binaries: Vec<TestBinary> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|message| test_binary(&message))
+        .collect();
+    binaries.sort_by_key(|binary| {
+        SLOWEST_FIRST
+            .iter()
+            .position(|(package, target)| binary.label == label(package, "test", target))
+            .unwrap_or(SLOWEST_FIRST.len())
+    });
+    Ok(binaries)
+}
+
+fn label(package: &str, kind: &str, target: &str) -> String {
+    format!("{package} {kind} {target}")
+}
+
+/// A `compiler-artifact` message for a test executable, as a [`TestBinary`].
+fn test_binary(message: &Value) -> Option<TestBinary> {
+    if message["reason"] != "compiler-artifact" || message["profile"]["test"] != true {
+        return None;
+    }
+    let executable = PathBuf::from(message["executable"].as_str()?);
+    let manifest = Path::new(message["manifest_path"].as_str()?);
+    let package_name = message["package_id"]
+        .as_str()
+        .and_then(package_name_of)
+        .unwrap_or_default();
+    let target = message["target"]["name"].as_str()?;
+    let kind = message["target"]["kind"][0].as_str().unwrap_or("lib");
+    let kind = if kind == "test" { "test" } else { kind };
+    Some(TestBinary {
+        label: label(&package_name, kind, target),
+        executable,
+        package_dir: manifest.parent()?.to_path_buf(),
+        package_name,
+    })
+}
+
+/// The package's name in a package id: `path+file:///…/xtask#0.1.0` or (older cargo)
+/// `xtask 0.1.0 (path+file:///…)`, and `…#name@0.1.0` when the directory is named otherwise.
+fn package_name_of(id: &str) -> Option<String> {
+    if let Some((_, rest)) = id.rsplit_once('#') {
+        let name = match rest.split_once('@') {
+            Some((name, _)) => name.to_string(),
+            None => id[..id.len() - rest.len() - 1]
+                .rsplit('/')
+                .next()?
+                .to_string(),
+        };
+        return Some(name);
+    }
+    id.split_whitespace().next().map(str::to_string)
+}
+
+/// Runs every binary, `lanes` at a time, each with `env` added; calls `started` as each starts
+/// and `finished` as each ends (from the lanes' threads, one at a time).
+pub fn run(
+    binaries: Vec<TestBinary>,
+    lanes: usize,
+    env: &[(&str, &str)],
+    started: impl Fn(&TestBinary) + Sync,
+    finished: impl Fn(&Ran) + Sync,
+) -> Vec<Ran> {
+    let queue = Arc::new(Mutex::new(VecDeque::from(binaries)));
+    let done = Mutex::new(Vec::new());
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    std::thread::scope(|scope| {
+        for _ in 0..lanes.max(1) {
+            scope.spawn(|| loop {
+                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                let Some(binary) = next else { break };
+                started(&binary);
+                let ran = run_one(binary, &env);
+                let mut done = done.lock().unwrap_or_else(|p| p.into_inner());
+                finished(&ran);
+                done.push(ran);
+            });
+        }
+    });
+    done.into_inner().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One binary, as `cargo test` runs it: in its package's directory, with its package's variables.
+fn run_one(binary: TestBinary, env: &[(String, String)]) -> Ran {
+    let start = Instant::now();
+    let mut command = Command::new(&binary.executable);
+    command
+        .current_dir(&binary.package_dir)
+        .env("CARGO_MANIFEST_DIR", &binary.package_dir)
+        .env("CARGO_PKG_NAME", &binary.package_name)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null());
+    let (success, output) = match command.output() {
+        Ok(out) => (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        ),
+        Err(error) => (false, format!("could not start: {error}\n")),
+    };
+    Ran {
+        binary,
+        took: start.elapsed(),
+        success,
+        output,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_test_artifact_becomes_a_binary_and_others_are_left_out() {
+        let it = json!({"reason": "compiler-artifact",
+            "package_id": "path+file:///w/conformance#dsh-conformance@0.1.0",
+            "manifest_path": "/w/conformance/Cargo.toml",
+            "target": {"name": "it", "kind": ["test"]},
+            "profile": {"test": true}, "executable": "/w/target/debug/deps/it-1"});
+        let binary = test_binary(&it).expect("a test binary");
+        assert_eq!(binary.label, "dsh-conformance test it");
+        assert_eq!(binary.package_dir, Path::new("/w/conformance"));
+        let lib = json!({"reason": "compiler-artifact", "profile": {"test": false},
+            "executable": null, "manifest_path": "/w/x/Cargo.toml", "target": {"name": "x"}});
+        assert!(test_binary(&lib).is_none());
+    }
+
+    #[test]
+    fn package_names_come_from_both_id_forms() {
+        assert_eq!(
+            package_name_of("path+file:///w/xtask#0.1.0").as_deref(),
+            Some("xtask")
+        );
+        assert_eq!(
+            package_name_of("path+file:///w/host#dsh-host@0.1.0").as_deref(),
+            Some("dsh-host")
+        );
+        assert_eq!(
+            package_name_of("xtask 0.1.0 (path+file:///w/xtask)").as_deref(),
+            Some("xtask")
+        );
+    }
+
+    #[test]
+    fn every_binary_runs_even_after_one_fails_and_each_is_reported_once() {
+        let binary = |name: &str, exe: &str| TestBinary {
+            label: name.to_string(),
+            executable: PathBuf::from(exe),
+            package_dir: std::env::temp_dir(),
+            package_name: "p".to_string(),
+        };
+        let binaries = vec![
+            binary("fails", "/bin/false"),
+            binary("passes", "/bin/true"),
+            binary("missing", "/nonexistent/binary"),
+        ];
+        let starts = Mutex::new(0);
+        let ran = run(binaries, 2, &[], |_| *starts.lock().unwrap() += 1, |_| {});
+        assert_eq!(*starts.lock().unwrap(), 3);
+        let mut outcomes: Vec<(String, bool)> = ran
+            .iter()
+            .map(|r| (r.binary.label.clone(), r.success))
+            .collect();
+        outcomes.sort();
+        assert_eq!(
+            outcomes,
+            [
+                ("fails".to_string(), false),
+                ("missing".to_string(), false),
+                ("passes".to_string(), true)
+            ]
+        );
+    }
+}
