@@ -24,14 +24,14 @@ use dsh_engine::interrupt;
 use dsh_formats::client_case::ClientSurface;
 use dsh_results::expectations::Expectations;
 use dsh_results::model::{CaseResult, CorpusInfo, HostInfo, SuiteReport};
-use dsh_results::run_args::{Flags, EXIT_NOTHING_MEASURED};
+use dsh_results::run_args::{RunOptions, EXIT_NOTHING_MEASURED};
 use play::Setup;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// `run --surface sdk|headless`: the exit code, or `Err` when the run could not start.
-pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
+pub fn run_cli(args: &RunOptions, surface: ClientSurface) -> Result<u8, String> {
     let corpus_dir = dsh_engine::corpus::choose(args.fixtures.as_deref(), args.embedded_corpus)?;
     let corpus = corpus::load(corpus_dir.path()).map_err(|errors| {
         let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
@@ -75,9 +75,8 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
     // client's process group is killed, the case's teardown kills what it left and removes its
     // temp dir, the case is reported `interrupted`), then every output is written and the exit
     // is 128 + the signal; a second one removes the cases' temp dirs and exits at once: the host
-    // run's handling, `dsh_engine::interrupt`.
-    interrupt::stop_flag().store(false, Ordering::SeqCst);
-    interrupt::catch_stop_signals("dsh-conformance run");
+    // run's handling, `dsh_engine::interrupt`, whose handlers the command line installed first
+    // thing: a signal that came earlier already set the stop flag, so no case starts.
     let mut report = suite(
         args,
         surface,
@@ -107,7 +106,7 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
 /// The cases `--case`/`--skip` select, checked as the host run checks them (a malformed glob is
 /// an error); `None` (after saying which) when a glob matches no client case of the surface.
 fn select<'a>(
-    args: &Flags,
+    args: &RunOptions,
     cases: Vec<&'a LoadedCase>,
 ) -> Result<Option<Vec<&'a LoadedCase>>, String> {
     if !args.sections.is_empty() || args.shard.is_some() {
@@ -147,7 +146,7 @@ fn select<'a>(
 }
 
 /// How every case starts the client; the client's command must start (checked once, up front).
-fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
+fn setup(args: &RunOptions, surface: ClientSurface) -> Result<Setup, String> {
     let mut client = match &args.host {
         Some(command) => dsh_engine::programs::split_command(command)?,
         None => Vec::new(),
@@ -165,7 +164,7 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
     let fake_dsh = std::path::absolute(&fake_dsh).unwrap_or(fake_dsh);
     if !fake_dsh.is_file() {
         return Err(format!(
-            "fake-dsh not found at {} (pass --fake-dsh)",
+            "fake-dsh not found at {} (pass --runtime)",
             fake_dsh.display()
         ));
     }
@@ -175,7 +174,7 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
             "the client cannot start: {program:?} is not an executable file nor on PATH"
         ));
     }
-    let (runtime_args, profile_args) = runtime_args(surface, args.runtime_persona.as_deref())?;
+    let (runtime_args, profile_args) = runtime_args(surface, args.persona.as_deref())?;
     Ok(Setup {
         client,
         fake_dsh,
@@ -186,7 +185,7 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
     })
 }
 
-/// fake-dsh's arguments for the surface and `--runtime-persona`: the persona's, always, and the
+/// fake-dsh's arguments for the surface and `--persona`: the persona's, always, and the
 /// surface's, which the launcher adds when the client names no `--profile` of its own. No
 /// persona leaves fake-dsh's own default (0.2.1).
 fn runtime_args(
@@ -204,7 +203,7 @@ fn runtime_args(
         (ClientSurface::Sdk, Some("0.1.1")) => (&["--persona", "0.1.1"], &["cordis.yml"]),
         (surface, Some(other)) => {
             return Err(format!(
-                "--runtime-persona {other:?}: the {} surface has 0.2.1, 0.1.5{}",
+                "--persona {other:?}: the {} surface has 0.2.1, 0.1.5{}",
                 surface.name(),
                 if surface == ClientSurface::Sdk {
                     " and 0.1.1"
@@ -220,7 +219,7 @@ fn runtime_args(
 
 /// Runs the selected cases into the results model.
 fn suite(
-    args: &Flags,
+    args: &RunOptions,
     surface: ClientSurface,
     setup: &Setup,
     selected: &[&LoadedCase],
@@ -241,7 +240,7 @@ fn suite(
         .host_name
         .clone()
         .unwrap_or_else(|| name_of(&setup.client));
-    let variant = match &args.runtime_persona {
+    let variant = match &args.persona {
         Some(persona) => format!("fake-dsh {} {persona}", surface.name()),
         None => format!("fake-dsh {}", surface.name()),
     };
@@ -282,10 +281,10 @@ fn suite(
     })
 }
 
-/// Plays the cases on `--jobs` workers (default 2), printing each as it finishes; stops starting
+/// Plays the cases on `--jobs` workers (default: the core count), printing each as it finishes; stops starting
 /// new ones after a failure with `--fail-fast`. `Err` when a case could not be played at all.
 fn play_all(
-    args: &Flags,
+    args: &RunOptions,
     setup: &Setup,
     selected: &[&LoadedCase],
     live: &dsh_results::output::stream::LiveOutput,
@@ -295,7 +294,7 @@ fn play_all(
     let stop = interrupt::stop_flag();
     let results: Mutex<Vec<CaseResult>> = Mutex::new(Vec::new());
     let broken: Mutex<Option<String>> = Mutex::new(None);
-    let jobs = args.jobs.unwrap_or(2).clamp(1, 8);
+    let jobs = args.jobs.get().min(selected.len()).max(1);
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| {
@@ -363,7 +362,7 @@ fn header(host: &str, setup: &Setup, variant: &str, cases: usize, corpus: &Corpu
 
 /// Why the case is skipped: the first capability it requires that `--client-lacks` names, or
 /// that the runtime persona lacks ([`RUNTIME_021_ONLY`] before 0.2.1).
-fn lacking(args: &Flags, loaded: &LoadedCase) -> Option<String> {
+fn lacking(args: &RunOptions, loaded: &LoadedCase) -> Option<String> {
     let requires = &loaded.case.requires;
     if let Some(capability) = requires
         .iter()
@@ -372,7 +371,7 @@ fn lacking(args: &Flags, loaded: &LoadedCase) -> Option<String> {
         return Some(format!("the client lacks {capability} (--client-lacks)"));
     }
     let persona = args
-        .runtime_persona
+        .persona
         .as_deref()
         .filter(|persona| matches!(*persona, "0.1.1" | "0.1.5"))?;
     requires
@@ -387,16 +386,16 @@ fn lacking(args: &Flags, loaded: &LoadedCase) -> Option<String> {
 /// fake-dsh's default persona).
 const RUNTIME_021_ONLY: &[&str] = &["resume", "working-directory"];
 
-fn rerun_args(args: &Flags, surface: ClientSurface) -> Vec<String> {
+fn rerun_args(args: &RunOptions, surface: ClientSurface) -> Vec<String> {
     let mut rerun = vec!["--surface".to_string(), surface.name().to_string()];
     if let Some(dir) = &args.fixtures {
         rerun.extend(["--fixtures".to_string(), dir.display().to_string()]);
     }
-    if args.time_scale != 1.0 {
+    if args.time_scale != dsh_engine::timing::TimeScale::ONE {
         rerun.extend(["--time-scale".to_string(), args.time_scale.to_string()]);
     }
-    if let Some(persona) = &args.runtime_persona {
-        rerun.extend(["--runtime-persona".to_string(), persona.clone()]);
+    if let Some(persona) = &args.persona {
+        rerun.extend(["--persona".to_string(), persona.clone()]);
     }
     if let Some(file) = &args.expectations {
         rerun.extend(["--expectations".to_string(), file.display().to_string()]);

@@ -38,7 +38,7 @@ use dsh_engine::selection::{CaseEntry, Selection};
 use dsh_results::model::{CaseResult, SuiteReport};
 use dsh_results::output::Format;
 use dsh_results::run_args::{
-    fake_dsh_from_env, fake_dsh_of, Flags, EXIT_NOTHING_MEASURED, EXIT_OK,
+    fake_dsh_from_env, fake_dsh_of, RunOptions, EXIT_NOTHING_MEASURED, EXIT_OK,
 };
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -48,7 +48,7 @@ use std::sync::atomic::Ordering;
 pub use dsh_engine::interrupt::EXIT_INTERRUPTED;
 
 /// `run` on the open-design surface: the exit code, or `Err` when the run could not start.
-pub fn run_cli(args: &Flags) -> Result<u8, String> {
+pub fn run_cli(args: &RunOptions) -> Result<u8, String> {
     if args.host.is_none() && args.host_args.is_empty() {
         eprintln!(
             "dsh-conformance run: no --host: running the built-in reference host (dsh-host-driver beside this executable)"
@@ -118,7 +118,7 @@ pub fn run_cli(args: &Flags) -> Result<u8, String> {
 
 /// Runs the suite printing each case as it finishes (table lines or jsonl) with a progress line
 /// on a terminal; Ctrl-C and `--fail-fast` stop it between cases.
-fn run_live(args: &Flags, suite: &Suite) -> Result<SuiteReport, String> {
+fn run_live(args: &RunOptions, suite: &Suite) -> Result<SuiteReport, String> {
     use dsh_results::output::stream::{LiveOutput, StreamStyle};
     let color = args.color.resolve();
     let style = match args.format {
@@ -144,10 +144,10 @@ fn run_live(args: &Flags, suite: &Suite) -> Result<SuiteReport, String> {
     // are reported `interrupted`); their temp dirs are removed as usual, the partial summary is
     // printed and the outputs are written. A second one removes every case's temp dir still alive
     // (journals hold prompts) and ends the process at once; the per-case supervisors kill the
-    // drivers' trees when they see the harness gone (`dsh_engine::interrupt`).
+    // drivers' trees when they see the harness gone (`dsh_engine::interrupt`). The command line
+    // installs the handlers before anything else; a signal that came before this point already
+    // set the stop flag, so no case starts.
     let stop = interrupt::stop_flag();
-    stop.store(false, Ordering::SeqCst);
-    interrupt::catch_stop_signals("dsh-conformance run");
     let fail_fast = args.fail_fast;
     let observer = |case: &CaseResult| {
         live.case(case);
@@ -160,7 +160,7 @@ fn run_live(args: &Flags, suite: &Suite) -> Result<SuiteReport, String> {
     Ok(report)
 }
 
-fn stop_reason(args: &Flags, suite: &Suite, report: &SuiteReport) -> Option<String> {
+fn stop_reason(args: &RunOptions, suite: &Suite, report: &SuiteReport) -> Option<String> {
     if interrupt::signalled() {
         Some("interrupted".to_string())
     } else if args.fail_fast && report.cases.len() < suite.entries().len() {
@@ -172,7 +172,7 @@ fn stop_reason(args: &Flags, suite: &Suite, report: &SuiteReport) -> Option<Stri
 
 /// `--list`: `id<TAB>summary` lines, or with `--format json`/`jsonl` the cases as JSON. A
 /// selection that matches nothing says so on stderr (exit 3); a closed stdout is not an error.
-fn list(args: &Flags, suite: &Suite) -> Result<u8, String> {
+fn list(args: &RunOptions, suite: &Suite) -> Result<u8, String> {
     if suite.entries().is_empty() {
         eprintln!(
             "dsh-conformance run --list: no case matches the selection (--case / --skip / --section / --shard) in {}",
@@ -217,7 +217,7 @@ fn list(args: &Flags, suite: &Suite) -> Result<u8, String> {
 
 /// The flags a re-run line needs besides `--host`, `--variant` and `--case`: every one given that
 /// changes a result, with paths made absolute so the line works from any directory.
-fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
+fn rerun_args(args: &RunOptions, config: &SuiteConfig) -> Vec<String> {
     let mut out = Vec::new();
     let path = |p: &Path| {
         std::path::absolute(p)
@@ -228,10 +228,10 @@ fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
     if args.fixtures.is_some() {
         out.extend(["--fixtures".to_string(), path(&config.fixtures)]);
     }
-    if args.fake_dsh.is_some() || fake_dsh_from_env().is_some() {
-        out.extend(["--fake-dsh".to_string(), path(&config.fake_dsh)]);
+    if args.runtime.is_some() || fake_dsh_from_env().is_some() {
+        out.extend(["--runtime".to_string(), path(&config.fake_dsh)]);
     }
-    if args.time_scale != 1.0 {
+    if args.time_scale != dsh_engine::timing::TimeScale::ONE {
         out.extend(["--time-scale".to_string(), args.time_scale.to_string()]);
     }
     if let Some(file) = &args.expectations {
@@ -252,7 +252,7 @@ fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
     out
 }
 
-fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, String> {
+fn config_from_args(args: &RunOptions, fixtures: PathBuf) -> Result<SuiteConfig, String> {
     let mut host = match &args.host {
         Some(command) => split_command(command)?,
         None if !args.host_args.is_empty() => Vec::new(),
@@ -284,9 +284,6 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
         .map(Expectations::load)
         .transpose()?;
     let dialect = dialect::Dialect::named(&args.dialect)?;
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
     Ok(SuiteConfig {
         host,
         host_name: args.host_name.clone(),
@@ -297,7 +294,7 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
             skip_globs: args.skip.clone(),
             shard: args.shard,
         },
-        jobs,
+        jobs: args.jobs,
         time_scale: args.time_scale,
         fake_dsh,
         variant,
