@@ -29,6 +29,7 @@ pub mod tools;
 use config::{HostSpec, MatrixConfig, VariantSpec};
 use document::{ReportDocument, SuiteError};
 use dsh_results::model::SuiteReport;
+use dsh_results::reporter::{Reporter, RunStart};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -167,6 +168,7 @@ fn harness_cell(
     fake_dsh: &Path,
     host: &HostSpec,
     variant: &VariantSpec,
+    reporter: &dyn Reporter,
 ) -> Result<SuiteReport, String> {
     let expectations = host
         .expectations
@@ -201,7 +203,7 @@ fn harness_cell(
         )?,
     };
     let suite = dsh_host_corpus::Suite::prepare(&config).map_err(|error| error.to_string())?;
-    let mut report = run_cell_live(&suite);
+    let mut report = run_cell_live(&suite, reporter);
     if let Some(dialect) = host.dialect.as_deref().filter(|d| *d != "opendesign") {
         // A cell's re-run line judges by the host's dialect too.
         report
@@ -211,44 +213,40 @@ fn harness_cell(
     Ok(report)
 }
 
-/// Runs one cell, printing each case's verdict line as it finishes (as `run` does), with the
-/// progress line on a terminal.
-fn run_cell_live(suite: &dsh_host_corpus::Suite) -> SuiteReport {
-    use dsh_results::output::stream::{ColorChoice, LiveOutput, StreamStyle};
-    let id_width = suite
-        .entries()
-        .iter()
-        .map(|entry| entry.id.chars().count())
-        .max()
-        .unwrap_or(4);
-    let style = StreamStyle::Lines {
-        color: ColorChoice::Auto.resolve(),
-        id_width,
-    };
-    let live = LiveOutput::new(
-        style,
-        &suite.host_name(),
-        &suite.variant_name(),
-        suite.entries().len(),
-    );
+/// Runs one cell, handing each case to `reporter` as it finishes (as `run` does).
+fn run_cell_live(suite: &dsh_host_corpus::Suite, reporter: &dyn Reporter) -> SuiteReport {
+    reporter.start(&RunStart {
+        host: suite.host_name(),
+        variant: suite.variant_name(),
+        total: suite.entries().len(),
+        id_width: suite
+            .entries()
+            .iter()
+            .map(|entry| entry.id.chars().count())
+            .max()
+            .unwrap_or(4),
+        header: format!("{}\n", suite.header_line()),
+    });
     let never = std::sync::atomic::AtomicBool::new(false);
-    let report = suite.run_observed(&|case| live.case(case), &never);
-    live.finish();
+    let report = suite.run_observed(&|case| reporter.case(case), &never);
+    reporter.finish();
     report
 }
 
 /// `report`'s run: every cell of `config` over `corpus` (fake-dsh: `$FAKE_DSH_BIN`, else the one
-/// next to this executable), each case's line printed as it finishes, assembled into the
-/// document; made stable ([`stable`]) unless `full_transcripts`. `Err`: no fake-dsh to run.
+/// next to this executable), each cell's cases handed to `reporter` as they finish, assembled
+/// into the document; made stable ([`stable`]) unless `full_transcripts`. `Err`: no fake-dsh to
+/// run.
 pub fn run_report(
     config: &MatrixConfig,
     options: &CellOptions,
     corpus: &dsh_engine::corpus::CorpusDir,
     full_transcripts: bool,
+    reporter: &dyn Reporter,
 ) -> Result<ReportDocument, String> {
     let fake_dsh = fake_dsh_binary()?;
     let (suites, errors) = run_matrix(config, &mut |host, variant| {
-        harness_cell(options, corpus, &fake_dsh, host, variant)
+        harness_cell(options, corpus, &fake_dsh, host, variant, reporter)
     });
     let mut document = build_document(config, suites, errors, corpus.path());
     if !full_transcripts {

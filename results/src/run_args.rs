@@ -1,12 +1,12 @@
-//! The `run` command's options (typed: [`RunOptions`]), shared by the host corpus and the client corpus (one grammar
-//! for every surface), with what every run does the same way once its cases are judged: the exit
-//! code and the outputs (stdout in the chosen format, `--junit`, `--markdown`, `--json`).
+//! The `run` command's options, typed ([`RunOptions`]), shared by the host corpus and the client
+//! corpus (one grammar for every surface), with what every run does the same way once its cases
+//! are judged: the exit code ([`exit_code`], a pure function the command line calls) and the
+//! output files (`--junit`, `--markdown`, `--json`: [`write_output_files`]).
 
 use crate::model::{SuiteReport, Verdict};
 use crate::output::Format;
 pub use dsh_engine::surface::Surface;
 use dsh_engine::timing::{Jobs, TimeScale};
-use std::io::Write;
 use std::path::PathBuf;
 
 /// Exit codes of `run`.
@@ -149,64 +149,9 @@ pub fn exit_code(report: &SuiteReport) -> u8 {
     }
 }
 
-/// The end of every run: every output written (a closed stdout is not an error), then the exit
-/// code: 128 + the signal when a stop signal ended the run, else [`exit_code`].
-pub fn finish(
-    args: &RunOptions,
-    report: &SuiteReport,
-    stopped: Option<&str>,
-) -> Result<u8, String> {
-    match write_outputs(args, report, stopped) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            return Err(format!("cannot write the report: {e}"))
-        }
-        _ => {}
-    }
-    Ok(if dsh_engine::interrupt::signalled() {
-        dsh_engine::interrupt::exit_code()
-    } else {
-        exit_code(report)
-    })
-}
-
-/// What remains after the live lines: the sorted summary (table), the report (json) or the
-/// summary object (jsonl), the transcripts for `--verbose`, and the output files.
-pub fn write_outputs(
-    args: &RunOptions,
-    report: &SuiteReport,
-    stopped: Option<&str>,
-) -> std::io::Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    match args.format {
-        Format::Table => {
-            let color = args.color.resolve();
-            crate::output::stream::write_summary(report, color, &mut stdout)?;
-        }
-        Format::Json => crate::output::write_json(report, &mut stdout)?,
-        Format::Jsonl => writeln!(
-            stdout,
-            "{}",
-            crate::output::stream::summary_event(report, stopped)
-        )?,
-    }
-    if args.verbose && args.format == Format::Table {
-        for case in &report.cases {
-            writeln!(stdout, "\n--- {} ({}) ---", case.id, case.verdict.as_str())?;
-            if let Some(rule) = &case.rule {
-                let why = case.why.as_deref().unwrap_or("-");
-                let line = format!("broken: {rule}: {why}");
-                writeln!(stdout, "{}", crate::output::escape::terminal(&line))?;
-            }
-            for broken in &case.also_broken {
-                let line = format!("also broken: {}", broken.line());
-                writeln!(stdout, "{}", crate::output::escape::terminal(&line))?;
-            }
-            for line in &case.transcript {
-                writeln!(stdout, "{}", crate::output::escape::terminal(line))?;
-            }
-        }
-    }
-    stdout.flush()?;
+/// Writes the output files a run was asked for (`--junit`, `--markdown`, `--json`), never
+/// through a link.
+pub fn write_output_files(args: &RunOptions, report: &SuiteReport) -> std::io::Result<()> {
     let write_file = dsh_engine::files::write_rendered;
     if let Some(path) = &args.junit {
         write_file(path, &|out| crate::output::write_junit(report, out))?;

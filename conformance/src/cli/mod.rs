@@ -9,9 +9,11 @@
 //! - [`record`]: `record`, `fixture-from-transcript`, `sdk-scenario-from-transcript`.
 //! - [`report`]: `report`, `diff`, `summary`, `merge`.
 //! - [`lint`]: `lint`, `corpus`; [`supervise`]: `supervise`, `__supervise`.
+//! - [`live`]: the reporter that prints a run's cases as they finish.
 
 pub mod check_runtime;
 pub mod lint;
+pub mod live;
 pub mod model_server;
 pub mod options;
 pub mod record;
@@ -84,15 +86,20 @@ fn version() -> String {
 
 /// Parses the command line (a usage error exits 2 here) and runs the command.
 pub fn main() -> ExitCode {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|command| command == "run")
+    {
+        // First, before the arguments are parsed and the corpus loads: a SIGINT/SIGTERM from
+        // now on stops the run with its summary and every output written, exit 128 + the signal
+        // (`dsh_engine::interrupt`). Only `run`: the other commands handle signals their own way
+        // (`record` forwards them, `model-server` waits for one, `supervise` ignores them).
+        dsh_engine::interrupt::catch_stop_signals("dsh-conformance run", exit_now);
+    }
     // clap keeps a version as `&'static str`; this one string lives as long as the process anyway.
     let version: &'static str = Box::leak(version().into_boxed_str());
     let matches = Cli::command().version(version).get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
-    if matches!(cli.command, Command::Run(_)) {
-        // First, before the corpus loads: a SIGINT/SIGTERM from now on stops the run with its
-        // summary and every output written, exit 128 + the signal (`dsh_engine::interrupt`).
-        dsh_engine::interrupt::catch_stop_signals("dsh-conformance run", exit_now);
-    }
     dispatch(cli.command)
 }
 

@@ -156,3 +156,150 @@ pub fn unsupported_surface(
     );
     std::process::ExitCode::from(2)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Command};
+    use super::heading;
+    use clap::{CommandFactory, Parser};
+    use dsh_engine::surface::Surface;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("dsh-conformance").chain(args.iter().copied()))
+    }
+
+    /// The commands taking the timing group, each with what else it needs to parse.
+    const TIMED: [&[&str]; 3] = [
+        &["run"],
+        &["report"],
+        &["check-runtime", "--runtime", "dsh"],
+    ];
+
+    #[test]
+    fn jobs_0_is_one_usage_error_in_every_command() {
+        for command in TIMED {
+            let args = [command, &["--jobs", "0"]].concat();
+            let error = parse(&args).err().expect("--jobs 0 is refused");
+            assert_eq!(error.kind(), clap::error::ErrorKind::ValueValidation);
+            assert_eq!(error.exit_code(), 2);
+            let text = error.to_string();
+            assert!(
+                text.contains("--jobs must be a whole number of at least 1, got 0"),
+                "{command:?}: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn time_scale_0_is_one_usage_error_in_every_command() {
+        for command in TIMED {
+            for bad in ["0", "-1", "inf", "101"] {
+                let args = [command, &["--time-scale", bad]].concat();
+                let error = parse(&args).err().expect("refused");
+                assert_eq!(error.exit_code(), 2);
+                assert!(
+                    error.to_string().contains("above 0 and at most 100"),
+                    "{command:?} {bad}: {error}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_surface_is_accepted_by_every_command_taking_one() {
+        for surface in Surface::ALL {
+            let name = surface.name();
+            let run = parse(&["run", "--surface", name]).expect(name);
+            let Command::Run(run) = run.command else {
+                panic!("run")
+            };
+            assert_eq!(run.surface, surface);
+            let check = parse(&["check-runtime", "--runtime", "dsh", "--surface", name]);
+            let Command::CheckRuntime(check) = check.expect(name).command else {
+                panic!("check-runtime")
+            };
+            assert_eq!(check.surface, Some(surface));
+            let record = parse(&["record", "--out", "d", "--surface", name, "--", "dsh"]);
+            let Command::Record(record) = record.expect(name).command else {
+                panic!("record")
+            };
+            assert_eq!(record.surface, Some(surface));
+        }
+        assert!(parse(&["run", "--surface", "acp-nope"]).is_err());
+    }
+
+    #[test]
+    fn the_old_spellings_are_hidden_aliases_of_the_new_ones() {
+        let Command::Run(run) = parse(&[
+            "run",
+            "--fake-dsh",
+            "/f",
+            "--runtime-persona",
+            "0.1.5",
+            "--check",
+            "a.*",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("run")
+        };
+        assert_eq!(
+            run.runtime.runtime.as_deref(),
+            Some(std::path::Path::new("/f"))
+        );
+        assert_eq!(run.persona.as_deref(), Some("0.1.5"));
+        assert_eq!(run.select.cases, ["a.*"]);
+        let Command::CheckRuntime(check) = parse(&["check-runtime", "--dsh", "/d", "--check", "x"])
+            .unwrap()
+            .command
+        else {
+            panic!("check-runtime")
+        };
+        assert_eq!(
+            check.runtime.runtime.as_deref(),
+            Some(std::path::Path::new("/d"))
+        );
+        assert_eq!(check.select.cases, ["x"]);
+        let help = Cli::command()
+            .find_subcommand_mut("run")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for old in ["--fake-dsh", "--runtime-persona", "--check"] {
+            assert!(!help.contains(old), "{old} is hidden: {help}");
+        }
+    }
+
+    #[test]
+    fn every_option_of_every_command_sits_under_one_of_the_shared_headings() {
+        let headings = [
+            heading::HOST,
+            heading::RUNTIME,
+            heading::SELECTION,
+            heading::TIMING,
+            heading::OUTPUT,
+        ];
+        let mut cli = Cli::command();
+        cli.build();
+        for command in cli.get_subcommands() {
+            for arg in command.get_arguments() {
+                if arg.is_positional()
+                    || arg.is_hide_set()
+                    || ["help", "version"].contains(&arg.get_id().as_str())
+                    || arg.get_long().is_none()
+                    || command.get_name().contains("supervise")
+                {
+                    continue;
+                }
+                let heading = arg.get_help_heading();
+                assert!(
+                    heading.is_some_and(|heading| headings.contains(&heading)),
+                    "{} --{}: heading {heading:?}",
+                    command.get_name(),
+                    arg.get_long().unwrap_or_default()
+                );
+            }
+        }
+    }
+}

@@ -1,11 +1,14 @@
 //! The compatibility matrix and the tools over stored reports (`dsh-report`): `report`, `diff`,
 //! `summary`, `merge`.
 
+use super::live::LivePrinter;
 use super::options::{heading, CorpusSource, Select, Timing};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use dsh_report::config::MatrixConfig;
 use dsh_report::document::load_document;
 use dsh_report::{diff, exit_code_of, run_report, write_report_files, CellOptions, REPORT_FILES};
+use dsh_results::output::stream::ColorChoice;
+use dsh_results::output::Format;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -104,7 +107,10 @@ fn report(args: &Args) -> Result<u8, String> {
         jobs: args.timing.jobs(),
         time_scale: args.timing.time_scale,
     };
-    let document = run_report(&config, &options, &corpus, args.full_transcripts)?;
+    // Each cell's cases, printed as they finish (as `run` prints them; the cell announces
+    // itself on stderr).
+    let printer = LivePrinter::new(Format::Table, ColorChoice::Auto, false);
+    let document = run_report(&config, &options, &corpus, args.full_transcripts, &printer)?;
     if let Some(path) = &args.junit {
         dsh_engine::files::write_rendered(path, &|out| {
             dsh_results::output::write_junit_suites(&document.suites, out)

@@ -2,15 +2,21 @@
 //! `sdk` and `headless` (`dsh-client-corpus`), one grammar for both ([`RunArgs`] ->
 //! [`RunOptions`]).
 
+use super::live::LivePrinter;
 use super::options::{
     color_parser, format_parser, heading, surface_parser, CorpusSource, RuntimeUnderTest, Select,
     Timing,
 };
 use dsh_engine::surface::Surface;
 use dsh_formats::client_case::ClientSurface;
+use dsh_results::model::SuiteReport;
 use dsh_results::output::stream::ColorChoice;
 use dsh_results::output::Format;
-use dsh_results::run_args::{RunOptions, DEFAULT_DIALECT, EXIT_HARNESS};
+use dsh_results::reporter::{ListedCase, RunOutcome};
+use dsh_results::run_args::{
+    exit_code, RunOptions, DEFAULT_DIALECT, EXIT_HARNESS, EXIT_NOTHING_MEASURED, EXIT_OK,
+};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -175,7 +181,8 @@ impl RunArgs {
     }
 }
 
-/// `run`: the host corpus on the open-design surface, the client corpus on `sdk`/`headless`.
+/// `run`: the host corpus on the open-design surface, the client corpus on `sdk`/`headless`,
+/// each case printed as it finishes; then the summary, the outputs and the exit code.
 pub fn main(args: &RunArgs) -> ExitCode {
     let options = args.options();
     let client = match options.surface {
@@ -184,19 +191,110 @@ pub fn main(args: &RunArgs) -> ExitCode {
         Surface::Headless => Some(ClientSurface::Headless),
         other => return super::options::unsupported_surface("run", other, &SURFACES),
     };
+    let printer = LivePrinter::new(options.format, options.color, true);
     let outcome = match client {
         Some(_) if options.dialect != DEFAULT_DIALECT => Err(format!(
             "--dialect {} judges host drivers (the open-design surface); the client corpus has no dialects",
             options.dialect
         )),
-        None => dsh_host_corpus::run_cli(&options),
-        Some(surface) => dsh_client_corpus::run_cli(&options, surface),
+        None => dsh_host_corpus::run(&options, &printer),
+        Some(surface) => dsh_client_corpus::run(&options, surface, &printer),
     };
-    match outcome {
+    let code = outcome.and_then(|outcome| match outcome {
+        RunOutcome::Listed(cases) => print_list(&options, &cases),
+        RunOutcome::NothingSelected => Ok(EXIT_NOTHING_MEASURED),
+        RunOutcome::Ran { report, stopped } => finish(&options, &report, stopped.as_deref()),
+    });
+    match code {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
             eprintln!("dsh-conformance run: {message}");
             ExitCode::from(EXIT_HARNESS)
         }
     }
+}
+
+/// `--list`: `id<TAB>summary` lines (the id alone when a case has no summary), or with `--format
+/// json`/`jsonl` what each case lists as JSON; a closed stdout is not an error.
+fn print_list(options: &RunOptions, cases: &[ListedCase]) -> Result<u8, String> {
+    let line = |case: &ListedCase| match (&case.summary, options.format, &case.detail) {
+        (_, Format::Jsonl, Some(detail)) => format!("{detail}\n"),
+        (Some(summary), Format::Table, _) => format!("{}\t{summary}\n", case.id),
+        _ => format!("{}\n", case.id),
+    };
+    let text = match options.format {
+        Format::Json if cases.iter().all(|case| case.detail.is_some()) => {
+            let items: Vec<serde_json::Value> = cases
+                .iter()
+                .filter_map(|case| case.detail.clone())
+                .collect();
+            format!("{:#}\n", serde_json::Value::from(items))
+        }
+        _ => cases.iter().map(line).collect::<String>(),
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+        _ => Ok(EXIT_OK),
+    }
+}
+
+/// The end of every run: every output written (a closed stdout is not an error), then the exit
+/// code: 128 + the signal when a stop signal ended the run, else [`exit_code`].
+fn finish(args: &RunOptions, report: &SuiteReport, stopped: Option<&str>) -> Result<u8, String> {
+    match write_outputs(args, report, stopped) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(format!("cannot write the report: {e}"))
+        }
+        _ => {}
+    }
+    Ok(if dsh_engine::interrupt::signalled() {
+        dsh_engine::interrupt::exit_code()
+    } else {
+        exit_code(report)
+    })
+}
+
+/// What remains after the live lines: the sorted summary (table), the report (json) or the
+/// summary object (jsonl), the transcripts for `--verbose`, and the output files.
+fn write_outputs(
+    args: &RunOptions,
+    report: &SuiteReport,
+    stopped: Option<&str>,
+) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match args.format {
+        Format::Table => {
+            let color = args.color.resolve();
+            dsh_results::output::stream::write_summary(report, color, &mut stdout)?;
+        }
+        Format::Json => dsh_results::output::write_json(report, &mut stdout)?,
+        Format::Jsonl => writeln!(
+            stdout,
+            "{}",
+            dsh_results::output::stream::summary_event(report, stopped)
+        )?,
+    }
+    if args.verbose && args.format == Format::Table {
+        for case in &report.cases {
+            writeln!(stdout, "\n--- {} ({}) ---", case.id, case.verdict.as_str())?;
+            if let Some(rule) = &case.rule {
+                let why = case.why.as_deref().unwrap_or("-");
+                let line = format!("broken: {rule}: {why}");
+                writeln!(stdout, "{}", dsh_results::output::escape::terminal(&line))?;
+            }
+            for broken in &case.also_broken {
+                let line = format!("also broken: {}", broken.line());
+                writeln!(stdout, "{}", dsh_results::output::escape::terminal(&line))?;
+            }
+            for line in &case.transcript {
+                writeln!(stdout, "{}", dsh_results::output::escape::terminal(line))?;
+            }
+        }
+    }
+    stdout.flush()?;
+    dsh_results::run_args::write_output_files(args, report)
 }
