@@ -25,7 +25,7 @@ use dsh_formats::client_case::ClientSurface;
 use dsh_results::expectations::Expectations;
 use dsh_results::model::{CaseResult, CorpusInfo, HostInfo, SuiteReport};
 use dsh_results::reporter::{ListedCase, Reporter, RunOutcome, RunStart};
-use dsh_results::run_args::RunOptions;
+use dsh_results::run_args::{Persona, RunOptions};
 use play::Setup;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -185,7 +185,7 @@ fn setup(args: &RunOptions, surface: ClientSurface) -> Result<Setup, String> {
             "the client cannot start: {program:?} is not an executable file nor on PATH"
         ));
     }
-    let (runtime_args, profile_args) = runtime_args(surface, args.persona.as_deref())?;
+    let (runtime_args, profile_args) = runtime_args(surface, args.persona)?;
     Ok(Setup {
         client,
         fake_dsh,
@@ -201,7 +201,7 @@ fn setup(args: &RunOptions, surface: ClientSurface) -> Result<Setup, String> {
 /// persona leaves fake-dsh's own default (0.2.1).
 fn runtime_args(
     surface: ClientSurface,
-    persona: Option<&str>,
+    persona: Option<Persona>,
 ) -> Result<(Vec<String>, Vec<String>), String> {
     let profile: &[&str] = match surface {
         ClientSurface::Sdk => &["--profile", "sdk"],
@@ -209,12 +209,12 @@ fn runtime_args(
     };
     let (fixed, profile): (&[&str], &[&str]) = match (surface, persona) {
         (_, None) => (&[], profile),
-        (_, Some("0.1.5")) => (&["--persona", "0.1.5"], profile),
-        (_, Some("0.2.1")) => (&["--persona", "0.2.1"], profile),
-        (ClientSurface::Sdk, Some("0.1.1")) => (&["--persona", "0.1.1"], &["cordis.yml"]),
+        (_, Some(Persona::V015)) => (&["--persona", "0.1.5"], profile),
+        (_, Some(Persona::V021)) => (&["--persona", "0.2.1"], profile),
+        (ClientSurface::Sdk, Some(Persona::V011)) => (&["--persona", "0.1.1"], &["cordis.yml"]),
         (surface, Some(other)) => {
             return Err(format!(
-                "--persona {other:?}: the {} surface has 0.2.1, 0.1.5{}",
+                "--persona {other}: the {} surface has 0.2.1, 0.1.5{}",
                 surface.name(),
                 if surface == ClientSurface::Sdk {
                     " and 0.1.1"
@@ -381,8 +381,7 @@ fn lacking(args: &RunOptions, loaded: &LoadedCase) -> Option<String> {
     }
     let persona = args
         .persona
-        .as_deref()
-        .filter(|persona| matches!(*persona, "0.1.1" | "0.1.5"))?;
+        .filter(|persona| matches!(persona, Persona::V011 | Persona::V015))?;
     requires
         .iter()
         .find(|capability| RUNTIME_021_ONLY.contains(&capability.as_str()))
@@ -404,7 +403,7 @@ fn rerun_args(args: &RunOptions, surface: ClientSurface) -> Vec<String> {
         rerun.extend(["--time-scale".to_string(), args.time_scale.to_string()]);
     }
     if let Some(persona) = &args.persona {
-        rerun.extend(["--persona".to_string(), persona.clone()]);
+        rerun.extend(["--persona".to_string(), persona.to_string()]);
     }
     if let Some(file) = &args.expectations {
         rerun.extend(["--expectations".to_string(), file.display().to_string()]);

@@ -1,6 +1,7 @@
 //! The one vocabulary of dsh's machine surfaces: what `--surface` names in every command (`run`,
 //! `check-runtime`, `record`). A command that cannot do a surface says so itself
-//! ([`Surface::unsupported`]); the value is never rejected as unknown.
+//! ([`Surface::unsupported`]); the value is never rejected as unknown. And the runtime releases
+//! fake-dsh plays ([`Persona`], `--persona`, fake-dsh's own word).
 
 use std::fmt;
 
@@ -83,6 +84,44 @@ impl From<dsh_formats::client_case::ClientSurface> for Surface {
     }
 }
 
+/// A runtime release fake-dsh plays (`--persona`, the word fake-dsh itself takes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Persona {
+    /// 0.2.1: fake-dsh's default (`session/resume`, `session/working-directory/*`).
+    V021,
+    /// 0.1.5: `dsh --profile sdk|sdk-minimal|headless`.
+    V015,
+    /// 0.1.1: the `dsh-jsonrpc-agent` binary (SDK clients only).
+    V011,
+}
+
+impl Persona {
+    /// Every persona, newest first.
+    pub const ALL: [Persona; 3] = [Persona::V021, Persona::V015, Persona::V011];
+
+    /// The version `--persona` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Persona::V021 => "0.2.1",
+            Persona::V015 => "0.1.5",
+            Persona::V011 => "0.1.1",
+        }
+    }
+
+    /// The persona of version `name` ([`Persona::name`]).
+    pub fn named(name: &str) -> Option<Persona> {
+        Persona::ALL
+            .into_iter()
+            .find(|persona| persona.name() == name)
+    }
+}
+
+impl fmt::Display for Persona {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,6 +132,10 @@ mod tests {
             assert_eq!(Surface::named(surface.name()), Some(surface));
         }
         assert_eq!(Surface::named("open_design"), None);
+        for persona in Persona::ALL {
+            assert_eq!(Persona::named(persona.name()), Some(persona));
+        }
+        assert_eq!(Persona::named("0.3.0"), None);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use crate::model::{SuiteReport, Verdict};
 use crate::output::Format;
-pub use dsh_engine::surface::Surface;
+pub use dsh_engine::surface::{Persona, Surface};
 use dsh_engine::timing::{Jobs, TimeScale};
 use std::path::PathBuf;
 
@@ -82,7 +82,7 @@ pub struct RunOptions {
     pub client_lacks: Vec<String>,
     /// The runtime release fake-dsh plays for a client (`0.2.1`, `0.1.5`, `0.1.1`; none: its
     /// default).
-    pub persona: Option<String>,
+    pub persona: Option<Persona>,
 }
 
 impl Default for RunOptions {

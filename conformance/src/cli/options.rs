@@ -12,7 +12,7 @@
 //! - `--format` ([`format_parser`]) and `--color` ([`color_parser`]).
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use dsh_engine::surface::Surface;
+use dsh_engine::surface::{Persona, Surface};
 use dsh_engine::timing::{Jobs, TimeScale};
 use dsh_results::output::stream::ColorChoice;
 use dsh_results::output::Format;
@@ -119,6 +119,12 @@ impl RuntimeUnderTest {
 pub fn surface_parser() -> impl TypedValueParser<Value = Surface> {
     PossibleValuesParser::new(Surface::ALL.map(|surface| PossibleValue::new(surface.name())))
         .map(|name| Surface::named(&name).unwrap_or_default())
+}
+
+/// `--persona`: the releases fake-dsh plays, parsed to [`Persona`].
+pub fn persona_parser() -> impl TypedValueParser<Value = Persona> {
+    PossibleValuesParser::new(Persona::ALL.map(|persona| PossibleValue::new(persona.name())))
+        .map(|name| Persona::named(&name).unwrap_or(Persona::V021))
 }
 
 /// `--format`: `table` (`text` is the same), `json`, `jsonl`.
@@ -248,7 +254,7 @@ mod tests {
             run.runtime.runtime.as_deref(),
             Some(std::path::Path::new("/f"))
         );
-        assert_eq!(run.persona.as_deref(), Some("0.1.5"));
+        assert_eq!(run.persona, Some(dsh_engine::surface::Persona::V015));
         assert_eq!(run.select.cases, ["a.*"]);
         let Command::CheckRuntime(check) = parse(&["check-runtime", "--dsh", "/d", "--check", "x"])
             .unwrap()

@@ -4,10 +4,10 @@
 
 use super::live::LivePrinter;
 use super::options::{
-    color_parser, format_parser, heading, surface_parser, CorpusSource, RuntimeUnderTest, Select,
-    Timing,
+    color_parser, format_parser, heading, persona_parser, surface_parser, CorpusSource,
+    RuntimeUnderTest, Select, Timing,
 };
-use dsh_engine::surface::Surface;
+use dsh_engine::surface::{Persona, Surface};
 use dsh_formats::client_case::ClientSurface;
 use dsh_results::model::SuiteReport;
 use dsh_results::output::stream::ColorChoice;
@@ -80,9 +80,10 @@ pub struct RunArgs {
         long,
         alias = "runtime-persona",
         value_name = "VERSION",
+        value_parser = persona_parser(),
         help_heading = heading::RUNTIME
     )]
-    pub persona: Option<String>,
+    pub persona: Option<Persona>,
     /// The runtime variant's name (`dsh-<version>` sets `FAKE_DSH_VERSION=<version>`).
     #[arg(long, value_name = "NAME", help_heading = heading::RUNTIME)]
     pub variant: Option<String>,
@@ -176,7 +177,7 @@ impl RunArgs {
             pass_env: self.pass_env.clone(),
             surface: self.surface,
             client_lacks: self.client_lacks.clone(),
-            persona: self.persona.clone(),
+            persona: self.persona,
         }
     }
 }
