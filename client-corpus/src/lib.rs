@@ -24,14 +24,20 @@ use dsh_engine::interrupt;
 use dsh_formats::client_case::ClientSurface;
 use dsh_results::expectations::Expectations;
 use dsh_results::model::{CaseResult, CorpusInfo, HostInfo, SuiteReport};
-use dsh_results::run_args::{Flags, EXIT_NOTHING_MEASURED};
+use dsh_results::reporter::{ListedCase, Reporter, RunOutcome, RunStart};
+use dsh_results::run_args::{Persona, RunOptions};
 use play::Setup;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// `run --surface sdk|headless`: the exit code, or `Err` when the run could not start.
-pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
+/// `run --surface sdk|headless`: the selected client cases, each handed to `reporter` as it
+/// finishes; `Err` when the run could not start.
+pub fn run(
+    args: &RunOptions,
+    surface: ClientSurface,
+    reporter: &dyn Reporter,
+) -> Result<RunOutcome, String> {
     let corpus_dir = dsh_engine::corpus::choose(args.fixtures.as_deref(), args.embedded_corpus)?;
     let corpus = corpus::load(corpus_dir.path()).map_err(|errors| {
         let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
@@ -44,13 +50,15 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
         dsh_engine::files::refuse_symlink(path).map_err(|e| e.to_string())?;
     }
     let Some(selected) = select(args, corpus.of(surface).collect())? else {
-        return Ok(EXIT_NOTHING_MEASURED);
+        return Ok(RunOutcome::NothingSelected);
     };
     if args.list {
-        for loaded in &selected {
-            println!("{}", loaded.case.id);
-        }
-        return Ok(0);
+        let listed = selected.iter().map(|loaded| ListedCase {
+            id: loaded.case.id.clone(),
+            summary: None,
+            detail: None,
+        });
+        return Ok(RunOutcome::Listed(listed.collect()));
     }
     let setup = setup(args, surface)?;
     let expectations = args
@@ -75,17 +83,16 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
     // client's process group is killed, the case's teardown kills what it left and removes its
     // temp dir, the case is reported `interrupted`), then every output is written and the exit
     // is 128 + the signal; a second one removes the cases' temp dirs and exits at once: the host
-    // run's handling, `dsh_engine::interrupt`.
-    interrupt::stop_flag().store(false, Ordering::SeqCst);
-    interrupt::catch_stop_signals("dsh-conformance run");
-    let mut report = suite(
+    // run's handling, `dsh_engine::interrupt`, whose handlers the command line installed first
+    // thing: a signal that came earlier already set the stop flag, so no case starts.
+    let run = Run {
         args,
         surface,
-        &setup,
-        &selected,
-        info,
-        expectations.as_ref(),
-    )?;
+        setup: &setup,
+        expectations: expectations.as_ref(),
+        reporter,
+    };
+    let mut report = run.suite(&selected, info)?;
     report.rerun_args = rerun_args(args, surface);
     let stopped = if interrupt::signalled() {
         Some("interrupted")
@@ -101,13 +108,16 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
             selected.len()
         );
     }
-    dsh_results::run_args::finish(args, &report, stopped)
+    Ok(RunOutcome::Ran {
+        report: Box::new(report),
+        stopped: stopped.map(str::to_string),
+    })
 }
 
 /// The cases `--case`/`--skip` select, checked as the host run checks them (a malformed glob is
 /// an error); `None` (after saying which) when a glob matches no client case of the surface.
 fn select<'a>(
-    args: &Flags,
+    args: &RunOptions,
     cases: Vec<&'a LoadedCase>,
 ) -> Result<Option<Vec<&'a LoadedCase>>, String> {
     if !args.sections.is_empty() || args.shard.is_some() {
@@ -147,7 +157,7 @@ fn select<'a>(
 }
 
 /// How every case starts the client; the client's command must start (checked once, up front).
-fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
+fn setup(args: &RunOptions, surface: ClientSurface) -> Result<Setup, String> {
     let mut client = match &args.host {
         Some(command) => dsh_engine::programs::split_command(command)?,
         None => Vec::new(),
@@ -165,7 +175,7 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
     let fake_dsh = std::path::absolute(&fake_dsh).unwrap_or(fake_dsh);
     if !fake_dsh.is_file() {
         return Err(format!(
-            "fake-dsh not found at {} (pass --fake-dsh)",
+            "fake-dsh not found at {} (pass --runtime)",
             fake_dsh.display()
         ));
     }
@@ -175,7 +185,7 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
             "the client cannot start: {program:?} is not an executable file nor on PATH"
         ));
     }
-    let (runtime_args, profile_args) = runtime_args(surface, args.runtime_persona.as_deref())?;
+    let (runtime_args, profile_args) = runtime_args(surface, args.persona)?;
     Ok(Setup {
         client,
         fake_dsh,
@@ -186,12 +196,12 @@ fn setup(args: &Flags, surface: ClientSurface) -> Result<Setup, String> {
     })
 }
 
-/// fake-dsh's arguments for the surface and `--runtime-persona`: the persona's, always, and the
+/// fake-dsh's arguments for the surface and `--persona`: the persona's, always, and the
 /// surface's, which the launcher adds when the client names no `--profile` of its own. No
 /// persona leaves fake-dsh's own default (0.2.1).
 fn runtime_args(
     surface: ClientSurface,
-    persona: Option<&str>,
+    persona: Option<Persona>,
 ) -> Result<(Vec<String>, Vec<String>), String> {
     let profile: &[&str] = match surface {
         ClientSurface::Sdk => &["--profile", "sdk"],
@@ -199,12 +209,12 @@ fn runtime_args(
     };
     let (fixed, profile): (&[&str], &[&str]) = match (surface, persona) {
         (_, None) => (&[], profile),
-        (_, Some("0.1.5")) => (&["--persona", "0.1.5"], profile),
-        (_, Some("0.2.1")) => (&["--persona", "0.2.1"], profile),
-        (ClientSurface::Sdk, Some("0.1.1")) => (&["--persona", "0.1.1"], &["cordis.yml"]),
+        (_, Some(Persona::V015)) => (&["--persona", "0.1.5"], profile),
+        (_, Some(Persona::V021)) => (&["--persona", "0.2.1"], profile),
+        (ClientSurface::Sdk, Some(Persona::V011)) => (&["--persona", "0.1.1"], &["cordis.yml"]),
         (surface, Some(other)) => {
             return Err(format!(
-                "--runtime-persona {other:?}: the {} surface has 0.2.1, 0.1.5{}",
+                "--persona {other}: the {} surface has 0.2.1, 0.1.5{}",
                 surface.name(),
                 if surface == ClientSurface::Sdk {
                     " and 0.1.1"
@@ -218,130 +228,128 @@ fn runtime_args(
     Ok((owned(fixed), owned(profile)))
 }
 
-/// Runs the selected cases into the results model.
-fn suite(
-    args: &Flags,
+/// One client run: what every case of it shares.
+struct Run<'a> {
+    args: &'a RunOptions,
     surface: ClientSurface,
-    setup: &Setup,
-    selected: &[&LoadedCase],
-    corpus: CorpusInfo,
-    expectations: Option<&Expectations>,
-) -> Result<SuiteReport, String> {
-    use dsh_results::output::stream::{LiveOutput, StreamStyle};
-    use dsh_results::output::Format;
-    let style = match args.format {
-        Format::Table => StreamStyle::Lines {
-            color: args.color.resolve(),
-            id_width: selected.iter().map(|c| c.case.id.len()).max().unwrap_or(4),
-        },
-        Format::Jsonl => StreamStyle::Jsonl,
-        Format::Json => StreamStyle::Quiet,
-    };
-    let host_name = args
-        .host_name
-        .clone()
-        .unwrap_or_else(|| name_of(&setup.client));
-    let variant = match &args.runtime_persona {
-        Some(persona) => format!("fake-dsh {} {persona}", surface.name()),
-        None => format!("fake-dsh {}", surface.name()),
-    };
-    let live = LiveOutput::new(style, &host_name, &variant, selected.len());
-    if args.format == Format::Table {
-        live.write(&header(
-            &host_name,
-            setup,
-            &variant,
-            selected.len(),
-            &corpus,
-        ));
-    }
-    let started = std::time::Instant::now();
-    let mut cases = play_all(args, setup, selected, &live, expectations)?;
-    cases.sort_by(|a, b| a.id.cmp(&b.id));
-    let selected_hash = dsh_engine::corpus::embedded::tree_hash(
-        selected
-            .iter()
-            .map(|c| (c.case.id.as_str(), c.text.as_bytes())),
-    );
-    Ok(SuiteReport {
-        kit_version: env!("CARGO_PKG_VERSION").to_string(),
-        corpus_hash: selected_hash,
-        host: HostInfo {
-            name: host_name,
-            command: dsh_results::output::secrets::redact_command(&setup.client),
-            handshake: serde_json::Value::Null,
-        },
-        runtime_variant: variant,
-        cases,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        rerun_args: Vec::new(),
-        corpus: Some(corpus),
-        surface: Some(surface.name().to_string()),
-        dialect: None,
-        rerun_as: None,
-    })
+    setup: &'a Setup,
+    expectations: Option<&'a Expectations>,
+    reporter: &'a dyn Reporter,
 }
 
-/// Plays the cases on `--jobs` workers (default 2), printing each as it finishes; stops starting
-/// new ones after a failure with `--fail-fast`. `Err` when a case could not be played at all.
-fn play_all(
-    args: &Flags,
-    setup: &Setup,
-    selected: &[&LoadedCase],
-    live: &dsh_results::output::stream::LiveOutput,
-    expectations: Option<&Expectations>,
-) -> Result<Vec<CaseResult>, String> {
-    let next = AtomicUsize::new(0);
-    let stop = interrupt::stop_flag();
-    let results: Mutex<Vec<CaseResult>> = Mutex::new(Vec::new());
-    let broken: Mutex<Option<String>> = Mutex::new(None);
-    let jobs = args.jobs.unwrap_or(2).clamp(1, 8);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| {
-                while let Some(loaded) = selected.get(next.fetch_add(1, Ordering::SeqCst)) {
-                    if stop.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    let mut result = match lacking(args, loaded) {
-                        Some(why) => judge::skipped(&loaded.case, &why),
-                        None => match play::play(setup, &loaded.case) {
-                            Ok(played) => {
-                                let mut result = judge::verdict(&loaded.case, &played);
-                                if interrupt::interrupted() {
-                                    result.mark_interrupted("the client");
-                                }
-                                result
-                            }
+impl Run<'_> {
+    /// Runs the selected cases into the results model.
+    fn suite(&self, selected: &[&LoadedCase], corpus: CorpusInfo) -> Result<SuiteReport, String> {
+        let (args, surface, setup) = (self.args, self.surface, self.setup);
+        let host_name = args
+            .host_name
+            .clone()
+            .unwrap_or_else(|| name_of(&setup.client));
+        let variant = match &args.persona {
+            Some(persona) => format!("fake-dsh {} {persona}", surface.name()),
+            None => format!("fake-dsh {}", surface.name()),
+        };
+        self.reporter.start(&RunStart {
+            header: header(&host_name, setup, &variant, selected.len(), &corpus),
+            host: host_name.clone(),
+            variant: variant.clone(),
+            total: selected.len(),
+            id_width: selected.iter().map(|c| c.case.id.len()).max().unwrap_or(4),
+        });
+        let started = std::time::Instant::now();
+        let mut cases = self.play_all(selected)?;
+        cases.sort_by(|a, b| a.id.cmp(&b.id));
+        let selected_hash = dsh_engine::corpus::embedded::tree_hash(
+            selected
+                .iter()
+                .map(|c| (c.case.id.as_str(), c.text.as_bytes())),
+        );
+        Ok(SuiteReport {
+            kit_version: env!("CARGO_PKG_VERSION").to_string(),
+            corpus_hash: selected_hash,
+            host: HostInfo {
+                name: host_name,
+                command: dsh_results::output::secrets::redact_command(&setup.client),
+                handshake: serde_json::Value::Null,
+            },
+            runtime_variant: variant,
+            cases,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            rerun_args: Vec::new(),
+            corpus: Some(corpus),
+            surface: Some(surface.name().to_string()),
+            dialect: None,
+            rerun_as: None,
+        })
+    }
+
+    /// Plays the cases on `--jobs` workers (default: the core count), handing each to the
+    /// reporter as it finishes; stops starting new ones after a failure with `--fail-fast`.
+    /// `Err` when a case could not be played at all.
+    fn play_all(&self, selected: &[&LoadedCase]) -> Result<Vec<CaseResult>, String> {
+        let next = AtomicUsize::new(0);
+        let stop = interrupt::stop_flag();
+        let results: Mutex<Vec<CaseResult>> = Mutex::new(Vec::new());
+        let broken: Mutex<Option<String>> = Mutex::new(None);
+        let jobs = self.args.jobs.get().min(selected.len()).max(1);
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                scope.spawn(|| {
+                    while let Some(loaded) = selected.get(next.fetch_add(1, Ordering::SeqCst)) {
+                        if stop.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        let result = match self.play_one(loaded) {
+                            Ok(Some(result)) => result,
                             // A stop signal came before the client started: not played.
-                            Err(_) if interrupt::interrupted() => return,
+                            Ok(None) => return,
                             Err(why) => {
                                 *broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
                                 stop.store(true, Ordering::SeqCst);
                                 return;
                             }
-                        },
-                    };
-                    if let Some(expectations) = expectations {
-                        expectations.apply(&mut result);
+                        };
+                        self.reporter.case(&result);
+                        if self.args.fail_fast && result.verdict.is_failure() {
+                            stop.store(true, Ordering::SeqCst);
+                        }
+                        results
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(result);
                     }
-                    live.case(&result);
-                    if args.fail_fast && result.verdict.is_failure() {
-                        stop.store(true, Ordering::SeqCst);
-                    }
-                    results
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push(result);
-                }
-            });
+                });
+            }
+        });
+        self.reporter.finish();
+        if let Some(why) = broken.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(why);
         }
-    });
-    live.finish();
-    if let Some(why) = broken.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(why);
+        Ok(results.into_inner().unwrap_or_else(|p| p.into_inner()))
     }
-    Ok(results.into_inner().unwrap_or_else(|p| p.into_inner()))
+
+    /// One case's result, expectations applied (skipped when a capability lacks); `None` when a
+    /// stop signal came before its client started; `Err` when it could not be played.
+    fn play_one(&self, loaded: &LoadedCase) -> Result<Option<CaseResult>, String> {
+        let mut result = match lacking(self.args, loaded) {
+            Some(why) => judge::skipped(&loaded.case, &why),
+            None => match play::play(self.setup, &loaded.case) {
+                Ok(played) => {
+                    let mut result = judge::verdict(&loaded.case, &played);
+                    if interrupt::interrupted() {
+                        result.mark_interrupted("the client");
+                    }
+                    result
+                }
+                Err(_) if interrupt::interrupted() => return Ok(None),
+                Err(why) => return Err(why),
+            },
+        };
+        if let Some(expectations) = self.expectations {
+            expectations.apply(&mut result);
+        }
+        Ok(Some(result))
+    }
 }
 
 /// The head of a table run: kit, client, command, runtime, case count; the corpus line and, when
@@ -363,7 +371,7 @@ fn header(host: &str, setup: &Setup, variant: &str, cases: usize, corpus: &Corpu
 
 /// Why the case is skipped: the first capability it requires that `--client-lacks` names, or
 /// that the runtime persona lacks ([`RUNTIME_021_ONLY`] before 0.2.1).
-fn lacking(args: &Flags, loaded: &LoadedCase) -> Option<String> {
+fn lacking(args: &RunOptions, loaded: &LoadedCase) -> Option<String> {
     let requires = &loaded.case.requires;
     if let Some(capability) = requires
         .iter()
@@ -372,9 +380,8 @@ fn lacking(args: &Flags, loaded: &LoadedCase) -> Option<String> {
         return Some(format!("the client lacks {capability} (--client-lacks)"));
     }
     let persona = args
-        .runtime_persona
-        .as_deref()
-        .filter(|persona| matches!(*persona, "0.1.1" | "0.1.5"))?;
+        .persona
+        .filter(|persona| matches!(persona, Persona::V011 | Persona::V015))?;
     requires
         .iter()
         .find(|capability| RUNTIME_021_ONLY.contains(&capability.as_str()))
@@ -387,16 +394,16 @@ fn lacking(args: &Flags, loaded: &LoadedCase) -> Option<String> {
 /// fake-dsh's default persona).
 const RUNTIME_021_ONLY: &[&str] = &["resume", "working-directory"];
 
-fn rerun_args(args: &Flags, surface: ClientSurface) -> Vec<String> {
+fn rerun_args(args: &RunOptions, surface: ClientSurface) -> Vec<String> {
     let mut rerun = vec!["--surface".to_string(), surface.name().to_string()];
     if let Some(dir) = &args.fixtures {
         rerun.extend(["--fixtures".to_string(), dir.display().to_string()]);
     }
-    if args.time_scale != 1.0 {
+    if args.time_scale != dsh_engine::timing::TimeScale::ONE {
         rerun.extend(["--time-scale".to_string(), args.time_scale.to_string()]);
     }
-    if let Some(persona) = &args.runtime_persona {
-        rerun.extend(["--runtime-persona".to_string(), persona.clone()]);
+    if let Some(persona) = &args.persona {
+        rerun.extend(["--persona".to_string(), persona.to_string()]);
     }
     if let Some(file) = &args.expectations {
         rerun.extend(["--expectations".to_string(), file.display().to_string()]);

@@ -53,7 +53,7 @@ pub struct Setup {
     pub client: Vec<String>,
     pub fake_dsh: PathBuf,
     /// Multiplies the case limit and the client's timeout.
-    pub time_scale: f64,
+    pub time_scale: dsh_engine::timing::TimeScale,
     /// The caller's environment the client gets (the allowlist and `--pass-env`).
     pub inherited: Vec<(String, String)>,
     /// fake-dsh's arguments after its path, always (the persona's).
@@ -66,13 +66,16 @@ pub struct Setup {
 impl Setup {
     /// The longest one case may take before the client is killed as hung.
     pub fn limit(&self) -> Duration {
-        Duration::from_secs_f64(40.0 * self.time_scale.max(0.1))
+        self.time_scale.scale(Duration::from_secs(40))
     }
     /// What the client is told it may wait on a silent runtime: 10 s (times `--time-scale`),
     /// room for an 8 MiB frame from a debug fake-dsh on a loaded 2-core machine (5 s was not:
     /// docs/performance.md, "Stress"), well inside the case's limit.
     fn client_timeout_secs(&self) -> u64 {
-        (10.0 * self.time_scale.max(0.2)).ceil() as u64
+        self.time_scale
+            .scale(Duration::from_secs(10))
+            .as_secs_f64()
+            .ceil() as u64
     }
 }
 
@@ -175,7 +178,7 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     // carries the case's token, and every orphan `run` adopted as a subreaper (a daemon that
     // called `setsid` and emptied its environment). Both are killed before the pipes they may
     // hold are read to their end.
-    let grace = Duration::from_secs_f64(setup.time_scale.max(0.5));
+    let grace = setup.time_scale.scale(Duration::from_secs(1));
     let leftovers = teardown(&token, grace);
     // The pipes are read until the case's limit (and the teardown's grace) at most: a process
     // that still holds one then is named, and killed.

@@ -16,7 +16,7 @@ fn main() {
     let time_scale = std::env::var("DSH_CONFORMANCE_TIME_SCALE")
         .ok()
         .and_then(|scale| scale.parse().ok())
-        .unwrap_or(1.0);
+        .unwrap_or_default();
     let config = SuiteConfig {
         host: vec![dsh_test_support::binary("dsh-host-driver")
             .display()
@@ -24,7 +24,7 @@ fn main() {
         host_name: None,
         fixtures,
         selection: Selection::default(),
-        jobs: 1,
+        jobs: dsh_engine::timing::Jobs::ONE,
         time_scale,
         fake_dsh: dsh_test_support::binary("fake-dsh"),
         variant: Variant::default(),

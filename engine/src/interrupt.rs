@@ -125,8 +125,11 @@ extern "C" fn on_stop_signal(signal: nix::libc::c_int) {
 }
 
 /// Installs the SIGINT and SIGTERM handlers and the thread that acts on them (see the module
-/// documentation); `who` starts its messages on stderr (`dsh-conformance run`). Once per process.
-pub fn catch_stop_signals(who: &'static str) {
+/// documentation); `who` starts its messages on stderr (`dsh-conformance run`), and `exit` ends
+/// the process on a second signal, with [`exit_code`] (the caller's: a library ends no process).
+/// Once per process: the command line installs it first thing, before the corpus loads, so a
+/// signal at start-up still ends the run with its outputs written.
+pub fn catch_stop_signals(who: &'static str, exit: fn(u8) -> !) {
     static CAUGHT: std::sync::Once = std::sync::Once::new();
     CAUGHT.call_once(|| {
         use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet};
@@ -135,10 +138,15 @@ pub fn catch_stop_signals(who: &'static str) {
             SaFlags::SA_RESTART,
             SigSet::empty(),
         );
+        let mut stop_signals = SigSet::empty();
         for signal in [Signal::SIGINT, Signal::SIGTERM] {
             // SAFETY: the handler only stores to atomics, which is async-signal-safe.
             let _ = unsafe { sigaction(signal, &action) };
+            stop_signals.add(signal);
         }
+        // A parent may start the run with them blocked (inherited across exec): a signal
+        // pending since then is handled now, and none is held back after.
+        let _ = stop_signals.thread_unblock();
         std::thread::spawn(move || loop {
             std::thread::sleep(std::time::Duration::from_millis(20));
             if signalled() && !interrupted() {
@@ -148,7 +156,7 @@ pub fn catch_stop_signals(who: &'static str) {
             if SIGNALS.load(Ordering::SeqCst) >= 2 {
                 let removed = remove_live_dirs();
                 eprintln!("{who}: stopped by a second signal; removed {removed} case temp dir(s)");
-                std::process::exit(i32::from(exit_code()));
+                exit(exit_code());
             }
         });
     });

@@ -19,6 +19,10 @@
 //! - [`scratch`]: temp dirs (0700, marked, swept after a killed run); [`input`]: files a user
 //!   names, read bounded; [`files`]: output files written without following a link;
 //!   [`random`]: tokens; [`programs`]: command lines split, programs found.
+//! - [`surface`]: the one vocabulary of dsh's machine surfaces; [`timing`]: `Jobs` and
+//!   `TimeScale`, valid by construction, with the one floor rule of a scaled bound.
+//!
+//! No command line here: the `dsh-conformance` binary parses its options into these types.
 
 pub mod child_env;
 pub mod corpus;
@@ -34,3 +38,5 @@ pub mod random;
 pub mod scratch;
 pub mod selection;
 pub mod supervisor;
+pub mod surface;
+pub mod timing;

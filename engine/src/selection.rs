@@ -102,14 +102,34 @@ impl Selection {
     }
 }
 
-/// The `count` ids nearest to `glob` by edit distance (its `*` and `?` left out), nearest first.
+/// The `count` ids nearest to `glob`, nearest first: the ids that share the longest start with
+/// the glob's literal prefix (its text before the first wildcard: `lifecycle.cancl*` suggests the
+/// `lifecycle.canc...` ids), ranked by edit distance to the glob's text without its `*` and `?`;
+/// every id is a candidate when none shares even a first character.
 pub fn nearest_ids<'a>(
     glob: &str,
     ids: impl Iterator<Item = &'a str>,
     count: usize,
 ) -> Vec<String> {
     let literal: String = glob.chars().filter(|c| !matches!(c, '*' | '?')).collect();
-    let mut scored: Vec<(usize, &str)> = ids.map(|id| (edit_distance(&literal, id), id)).collect();
+    let prefix: Vec<char> = glob
+        .chars()
+        .take_while(|c| !matches!(c, '*' | '?' | '[' | '{'))
+        .collect();
+    let shared = |id: &str| {
+        prefix
+            .iter()
+            .zip(id.chars())
+            .take_while(|(a, b)| *a == b)
+            .count()
+    };
+    let ids: Vec<&str> = ids.collect();
+    let longest = ids.iter().map(|id| shared(id)).max().unwrap_or(0);
+    let mut scored: Vec<(usize, &str)> = ids
+        .into_iter()
+        .filter(|id| shared(id) == longest)
+        .map(|id| (edit_distance(&literal, id), id))
+        .collect();
     scored.sort();
     scored.dedup_by(|a, b| a.1 == b.1);
     scored
@@ -295,8 +315,25 @@ mod tests {
         let ids = ["framing.crlf", "framing.bom", "cancel.grace"];
         assert_eq!(
             nearest_ids("framing.crfl", ids.into_iter(), 2),
-            ["framing.crlf", "framing.bom"]
+            ["framing.crlf"]
         );
+        // The glob's prefix decides the candidates: an id close by edit distance but starting
+        // elsewhere is not suggested over one under the prefix.
+        let ids = [
+            "lifecycle.cancel-grace",
+            "lifecycle.cancel-kill",
+            "cycle.canc",
+        ];
+        assert_eq!(
+            nearest_ids("lifecycle.cancl*", ids.into_iter(), 3),
+            ["lifecycle.cancel-kill", "lifecycle.cancel-grace"]
+        );
+        assert_eq!(
+            nearest_ids("zzz*", ids.into_iter(), 1),
+            ["cycle.canc"],
+            "no shared prefix: every id is a candidate"
+        );
+        let ids = ["framing.crlf", "framing.bom", "cancel.grace"];
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         let selection = Selection {
             case_globs: vec!["cancle.*".into()],

@@ -26,7 +26,6 @@ use crate::leftovers::Leftover;
 use crate::procfs;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 /// The hidden subcommand of `dsh-conformance` that runs a supervisor.
@@ -34,32 +33,6 @@ pub const SUBCOMMAND: &str = "__supervise";
 
 /// How long the rest of the tree may take to exit on its own once the driver has exited.
 pub const GRACE: Duration = Duration::from_millis(200);
-
-/// The flags of `dsh-conformance __supervise`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Append one JSON line per killed process here.
-    #[arg(long)]
-    pub report: PathBuf,
-    /// Milliseconds the tree may take to exit on its own after the driver exited.
-    #[arg(long, default_value_t = 200, value_name = "MS")]
-    pub grace_ms: u64,
-    /// The driver command.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
-    pub command: Vec<OsString>,
-}
-
-/// The flags of `dsh-conformance supervise`: a runtime supervisor for hosts.
-#[derive(Debug, clap::Args)]
-pub struct RuntimeArgs {
-    /// Milliseconds the runtime's tree may take to exit on its own after the runtime exited;
-    /// keep it below the host's own force-kill bound.
-    #[arg(long, default_value_t = 200, value_name = "MS")]
-    pub grace_ms: u64,
-    /// The runtime command (`dsh --profile open-design --stdio`).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
-    pub command: Vec<OsString>,
-}
 
 /// The command that runs `host` under a supervisor reporting to `report`; `host` unchanged where
 /// there is no subreaper (not Linux) or this process is not `dsh-conformance` (a library caller).
@@ -132,34 +105,38 @@ fn append_report(report: &Path, killed: &[Leftover]) {
     }
 }
 
-/// `dsh-conformance __supervise`: see the module documentation.
-pub fn main(args: Args) -> ExitCode {
-    imp::supervise(args)
+/// `dsh-conformance __supervise`: runs the driver `command` as described in the module
+/// documentation, appending what it killed to `report`; returns the driver's exit status (`128 +
+/// n` for a signal, 2 for no command, 127 when it cannot start).
+pub fn supervise(report: &Path, grace: Duration, command: &[OsString]) -> u8 {
+    imp::supervise(report, grace, command)
 }
 
-/// `dsh-conformance supervise`: see the module documentation.
-pub fn runtime_main(args: RuntimeArgs) -> ExitCode {
-    imp::supervise_runtime(args)
+/// `dsh-conformance supervise`: runs a host's runtime `command` as described in the module
+/// documentation; returns the runtime's exit status as [`supervise`] does.
+pub fn supervise_runtime(grace: Duration, command: &[OsString]) -> u8 {
+    imp::supervise_runtime(grace, command)
 }
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use super::{append_report, procfs, Args, Leftover, RuntimeArgs};
+    use super::{append_report, procfs, Leftover};
     use nix::errno::Errno;
     use nix::sys::signal::{kill, killpg, signal, SigHandler, Signal};
     use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
     use nix::unistd::{getpgid, getppid, setpgid, Pid};
     use std::ffi::OsString;
-    use std::process::{Command, ExitCode};
+    use std::path::Path;
+    use std::process::Command;
     use std::time::{Duration, Instant};
 
     const POLL: Duration = Duration::from_millis(10);
     const KILL_ROUNDS: usize = 10;
     const KILL_WAIT: Duration = Duration::from_secs(2);
 
-    pub fn supervise(args: Args) -> ExitCode {
+    pub fn supervise(report: &Path, grace: Duration, command: &[OsString]) -> u8 {
         let harness = getppid();
-        let driver = match start(&args.command, "driver") {
+        let driver = match start(command, "driver") {
             Ok(driver) => driver,
             Err(code) => return code,
         };
@@ -170,18 +147,18 @@ mod imp {
         let code = wait_child(driver, harness, || {
             let _ = killpg(driver, Signal::SIGKILL);
         });
-        let killed = sweep(Duration::from_millis(args.grace_ms));
+        let killed = sweep(grace);
         if !killed.is_empty() {
-            append_report(&args.report, &killed);
+            append_report(report, &killed);
         }
-        ExitCode::from(code)
+        code
     }
 
     /// A host's runtime: stays in the group the host signals (so the runtime gets the host's
     /// signals and the supervisor ignores them), and if the host dies, kills the whole tree.
-    pub fn supervise_runtime(args: RuntimeArgs) -> ExitCode {
+    pub fn supervise_runtime(grace: Duration, command: &[OsString]) -> u8 {
         let host = getppid();
-        let runtime = match start(&args.command, "runtime") {
+        let runtime = match start(command, "runtime") {
             Ok(runtime) => runtime,
             Err(code) => return code,
         };
@@ -189,18 +166,18 @@ mod imp {
         let code = wait_child(runtime, host, || {
             sweep(Duration::ZERO);
         });
-        sweep(Duration::from_millis(args.grace_ms));
-        ExitCode::from(code)
+        sweep(grace);
+        code
     }
 
     /// Becomes a child subreaper and starts `command` (the `what`) with this process's stdio.
-    fn start(command: &[OsString], what: &str) -> Result<Pid, ExitCode> {
+    fn start(command: &[OsString], what: &str) -> Result<Pid, u8> {
         if let Err(errno) = nix::sys::prctl::set_child_subreaper(true) {
             eprintln!("dsh-conformance supervisor: cannot become a child subreaper: {errno}");
         }
         let Some((program, rest)) = command.split_first() else {
             eprintln!("dsh-conformance supervisor: no {what} command");
-            return Err(ExitCode::from(2));
+            return Err(2);
         };
         match Command::new(program).args(rest).spawn() {
             Ok(child) => Ok(Pid::from_raw(child.id() as i32)),
@@ -209,7 +186,7 @@ mod imp {
                     "cannot start the {what} {}: {error}",
                     program.to_string_lossy()
                 );
-                Err(ExitCode::from(127))
+                Err(127)
             }
         }
     }
@@ -317,30 +294,30 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    use super::{Args, RuntimeArgs};
     use std::ffi::OsString;
-    use std::process::ExitCode;
+    use std::path::Path;
+    use std::time::Duration;
 
     /// No subreaper here: become the driver (`wrap` never asks for this outside Linux).
-    pub fn supervise(args: Args) -> ExitCode {
-        become_command(&args.command, "driver")
+    pub fn supervise(_report: &Path, _grace: Duration, command: &[OsString]) -> u8 {
+        become_command(command, "driver")
     }
 
     /// No subreaper here: become the runtime (the host's process group is all there is).
-    pub fn supervise_runtime(args: RuntimeArgs) -> ExitCode {
-        become_command(&args.command, "runtime")
+    pub fn supervise_runtime(_grace: Duration, command: &[OsString]) -> u8 {
+        become_command(command, "runtime")
     }
 
-    fn become_command(command: &[OsString], what: &str) -> ExitCode {
+    fn become_command(command: &[OsString], what: &str) -> u8 {
         use std::os::unix::process::CommandExt;
         let Some((program, rest)) = command.split_first() else {
-            return ExitCode::from(2);
+            return 2;
         };
         let error = std::process::Command::new(program).args(rest).exec();
         eprintln!(
             "cannot start the {what} {}: {error}",
             program.to_string_lossy()
         );
-        ExitCode::from(127)
+        127
     }
 }

@@ -17,7 +17,7 @@ then a kill). DSH_HOME (the client refuses to start without it), DSH_SDK_TIMEOUT
 initialize and request timeouts) and the key come from the environment, which the client
 passes down to the runtime as it always does.
 
-    dsh-conformance run --surface sdk --runtime-persona 0.2.1 \\
+    dsh-conformance run --surface sdk --persona 0.2.1 \\
         --host "python3 examples/official-python-client/corpus_driver.py" \\
         --pass-env PYTHONPATH   # PYTHONPATH naming the client's unpacked wheel
 """

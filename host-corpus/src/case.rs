@@ -45,7 +45,7 @@ pub struct CaseEnv {
     pub host: Vec<String>,
     pub fake_dsh: PathBuf,
     pub fake_dsh_env: BTreeMap<String, String>,
-    pub time_scale: f64,
+    pub time_scale: dsh_engine::timing::TimeScale,
     /// Rule id -> interpretation entry, for the catalog's `interpretation` rules.
     pub interpreted_rules: BTreeMap<String, String>,
     /// The caller's variables the driver gets besides the allowed ones (`dsh_engine::child_env`).
@@ -56,7 +56,7 @@ pub struct CaseEnv {
 
 impl CaseEnv {
     fn scaled(&self, ms: u64) -> Duration {
-        Duration::from_secs_f64((ms as f64 * self.time_scale).max(1.0) / 1000.0)
+        self.time_scale.scale_ms(ms)
     }
 }
 

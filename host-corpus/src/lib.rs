@@ -11,7 +11,9 @@
 //!
 //! What every corpus shares (processes, the supervisor, leftovers, the journal, selection) is
 //! `dsh-engine`'s; the results model and the outputs are `dsh-results`'. This crate root holds
-//! the run itself: from the `run` flags to a config, live output, signals, the exit code.
+//! the run itself: from the typed `run` options ([`RunOptions`]) to a config, live output, the
+//! exit code. The command line that fills them, and the stop-signal handlers, are the
+//! `dsh-conformance` binary's.
 
 mod case;
 mod checks;
@@ -36,19 +38,17 @@ use dsh_engine::interrupt;
 use dsh_engine::programs::{sibling_of_exe, split_command};
 use dsh_engine::selection::{CaseEntry, Selection};
 use dsh_results::model::{CaseResult, SuiteReport};
-use dsh_results::output::Format;
-use dsh_results::run_args::{
-    fake_dsh_from_env, fake_dsh_of, Flags, EXIT_NOTHING_MEASURED, EXIT_OK,
-};
-use std::io::Write;
+use dsh_results::reporter::{ListedCase, Reporter, RunOutcome, RunStart};
+use dsh_results::run_args::{fake_dsh_from_env, fake_dsh_of, RunOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 /// Exit code after Ctrl-C (128 + SIGINT, as shells report it); SIGTERM gives 143.
 pub use dsh_engine::interrupt::EXIT_INTERRUPTED;
 
-/// `run` on the open-design surface: the exit code, or `Err` when the run could not start.
-pub fn run_cli(args: &Flags) -> Result<u8, String> {
+/// `run` on the open-design surface: the cases of `args`' selection against its host, each
+/// handed to `reporter` as it finishes; `Err` when the run could not start.
+pub fn run(args: &RunOptions, reporter: &dyn Reporter) -> Result<RunOutcome, String> {
     if args.host.is_none() && args.host_args.is_empty() {
         eprintln!(
             "dsh-conformance run: no --host: running the built-in reference host (dsh-host-driver beside this executable)"
@@ -74,12 +74,12 @@ pub fn run_cli(args: &Flags) -> Result<u8, String> {
         Ok(suite) => suite,
         Err(HarnessError::NoMatch(message)) => {
             eprintln!("dsh-conformance run: {message}");
-            return Ok(EXIT_NOTHING_MEASURED);
+            return Ok(RunOutcome::NothingSelected);
         }
         Err(error) => return Err(error.to_string()),
     };
     if args.list {
-        return list(args, &suite);
+        return Ok(list(args, &suite));
     }
     if let Some(warning) = suite.corpus().warning() {
         eprintln!("dsh-conformance run: {warning}");
@@ -88,7 +88,7 @@ pub fn run_cli(args: &Flags) -> Result<u8, String> {
         eprintln!(
             "dsh-conformance run: no case selected (check --case / --skip / --section / --shard)"
         );
-        return Ok(EXIT_NOTHING_MEASURED);
+        return Ok(RunOutcome::NothingSelected);
     }
     if let Some(expectations) = &config.expectations {
         let ids: Vec<&str> = suite
@@ -98,8 +98,14 @@ pub fn run_cli(args: &Flags) -> Result<u8, String> {
             .collect();
         expectations.warn_unselected(&ids);
     }
-    suite.preflight().map_err(|e| e.to_string())?;
-    let mut report = run_live(args, &suite)?;
+    match suite.preflight() {
+        // Stopped before the first case (a signal at start-up, or during the handshake): no
+        // case runs, and the outputs say so.
+        Err(_) if interrupt::signalled() => {}
+        Err(error) => return Err(error.to_string()),
+        Ok(_) => {}
+    }
+    let mut report = run_live(args, &suite, reporter);
     report.rerun_args = rerun_args(args, &config);
     report.rerun_as = args.rerun_as.clone();
     if let Some(path) = &args.write_expectations {
@@ -113,54 +119,49 @@ pub fn run_cli(args: &Flags) -> Result<u8, String> {
             suite.entries().len()
         );
     }
-    dsh_results::run_args::finish(args, &report, stopped.as_deref())
+    Ok(RunOutcome::Ran {
+        report: Box::new(report),
+        stopped,
+    })
 }
 
-/// Runs the suite printing each case as it finishes (table lines or jsonl) with a progress line
-/// on a terminal; Ctrl-C and `--fail-fast` stop it between cases.
-fn run_live(args: &Flags, suite: &Suite) -> Result<SuiteReport, String> {
-    use dsh_results::output::stream::{LiveOutput, StreamStyle};
-    let color = args.color.resolve();
-    let style = match args.format {
-        Format::Table => StreamStyle::Lines {
-            color,
-            id_width: suite
-                .entries()
-                .iter()
-                .map(|e| e.id.chars().count())
-                .max()
-                .unwrap_or(4),
-        },
-        Format::Jsonl => StreamStyle::Jsonl,
-        Format::Json => StreamStyle::Quiet,
-    };
-    let total = suite.entries().len() * args.verify;
-    let live = LiveOutput::new(style, &suite.host_name(), &suite.variant_name(), total);
-    if args.format == Format::Table {
-        live.write(&format!("{}\n", suite.header_line()));
-    }
+/// Runs the suite handing each case to `reporter` as it finishes; a stop signal and
+/// `--fail-fast` stop it between cases.
+fn run_live(args: &RunOptions, suite: &Suite, reporter: &dyn Reporter) -> SuiteReport {
+    reporter.start(&RunStart {
+        host: suite.host_name(),
+        variant: suite.variant_name(),
+        total: suite.entries().len() * args.verify,
+        id_width: suite
+            .entries()
+            .iter()
+            .map(|e| e.id.chars().count())
+            .max()
+            .unwrap_or(4),
+        header: format!("{}\n", suite.header_line()),
+    });
     // The first SIGINT or SIGTERM starts no new case and ends the cases in flight at once (their
     // drivers' process groups are killed, their supervisors kill the rest of each tree, and they
-    // are reported `interrupted`); their temp dirs are removed as usual, the partial summary is
-    // printed and the outputs are written. A second one removes every case's temp dir still alive
-    // (journals hold prompts) and ends the process at once; the per-case supervisors kill the
-    // drivers' trees when they see the harness gone (`dsh_engine::interrupt`).
+    // are reported `interrupted`); their temp dirs are removed as usual, and the caller prints
+    // the partial summary and writes the outputs. A second one removes every case's temp dir
+    // still alive (journals hold prompts) and ends the process at once; the per-case supervisors
+    // kill the drivers' trees when they see the harness gone (`dsh_engine::interrupt`). The
+    // command line installs the handlers before anything else; a signal that came before this
+    // point already set the stop flag, so no case starts.
     let stop = interrupt::stop_flag();
-    stop.store(false, Ordering::SeqCst);
-    interrupt::catch_stop_signals("dsh-conformance run");
     let fail_fast = args.fail_fast;
     let observer = |case: &CaseResult| {
-        live.case(case);
+        reporter.case(case);
         if fail_fast && case.verdict.is_failure() {
             stop.store(true, Ordering::SeqCst);
         }
     };
     let report = suite.run_observed(&observer, stop);
-    live.finish();
-    Ok(report)
+    reporter.finish();
+    report
 }
 
-fn stop_reason(args: &Flags, suite: &Suite, report: &SuiteReport) -> Option<String> {
+fn stop_reason(args: &RunOptions, suite: &Suite, report: &SuiteReport) -> Option<String> {
     if interrupt::signalled() {
         Some("interrupted".to_string())
     } else if args.fail_fast && report.cases.len() < suite.entries().len() {
@@ -170,54 +171,37 @@ fn stop_reason(args: &Flags, suite: &Suite, report: &SuiteReport) -> Option<Stri
     }
 }
 
-/// `--list`: `id<TAB>summary` lines, or with `--format json`/`jsonl` the cases as JSON. A
-/// selection that matches nothing says so on stderr (exit 3); a closed stdout is not an error.
-fn list(args: &Flags, suite: &Suite) -> Result<u8, String> {
+/// `--list`: the selected cases with their summaries and what JSON lists about them. A selection
+/// that matches nothing says so on stderr (nothing measured).
+fn list(args: &RunOptions, suite: &Suite) -> RunOutcome {
     if suite.entries().is_empty() {
         eprintln!(
             "dsh-conformance run --list: no case matches the selection (--case / --skip / --section / --shard) in {}",
             args.fixtures.as_deref().map_or_else(|| "the fixtures dir".to_string(), |dir| dir.display().to_string())
         );
-        return Ok(EXIT_NOTHING_MEASURED);
+        return RunOutcome::NothingSelected;
     }
-    let item = |entry: &CaseEntry| {
+    let listed = |entry: &CaseEntry| {
         let (spec, rules) = entry
             .case
             .as_ref()
             .map(|case| (case.spec.clone(), case.rules.clone()))
             .unwrap_or_default();
-        serde_json::json!({"id": entry.id, "summary": entry.summary(), "spec": spec,
-            "rules": rules, "file": entry.file, "loads": entry.case.is_ok()})
-    };
-    let text = match args.format {
-        Format::Table => suite
-            .entries()
-            .iter()
-            .map(|entry| format!("{}\t{}\n", entry.id, entry.summary()))
-            .collect::<String>(),
-        Format::Json => {
-            let items: Vec<serde_json::Value> = suite.entries().iter().map(item).collect();
-            format!("{:#}\n", serde_json::Value::from(items))
+        ListedCase {
+            id: entry.id.clone(),
+            summary: Some(entry.summary()),
+            detail: Some(
+                serde_json::json!({"id": entry.id, "summary": entry.summary(),
+                "spec": spec, "rules": rules, "file": entry.file, "loads": entry.case.is_ok()}),
+            ),
         }
-        Format::Jsonl => suite
-            .entries()
-            .iter()
-            .map(|entry| format!("{}\n", item(entry)))
-            .collect::<String>(),
     };
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
-        _ => Ok(EXIT_OK),
-    }
+    RunOutcome::Listed(suite.entries().iter().map(listed).collect())
 }
 
 /// The flags a re-run line needs besides `--host`, `--variant` and `--case`: every one given that
 /// changes a result, with paths made absolute so the line works from any directory.
-fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
+fn rerun_args(args: &RunOptions, config: &SuiteConfig) -> Vec<String> {
     let mut out = Vec::new();
     let path = |p: &Path| {
         std::path::absolute(p)
@@ -228,10 +212,10 @@ fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
     if args.fixtures.is_some() {
         out.extend(["--fixtures".to_string(), path(&config.fixtures)]);
     }
-    if args.fake_dsh.is_some() || fake_dsh_from_env().is_some() {
-        out.extend(["--fake-dsh".to_string(), path(&config.fake_dsh)]);
+    if args.runtime.is_some() || fake_dsh_from_env().is_some() {
+        out.extend(["--runtime".to_string(), path(&config.fake_dsh)]);
     }
-    if args.time_scale != 1.0 {
+    if args.time_scale != dsh_engine::timing::TimeScale::ONE {
         out.extend(["--time-scale".to_string(), args.time_scale.to_string()]);
     }
     if let Some(file) = &args.expectations {
@@ -252,7 +236,7 @@ fn rerun_args(args: &Flags, config: &SuiteConfig) -> Vec<String> {
     out
 }
 
-fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, String> {
+fn config_from_args(args: &RunOptions, fixtures: PathBuf) -> Result<SuiteConfig, String> {
     let mut host = match &args.host {
         Some(command) => split_command(command)?,
         None if !args.host_args.is_empty() => Vec::new(),
@@ -284,9 +268,6 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
         .map(Expectations::load)
         .transpose()?;
     let dialect = dialect::Dialect::named(&args.dialect)?;
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
     Ok(SuiteConfig {
         host,
         host_name: args.host_name.clone(),
@@ -297,7 +278,7 @@ fn config_from_args(args: &Flags, fixtures: PathBuf) -> Result<SuiteConfig, Stri
             skip_globs: args.skip.clone(),
             shard: args.shard,
         },
-        jobs,
+        jobs: args.jobs,
         time_scale: args.time_scale,
         fake_dsh,
         variant,

@@ -12,13 +12,17 @@ use dsh_results::output::escape::{stderr_tail, terminal};
 use dsh_results::output::secrets::display_command;
 
 /// How long the driver has to answer the pre-flight handshake (times `--time-scale`).
-const PREFLIGHT_MS: f64 = 15_000.0;
+const PREFLIGHT_MS: u64 = 15_000;
 /// How many lines of the driver's stderr an error shows.
 pub const STDERR_TAIL_LINES: usize = 20;
 
 /// Starts the driver in a scratch dir, handshakes and shuts it down; the handshake reply, or the
 /// error to print.
-pub fn handshake(host: &[String], time_scale: f64, pass_env: &[String]) -> Result<Value, String> {
+pub fn handshake(
+    host: &[String],
+    time_scale: dsh_engine::timing::TimeScale,
+    pass_env: &[String],
+) -> Result<Value, String> {
     let scratch = dsh_engine::scratch::tempdir("dsh-preflight-")
         .map_err(|e| format!("cannot create a scratch dir for the pre-flight check: {e}"))?;
     let spec = DriverSpec {
@@ -34,7 +38,7 @@ pub fn handshake(host: &[String], time_scale: f64, pass_env: &[String]) -> Resul
     let mut transcript = Transcript::default();
     let mut driver = Driver::start(&spec, Vec::new())
         .map_err(|error| explain(host, &message(error), "not started", ""))?;
-    let deadline = Instant::now() + Duration::from_millis((PREFLIGHT_MS * time_scale) as u64);
+    let deadline = Instant::now() + time_scale.scale_ms(PREFLIGHT_MS);
     let request = json!({"v": 1, "type": "handshake", "kit": "dsh-conformance", "kit_version": env!("CARGO_PKG_VERSION")});
     let reply = driver
         .send(&request, &mut transcript)
@@ -93,7 +97,8 @@ mod tests {
             "-c".to_string(),
             "echo 'Error: Cannot find module x' >&2; exit 7".to_string(),
         ];
-        let error = handshake(&host, 1.0, &[]).expect_err("the driver dies");
+        let error =
+            handshake(&host, dsh_engine::timing::TimeScale::ONE, &[]).expect_err("the driver dies");
         assert!(error.contains("exit status 7"), "{error}");
         assert!(error.contains("Cannot find module x"), "{error}");
         assert!(error.contains("command: sh -c"), "{error}");

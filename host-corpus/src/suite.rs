@@ -70,8 +70,8 @@ pub struct SuiteConfig {
     pub host_name: Option<String>,
     pub fixtures: PathBuf,
     pub selection: Selection,
-    pub jobs: usize,
-    pub time_scale: f64,
+    pub jobs: dsh_engine::timing::Jobs,
+    pub time_scale: dsh_engine::timing::TimeScale,
     pub fake_dsh: PathBuf,
     pub variant: Variant,
     pub expectations: Option<Expectations>,
@@ -119,12 +119,11 @@ impl std::error::Error for HarnessError {}
 /// One case's result and the driver's handshake reply (when it answered one).
 pub type EntryRun = (CaseResult, Option<serde_json::Value>);
 
-/// `--time-scale` positive, `--jobs` and `--verify` at least 1.
+/// `--verify` at least 1 (`jobs` and `time_scale` are valid by their types).
 fn check_numbers(config: &SuiteConfig) -> Result<(), HarnessError> {
-    dsh_results::run_args::check_time_scale(config.time_scale).map_err(HarnessError::Config)?;
-    if config.jobs == 0 || config.verify == 0 {
+    if config.verify == 0 {
         return Err(HarnessError::Config(
-            "--jobs and --verify must be at least 1".to_string(),
+            "--verify must be at least 1".to_string(),
         ));
     }
     Ok(())
@@ -477,7 +476,7 @@ impl Suite {
         schedule.sort_by_key(|&index| std::cmp::Reverse(self.entries[index].expected_wait()));
         let next = AtomicUsize::new(0);
         let slots: Mutex<Vec<Option<EntryRun>>> = Mutex::new(vec![None; self.entries.len()]);
-        let workers = self.config.jobs.min(self.entries.len()).max(1);
+        let workers = self.config.jobs.get().min(self.entries.len()).max(1);
         let reuse = self.reuses_drivers();
         std::thread::scope(|scope| {
             for _ in 0..workers {
@@ -500,7 +499,7 @@ impl Suite {
                             .unwrap_or_else(|poisoned| poisoned.into_inner())[index] = Some(result);
                     }
                     if let Some(kept) = slot {
-                        kept.finish(Duration::from_secs_f64(5.0 * self.config.time_scale));
+                        kept.finish(self.config.time_scale.scale(Duration::from_secs(5)));
                     }
                 });
             }

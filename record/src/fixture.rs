@@ -554,15 +554,15 @@ fn first_turn(run: &RunStep) -> (Vec<Action>, Step) {
 pub fn case_from_recording(dir: &Path, id: &str) -> Result<Case, String> {
     let meta = Meta::read(dir)?;
     match meta.surface {
-        super::Surface::OpenDesign => {}
-        super::Surface::Sdk => {
+        super::WireKind::OpenDesign => {}
+        super::WireKind::Sdk => {
             return Err(format!(
                 "{}: a recording of the SDK wire (`surface: sdk`): `sdk-scenario-from-transcript` \
                  turns it into a fake-dsh scenario",
                 dir.display()
             ))
         }
-        super::Surface::Headless => {
+        super::WireKind::Headless => {
             return Err(format!(
                 "{}: a recording of `--profile headless` (`surface: headless`), which has no \
                  stream to replay as a case",

@@ -1,9 +1,10 @@
-//! `record` and `fixture-from-transcript`: a transparent stdio proxy a host can use as its
+//! `record`'s and `fixture-from-transcript`'s work (their command line is the binary's): a
+//! transparent stdio proxy a host can use as its
 //! `DSH_BIN` (it validates the runtime's stream live and writes a transcript), and the conversion
 //! of such a transcript into a redacted, replayable case file.
 //!
 //! - [`proxy`]: the byte-exact proxy and the recording it writes.
-//! - [`live`]: the live strict check of the proxied stream, by [`Surface`].
+//! - [`live`]: the live strict check of the proxied stream, by [`WireKind`].
 //! - [`sdk_wire`]: the live check of the SDK JSON-RPC wire.
 //! - [`signals`]: SIGTERM/SIGINT/SIGHUP forwarding to the runtime's process group.
 //! - [`transcript`]: the recording directory and `meta.json`.
@@ -22,24 +23,14 @@ pub mod signals;
 pub mod transcript;
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-/// The machine surface a recorded runtime speaks, which decides the live check.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+/// The kind of wire a recorded runtime speaks, which decides the live check (`meta.json`'s
+/// `surface`): the open-design stream, the SDK's JSON-RPC (every JSON-RPC surface), or
+/// headless's final text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Surface {
+pub enum WireKind {
     /// The open-design profile stream (`--profile open-design --stdio`): the strict checker.
     #[default]
     OpenDesign,
@@ -50,19 +41,30 @@ pub enum Surface {
     Headless,
 }
 
-impl Surface {
-    /// The surface a runtime command line asks for: `--profile sdk|sdk-minimal` (or
+impl From<dsh_engine::surface::Surface> for WireKind {
+    fn from(surface: dsh_engine::surface::Surface) -> Self {
+        use dsh_engine::surface::Surface;
+        match surface {
+            Surface::OpenDesign => WireKind::OpenDesign,
+            Surface::Sdk | Surface::SdkMinimal | Surface::JsonrpcAgent => WireKind::Sdk,
+            Surface::Headless => WireKind::Headless,
+        }
+    }
+}
+
+impl WireKind {
+    /// The wire a runtime command line asks for: `--profile sdk|sdk-minimal` (or
     /// `--profile=...`, or 0.2.1's positional `dsh sdk`), a program named `dsh-jsonrpc-agent` or
     /// fake-dsh's `--persona 0.1.1` are the SDK wire; `--profile headless` (`dsh headless`) is
     /// headless; anything else the open-design stream.
-    pub fn detect(command: &[OsString]) -> Surface {
+    pub fn detect(command: &[OsString]) -> WireKind {
         let args: Vec<String> = command
             .iter()
             .map(|arg| arg.to_string_lossy().into_owned())
             .collect();
         let program = args.first().map(Path::new).and_then(Path::file_name);
         if program.is_some_and(|name| name == "dsh-jsonrpc-agent") {
-            return Surface::Sdk;
+            return WireKind::Sdk;
         }
         let value_of = |flag: &str| {
             let prefix = format!("{flag}=");
@@ -78,12 +80,12 @@ impl Surface {
         let persona = value_of("--persona");
         if flag.is_none() && matches!(persona.as_deref(), Some("0.1.1" | "0.1.0")) {
             // The 0.1.1 agent has no profiles: its positional argument is a config file.
-            return Surface::Sdk;
+            return WireKind::Sdk;
         }
         match flag.or_else(|| positional_profile(&args)).as_deref() {
-            Some("sdk" | "sdk-minimal") => Surface::Sdk,
-            Some("headless") => Surface::Headless,
-            _ => Surface::OpenDesign,
+            Some("sdk" | "sdk-minimal") => WireKind::Sdk,
+            Some("headless") => WireKind::Headless,
+            _ => WireKind::OpenDesign,
         }
     }
 }
@@ -103,66 +105,8 @@ fn positional_profile(args: &[String]) -> Option<String> {
     None
 }
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Directory the recording goes under (as `<timestamp>-<pid>/`).
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    /// The surface the runtime speaks, which decides the live check [default: from the command:
-    /// `--profile sdk|sdk-minimal` (or `dsh sdk`) or `dsh-jsonrpc-agent` is `sdk`, `--profile
-    /// headless` (`dsh headless`) is `headless`, anything else `open-design`].
-    #[arg(long, value_enum)]
-    pub surface: Option<Surface>,
-    /// The runtime command, after `--`: e.g. `-- dsh --profile open-design --stdio`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
-    pub command: Vec<OsString>,
-}
-
-pub fn main(args: Args) -> ExitCode {
-    let surface = args
-        .surface
-        .unwrap_or_else(|| Surface::detect(&args.command));
-    let ran = proxy::run(&args.out, &args.command, surface);
-    if let Ok((dir, _)) = &ran {
-        // stdout is the runtime's own stream: the directory chosen goes to stderr.
-        eprintln!("recorded to {}", dir.display());
-    }
-    match ran {
-        Ok((_, proxy::Ended::SpawnFailed(code))) => ExitCode::from(code as u8),
-        Ok((_, proxy::Ended::Exited(status))) => {
-            use std::os::unix::process::ExitStatusExt;
-            match (status.code(), status.signal()) {
-                (Some(code), _) => ExitCode::from(code.clamp(0, 255) as u8),
-                (None, Some(signal)) => match nix::sys::signal::Signal::try_from(signal) {
-                    Ok(signal) => signals::die_by(signal),
-                    Err(_) => ExitCode::from((128 + signal).clamp(0, 255) as u8),
-                },
-                (None, None) => ExitCode::from(1),
-            }
-        }
-        Err(why) => {
-            eprintln!("dsh-conformance record: {why}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-#[derive(Debug, clap::Args)]
-pub struct FixtureArgs {
-    /// A recording directory written by `record` (holding stdout.jsonl, stdin.jsonl, meta.json).
-    pub recording: PathBuf,
-    /// The case id to give the fixture, e.g. `replay.first-turn` [default: `recorded.` and the
-    /// recording directory's name, lowercased, e.g. `recorded.20261203t135000z-4242`].
-    #[arg(long)]
-    pub id: Option<String>,
-    /// Write the case here instead of stdout (missing parent dirs are created). An existing
-    /// directory, or a path ending in `/`, gets the corpus layout: `DIR/<area>/<id>.json`.
-    #[arg(long, value_name = "FILE|DIR")]
-    pub out: Option<PathBuf>,
-}
-
 /// The default case id: `recorded.` and the recording directory's name as a case-id segment.
-fn default_id(recording: &std::path::Path) -> String {
+pub fn default_id(recording: &std::path::Path) -> String {
     let name = recording
         .canonicalize()
         .ok()
@@ -183,119 +127,114 @@ fn default_id(recording: &std::path::Path) -> String {
     )
 }
 
-/// Where `--out` puts the case: the file named, or `<area>/<id>.json` under a directory.
-fn out_path(out: &std::path::Path, id: &str) -> PathBuf {
-    let is_dir = out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/');
-    if !is_dir {
-        return out.to_path_buf();
-    }
+/// Where a case goes in a corpus directory `dir`: `<dir>/<area>/<id>.json`.
+pub fn corpus_path(dir: &Path, id: &str) -> PathBuf {
     let area = id.split('.').next().unwrap_or(id);
-    out.join(area).join(format!("{id}.json"))
+    dir.join(area).join(format!("{id}.json"))
 }
 
-pub fn fixture_main(args: FixtureArgs) -> ExitCode {
-    let fail = |why: String| {
-        eprintln!("dsh-conformance fixture-from-transcript: {why}");
-        ExitCode::from(2)
-    };
-    let id = args
-        .id
-        .clone()
-        .unwrap_or_else(|| default_id(&args.recording));
+/// Where `fixture-from-transcript` writes a case.
+#[derive(Debug, Clone)]
+pub enum CaseOut {
+    /// stdout (the caller prints [`case_text`]'s text).
+    Stdout,
+    /// This file (missing parent directories are created).
+    File(PathBuf),
+    /// A corpus directory: `DIR/<area>/<id>.json` ([`corpus_path`]).
+    Corpus(PathBuf),
+}
+
+/// The case file text of `recording` as case `id` (`None`: [`default_id`]), checked against
+/// `schemas/fixture.schema.json`: `(id, text)`.
+pub fn case_text(recording: &Path, id: Option<&str>) -> Result<(String, String), String> {
+    let id = id.map_or_else(|| default_id(recording), str::to_string);
     if !dsh_formats::case::is_valid_id(&id) {
-        return fail(format!(
+        return Err(format!(
             "--id {id:?} is not a case id (^[a-z0-9-]+(\\.[a-z0-9-]+)+$)"
         ));
     }
-    let case = fixture::case_from_recording(&args.recording, &id).and_then(|case| {
+    let case = fixture::case_from_recording(recording, &id).and_then(|case| {
         serde_json::to_value(case).map_err(|error| format!("encoding the case: {error}"))
-    });
-    let case = match case {
-        Ok(case) => case,
-        Err(why) => return fail(why),
-    };
+    })?;
     if let Err(errors) = dsh_protocol::schema::validate("fixture.schema.json", &case) {
         let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        return fail(format!(
+        return Err(format!(
             "internal error: the generated case fails schemas/fixture.schema.json: {}",
             errors.join("; ")
         ));
     }
-    let text = match serde_json::to_string_pretty(&case) {
-        Ok(text) => text + "\n",
-        Err(error) => return fail(format!("encoding the case: {error}")),
+    let text = serde_json::to_string_pretty(&case)
+        .map_err(|error| format!("encoding the case: {error}"))?;
+    Ok((id, text + "\n"))
+}
+
+/// Writes case `id`'s `text` to `out` (a file or a corpus directory, never through a link);
+/// returns the file written.
+pub fn write_case(out: &CaseOut, id: &str, text: &str) -> Result<PathBuf, String> {
+    let path = match out {
+        CaseOut::Stdout => return Err("no file to write the case to".into()),
+        CaseOut::File(file) => {
+            if let Some(dir) = file.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|error| {
+                    format!("cannot create the directory of {}: {error}", file.display())
+                })?;
+            }
+            file.clone()
+        }
+        CaseOut::Corpus(dir) => {
+            let path = corpus_path(dir, id);
+            let area = path.strip_prefix(dir).ok().and_then(Path::parent);
+            dsh_engine::files::create_dir_inside(dir, area.unwrap_or(Path::new(""))).map_err(
+                |error| format!("cannot create the directory of {}: {error}", path.display()),
+            )?;
+            path
+        }
     };
-    match &args.out {
-        Some(out) => {
-            let path = &out_path(out, &id);
-            let made = match path.strip_prefix(out).ok().and_then(Path::parent) {
-                Some(area) if path != out => {
-                    dsh_engine::files::create_dir_inside(out, area).map(drop)
-                }
-                _ => path
-                    .parent()
-                    .filter(|dir| !dir.as_os_str().is_empty())
-                    .map_or(Ok(()), std::fs::create_dir_all),
-            };
-            if let Err(error) = made {
-                return fail(format!(
-                    "cannot create the directory of {}: {error}",
-                    path.display()
-                ));
-            }
-            if let Err(error) = dsh_engine::files::write_file(path, text.as_bytes()) {
-                return fail(error.to_string());
-            }
-            eprintln!("wrote case {id} to {}", path.display());
-        }
-        None => {
-            let _ = std::io::stdout().write_all(text.as_bytes());
-        }
-    }
-    ExitCode::SUCCESS
+    dsh_engine::files::write_file(&path, text.as_bytes()).map_err(|error| error.to_string())?;
+    Ok(path)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn detected(command: &[&str]) -> Surface {
-        Surface::detect(&command.iter().map(OsString::from).collect::<Vec<_>>())
+    fn detected(command: &[&str]) -> WireKind {
+        WireKind::detect(&command.iter().map(OsString::from).collect::<Vec<_>>())
     }
 
     #[test]
     fn the_surface_is_detected_from_the_command() {
-        let cases: [(&[&str], Surface); 13] = [
+        let cases: [(&[&str], WireKind); 13] = [
             // 0.2.1's positional profile, after launcher flags.
-            (&["dsh", "sdk"], Surface::Sdk),
-            (&["dsh", "--patch", "x.yml", "sdk-minimal"], Surface::Sdk),
-            (&["fake-dsh", "--persona", "0.2.1", "sdk"], Surface::Sdk),
-            (&["dsh", "headless", "--json", "do it"], Surface::Headless),
+            (&["dsh", "sdk"], WireKind::Sdk),
+            (&["dsh", "--patch", "x.yml", "sdk-minimal"], WireKind::Sdk),
+            (&["fake-dsh", "--persona", "0.2.1", "sdk"], WireKind::Sdk),
+            (&["dsh", "headless", "--json", "do it"], WireKind::Headless),
             (
                 &["dsh", "--patch", "sdk", "open-design", "--stdio"],
-                Surface::OpenDesign,
+                WireKind::OpenDesign,
             ),
-            (&["dsh", "--profile", "sdk"], Surface::Sdk),
-            (&["dsh", "--profile=sdk-minimal"], Surface::Sdk),
-            (&["/opt/bin/dsh-jsonrpc-agent"], Surface::Sdk),
+            (&["dsh", "--profile", "sdk"], WireKind::Sdk),
+            (&["dsh", "--profile=sdk-minimal"], WireKind::Sdk),
+            (&["/opt/bin/dsh-jsonrpc-agent"], WireKind::Sdk),
             (
                 &["fake-dsh", "--persona", "0.1.1", "cordis.yml"],
-                Surface::Sdk,
+                WireKind::Sdk,
             ),
             (
                 &["dsh", "--profile", "headless", "do it"],
-                Surface::Headless,
+                WireKind::Headless,
             ),
             (
                 &["dsh", "--profile", "open-design", "--stdio"],
-                Surface::OpenDesign,
+                WireKind::OpenDesign,
             ),
             // A task that merely says "--profile sdk" is no profile.
             (
                 &["dsh", "--profile", "headless", "--profile sdk"],
-                Surface::Headless,
+                WireKind::Headless,
             ),
-            (&["sdk"], Surface::OpenDesign),
+            (&["sdk"], WireKind::OpenDesign),
         ];
         for (command, surface) in cases {
             assert_eq!(detected(command), surface, "{command:?}");

@@ -4,7 +4,7 @@
 //! [`SdkWire`]; a headless run's stdout is plain text and is recorded unchecked.
 
 use super::sdk_wire::{SdkRunInfo, SdkWire};
-use super::Surface;
+use super::WireKind;
 use dsh_protocol::{LineEvent, LineFramer, RunContext, Step, StreamChecker, Terminal, Violation};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -50,8 +50,8 @@ pub struct HostSide {
 
 /// The shared state both proxy directions update.
 pub struct LiveValidator {
-    surface: Surface,
-    /// The SDK wire's state (`Surface::Sdk` only).
+    surface: WireKind,
+    /// The SDK wire's state (`WireKind::Sdk` only).
     sdk: SdkWire,
     host: HostSide,
     checker: Option<StreamChecker>,
@@ -75,11 +75,11 @@ pub struct LiveValidator {
 impl LiveValidator {
     /// A validator of the open-design stream.
     pub fn new(started: Instant) -> Self {
-        Self::for_surface(started, Surface::OpenDesign)
+        Self::for_surface(started, WireKind::OpenDesign)
     }
 
     /// A validator of `surface`'s stream.
-    pub fn for_surface(started: Instant, surface: Surface) -> Self {
+    pub fn for_surface(started: Instant, surface: WireKind) -> Self {
         Self {
             surface,
             sdk: SdkWire::default(),
@@ -124,13 +124,13 @@ impl LiveValidator {
             return;
         }
         match self.surface {
-            Surface::OpenDesign => self.host_command(bytes),
-            Surface::Sdk => {
+            WireKind::OpenDesign => self.host_command(bytes),
+            WireKind::Sdk => {
                 if !self.sdk.client_line(bytes) {
                     self.host.invalid_commands += 1;
                 }
             }
-            Surface::Headless => {}
+            WireKind::Headless => {}
         }
     }
 
@@ -193,9 +193,9 @@ impl LiveValidator {
         self.first_stdout_ms
             .get_or_insert_with(|| self.started.elapsed().as_millis() as u64);
         match self.surface {
-            Surface::OpenDesign => {}
-            Surface::Sdk => return self.sdk_event(event),
-            Surface::Headless => return,
+            WireKind::OpenDesign => {}
+            WireKind::Sdk => return self.sdk_event(event),
+            WireKind::Headless => return,
         }
         if self.checker.is_some() {
             self.check(&event);
@@ -225,12 +225,12 @@ impl LiveValidator {
         }
     }
 
-    /// The SDK session's summary (`Surface::Sdk` only).
+    /// The SDK session's summary (`WireKind::Sdk` only).
     pub fn sdk_summary(&self) -> Option<SdkRunInfo> {
-        (self.surface == Surface::Sdk).then(|| self.sdk.summary())
+        (self.surface == WireKind::Sdk).then(|| self.sdk.summary())
     }
 
-    pub fn surface(&self) -> Surface {
+    pub fn surface(&self) -> WireKind {
         self.surface
     }
 
@@ -268,7 +268,7 @@ impl LiveValidator {
     /// stdout reached EOF: the run's terminal verdict is settled. A session that never sent an
     /// execute never started a run, so a missing result is no violation there.
     pub fn stdout_finished(&mut self) {
-        if self.surface != Surface::OpenDesign {
+        if self.surface != WireKind::OpenDesign {
             return;
         }
         if self.checker.is_none() {
@@ -293,7 +293,7 @@ impl LiveValidator {
     /// The host closed its side: a last command without a newline still counts.
     /// (On the SDK wire the runtime never handles such a line: it is ignored.)
     pub fn host_finished(&mut self) {
-        if self.surface != Surface::OpenDesign {
+        if self.surface != WireKind::OpenDesign {
             return;
         }
         if let Some(LineEvent::Truncated { bytes, .. }) = self.host_framer.finish() {

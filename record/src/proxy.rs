@@ -4,7 +4,7 @@
 use super::live::{LiveValidator, RecordedViolation};
 use super::signals;
 use super::transcript::{self, Meta};
-use super::Surface;
+use super::WireKind;
 use dsh_engine::procfs;
 use dsh_protocol::LineFramer;
 use dsh_results::redact::Redactor;
@@ -56,7 +56,11 @@ fn report(violations: Vec<RecordedViolation>) {
 
 /// Proxy `command` with our stdio, recording into a new directory under `out`, its stream checked
 /// as `surface`'s. Returns the recording directory and how the runtime ended.
-pub fn run(out: &Path, command: &[OsString], surface: Surface) -> Result<(PathBuf, Ended), String> {
+pub fn run(
+    out: &Path,
+    command: &[OsString],
+    surface: WireKind,
+) -> Result<(PathBuf, Ended), String> {
     let started = Instant::now();
     let started_unix_ms = transcript::unix_ms_now();
     let dir = transcript::create_dir(out, started_unix_ms)?;

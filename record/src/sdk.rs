@@ -14,54 +14,24 @@
 
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, VecDeque};
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::path::Path;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// A recording directory written by `record` (its stdout.jsonl), or a stdout.jsonl file.
-    pub recording: PathBuf,
-    /// Write the scenario here instead of stdout.
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-}
-
-pub fn main(args: Args) -> ExitCode {
-    match convert(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("dsh-conformance sdk-scenario-from-transcript: {message}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-fn convert(args: &Args) -> Result<(), String> {
-    if let Some(out) = &args.out {
-        dsh_engine::files::refuse_symlink(out).map_err(|e| e.to_string())?;
-    }
-    let path = if args.recording.is_dir() {
-        args.recording.join("stdout.jsonl")
+/// `sdk-scenario-from-transcript`: the scenario of `recording` (a recording directory, or its
+/// stdout.jsonl), redacted, as pretty JSON; every note about what it left out goes to `note`.
+pub fn scenario_text(recording: &Path, note: &mut dyn FnMut(&str)) -> Result<String, String> {
+    let path = if recording.is_dir() {
+        recording.join("stdout.jsonl")
     } else {
-        args.recording.clone()
+        recording.to_path_buf()
     };
     let text = read_recording(&path)?;
     let (scenario, notes) = scenario_from_stdout(&text)
         .map_err(|(line, why)| format!("{}: line {line}: {why}", path.display()))?;
-    for note in notes {
-        eprintln!("note: {note}");
+    for line in notes {
+        note(&line);
     }
     let scenario = redact_scenario(&scenario, dsh_results::redact::credential_values_from_env());
-    let rendered = format!("{scenario:#}\n");
-    match &args.out {
-        Some(out) => {
-            dsh_engine::files::write_file(out, rendered.as_bytes()).map_err(|e| e.to_string())
-        }
-        None => {
-            print!("{rendered}");
-            Ok(())
-        }
-    }
+    Ok(format!("{scenario:#}\n"))
 }
 
 /// The runtime's stdout as text, read as `fixture-from-transcript` reads a recording file: a

@@ -54,15 +54,3 @@ pub fn forward_to_group(pgid: Pid) -> std::io::Result<Arc<Mutex<Vec<String>>>> {
     });
     Ok(forwarded)
 }
-
-/// End this process the way the runtime ended: by the same signal (default action restored).
-pub fn die_by(signal: Signal) -> ! {
-    let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
-    // SAFETY: restoring the default disposition has no preconditions.
-    let _ = unsafe { sigaction(signal, &default) };
-    let mut unblock = SigSet::empty();
-    unblock.add(signal);
-    let _ = unblock.thread_unblock();
-    let _ = nix::sys::signal::raise(signal);
-    std::process::exit(128 + signal as i32)
-}

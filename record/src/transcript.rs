@@ -2,7 +2,7 @@
 
 use super::live::{HostSide, LiveValidator, RecordedViolation};
 use super::sdk_wire::SdkRunInfo;
-use super::Surface;
+use super::WireKind;
 use dsh_results::redact::Redactor;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -106,7 +106,7 @@ pub struct Meta {
     /// The surface the live check held the stream to (recordings older than the field were all
     /// open-design).
     #[serde(default)]
-    pub surface: Surface,
+    pub surface: WireKind,
     /// The open-design run (empty on the other surfaces).
     pub run: RunInfo,
     /// The SDK session's requests and frames (`surface: sdk` only).
@@ -143,7 +143,7 @@ impl Meta {
             exit_code: None,
             exit_signal: None,
             signals_forwarded: Vec::new(),
-            surface: Surface::OpenDesign,
+            surface: WireKind::OpenDesign,
             run: RunInfo::default(),
             sdk: None,
             result: None,

@@ -10,9 +10,11 @@
 //! - [`stable`]: what makes report.json the same file for two runs of the same code.
 //! - [`tools`]: `summary` (a quick look at a stored report) and `merge` (shards into one).
 //!
-//! Exit codes mirror `run`: 0 written and nothing failed, 1 written and some cell has a case that
-//! fails a run, 2 something could not run (bad config, unwritable output, a cell the harness could
-//! not complete; whatever could be written still is), 3 no cell measured any case.
+//! The command line (`dsh-conformance report|diff|summary|merge`) is the binary's; its exit codes
+//! come from [`exit_code_of`] and mirror `run`: 0 written and nothing failed, 1 written and some
+//! cell has a case that fails a run, 2 something could not run (bad config, unwritable output, a
+//! cell the harness could not complete; whatever could be written still is), 3 no cell measured
+//! any case.
 
 pub mod config;
 pub mod coverage;
@@ -27,78 +29,20 @@ pub mod tools;
 use config::{HostSpec, MatrixConfig, VariantSpec};
 use document::{ReportDocument, SuiteError};
 use dsh_results::model::SuiteReport;
+use dsh_results::reporter::{Reporter, RunStart};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-/// `dsh-conformance report`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// JSON config: {"hosts":[{"name","command":[...]}],"variants":[{"name","env":{...}}]}.
-    /// Without it: the reference host x the version-policy variants.
-    #[arg(help_heading = "Hosts and runtime")]
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Directory to write report.json, report.html and report.md into (created if missing).
-    #[arg(help_heading = "Output")]
-    #[arg(long, value_name = "DIR", default_value = "conformance-report")]
-    pub out: PathBuf,
-    /// The fixture corpus (holding rules.json; default: as `run` finds it, the embedded corpus
-    /// last).
-    #[arg(help_heading = "Selection")]
-    #[arg(long, value_name = "DIR")]
-    pub fixtures: Option<PathBuf>,
-    /// One host instead of a config file: its command line, split like `run --host` splits it
-    /// (like a shell splits words, nothing expanded), without the reference host beside it.
-    #[arg(help_heading = "Hosts and runtime")]
-    #[arg(long, value_name = "COMMAND", conflicts_with = "config")]
-    pub host: Option<String>,
-    /// With --host: its name in the report (default `host`).
-    #[arg(help_heading = "Hosts and runtime")]
-    #[arg(long, value_name = "NAME", requires = "host")]
-    pub host_name: Option<String>,
-    /// With --host: its expectations file ({"v":1,"xfail":{...}}).
-    #[arg(help_heading = "Hosts and runtime")]
-    #[arg(long, value_name = "FILE", requires = "host")]
-    pub expectations: Option<PathBuf>,
-    /// With --host: a runtime variant, named as `run --variant` names it (repeatable; default the
-    /// report's default variants).
-    #[arg(help_heading = "Hosts and runtime")]
-    #[arg(long, value_name = "NAME", requires = "host")]
-    pub variant: Vec<String>,
-    /// With --host: a caller's variable (`NAME` or `PREFIX*`) its driver gets besides the
-    /// allowlist, as `run --pass-env` (repeatable).
-    #[arg(help_heading = "Hosts and runtime")]
-    #[arg(long, value_name = "NAME", requires = "host")]
-    pub pass_env: Vec<String>,
-    /// Run the corpus embedded in this binary, whatever $DSH_CONFORMANCE_FIXTURES or a fixtures/
-    /// dir nearby says (as `run --embedded-corpus`).
-    #[arg(help_heading = "Selection")]
-    #[arg(long, conflicts_with = "fixtures")]
-    pub embedded_corpus: bool,
-    /// Select cases whose id matches this glob (`*`, `?`; repeatable), as `run --case`.
-    #[arg(long = "case", value_name = "PATTERN", help_heading = "Selection")]
+/// What every cell of `report` shares: the case selection and the timing knobs.
+#[derive(Debug, Clone, Default)]
+pub struct CellOptions {
+    /// `--case` globs (as `run --case`).
     pub cases: Vec<String>,
-    /// Leave out cases whose id matches this glob (repeatable), as `run --skip`.
-    #[arg(long = "skip", value_name = "PATTERN", help_heading = "Selection")]
+    /// `--skip` globs (as `run --skip`).
     pub skip: Vec<String>,
-    /// Cases run in parallel within one host x variant (default: the core count).
-    #[arg(long, value_name = "N", help_heading = "Timing")]
-    pub jobs: Option<usize>,
-    /// Multiply every timeout by this factor (slow CI machines).
-    #[arg(help_heading = "Timing")]
-    #[arg(long, value_name = "FACTOR", default_value_t = 1.0, allow_negative_numbers = true,
-          value_parser = dsh_results::run_args::parse_time_scale)]
-    pub time_scale: f64,
-    /// Keep every case's transcript and duration in report.json (default: transcripts of
-    /// non-passing cells only, no durations, so two runs give the same file).
-    #[arg(help_heading = "Output")]
-    #[arg(long)]
-    pub full_transcripts: bool,
-    /// Also write JUnit XML (one testsuite per host x variant) here.
-    #[arg(help_heading = "Output")]
-    #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
+    /// Cases run in parallel within one host x variant.
+    pub jobs: dsh_engine::timing::Jobs,
+    pub time_scale: dsh_engine::timing::TimeScale,
 }
 
 /// Runs one host x variant; the error is the harness's, as one line.
@@ -219,11 +163,12 @@ fn fake_dsh_binary() -> Result<PathBuf, String> {
 
 /// Runs one cell through the harness library: the whole corpus, the host's expectations file.
 fn harness_cell(
-    args: &Args,
+    args: &CellOptions,
     corpus: &dsh_engine::corpus::CorpusDir,
     fake_dsh: &Path,
     host: &HostSpec,
     variant: &VariantSpec,
+    reporter: &dyn Reporter,
 ) -> Result<SuiteReport, String> {
     let expectations = host
         .expectations
@@ -239,9 +184,7 @@ fn harness_cell(
             skip_globs: args.skip.clone(),
             ..Default::default()
         },
-        jobs: args
-            .jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        jobs: args.jobs,
         time_scale: args.time_scale,
         fake_dsh: fake_dsh.to_path_buf(),
         variant: dsh_host_corpus::Variant {
@@ -260,7 +203,7 @@ fn harness_cell(
         )?,
     };
     let suite = dsh_host_corpus::Suite::prepare(&config).map_err(|error| error.to_string())?;
-    let mut report = run_cell_live(&suite);
+    let mut report = run_cell_live(&suite, reporter);
     if let Some(dialect) = host.dialect.as_deref().filter(|d| *d != "opendesign") {
         // A cell's re-run line judges by the host's dialect too.
         report
@@ -270,169 +213,46 @@ fn harness_cell(
     Ok(report)
 }
 
-/// Runs one cell, printing each case's verdict line as it finishes (as `run` does), with the
-/// progress line on a terminal.
-fn run_cell_live(suite: &dsh_host_corpus::Suite) -> SuiteReport {
-    use dsh_results::output::stream::{ColorChoice, LiveOutput, StreamStyle};
-    let id_width = suite
-        .entries()
-        .iter()
-        .map(|entry| entry.id.chars().count())
-        .max()
-        .unwrap_or(4);
-    let style = StreamStyle::Lines {
-        color: ColorChoice::Auto.resolve(),
-        id_width,
-    };
-    let live = LiveOutput::new(
-        style,
-        &suite.host_name(),
-        &suite.variant_name(),
-        suite.entries().len(),
-    );
+/// Runs one cell, handing each case to `reporter` as it finishes (as `run` does).
+fn run_cell_live(suite: &dsh_host_corpus::Suite, reporter: &dyn Reporter) -> SuiteReport {
+    reporter.start(&RunStart {
+        host: suite.host_name(),
+        variant: suite.variant_name(),
+        total: suite.entries().len(),
+        id_width: suite
+            .entries()
+            .iter()
+            .map(|entry| entry.id.chars().count())
+            .max()
+            .unwrap_or(4),
+        header: format!("{}\n", suite.header_line()),
+    });
     let never = std::sync::atomic::AtomicBool::new(false);
-    let report = suite.run_observed(&|case| live.case(case), &never);
-    live.finish();
+    let report = suite.run_observed(&|case| reporter.case(case), &never);
+    reporter.finish();
     report
 }
 
-pub fn main(args: Args) -> ExitCode {
-    let config = match (&args.config, &args.host) {
-        (Some(path), _) => MatrixConfig::load(path),
-        (None, Some(host)) => MatrixConfig::one_host(
-            host,
-            args.host_name.as_deref(),
-            args.expectations.as_deref(),
-            &args.variant,
-            &args.pass_env,
-        ),
-        (None, None) => Ok(MatrixConfig::default_matrix()),
-    };
-    let config = match config {
-        Ok(config) => config,
-        Err(message) => {
-            eprintln!("dsh-conformance report: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    if let Err(message) = dsh_results::run_args::check_time_scale(args.time_scale) {
-        eprintln!("dsh-conformance report: {message}");
-        return ExitCode::from(2);
-    }
-    let planted = REPORT_FILES
-        .iter()
-        .map(|name| args.out.join(name))
-        .chain(std::iter::once(args.out.clone()))
-        .chain(args.junit.clone())
-        .find_map(|path| dsh_engine::files::refuse_symlink(&path).err());
-    if let Some(error) = planted {
-        eprintln!("dsh-conformance report: {error}");
-        return ExitCode::from(2);
-    }
-    let fake_dsh = match fake_dsh_binary() {
-        Ok(path) => path,
-        Err(message) => {
-            eprintln!("dsh-conformance report: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    let corpus = match dsh_engine::corpus::choose(args.fixtures.as_deref(), args.embedded_corpus) {
-        Ok(corpus) => corpus,
-        Err(message) => {
-            eprintln!("dsh-conformance report: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    corpus.announce("report");
-    let (suites, errors) = run_matrix(&config, &mut |host, variant| {
-        harness_cell(&args, &corpus, &fake_dsh, host, variant)
+/// `report`'s run: every cell of `config` over `corpus` (fake-dsh: `$FAKE_DSH_BIN`, else the one
+/// next to this executable), each cell's cases handed to `reporter` as they finish, assembled
+/// into the document; made stable ([`stable`]) unless `full_transcripts`. `Err`: no fake-dsh to
+/// run.
+pub fn run_report(
+    config: &MatrixConfig,
+    options: &CellOptions,
+    corpus: &dsh_engine::corpus::CorpusDir,
+    full_transcripts: bool,
+    reporter: &dyn Reporter,
+) -> Result<ReportDocument, String> {
+    let fake_dsh = fake_dsh_binary()?;
+    let (suites, errors) = run_matrix(config, &mut |host, variant| {
+        harness_cell(options, corpus, &fake_dsh, host, variant, reporter)
     });
-    let mut document = build_document(&config, suites, errors, corpus.path());
-    if !args.full_transcripts {
+    let mut document = build_document(config, suites, errors, corpus.path());
+    if !full_transcripts {
         stable::make_stable(&mut document);
     }
-    if let Some(path) = &args.junit {
-        let written = dsh_engine::files::write_rendered(path, &|out| {
-            dsh_results::output::write_junit_suites(&document.suites, out)
-        });
-        if let Err(error) = written {
-            eprintln!("dsh-conformance report: {error}");
-            return ExitCode::from(2);
-        }
-    }
-    match write_report_files(&document, &args.out) {
-        Ok(paths) => {
-            for path in paths {
-                println!("wrote {}", path.display());
-            }
-        }
-        Err(message) => {
-            eprintln!("dsh-conformance report: {message}");
-            return ExitCode::from(2);
-        }
-    }
-    let code = exit_code_of(&document);
-    if code == 3 {
-        eprintln!("dsh-conformance report: no cell measured any case (check --fixtures)");
-    }
-    ExitCode::from(code)
-}
-
-/// Output format of `diff`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum DiffFormat {
-    // The same names as every subcommand's `--format` (dsh_results::output::Format), plus markdown.
-    #[value(alias = "text")]
-    Table,
-    Markdown,
-    Json,
-    Jsonl,
-}
-
-/// `dsh-conformance diff`.
-#[derive(Debug, clap::Args)]
-pub struct DiffArgs {
-    /// The baseline: a report.json, or one suite from `run --format json`.
-    #[arg(value_name = "BASE.json")]
-    pub base: PathBuf,
-    /// The candidate, in the same forms.
-    #[arg(value_name = "NEW.json")]
-    pub new: PathBuf,
-    /// stdout format: `table` (`text` is the same), `markdown` (a pull-request comment), `json`
-    /// (one document) or `jsonl` (one object per change, then a summary object).
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: DiffFormat,
-    /// A host x variant cell only in BASE is not a regression (it is by default).
-    #[arg(long)]
-    pub allow_removed: bool,
-}
-
-pub fn diff_main(args: DiffArgs) -> ExitCode {
-    let loaded = document::load_document(&args.base)
-        .and_then(|base| Ok((base, document::load_document(&args.new)?)));
-    let (base, new) = match loaded {
-        Ok(pair) => pair,
-        Err(message) => {
-            eprintln!("dsh-conformance diff: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut result = diff::diff(&base, &new);
-    result.removed_cell_regresses = !args.allow_removed;
-    let mut stdout = std::io::stdout().lock();
-    let written = match args.format {
-        DiffFormat::Table => diff::write_text(&result, &mut stdout),
-        DiffFormat::Jsonl => diff::write_jsonl(&result, &mut stdout),
-        DiffFormat::Markdown => diff::write_markdown(&result, &mut stdout),
-        DiffFormat::Json => serde_json::to_writer_pretty(&mut stdout, &result)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(stdout)),
-    };
-    if let Err(error) = written.and_then(|()| stdout.flush()) {
-        eprintln!("dsh-conformance diff: cannot write the diff: {error}");
-        return ExitCode::from(2);
-    }
-    ExitCode::from(if result.is_regression() { 1 } else { 0 })
+    Ok(document)
 }
 
 #[cfg(test)]

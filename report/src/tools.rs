@@ -8,49 +8,7 @@ use dsh_results::output::escape::terminal;
 use dsh_results::output::{rerun_command, summary_line};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
-use std::path::PathBuf;
-use std::process::ExitCode;
-
-/// `dsh-conformance summary REPORT.json`.
-#[derive(Debug, clap::Args)]
-pub struct SummaryArgs {
-    /// A report.json, or one suite from `run --format json`.
-    #[arg(value_name = "REPORT.json")]
-    pub report: PathBuf,
-}
-
-/// `dsh-conformance merge --out OUT.json SHARD.json...`.
-#[derive(Debug, clap::Args)]
-pub struct MergeArgs {
-    /// The shards' results (report.json or `run --json` files).
-    #[arg(value_name = "SHARD.json", required = true)]
-    pub inputs: Vec<PathBuf>,
-    /// Where to write the merged report.json.
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
-}
-
-/// Prints one line per host x variant (its summary line), the cells that could not run, and
-/// every failing case with its re-run command. Exit 1 when a case fails a run, 2 when the file
-/// is unreadable or invalid, else 0.
-pub fn summary_main(args: SummaryArgs) -> ExitCode {
-    let document = match load_document(&args.report) {
-        Ok(document) => document,
-        Err(message) => {
-            eprintln!("dsh-conformance summary: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut out = std::io::stdout().lock();
-    let written = write_summary(&document, &mut out);
-    if let Err(error) = written.and_then(|()| out.flush()) {
-        if error.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("dsh-conformance summary: cannot write: {error}");
-            return ExitCode::from(2);
-        }
-    }
-    ExitCode::from(u8::from(document.has_failures()))
-}
+use std::path::{Path, PathBuf};
 
 /// The text `summary` prints.
 pub fn write_summary(document: &ReportDocument, out: &mut dyn Write) -> std::io::Result<()> {
@@ -168,83 +126,16 @@ impl Cell {
     }
 }
 
-/// `merge`: exit 0 when written, 2 when an input is invalid or the shards do not fit together.
-pub fn merge_main(args: MergeArgs) -> ExitCode {
-    let merged = args
-        .inputs
+/// `merge`: the documents at `inputs` merged and written to `out` (never through a link); the
+/// merged document, or why the shards do not fit together.
+pub fn merge_files(inputs: &[PathBuf], out: &Path) -> Result<ReportDocument, String> {
+    let document = inputs
         .iter()
         .map(|path| load_document(path))
         .collect::<Result<Vec<_>, String>>()
-        .and_then(merge)
-        .and_then(|document| {
-            let text = serde_json::to_string_pretty(&document).map_err(|e| e.to_string())?;
-            dsh_engine::files::write_file(&args.out, format!("{text}\n").as_bytes())
-                .map_err(|e| e.to_string())?;
-            Ok(document)
-        });
-    match merged {
-        Ok(document) => {
-            let cases: usize = document.suites.iter().map(|suite| suite.cases.len()).sum();
-            eprintln!(
-                "dsh-conformance merge: wrote {} ({} cells, {cases} cases)",
-                args.out.display(),
-                document.suites.len()
-            );
-            ExitCode::SUCCESS
-        }
-        Err(message) => {
-            eprintln!("dsh-conformance merge: {message}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    /// A suite of `host` holding the cases `ids`.
-    fn shard(host: &str, ids: &[String]) -> ReportDocument {
-        let cases: Vec<_> = ids
-            .iter()
-            .map(|id| {
-                json!({"id": id, "summary": "s", "spec": ["5"], "rules": [], "verdict": "pass",
-                       "blame": "none", "rule": null, "why": null, "interpretation": null,
-                       "duration_ms": 1, "transcript": []})
-            })
-            .collect();
-        let suite = json!({"kit_version": "0.1.0", "corpus_hash": "ab", "runtime_variant": "default",
-            "host": {"name": host, "command": [host], "handshake": null},
-            "cases": cases, "duration_ms": 5});
-        ReportDocument::from_suite(serde_json::from_value(suite).unwrap())
-    }
-
-    fn ids(range: impl Iterator<Item = usize>) -> Vec<String> {
-        range.map(|n| format!("case.{n:05}")).collect()
-    }
-
-    #[test]
-    fn interleaved_shards_of_two_hosts_join_per_cell_in_id_order() {
-        let merged = merge(vec![
-            shard("a", &ids((1..2000).step_by(2))),
-            shard("b", &ids(0..3)),
-            shard("a", &ids((0..2000).step_by(2))),
-        ])
-        .unwrap();
-        assert_eq!(merged.suites.len(), 2);
-        let cases: Vec<&str> = merged.suites[0]
-            .cases
-            .iter()
-            .map(|c| c.id.as_str())
-            .collect();
-        assert_eq!(cases, ids(0..2000));
-        assert_eq!(merged.suites[1].host.name, "b");
-    }
-
-    #[test]
-    fn a_case_in_two_shards_is_refused_by_name() {
-        let error = merge(vec![shard("a", &ids(0..500)), shard("a", &ids(499..600))]).unwrap_err();
-        assert_eq!(error, "case case.00499 of a / default is in two shards");
-    }
+        .and_then(merge)?;
+    let text = serde_json::to_string_pretty(&document).map_err(|e| e.to_string())?;
+    dsh_engine::files::write_file(out, format!("{text}\n").as_bytes())
+        .map_err(|e| e.to_string())?;
+    Ok(document)
 }

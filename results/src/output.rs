@@ -27,10 +27,9 @@ pub use table::{rerun_command, summary_line, write_table, TableOptions, VERDICT_
 /// What every subcommand prints on stdout (`--format`), one vocabulary for the same idea: `table`
 /// for people (`text` is the same), `json` one document at the end, `jsonl` one object per
 /// item as it comes (a case, a check, a finding, a change) and a summary object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
-    // No doc comments here: clap would print them as help for the values.
-    #[value(alias = "text")]
+    #[default]
     Table,
     Json,
     Jsonl,

@@ -1,4 +1,4 @@
-//! `dsh-conformance check-runtime`: drives a runtime (a real dsh with the open-design profile, or
+//! `dsh-conformance check-runtime`'s work (the command line is the binary's): drives a runtime (a real dsh with the open-design profile, or
 //! fake-dsh) through the runtime-side checks a kit can make without a real model, one fresh
 //! process and world per check, and reports each check's verdict with its rule id. It starts its
 //! own loopback model server (`dsh_model_server`, the default write-then-finish script) and
@@ -35,58 +35,11 @@ pub mod world;
 
 use checks::CHECKS;
 use dsh_engine::process;
-use dsh_results::output::Format;
 use serde_json::json;
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Instant;
 use verdict::Status;
 use world::{Target, World};
-
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// The runtime executable to check (a real `dsh`, or fake-dsh); needed unless `--list`.
-    #[arg(long, value_name = "PATH", required_unless_present = "list")]
-    pub dsh: Option<PathBuf>,
-    /// Use this Harness home instead of a temp one per check (a real dsh finds its installed
-    /// open-design profile there). The checks never write into it themselves.
-    #[arg(long, value_name = "DIR")]
-    pub dsh_home: Option<PathBuf>,
-    /// Install this open-design bundle into a fresh Harness home first (`dsh plugin --profile
-    /// open-design add TARBALL`) and check the runtime with that home. A directory (an unpacked
-    /// bundle such as the kit's `examples/real-dsh-profile`) is packed into a tarball first.
-    #[arg(long, value_name = "TARBALL|DIR", conflicts_with = "dsh_home")]
-    pub bundle: Option<PathBuf>,
-    /// stdout format: `table` (`text` is the same), `json` (one document), or `jsonl` (one object
-    /// per check, then a summary object).
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: Format,
-    /// Multiply every bound (ready, turn, cancel grace, exit) by this factor.
-    #[arg(long, default_value_t = 1.0, value_name = "FACTOR", allow_negative_numbers = true,
-          value_parser = dsh_results::run_args::parse_time_scale)]
-    pub time_scale: f64,
-    /// Run only these checks (repeatable).
-    #[arg(long = "check", value_name = "ID")]
-    pub checks: Vec<String>,
-    /// Run this many checks at once, each in its own world (a real dsh boots for a few seconds per
-    /// check; timing bounds hold per process, so scale them with `--time-scale` on a busy machine).
-    /// A shared `--dsh-home` runs them one at a time.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = jobs_parser())]
-    pub jobs: u16,
-    /// List the checks and their rule ids, and exit.
-    #[arg(long)]
-    pub list: bool,
-    /// Check one of dsh's SDK surfaces instead of the open-design profile (docs/sdk-surfaces.md):
-    /// `--dsh` is then the runtime executable (for `jsonrpc-agent`, the 0.1.1 binary itself).
-    #[arg(long, value_enum, conflicts_with_all = ["dsh_home", "bundle"])]
-    pub surface: Option<crate::sdk_check::SdkSurface>,
-}
-
-/// `--jobs`: 1 to 64.
-fn jobs_parser() -> clap::builder::RangedI64ValueParser<u16> {
-    clap::value_parser!(u16).range(1..=64)
-}
 
 /// One check's verdict.
 #[derive(Debug, Clone)]
@@ -103,16 +56,38 @@ pub struct CheckResult {
 #[derive(Debug)]
 pub struct CannotRun(pub String);
 
-/// Run the selected checks (all when `only` is empty) against `target`, `jobs` at a time;
-/// the results come back in catalogue order.
+/// Which checks run: `--case` and `--skip` globs over check ids, the grammar of `run`'s
+/// (`dsh_engine::selection`). A glob that matches no check of `ids` is an error naming it and the
+/// nearest ids.
+pub fn select_checks<'a>(
+    ids: impl Iterator<Item = &'a str> + Clone,
+    cases: &[String],
+    skip: &[String],
+) -> Result<dsh_engine::selection::Selection, CannotRun> {
+    let selection = dsh_engine::selection::Selection {
+        case_globs: cases.to_vec(),
+        skip_globs: skip.to_vec(),
+        ..Default::default()
+    };
+    selection.check().map_err(CannotRun)?;
+    let unmatched = selection.unmatched_with_hints(ids);
+    if !unmatched.is_empty() {
+        return Err(CannotRun(format!(
+            "{} matches no check (see --list)",
+            unmatched.join(", ")
+        )));
+    }
+    Ok(selection)
+}
+
+/// Run the checks `selection` selects against `target`, `jobs` at a time; the results come back
+/// in catalogue order.
 pub fn run_checks(
     target: &Target,
-    only: &[String],
-    jobs: usize,
+    selection: &dsh_engine::selection::Selection,
+    jobs: dsh_engine::timing::Jobs,
 ) -> Result<Vec<CheckResult>, CannotRun> {
-    if let Some(unknown) = only.iter().find(|id| checks::find(id).is_none()) {
-        return Err(CannotRun(format!("unknown check {unknown:?} (see --list)")));
-    }
+    let jobs = jobs.get();
     let mut target = target.clone();
     target.dsh = resolve_program(&target.dsh)?;
     let server = dsh_model_server::ModelServer::start(dsh_model_server::default_script())
@@ -120,7 +95,6 @@ pub fn run_checks(
     target.model_url = Some(server.url().to_string());
     target.observed = Default::default();
     let target = &target;
-    dsh_results::run_args::check_time_scale(target.time_scale).map_err(CannotRun)?;
     preflight(target)?;
     if target.dsh_home.is_some() && jobs > 1 {
         // The real dsh rewrites profiles/NAME/cordis.yml on every boot; a concurrent boot of the
@@ -133,7 +107,7 @@ pub fn run_checks(
     let jobs = if target.dsh_home.is_some() { 1 } else { jobs };
     let selected: Vec<&verdict::Check> = CHECKS
         .iter()
-        .filter(|check| only.is_empty() || only.iter().any(|id| id == check.id))
+        .filter(|check| selection.matches_id(check.id))
         .collect();
     let queue = std::sync::Mutex::new(selected.iter().enumerate());
     let take = || queue.lock().ok()?.next();
@@ -418,7 +392,7 @@ pub fn to_json(target: &Target, results: &[CheckResult]) -> serde_json::Value {
     json!({
         "v": 1,
         "runtime": target.dsh.to_string_lossy(),
-        "time_scale": target.time_scale,
+        "time_scale": target.time_scale.factor(),
         "checks": results.iter().map(|result| json!({
             "id": result.id,
             "rule": result.rule,
@@ -466,67 +440,4 @@ pub fn to_table(target: &Target, results: &[CheckResult]) -> String {
         target.dsh.display()
     ));
     out
-}
-
-pub fn main(args: Args) -> ExitCode {
-    if args.list {
-        for check in CHECKS {
-            println!("{:<28} {:<28} {}", check.id, check.rule, check.summary);
-        }
-        return ExitCode::SUCCESS;
-    }
-    let Some(dsh) = args.dsh else {
-        eprintln!("dsh-conformance check-runtime: could not run: --dsh PATH is required");
-        return ExitCode::from(2);
-    };
-    if let Some(surface) = args.surface {
-        let Ok(conformance) = std::env::current_exe() else {
-            eprintln!("dsh-conformance check-runtime: could not run: cannot find myself");
-            return ExitCode::from(2);
-        };
-        return crate::sdk_check::main(&crate::sdk_check::Target {
-            dsh: std::path::absolute(&dsh).unwrap_or(dsh),
-            surface,
-            conformance,
-            limit: std::time::Duration::from_secs_f64(60.0 * args.time_scale.max(0.1)),
-            format: args.format,
-        });
-    }
-    // Lives until the checks are done: the fresh home a --bundle was installed into.
-    let bundle_home = match &args.bundle {
-        None => None,
-        Some(tarball) => match install_bundle(&dsh, tarball) {
-            Ok(home) => Some(home),
-            Err(CannotRun(why)) => {
-                eprintln!("dsh-conformance check-runtime: could not run: {why}");
-                return ExitCode::from(2);
-            }
-        },
-    };
-    let target = Target {
-        dsh,
-        dsh_home: args.dsh_home,
-        home_template: bundle_home.as_ref().map(|bundle| bundle.home.clone()),
-        time_scale: args.time_scale,
-        model_url: None,
-        observed: Default::default(),
-    };
-    let results = match run_checks(&target, &args.checks, usize::from(args.jobs)) {
-        Ok(results) => results,
-        Err(CannotRun(why)) => {
-            eprintln!("dsh-conformance check-runtime: could not run: {why}");
-            return ExitCode::from(2);
-        }
-    };
-    let rendered = match args.format {
-        Format::Table => to_table(&target, &results),
-        Format::Json => format!("{:#}\n", to_json(&target, &results)),
-        Format::Jsonl => to_jsonl(&to_json(&target, &results)),
-    };
-    let _ = std::io::stdout().write_all(rendered.as_bytes());
-    if results.iter().any(|result| result.status == Status::Fail) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
 }

@@ -1,44 +1,30 @@
-//! `dsh-conformance model-server`: the CLI of the [`dsh_model_server`] crate. It reads the script
-//! (bounded), creates the log and writes the URL file without following links, prints the URL and
-//! serves until SIGINT or SIGTERM.
+//! `dsh-conformance model-server`'s work: the [`dsh_model_server`] crate served as a command. It
+//! reads the script (bounded), creates the log and writes the URL file without following links,
+//! hands the URL to its caller and serves until SIGINT or SIGTERM.
 
 use dsh_engine::input::{read_bounded, MAX_CONFIG_BYTES};
 use dsh_model_server::script::Script;
 use dsh_model_server::{default_script, files, ModelServer, Options};
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// The script of replies (JSON, see docs/runtime-checks.md); without it, the default script:
-    /// a `write` of index.html, then a short final text.
-    #[arg(long, value_name = "FILE")]
+/// What `model-server` serves and where it says so.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// The script of replies (JSON, see docs/runtime-checks.md); `None`: the default script, a
+    /// `write` of index.html, then a short final text.
     pub script: Option<PathBuf>,
     /// The port on 127.0.0.1 (0: any free one).
-    #[arg(long, default_value_t = 0)]
     pub port: u16,
     /// Also write the base URL (and a newline) to this file once the server listens (written
     /// beside it, then renamed over it; a symbolic link is refused).
-    #[arg(long, value_name = "FILE")]
     pub url_file: Option<PathBuf>,
     /// Write one JSON line per request received to this new file (an existing path is refused).
-    #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
 }
 
-/// The CLI: serve until SIGINT or SIGTERM; exit 2 when the script or a file is unusable.
-pub fn main(args: Args) -> ExitCode {
-    match serve(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("dsh-conformance model-server: {message}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-fn serve(args: &Args) -> Result<(), String> {
+/// Serves until SIGINT or SIGTERM; `listening` gets the base URL once the server listens (the
+/// command line prints it). `Err`: the script or a file is unusable (exit 2).
+pub fn serve(args: &ServeOptions, listening: &mut dyn FnMut(&str)) -> Result<(), String> {
     use nix::sys::signal::{SigSet, Signal};
     let script = match &args.script {
         None => default_script(),
@@ -68,8 +54,7 @@ fn serve(args: &Args) -> Result<(), String> {
     if let Some(path) = &args.url_file {
         files::write_url_file(path, server.url())?;
     }
-    println!("{}", server.url());
-    std::io::stdout().flush().ok();
+    listening(server.url());
     stop.wait()
         .map_err(|e| format!("waiting for a signal: {e}"))?;
     drop(server);

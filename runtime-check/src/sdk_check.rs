@@ -9,31 +9,28 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// The SDK surfaces check-runtime knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SdkSurface {
-    /// `DSH --profile sdk`.
-    Sdk,
-    /// `DSH --profile sdk-minimal`.
-    SdkMinimal,
-    /// `DSH` itself is the 0.1.1 `dsh-jsonrpc-agent` (its config preset).
-    JsonrpcAgent,
-    /// `DSH --profile headless --patch NO-TITLE TASK`.
-    Headless,
-}
+pub use dsh_engine::surface::Surface;
 
-impl SdkSurface {
-    /// The runtime's arguments for the JSON-RPC surfaces.
-    pub fn args(self) -> &'static [&'static str] {
-        match self {
-            SdkSurface::Sdk => &["--profile", "sdk"],
-            SdkSurface::SdkMinimal => &["--profile", "sdk-minimal"],
-            SdkSurface::JsonrpcAgent | SdkSurface::Headless => &[],
-        }
+/// The surfaces these checks judge (open-design is the crate root's).
+pub const SURFACES: [Surface; 4] = [
+    Surface::Sdk,
+    Surface::SdkMinimal,
+    Surface::JsonrpcAgent,
+    Surface::Headless,
+];
+
+/// The runtime's arguments for the JSON-RPC surfaces: `DSH --profile sdk`, `DSH --profile
+/// sdk-minimal`; `DSH` itself for the 0.1.1 `dsh-jsonrpc-agent` (its config preset), and headless
+/// takes its own (`DSH --profile headless --patch NO-TITLE TASK`).
+pub fn surface_args(surface: Surface) -> &'static [&'static str] {
+    match surface {
+        Surface::Sdk => &["--profile", "sdk"],
+        Surface::SdkMinimal => &["--profile", "sdk-minimal"],
+        Surface::OpenDesign | Surface::JsonrpcAgent | Surface::Headless => &[],
     }
 }
 
@@ -473,12 +470,12 @@ pub fn prompt(id: u64, session: &str, text: &str) -> Value {
 /// What the checks need.
 pub struct Target {
     pub dsh: PathBuf,
-    pub surface: SdkSurface,
+    /// One of [`SURFACES`].
+    pub surface: Surface,
     /// `dsh-conformance` itself (for `model-server`).
     pub conformance: PathBuf,
+    /// The longest one run of the runtime may take (60 s, scaled by `--time-scale`).
     pub limit: Duration,
-    /// How the results are printed (`--format`, the same vocabulary as every subcommand).
-    pub format: dsh_results::output::Format,
 }
 
 /// One check: its id, the docs/surface-sdk.md (or surface-headless.md) section it traces to, and
@@ -534,9 +531,7 @@ fn staged(
 /// Runs the JSON-RPC surface with `script` through `steps`.
 fn rpc(target: &Target, script: &Script, steps: &[Step]) -> Result<Wire, String> {
     let surface_args = |_: &World| {
-        Ok(target
-            .surface
-            .args()
+        Ok(surface_args(target.surface)
             .iter()
             .map(|a| a.to_string())
             .collect())
@@ -728,7 +723,7 @@ fn headless_failed(target: &Target) -> Result<(), String> {
 /// `shutdown` and EOF on the JSON-RPC surfaces), then every process any run of this command left
 /// running after the runtime exited (killed by then: [`tear_down`]).
 fn process_hygiene(target: &Target) -> Result<(), String> {
-    if target.surface == SdkSurface::Headless {
+    if target.surface == Surface::Headless {
         headless_run(target, &DEFAULT, &["Make a landing page"])?;
     } else {
         let steps = one_prompt(
@@ -752,8 +747,8 @@ fn process_hygiene(target: &Target) -> Result<(), String> {
 }
 
 /// The checks of a surface.
-pub fn checks(surface: SdkSurface) -> Vec<Check> {
-    if surface == SdkSurface::Headless {
+pub fn checks(surface: Surface) -> Vec<Check> {
+    if surface == Surface::Headless {
         return vec![
             Check {
                 id: "headless.completed",
@@ -803,37 +798,55 @@ pub fn checks(surface: SdkSurface) -> Vec<Check> {
     ]
 }
 
-/// Runs every check of `target.surface`; a table on stdout, exit 0 when all pass, 1 otherwise.
-pub fn main(target: &Target) -> ExitCode {
-    use dsh_results::output::Format;
+/// One check's outcome: `Err` with what failed.
+pub struct CheckResult {
+    pub id: &'static str,
+    pub rule: &'static str,
+    pub outcome: Result<(), String>,
+}
+
+/// Runs the checks of `target.surface` whose id `selected` accepts, in order, handing each
+/// outcome to `on_check` as it comes (the command line prints it).
+pub fn run(
+    target: &Target,
+    selected: &dyn Fn(&str) -> bool,
+    on_check: &mut dyn FnMut(&CheckResult),
+) -> Vec<CheckResult> {
     let mut results = Vec::new();
     for check in checks(target.surface) {
-        let outcome = (check.run)(target);
-        if target.format == Format::Table {
-            match &outcome {
-                Ok(()) => println!("pass  {:<22} {}", check.id, check.rule),
-                Err(why) => println!("FAIL  {:<22} {}\n      {why}", check.id, check.rule),
-            }
+        if !selected(check.id) {
+            continue;
         }
-        results.push(serde_json::json!({
-            "id": check.id,
-            "rule": check.rule,
-            "status": if outcome.is_ok() { "pass" } else { "fail" },
-            "detail": outcome.err(),
-        }));
+        let result = CheckResult {
+            id: check.id,
+            rule: check.rule,
+            outcome: (check.run)(target),
+        };
+        on_check(&result);
+        results.push(result);
     }
-    let failed = results.iter().filter(|r| r["status"] == "fail").count();
-    let report = serde_json::json!({
+    results
+}
+
+/// The JSON report of a run (`--format json`; the same shape `jsonl` splits into lines).
+pub fn report_json(target: &Target, results: &[CheckResult]) -> Value {
+    let checks: Vec<Value> = results
+        .iter()
+        .map(|result| {
+            json!({
+                "id": result.id,
+                "rule": result.rule,
+                "status": if result.outcome.is_ok() { "pass" } else { "fail" },
+                "detail": result.outcome.as_ref().err(),
+            })
+        })
+        .collect();
+    let failed = results.iter().filter(|r| r.outcome.is_err()).count();
+    json!({
         "v": 1,
         "runtime": target.dsh.to_string_lossy(),
-        "surface": format!("{:?}", target.surface).to_lowercase(),
-        "checks": results,
+        "surface": target.surface.name(),
+        "checks": checks,
         "totals": {"pass": results.len() - failed, "fail": failed},
-    });
-    match target.format {
-        Format::Table => println!("{failed} check(s) failed"),
-        Format::Json => println!("{report:#}"),
-        Format::Jsonl => print!("{}", crate::to_jsonl(&report)),
-    }
-    ExitCode::from(u8::from(failed > 0))
+    })
 }

@@ -5,41 +5,33 @@
 //! active one. Reading stops at the first fatal violation, so an endless input (`/dev/zero`) ends
 //! at its first oversized line. The text output prints the violation as `LINE:CODE: message`
 //! (`EOF` when it belongs to no line) or a summary for a clean stream, with every
-//! runtime-controlled character escaped for the terminal; `--format json` prints one JSON object.
-//! Exit status: 0 clean, 1 violation, 2 unusable input.
+//! runtime-controlled character escaped for the terminal ([`Report::text`]); `--format json`
+//! prints one JSON object ([`Report::json`]). The command line prints them and decides the exit
+//! status (0 clean, 1 violation, 2 unusable input).
 
 use dsh_protocol::frames::Status;
 use dsh_protocol::{LineFramer, RunContext, StreamChecker, Terminal, Violation};
 use dsh_results::output::escape;
-use dsh_results::output::Format;
 use serde_json::json;
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 /// The request id shown while no frame has named one.
 const NO_REQUEST: &str = "(no run-scoped frame)";
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
+/// What `validate` checks: the transcript and what the host did around it.
+#[derive(Debug, Clone)]
+pub struct Options {
     /// Captured runtime stdout (one frame per line); `-` reads standard input.
     pub transcript: PathBuf,
-    /// The active run's request id; default: the request_id of the first run-scoped frame.
-    #[arg(long, value_name = "ID")]
+    /// The active run's request id; `None`: the request_id of the first run-scoped frame.
     pub request_id: Option<String>,
     /// The execute asked to resume this session id.
-    #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
     /// The host sent `cancel` for the run, so `result: cancelled` is legitimate.
-    #[arg(long)]
     pub cancel_sent: bool,
-    /// Output format: `table` (one line: the finding, or ok; `text` is the same) or `json`/`jsonl`
-    /// (one object on one line).
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Line limit in bytes (default: the protocol's 1 MiB).
-    #[arg(long, value_name = "BYTES", default_value_t = dsh_protocol::MAX_LINE_BYTES, hide = true)]
+    /// Line limit in bytes (the protocol's 1 MiB: [`dsh_protocol::MAX_LINE_BYTES`]).
     pub max_line_bytes: usize,
 }
 
@@ -91,31 +83,8 @@ impl Report {
     }
 }
 
-pub fn main(args: Args) -> ExitCode {
-    match validate(&args) {
-        Ok(report) => {
-            let printed = match args.format {
-                Format::Table => report.text(),
-                // One result (the stream stops at its first violation): one object, one line.
-                Format::Json | Format::Jsonl => report.json().to_string(),
-            };
-            // A closed stdout (e.g. `| head`) is not worth a panic.
-            let _ = writeln!(io::stdout().lock(), "{printed}");
-            if report.violation.is_none() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            }
-        }
-        Err(message) => {
-            eprintln!("error: {}", escape::terminal(&message));
-            ExitCode::from(2)
-        }
-    }
-}
-
 /// Validate the transcript named by `args` (`-`: stdin); `Err` means the input was unusable.
-pub fn validate(args: &Args) -> Result<Report, String> {
+pub fn validate(args: &Options) -> Result<Report, String> {
     let context = RunContext {
         request_id: args.request_id.clone().unwrap_or_else(|| NO_REQUEST.into()),
         resume_session_id: args.resume.clone(),
@@ -182,7 +151,7 @@ fn check_stream(
     checker: &mut StreamChecker,
     mut input: impl Read,
     name: &str,
-    args: &Args,
+    args: &Options,
 ) -> Result<(), String> {
     let mut framer = LineFramer::with_limit(args.max_line_bytes);
     let mut chunk = vec![0u8; 64 * 1024];

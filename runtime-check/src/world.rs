@@ -25,7 +25,7 @@ pub struct Target {
     /// A Harness home (the one `--bundle` installed into) copied into every check's world, so
     /// each check's runtime has a private home and checks can run in parallel.
     pub home_template: Option<PathBuf>,
-    pub time_scale: f64,
+    pub time_scale: dsh_engine::timing::TimeScale,
     /// The loopback model endpoint every runtime process gets as `DEEPSEEK_BASE_URL`, so no turn
     /// ever reaches a real model (set by `run_checks`, which starts the server).
     pub model_url: Option<String>,
@@ -37,7 +37,7 @@ pub struct Target {
 impl Target {
     /// A base bound in milliseconds, scaled by `--time-scale`.
     pub fn bound(&self, base_ms: u64) -> Duration {
-        Duration::from_secs_f64(base_ms as f64 / 1000.0 * self.time_scale)
+        self.time_scale.scale_ms(base_ms)
     }
 
     pub fn deadline(&self, base_ms: u64) -> Instant {
@@ -265,7 +265,7 @@ mod tests {
             dsh: PathBuf::new(),
             dsh_home: None,
             home_template: None,
-            time_scale: 0.5,
+            time_scale: dsh_engine::timing::TimeScale::new(0.5).unwrap(),
             model_url: None,
             observed: Default::default(),
         };

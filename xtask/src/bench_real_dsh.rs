@@ -151,7 +151,7 @@ fn check_runtime(world: &World, kit: &Kit, real: &Path, real_name: &str) -> Resu
         let mut command = Command::new(&kit.conformance);
         command
             .arg("check-runtime")
-            .arg("--dsh")
+            .arg("--runtime")
             .arg(dsh)
             .arg("--dsh-home")
             .arg(home)

@@ -41,11 +41,11 @@ fn check_scaled(
     command.envs(env.iter().copied());
     command
         .arg("check-runtime")
-        .arg("--dsh")
+        .arg("--runtime")
         .arg(fake_dsh())
         .args(["--format", "json", "--time-scale", scale]);
     for id in checks {
-        command.args(["--check", id]);
+        command.args(["--case", id]);
     }
     if let Some(scenario) = scenario {
         let path = dir.path().join("scenario.json");
@@ -346,9 +346,9 @@ fn a_cancel_answered_with_an_unannounced_session_is_an_informational_runtime_fin
 fn jsonl_prints_one_object_per_check_then_the_summary() {
     let output = kit()
         .arg("check-runtime")
-        .arg("--dsh")
+        .arg("--runtime")
         .arg(fake_dsh())
-        .args(["--check", "rt.version-shape", "--check", "rt.probe-shape"])
+        .args(["--case", "rt.version-shape", "--case", "rt.probe-shape"])
         .args(["--format", "jsonl"])
         .output()
         .unwrap();
@@ -368,9 +368,9 @@ fn jsonl_prints_one_object_per_check_then_the_summary() {
 fn table_output_ends_with_a_summary() {
     let output = kit()
         .arg("check-runtime")
-        .arg("--dsh")
+        .arg("--runtime")
         .arg(fake_dsh())
-        .args(["--check", "rt.version-shape", "--check", "rt.probe-shape"])
+        .args(["--case", "rt.version-shape", "--case", "rt.probe-shape"])
         .output()
         .unwrap();
     let text = String::from_utf8(output.stdout).unwrap();
@@ -391,7 +391,7 @@ fn cannot_run_exits_2() {
     let missing = dir.path().join("no-such-dsh");
     let output = kit()
         .arg("check-runtime")
-        .arg("--dsh")
+        .arg("--runtime")
         .arg(&missing)
         .output()
         .unwrap();
@@ -400,6 +400,7 @@ fn cannot_run_exits_2() {
 
     let output = kit()
         .arg("check-runtime")
+        // The old spellings (`--dsh`, `--check`) are hidden aliases of `--runtime` and `--case`.
         .arg("--dsh")
         .arg(fake_dsh())
         .args(["--check", "rt.no-such-check"])
@@ -413,7 +414,7 @@ fn cannot_run_exits_2() {
 fn list_names_every_check_without_a_runtime_and_checks_need_one() {
     let missing = kit().arg("check-runtime").output().unwrap();
     assert_eq!(missing.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("--dsh"));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("--runtime"));
     let output = kit().args(["check-runtime", "--list"]).output().unwrap();
     assert!(output.status.success());
     let text = String::from_utf8(output.stdout).unwrap();
@@ -460,9 +461,9 @@ fn every_runtime_process_gets_the_kits_own_loopback_model_server() {
     let marker = dir.path().join("seen");
     let output = kit()
         .arg("check-runtime")
-        .arg("--dsh")
+        .arg("--runtime")
         .arg(&runtime)
-        .args(["--check", "rt.version-shape", "--format", "json"])
+        .args(["--case", "rt.version-shape", "--format", "json"])
         .env("MARKER", &marker)
         .env("DEEPSEEK_BASE_URL", "https://api.deepseek.com")
         .output()
@@ -499,11 +500,11 @@ fn a_bundle_is_installed_into_a_fresh_home_that_the_checks_then_use() {
     let marker = dir.path().join("homes");
     let output = kit()
         .arg("check-runtime")
-        .arg("--dsh")
+        .arg("--runtime")
         .arg(&runtime)
         .arg("--bundle")
         .arg(&tarball)
-        .args(["--check", "rt.probe-shape", "--format", "json"])
+        .args(["--case", "rt.probe-shape", "--format", "json"])
         .env("MARKER", &marker)
         .output()
         .unwrap();
@@ -533,7 +534,7 @@ fn a_bundle_is_installed_into_a_fresh_home_that_the_checks_then_use() {
     let missing = dir.path().join("missing.tgz");
     let output = kit()
         .arg("check-runtime")
-        .arg("--dsh")
+        .arg("--runtime")
         .arg(fake_dsh())
         .arg("--bundle")
         .arg(&missing)
@@ -547,7 +548,7 @@ fn a_bundle_is_installed_into_a_fresh_home_that_the_checks_then_use() {
 fn checks_run_in_parallel_with_jobs_and_report_in_catalogue_order() {
     let output = kit()
         .arg("check-runtime")
-        .arg("--dsh")
+        .arg("--runtime")
         .arg(fake_dsh())
         .args(["--format", "json", "--jobs", "4"])
         .output()
@@ -568,7 +569,7 @@ fn checks_run_in_parallel_with_jobs_and_report_in_catalogue_order() {
     assert_eq!(report["totals"]["pass"], catalogue.len(), "{report:#}");
     for bad in ["0", "x"] {
         let refused = kit()
-            .args(["check-runtime", "--jobs", bad, "--dsh"])
+            .args(["check-runtime", "--jobs", bad, "--runtime"])
             .arg(fake_dsh())
             .output()
             .unwrap();
@@ -606,7 +607,7 @@ impl Drop for KillMarked {
 fn a_bundle_directory_without_a_package_json_cannot_run() {
     let dir = tempfile::tempdir().unwrap();
     let output = kit()
-        .args(["check-runtime", "--dsh"])
+        .args(["check-runtime", "--runtime"])
         .arg(fake_dsh())
         .arg("--bundle")
         .arg(dir.path())
@@ -630,7 +631,7 @@ fn a_runtime_that_cannot_start_is_an_infrastructure_error() {
     std::fs::set_permissions(&dead, std::fs::Permissions::from_mode(0o755)).unwrap();
     let output = kit()
         .arg("check-runtime")
-        .arg("--dsh")
+        .arg("--runtime")
         .arg(&dead)
         .output()
         .unwrap();

@@ -212,17 +212,17 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// `fixture-from-transcript <recording> --id <id> --out <world>/<id>.json`, which must succeed;
-/// returns the case file's path.
+/// `fixture-from-transcript <recording> --id <id> --case-file <world>/<id>.json`, which must
+/// succeed; returns the case file's path.
 fn fixture_from_transcript(world: &World, recording: &Path, id: &str) -> PathBuf {
-    // A parent dir that does not exist yet: `--out` creates it.
+    // A parent dir that does not exist yet: `--case-file` creates it.
     let case_path = world.path(&format!("new-dir/{id}.json"));
     let convert = kit(&[
         "fixture-from-transcript".as_ref(),
         recording.as_os_str(),
         "--id".as_ref(),
         id.as_ref(),
-        "--out".as_ref(),
+        "--case-file".as_ref(),
         case_path.as_os_str(),
     ]);
     assert_eq!(
@@ -634,6 +634,19 @@ fn fixture_from_transcript_defaults_its_id_and_lays_out_a_corpus_dir() {
     ]);
     assert_eq!(convert.status.code(), Some(0));
     assert!(corpus.join("replay").join("replay.named.json").is_file());
+
+    // `--out` naming a `.json` path that is no directory keeps its old meaning, `--case-file`.
+    let file = world.path("legacy/replay.legacy.json");
+    let convert = kit(&[
+        "fixture-from-transcript".as_ref(),
+        recording.as_os_str(),
+        "--id".as_ref(),
+        "replay.legacy".as_ref(),
+        "--out".as_ref(),
+        file.as_os_str(),
+    ]);
+    assert_eq!(convert.status.code(), Some(0));
+    assert_eq!(read_json(&file)["id"], "replay.legacy");
 }
 
 #[test]

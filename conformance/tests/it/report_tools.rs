@@ -39,7 +39,7 @@ fn shards_merge_into_one_report_that_summary_and_diff_accept() {
     let mut whole = Command::from_std(kit.run());
     whole.arg("--json").arg(file("whole.json")).assert().code(1);
     conformance()
-        .args(["merge", "--out"])
+        .args(["merge", "--json"])
         .arg(file("merged.json"))
         .arg(file("one.json"))
         .arg(file("two.json"))
@@ -61,7 +61,7 @@ fn shards_merge_into_one_report_that_summary_and_diff_accept() {
         .success()
         .stdout(contains("no regression"));
     conformance()
-        .args(["merge", "--out"])
+        .args(["merge", "--json"])
         .arg(file("twice.json"))
         .arg(file("one.json"))
         .arg(file("one.json"))
@@ -77,7 +77,7 @@ fn shards_merge_into_one_report_that_summary_and_diff_accept() {
         .assert()
         .code(1);
     conformance()
-        .args(["merge", "--out"])
+        .args(["merge", "--json"])
         .arg(file("both.json"))
         .arg(file("whole.json"))
         .arg(file("variant.json"))

@@ -904,3 +904,31 @@ fn a_time_scale_out_of_range_is_exit_2_naming_the_range_on_every_surface() {
         assert!(output.stdout.is_empty(), "{label}: nothing ran");
     }
 }
+
+/// Every command taking `--surface` accepts every surface's name: one it cannot do is a usage
+/// error it names itself (exit 2, saying what it does), never clap's "invalid value"; and
+/// `check-runtime`'s own default, `open-design`, may be named.
+#[test]
+fn a_surface_a_command_cannot_do_is_exit_2_naming_what_it_does() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
+            .args(args)
+            .output()
+            .expect("runs")
+    };
+    for surface in ["sdk-minimal", "jsonrpc-agent"] {
+        let output = run(&["run", "--surface", surface, "--host", "true"]);
+        let stderr = stderr_of(&output);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "run cannot do --surface {surface} (it does open-design, sdk, headless)"
+            )),
+            "{stderr}"
+        );
+    }
+    let listed = run(&["check-runtime", "--surface", "open-design", "--list"]);
+    assert!(listed.status.success(), "{}", stderr_of(&listed));
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(text.contains("rt.version-shape"), "{text}");
+}

@@ -288,3 +288,80 @@ fn a_second_signal_ends_a_client_run_at_once_removing_its_temp_dirs() {
     let left = case_dirs(tmp.path());
     assert!(left.is_empty(), "case temp dirs left behind: {left:?}");
 }
+
+/// Issue 40 finding 7: a SIGTERM that reaches `run` the moment it exists, before it could load
+/// anything, is not lost and does not kill it bare: the run starts no case, writes its JUnit and
+/// JSON outputs and exits 143. The signal is sent as soon as the process has become
+/// `dsh-conformance` (its exec done), with SIGTERM blocked across the exec, so it is pending from
+/// the first instruction on (the default action would otherwise race the handlers' installation):
+/// a run that installs its handlers and unblocks them first handles it at once; one that installed
+/// them late (after loading the corpus, as before) ran its cases and never saw it.
+#[test]
+fn a_sigterm_at_start_up_still_writes_every_output() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    let (junit, json) = (tmp.path().join("junit.xml"), tmp.path().join("report.json"));
+    let conformance = dsh_test_support::binary("dsh-conformance");
+    let mut command = Command::new(&conformance);
+    command
+        .arg("run")
+        .arg("--host")
+        .arg(dsh_test_support::binary("dsh-host-driver"))
+        .arg("--fixtures")
+        .arg(&fixtures)
+        .arg("--runtime")
+        .arg(dsh_test_support::binary("fake-dsh"))
+        .args([
+            "--case",
+            "lifecycle.first-run-*",
+            "--jobs",
+            "1",
+            "--color",
+            "never",
+        ])
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--json")
+        .arg(&json)
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: only pthread_sigmask, async-signal-safe, between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let mut term = nix::sys::signal::SigSet::empty();
+            term.add(nix::sys::signal::Signal::SIGTERM);
+            term.thread_block().map_err(std::io::Error::from)
+        });
+    }
+    let mut run = Reaped(Some(command.spawn().expect("dsh-conformance starts")));
+    let pid = run.0.as_ref().expect("the run").id();
+    let exe = PathBuf::from(format!("/proc/{pid}/exe"));
+    let conformance = conformance.canonicalize().expect("the binary's path");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_link(&exe).ok().as_deref() != Some(conformance.as_path()) {
+        assert!(
+            Instant::now() < deadline,
+            "the run never became dsh-conformance"
+        );
+        std::thread::yield_now();
+    }
+    let child = run.0.take().expect("the run");
+    let pid = nix::unistd::Pid::from_raw(pid as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM sent");
+    let output = child.wait_with_output().expect("the run ends");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(143), "{stdout}\n{stderr}");
+    let junit = std::fs::read_to_string(&junit).expect("junit.xml written");
+    assert!(junit.contains("<testsuites"), "{junit}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report.json written"))
+            .expect("report.json is JSON");
+    assert_eq!(
+        report["cases"].as_array().map(Vec::len),
+        Some(0),
+        "no case started after the signal: {report}"
+    );
+}

@@ -334,7 +334,7 @@ fn a_runtime_chosen_by_fake_dsh_bin_is_named_not_silent() {
         .collect();
     let at = rerun
         .iter()
-        .position(|arg| *arg == "--fake-dsh")
-        .expect("--fake-dsh is named");
+        .position(|arg| *arg == "--runtime")
+        .expect("--runtime is named");
     assert_eq!(rerun[at + 1], fake_dsh.to_str().unwrap());
 }

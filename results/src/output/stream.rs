@@ -8,7 +8,7 @@ use std::io::{self, IsTerminal, Write};
 use std::sync::Mutex;
 
 /// `--color`: when verdicts are coloured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ColorChoice {
     #[default]
     Auto,

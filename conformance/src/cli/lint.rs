@@ -1,7 +1,8 @@
 //! `lint` and `corpus`: the fixture tree's two corpora checked together (the host corpus's cases
 //! and rule catalog, the client corpus's), and the corpus built into this binary.
 
-use dsh_engine::corpus::{embedded, interpretation_ids, locate};
+use super::options::{heading, CorpusSource};
+use dsh_engine::corpus::{embedded, interpretation_ids};
 use dsh_host_corpus::corpus::{
     default_docs_dir, lint_with_docs, load_cases, load_rules, rules_markdown,
 };
@@ -11,21 +12,19 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The fixtures directory (default: $DSH_CONFORMANCE_FIXTURES, else the nearest `fixtures/`
-    /// holding rules.json from the current directory upwards, else the embedded corpus).
-    #[arg(long, value_name = "DIR")]
-    pub fixtures: Option<PathBuf>,
+    #[command(flatten)]
+    pub corpus: CorpusSource,
     /// Where docs/interpretations.md lives (default: `docs/` next to the fixtures directory).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = heading::SELECTION)]
     pub docs: Option<PathBuf>,
     /// Also write the rule -> sentence -> cases table as Markdown to FILE (e.g. docs/rules.md).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
     pub write_rules_md: Option<PathBuf>,
 }
 
 /// `dsh-conformance lint`: prints each problem; exit 0 clean, 1 problems, 2 no fixtures dir.
 pub fn main(args: Args) -> ExitCode {
-    let corpus = match locate(args.fixtures.as_deref()) {
+    let corpus = match args.corpus.choose() {
         Ok(corpus) => corpus,
         Err(message) => {
             eprintln!("dsh-conformance lint: {message}");
