@@ -1,5 +1,6 @@
 //! The reference host as one value: its configuration (environment, bounds, session store) and
-//! its three operations: discover, setup, run.
+//! its four operations, each in the module of its spec section: discover and setup here (spec 5
+//! and 4), `run` in [`crate::run`] (spec 6-10) and `models` in [`crate::models`] (spec 12).
 
 use crate::codes::Diagnostic;
 use crate::discovery::{self, Discovery, DiscoveryBounds, DiscoveryEnv, ProbeInfo, Version};

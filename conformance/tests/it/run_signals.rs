@@ -23,6 +23,18 @@ fn case_dirs(tmp: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
+/// Whether a case dir holds a `journal.jsonl` its runtime has written to (within two levels).
+fn runtime_started(dir: &Path) -> bool {
+    let journal_written =
+        |dir: &Path| std::fs::metadata(dir.join("journal.jsonl")).is_ok_and(|meta| meta.len() > 0);
+    journal_written(dir)
+        || std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|entry| journal_written(&entry.path()))
+}
+
 /// Kills and reaps the run if an assertion fails first.
 struct Reaped(Option<std::process::Child>);
 
@@ -65,9 +77,12 @@ fn sigterm_ends_the_case_in_flight_and_prints_the_partial_summary() {
             .spawn()
             .expect("dsh-conformance starts"),
     ));
+    // The case is in flight once its runtime journaled its start: the driver it runs under is
+    // registered long before (a case dir alone may still be setting up, so a signal then would
+    // find no case in flight to end).
     let deadline = Instant::now() + Duration::from_secs(60);
-    while case_dirs(tmp.path()).is_empty() {
-        assert!(Instant::now() < deadline, "no case temp dir appeared");
+    while !case_dirs(tmp.path()).iter().any(|dir| runtime_started(dir)) {
+        assert!(Instant::now() < deadline, "no case's runtime started");
         std::thread::sleep(Duration::from_millis(20));
     }
     let child = run.0.take().expect("the run");
