@@ -87,6 +87,7 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
         expectations.as_ref(),
     )?;
     report.rerun_args = rerun_args(args, surface);
+    kill_strays();
     let stopped = if interrupt::signalled() {
         Some("interrupted")
     } else if args.fail_fast && report.cases.len() < selected.len() {
@@ -102,6 +103,20 @@ pub fn run_cli(args: &Flags, surface: ClientSurface) -> Result<u8, String> {
         );
     }
     dsh_results::run_args::finish(args, &report, stopped)
+}
+
+/// Once every case is over, nothing the clients started outlives `run`: an orphan still adopted
+/// then (one a case spared because it carried the token of a case in flight beside it, which
+/// ended before it could sweep it) is killed and named on stderr.
+fn kill_strays() {
+    let strays = dsh_engine::process::kill_adopted(std::time::Duration::from_secs(2), |_| false);
+    if !strays.is_empty() {
+        let named: Vec<String> = strays.iter().map(ToString::to_string).collect();
+        eprintln!(
+            "dsh-conformance run: killed what the clients left running after every case ended: {}",
+            named.join(", ")
+        );
+    }
 }
 
 /// The cases `--case`/`--skip` select, checked as the host run checks them (a malformed glob is

@@ -146,6 +146,9 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     let journal_path = temp.join("journal.jsonl");
     create_journal(&journal_path)?;
     let token = random_uuid();
+    // Live from before the client starts until its teardown ends: a parallel case spares only
+    // what carries a token of this list.
+    let live = LiveToken::register(&token);
     let secret = format!("sk-dsh-conformance-{}", random_uuid().replace('-', ""));
     let launcher = case_launcher(setup, case, temp, &token)?;
     let launcher_path = launcher.write(temp)?;
@@ -177,6 +180,7 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     // hold are read to their end.
     let grace = Duration::from_secs_f64(setup.time_scale.max(0.5));
     let leftovers = teardown(&token, grace);
+    drop(live);
     // The pipes are read until the case's limit (and the teardown's grace) at most: a process
     // that still holds one then is named, and killed.
     let drained = deadline.max(Instant::now()) + grace;
@@ -267,14 +271,15 @@ fn earlier_run(
 }
 
 /// Ends what the client left running (see [`play`]): waits up to `grace` for the processes
-/// carrying `token` and the orphans adopted here to exit by themselves, then kills both kinds
-/// (an adopted orphan carrying another case's token is that case's to sweep). With `--jobs`
-/// above 1, an orphan with no token at all is blamed on the case that tears down first: the
-/// subreaper cannot tell which case's client it escaped from, and both are the same client's.
-/// Returns what it killed, each process once.
+/// carrying `token` and the orphans adopted here to exit by themselves, then kills both kinds.
+/// An adopted orphan is spared only when it carries the token of another case of this run still
+/// in flight (that case's token sweep ends it): a token no live case has (a forged one, a
+/// finished case's) protects nothing. With `--jobs` above 1, an orphan with no token at all is
+/// blamed on the case that tears down first: the subreaper cannot tell which case's client it
+/// escaped from, and both are the same client's. Returns what it killed, each process once.
 fn teardown(token: &str, grace: Duration) -> Vec<Leftover> {
     let deadline = Instant::now() + grace;
-    let ours = |pid: i32| !carries_other_token(pid, token);
+    let ours = |pid: i32| !carries_live_token_of_another_case(pid, token);
     while Instant::now() < deadline
         && (!leftovers::find(token).is_empty() || adopted().into_iter().any(ours))
     {
@@ -284,7 +289,7 @@ fn teardown(token: &str, grace: Duration) -> Vec<Leftover> {
     // Twice: the token sweep's victims may leave orphans of their own.
     for _ in 0..2 {
         for leftover in kill_adopted(Duration::from_secs(2), |pid| {
-            carries_other_token(pid, token)
+            carries_live_token_of_another_case(pid, token)
         }) {
             if !killed.iter().any(|known| known.pid == leftover.pid) {
                 killed.push(leftover);
@@ -295,16 +300,46 @@ fn teardown(token: &str, grace: Duration) -> Vec<Leftover> {
     killed
 }
 
-/// Whether `pid`'s environment holds another case's token (a case run beside this one).
-fn carries_other_token(pid: i32, token: &str) -> bool {
+/// The case tokens of this run's cases in flight (each registered before its client starts,
+/// removed once its teardown is over).
+static LIVE_TOKENS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// One case's token in [`LIVE_TOKENS`] while this lives.
+struct LiveToken(String);
+
+impl LiveToken {
+    fn register(token: &str) -> LiveToken {
+        live_tokens().push(token.to_string());
+        LiveToken(token.to_string())
+    }
+}
+
+impl Drop for LiveToken {
+    fn drop(&mut self) {
+        live_tokens().retain(|live| *live != self.0);
+    }
+}
+
+fn live_tokens() -> std::sync::MutexGuard<'static, Vec<String>> {
+    LIVE_TOKENS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Whether `pid`'s environment holds the token of another case of this run still in flight
+/// (whose own sweep ends it). A value no live case has is no case's.
+fn carries_live_token_of_another_case(pid: i32, token: &str) -> bool {
     let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
         return false;
     };
     let prefix = format!("{CASE_TOKEN_ENV}=");
+    let live = live_tokens();
     environ
         .split(|byte| *byte == 0)
         .filter_map(|var| var.strip_prefix(prefix.as_bytes()))
-        .any(|value| value != token.as_bytes())
+        .any(|value| {
+            value != token.as_bytes() && live.iter().any(|other| other.as_bytes() == value)
+        })
 }
 
 /// The case's launcher (see [`crate::launcher`]): fake-dsh with the persona's and the surface's

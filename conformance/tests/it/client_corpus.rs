@@ -373,6 +373,76 @@ fn an_escaped_daemon_without_the_case_token_fails_the_case_and_is_killed() {
     }
 }
 
+/// A daemon that escapes with `setsid` and an emptied environment holding a forged case token
+/// (`DSH_CONFORMANCE_CASE=<anything>`, no live case's) is not spared as another case's: on both
+/// surfaces `run` kills it and fails the case on its teardown rule (issue 40 item 1).
+#[test]
+fn a_daemon_with_a_forged_case_token_fails_the_case_and_is_killed() {
+    if !std::path::Path::new("/proc/self/stat").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sdk_report = r#"{"turn_ends": ["completed"], "text": "I wrote index.html."}"#;
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+    let clients = [
+        (
+            "headless",
+            "headless.completed",
+            "headless.exit-code",
+            format!("\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\necho '{HAIKU}'"),
+        ),
+        (
+            "sdk",
+            "sdk.key-only-in-env",
+            "sdk.teardown-bounded",
+            format!(
+                "echo '{initialize}' | \"$rt\" --profile sdk >/dev/null 2>&1\necho '{sdk_report}'"
+            ),
+        ),
+    ];
+    for (surface, case_id, rule, body) in clients {
+        let pid_file = dir.path().join(format!("{surface}.pid"));
+        let client = script_client(
+            dir.path(),
+            &format!("{surface}-forged"),
+            &format!(
+                "{RUNTIME}\nsetsid env -i DSH_CONFORMANCE_CASE=forged-token sleep 60 \
+                 </dev/null >/dev/null 2>&1 &\necho $! > {}\n{body}",
+                pid_file.display()
+            ),
+        );
+        let output = run(
+            surface,
+            client.to_str().unwrap(),
+            &["--case", case_id, "--format", "json"],
+        );
+        let pid = pid_in(&pid_file);
+        let outlived = dsh_engine::procfs::is_live(pid);
+        if outlived {
+            // Not left behind by the test either.
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{surface}: {}", String::from_utf8_lossy(&output.stderr)));
+        assert!(
+            !outlived,
+            "{surface}: the daemon {pid} outlived run: {report}"
+        );
+        let case = &report["cases"][0];
+        assert_eq!(output.status.code(), Some(1), "{surface}: {case}");
+        assert_eq!(case["verdict"], "fail", "{surface}: {case}");
+        assert_eq!(case["rule"], rule, "{surface}: {case}");
+        let why = case["why"].as_str().unwrap();
+        assert!(
+            why.contains(&format!("pid {pid} (sleep)")),
+            "{surface}: {why}"
+        );
+    }
+}
+
 /// The key canary is looked for in its encoded and split forms, in every file under the case's
 /// root, in what the runtime received on stdin, and what hides it is itself reported (issue 33
 /// item 3): each of these clients reports the case's expected answer and leaks the key (or
