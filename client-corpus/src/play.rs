@@ -9,6 +9,7 @@
 //! then killed), the pipes still held open at the case's limit (their holders named and killed),
 //! and where the case's credential ended up.
 
+use crate::canary::processes::ProcessSampler;
 use crate::canary::{Bounds, Canary};
 use crate::launcher::Launcher;
 use dsh_engine::leftovers::{self, Leftover, CASE_TOKEN_ENV};
@@ -155,7 +156,10 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     let started = Instant::now();
     // File times come from a coarse clock: a second's margin.
     let started_at = std::time::SystemTime::now() - Duration::from_secs(1);
-    let mut journal_watch = JournalWatch::new(journal_path.clone());
+    let mut watch = Watch {
+        journal: JournalWatch::new(journal_path.clone()),
+        processes: ProcessSampler::new(Canary::new(&secret)),
+    };
     let command_of = |run: u32| -> Result<Command, String> {
         let mut command = client_command(setup, case, temp, &launcher_path, &token, &secret)?;
         session_env(&mut command, case, run);
@@ -164,7 +168,7 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     };
     let mut earlier = Vec::new();
     for run in 1..case.runs {
-        earlier.push(earlier_run(setup, command_of(run)?, &mut journal_watch)?);
+        earlier.push(earlier_run(setup, command_of(run)?, &mut watch)?);
     }
     let command = command_of(case.runs)?;
     let deadline = Instant::now() + setup.limit();
@@ -173,7 +177,9 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
         hung,
         stdout,
         stderr,
-    } = wait_bounded(command, deadline, &mut journal_watch)?;
+    } = wait_bounded(command, deadline, &mut watch)?;
+    // What the client left running, looked at once more before it is killed.
+    watch.processes.sample_now(None);
     // What still runs once a signalled runtime had its grace to finish is left behind: what
     // carries the case's token, and every orphan `run` adopted as a subreaper (a daemon that
     // called `setsid` and emptied its environment). Both are killed before the pipes they may
@@ -188,7 +194,7 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     let stdout = stdout.finish(drained, "stdout", &mut held_open);
     let stderr = stderr.finish(drained, "stderr", &mut held_open);
     let duration = started.elapsed();
-    journal_watch.look();
+    watch.journal.look();
     let (journal, journal_problem) = read_journal(&journal_path)?;
     let (journal_problem, configuration_problem) =
         configuration_check(journal_problem, &journal, &launcher, &launcher_path);
@@ -214,7 +220,8 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
             ("stderr", &stderr[..]),
             ("output in an earlier run", &earlier_output[..]),
         ],
-        journal_watch.disturbed,
+        watch.journal.disturbed,
+        watch.processes.found(),
         temp,
         (started_at, deadline),
     );
@@ -253,13 +260,9 @@ fn session_env(command: &mut Command, case: &ClientCase, run: u32) {
 /// One run of the client before the case's last (a persisted home between runs): bounded by
 /// the case's limit, its pipes read to their end (or that limit). What it left running is the
 /// last run's teardown's to find (the same case token).
-fn earlier_run(
-    setup: &Setup,
-    command: Command,
-    journal: &mut JournalWatch,
-) -> Result<EarlierRun, String> {
+fn earlier_run(setup: &Setup, command: Command, watch: &mut Watch) -> Result<EarlierRun, String> {
     let deadline = Instant::now() + setup.limit();
-    let ended = wait_bounded(command, deadline, journal)?;
+    let ended = wait_bounded(command, deadline, watch)?;
     let mut held_open = Vec::new();
     let drained = deadline.max(Instant::now());
     Ok(EarlierRun {
@@ -432,7 +435,7 @@ struct Ended {
 fn wait_bounded(
     mut command: Command,
     deadline: Instant,
-    journal: &mut JournalWatch,
+    watch: &mut Watch,
 ) -> Result<Ended, String> {
     use std::os::unix::process::CommandExt;
     command
@@ -456,7 +459,8 @@ fn wait_bounded(
     // The group leaves the live groups in the same step as its leader is reaped (under their
     // lock), so a stop signal never signals a group id that is free again.
     let status = loop {
-        journal.look();
+        watch.journal.look();
+        watch.processes.sample(Some(group.as_raw()));
         {
             let mut groups = dsh_engine::interrupt::live_groups();
             let reaped = child.try_wait();
@@ -713,17 +717,20 @@ fn unconfigured_start(journal: &[Entry], names: &[&str], launcher: &Path) -> Opt
 }
 
 /// Where the key went, each place once: the runtime's argv and what it received on stdin (the
-/// journal's `start` and `command` entries), the client's output, the journal itself disturbed
-/// (emptied, removed or replaced: what the runtime received can no longer be checked), the
-/// working directory swapped for a link, every file under the case's root (`temp`: the
-/// working dir, the files beside it, the client's `TMPDIR` and `HOME`), read within the case's
-/// limit, and what changed in the shared temp dirs since the case started (`/tmp`, ...). The
-/// places it was found, then what keeps the kit from vouching for the rest.
+/// journal's `start` and `command` entries), the client's output, the command lines and names of
+/// its processes (`processes`, sampled while it ran), the journal itself disturbed (emptied,
+/// removed or replaced: what the runtime received can no longer be checked), the working
+/// directory swapped for a link, every entry under the case's root (`temp`: the working dir, the
+/// files beside it, the client's `TMPDIR` and `HOME`; contents, names, link targets, extended
+/// attributes), read within the case's limit, and what changed in the shared temp dirs since the
+/// case started (`/tmp`, ...). The places it was found, then what keeps the kit from vouching for
+/// the rest.
 fn leaks(
     canary: &Canary,
     journal: &[Entry],
     outputs: [(&str, &[u8]); 3],
     journal_disturbed: Option<String>,
+    processes: Vec<String>,
     temp: &Path,
     (started_at, deadline): (std::time::SystemTime, Instant),
 ) -> (Vec<String>, Vec<String>) {
@@ -760,6 +767,7 @@ fn leaks(
             leaked.push(format!("the client's {name} ({form})"));
         }
     }
+    leaked.extend(processes);
     if let Some(how) = journal_disturbed {
         unverified.push(format!(
             "the runtime's journal was {how} while the case ran"
@@ -771,18 +779,23 @@ fn leaks(
             .push("the client's working directory was replaced (a link, or gone)".to_string());
     }
     let scan = canary.scan_tree(temp, Bounds::default(), deadline);
-    for (file, form) in scan.found {
-        leaked.push(format!("the file {} ({form})", file.display()));
-    }
+    leaked.extend(scan.found.iter().map(|found| found.describe(None)));
     if let Some(why) = scan.incomplete {
         unverified.push(format!(
             "the files the client wrote were not all read ({why})"
         ));
     }
-    for file in canary.scan_shared_temp(started_at, deadline) {
-        leaked.push(format!("the file {} (a shared temp dir)", file.display()));
+    for found in canary.scan_shared_temp(started_at, deadline, temp) {
+        leaked.push(found.describe(Some("a shared temp dir")));
     }
     (leaked, unverified)
+}
+
+/// What is watched while the client runs: fake-dsh's journal, and the client's processes (for
+/// the key in their command lines and names).
+struct Watch {
+    journal: JournalWatch,
+    processes: ProcessSampler,
 }
 
 /// fake-dsh's journal, watched while the client runs: fake-dsh only appends to it, so a journal

@@ -556,38 +556,146 @@ fn a_key_hidden_from_the_canary_search_is_still_found() {
     }
 }
 
+/// The canary's former blind spots (issue 40 item 3): each client reports the case's expected
+/// answer and puts the key in one place the kit did not look, and fails the case on the
+/// credentials rule, saying where.
+#[test]
+fn a_key_in_the_canarys_former_blind_spots_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = format!(
+        "{RUNTIME}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\n\
+         key=\"$DEEPSEEK_API_KEY\""
+    );
+    let clients: Vec<(&str, &str, &str)> = vec![
+        (
+            "a-directory-named-by-the-key",
+            r#"mkdir -p "$HOME/.cache/$key""#,
+            "the name of home/.cache/sk-dsh-conformance-",
+        ),
+        (
+            "a-dangling-link",
+            r#"ln -s "/nonexistent/$key" cached"#,
+            "the target of the link work/cached (raw)",
+        ),
+        (
+            "an-extended-attribute",
+            r#"python3 -c 'import os; open("tagged", "w").close(); os.setxattr("tagged", "user.k", os.environ["DEEPSEEK_API_KEY"].encode())'"#,
+            "the extended attribute user.k of work/tagged (raw)",
+        ),
+        (
+            "a-helpers-argv",
+            r#"sh -c 'sleep 1; exit 0' "x-api-key: $key""#,
+            "the argv of a process of the client's (pid ",
+        ),
+        (
+            "a-helpers-name",
+            r#"python3 -c 'import os, time; open("/proc/self/comm", "w").write(os.environ["DEEPSEEK_API_KEY"][-15:]); time.sleep(1)'"#,
+            "the name of a process of the client's (pid ",
+        ),
+        (
+            "base64-halves",
+            r#"printf '%s' "$key" | cut -c1-25 | base64 >&2; printf '%s' "$key" | cut -c26- | base64 >&2"#,
+            "the client's stderr (a piece of it, base64)",
+        ),
+        (
+            "reversed",
+            r#"printf '%s\n' "$key" | rev >&2"#,
+            "the client's stderr (reversed)",
+        ),
+        (
+            "utf-16le",
+            r#"printf '%s' "$key" | iconv -f UTF-8 -t UTF-16LE > key.txt"#,
+            "the file work/key.txt (UTF-16LE)",
+        ),
+        (
+            "gzip-on-stderr",
+            r#"printf 'debug %s\n' "$key" | gzip >&2"#,
+            "the client's stderr (gzip-compressed)",
+        ),
+        (
+            "gzip-in-a-file",
+            r#"printf 'debug %s\n' "$key" | gzip > "$TMPDIR/state.gz""#,
+            "the file tmp/state.gz (gzip-compressed)",
+        ),
+    ];
+    for (name, leak, expected) in clients {
+        if leak.starts_with("python3") && !dsh_test_support::tool_available("python3") {
+            continue;
+        }
+        let body = format!("{start}\n{leak}\necho '{HAIKU}'");
+        let client = script_client(dir.path(), name, &body);
+        let output = run(
+            "headless",
+            client.to_str().unwrap(),
+            &["--case", "headless.key-only-in-env", "--format", "json"],
+        );
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{name}: {}", String::from_utf8_lossy(&output.stderr)));
+        let case = &report["cases"][0];
+        assert_eq!(output.status.code(), Some(1), "{name}: {case}");
+        assert_eq!(
+            case["rule"], "headless.credentials-in-env",
+            "{name}: {case}"
+        );
+        let why = case["why"].as_str().unwrap();
+        assert!(why.contains(expected), "{name}: {why}");
+    }
+}
+
 /// A client that ignores its `TMPDIR` and writes the key into a temp dir every process shares
 /// (here the run's own temp dir, which the kit scans with `/tmp`: what changed there since the
-/// case began) fails on the credentials rule, naming the file.
+/// case began) fails on the credentials rule, naming the file: also when it set the file's
+/// modification time back (the change time counts), and when it hid the file in a directory
+/// named like the kit's own case directories (only the case's own directory is skipped, by path:
+/// issue 40 item 3).
 #[test]
 fn a_key_written_to_a_shared_temp_dir_is_found() {
     let dir = tempfile::tempdir().unwrap();
     let shared = tempfile::tempdir().unwrap();
-    let body = format!(
-        "{RUNTIME}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\n\
-         echo \"$DEEPSEEK_API_KEY\" > \"$SHARED_TMP/client-debug.log\"\necho '{HAIKU}'"
-    );
-    let client = script_client(dir.path(), "shared-tmp", &body);
-    let output = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
-        .args(["run", "--surface", "headless", "--host"])
-        .arg(&client)
-        .arg("--fake-dsh")
-        .arg(dsh_test_support::binary("fake-dsh"))
-        .args(["--case", "headless.key-only-in-env", "--format", "json"])
-        .args(["--pass-env", "SHARED_TMP"])
-        .env("TMPDIR", shared.path())
-        .env("SHARED_TMP", shared.path())
-        .current_dir(repo_root())
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
-    let case = &report["cases"][0];
-    assert_eq!(output.status.code(), Some(1), "{case}");
-    assert_eq!(case["rule"], "headless.credentials-in-env", "{case}");
-    let why = case["why"].as_str().unwrap();
-    assert!(
-        why.contains("client-debug.log (a shared temp dir)"),
-        "{why}"
-    );
+    let clients = [
+        (
+            "shared-tmp",
+            r#"echo "$DEEPSEEK_API_KEY" > "$SHARED_TMP/client-debug.log""#,
+            "client-debug.log (a shared temp dir, raw)",
+        ),
+        (
+            "mtime-set-back",
+            r#"echo "$DEEPSEEK_API_KEY" > "$SHARED_TMP/old.log" && touch -d 2001-01-01 "$SHARED_TMP/old.log""#,
+            "old.log (a shared temp dir, raw)",
+        ),
+        (
+            "kit-lookalike",
+            r#"mkdir -p "$SHARED_TMP/dsh-conformance-client-lookalike" && echo "$DEEPSEEK_API_KEY" > "$SHARED_TMP/dsh-conformance-client-lookalike/k""#,
+            "dsh-conformance-client-lookalike/k (a shared temp dir, raw)",
+        ),
+    ];
+    for (name, leak, expected) in clients {
+        let body = format!(
+            "{RUNTIME}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\n\
+             {leak}\necho '{HAIKU}'"
+        );
+        let client = script_client(dir.path(), name, &body);
+        let output = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
+            .args(["run", "--surface", "headless", "--host"])
+            .arg(&client)
+            .arg("--fake-dsh")
+            .arg(dsh_test_support::binary("fake-dsh"))
+            .args(["--case", "headless.key-only-in-env", "--format", "json"])
+            .args(["--pass-env", "SHARED_TMP"])
+            .env("TMPDIR", shared.path())
+            .env("SHARED_TMP", shared.path())
+            .current_dir(repo_root())
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{name}: {}", String::from_utf8_lossy(&output.stderr)));
+        let case = &report["cases"][0];
+        assert_eq!(output.status.code(), Some(1), "{name}: {case}");
+        assert_eq!(
+            case["rule"], "headless.credentials-in-env",
+            "{name}: {case}"
+        );
+        let why = case["why"].as_str().unwrap();
+        assert!(why.contains(expected), "{name}: {why}");
+    }
 }
