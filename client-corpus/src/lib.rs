@@ -7,6 +7,7 @@
 //!
 //! - [`corpus`]: loading and linting the cases and the client rule catalog;
 //! - [`play`]: one case, played; [`launcher`]: the runtime it hands the client, configured;
+//!   [`journal_copy`]: the kit's own copy of fake-dsh's journal, received as it is written;
 //!   [`canary`]: where its credential went; [`judge`]: its verdict; its known deviations
 //!   (`--expectations`) are read by `dsh_results::expectations`.
 //!
@@ -15,6 +16,7 @@
 
 pub mod canary;
 pub mod corpus;
+pub mod journal_copy;
 pub mod judge;
 pub mod launcher;
 pub mod play;

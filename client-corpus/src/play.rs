@@ -11,6 +11,7 @@
 
 use crate::canary::processes::ProcessSampler;
 use crate::canary::{Bounds, Canary};
+use crate::journal_copy::{JournalCopy, JOURNAL_COPY_ENV};
 use crate::launcher::Launcher;
 use dsh_engine::leftovers::{self, Leftover, CASE_TOKEN_ENV};
 use dsh_engine::process::{adopted, disown, kill_adopted, spawn_owned};
@@ -151,7 +152,11 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     // what carries a token of this list.
     let live = LiveToken::register(&token);
     let secret = format!("sk-dsh-conformance-{}", random_uuid().replace('-', ""));
-    let launcher = case_launcher(setup, case, temp, &token)?;
+    // The kit's own copy of the journal, which the client cannot edit (none where there are no
+    // abstract sockets: the file alone is judged there).
+    let copy = JournalCopy::listen(&format!("dsh-conformance-journal-{}", random_uuid())).ok();
+    let copy_name = copy.as_ref().map(|copy| copy.name().to_string());
+    let launcher = case_launcher(setup, case, temp, &token, copy_name.as_deref())?;
     let launcher_path = launcher.write(temp)?;
     let started = Instant::now();
     // File times come from a coarse clock: a second's margin.
@@ -162,6 +167,9 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     };
     let command_of = |run: u32| -> Result<Command, String> {
         let mut command = client_command(setup, case, temp, &launcher_path, &token, &secret)?;
+        if let Some(name) = &copy_name {
+            command.env(JOURNAL_COPY_ENV, name);
+        }
         session_env(&mut command, case, run);
         command.current_dir(&work);
         Ok(command)
@@ -196,6 +204,8 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     let duration = started.elapsed();
     watch.journal.look();
     let (journal, journal_problem) = read_journal(&journal_path)?;
+    // Every runtime is gone: what fake-dsh sent is all there is.
+    let received = copy.map(JournalCopy::finish).unwrap_or_default();
     let (journal_problem, configuration_problem) =
         configuration_check(journal_problem, &journal, &launcher, &launcher_path);
     // The journal re-read after the sweep: a runtime that journaled its exit was exiting on its
@@ -212,9 +222,11 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
         .iter()
         .flat_map(|run: &EarlierRun| [&run.stdout[..], b"\n", &run.stderr[..], b"\n"].concat())
         .collect();
-    let (leaked, unverified) = leaks(
+    let edited = edited_in_place(&journal, &received);
+    let judged: Vec<Entry> = journal.iter().cloned().chain(received).collect();
+    let (leaked, mut unverified) = leaks(
         &Canary::new(&secret),
-        &journal,
+        &judged,
         [
             ("stdout", &stdout[..]),
             ("stderr", &stderr[..]),
@@ -225,6 +237,9 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
         temp,
         (started_at, deadline),
     );
+    if let Some(how) = edited {
+        unverified.push(how);
+    }
     Ok(Played {
         earlier,
         exit,
@@ -353,6 +368,7 @@ fn case_launcher(
     case: &ClientCase,
     temp: &Path,
     token: &str,
+    journal_copy: Option<&str>,
 ) -> Result<Launcher, String> {
     let mut env: Vec<(&'static str, OsString)> = vec![
         (JOURNAL_ENV, temp.join("journal.jsonl").into()),
@@ -362,6 +378,9 @@ fn case_launcher(
         ),
         (CASE_TOKEN_ENV, token.into()),
     ];
+    if let Some(name) = journal_copy {
+        env.push((JOURNAL_COPY_ENV, name.into()));
+    }
     if let Some(runtime) = &case.runtime {
         let file = temp.join("scenario.json");
         let document = serde_json::json!({ "sdk": runtime });
@@ -788,7 +807,30 @@ fn leaks(
     for found in canary.scan_shared_temp(started_at, deadline, temp) {
         leaked.push(found.describe(Some("a shared temp dir")));
     }
+    let mut seen = std::collections::HashSet::new();
+    leaked.retain(|place| seen.insert(place.clone()));
     (leaked, unverified)
+}
+
+/// How the journal file differs from what fake-dsh sent the kit while the case ran (see
+/// [`crate::journal_copy`]): an entry it sent that the file no longer holds was edited in place
+/// (or removed). Lines a process added to either are not held against it here.
+fn edited_in_place(file: &[Entry], received: &[Entry]) -> Option<String> {
+    let written: std::collections::HashSet<String> = file
+        .iter()
+        .filter_map(|entry| serde_json::to_string(entry).ok())
+        .collect();
+    let missing = received
+        .iter()
+        .filter(|entry| serde_json::to_string(entry).is_ok_and(|line| !written.contains(&line)))
+        .count();
+    (missing > 0).then(|| {
+        format!(
+            "the runtime's journal was edited while the case ran ({missing} of the {} entries \
+             fake-dsh sent the kit are not in the file as sent)",
+            received.len()
+        )
+    })
 }
 
 /// What is watched while the client runs: fake-dsh's journal, and the client's processes (for

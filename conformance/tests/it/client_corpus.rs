@@ -642,6 +642,39 @@ fn a_key_in_the_canarys_former_blind_spots_is_found() {
     }
 }
 
+/// A client that passes the key in the runtime's argv, then overwrites the key's bytes in
+/// fake-dsh's journal in place (same inode, same length), still fails on the credentials rule:
+/// the kit judges the journal it received from fake-dsh while the case ran, not the file the
+/// client can edit (issue 40 item 4; docs/journal.md).
+#[test]
+fn a_journal_edited_in_place_does_not_hide_a_key_in_the_runtimes_argv() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!(
+        "{RUNTIME}\n\"$rt\" --profile headless --api-key \"$DEEPSEEK_API_KEY\" \"write a haiku\" \
+         >/dev/null 2>&1\n\
+         python3 -c 'import os\nkey = os.environ[\"DEEPSEEK_API_KEY\"].encode()\n\
+         with open(os.environ[\"FAKE_DSH_JOURNAL\"], \"r+b\") as f:\n    \
+         text = f.read()\n    f.seek(0)\n    f.write(text.replace(key, b\"x\" * len(key)))'\n\
+         echo '{HAIKU}'"
+    );
+    if !dsh_test_support::tool_available("python3") {
+        return;
+    }
+    let client = script_client(dir.path(), "journal-edited", &body);
+    let output = run(
+        "headless",
+        client.to_str().unwrap(),
+        &["--case", "headless.key-only-in-env", "--format", "json"],
+    );
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    let case = &report["cases"][0];
+    assert_eq!(output.status.code(), Some(1), "{case}");
+    assert_eq!(case["rule"], "headless.credentials-in-env", "{case}");
+    let why = case["why"].as_str().unwrap();
+    assert!(why.contains("the runtime's argv"), "{why}");
+}
+
 /// A client that ignores its `TMPDIR` and writes the key into a temp dir every process shares
 /// (here the run's own temp dir, which the kit scans with `/tmp`: what changed there since the
 /// case began) fails on the credentials rule, naming the file: also when it set the file's
