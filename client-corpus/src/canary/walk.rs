@@ -77,7 +77,14 @@ impl Canary {
                 ..found
             }));
         }
-        found.dedup();
+        // A root inside another (`$TMPDIR` under `/tmp`) finds the same entry twice.
+        let mut seen = Vec::new();
+        found.retain(|found| {
+            let key = (found.path.clone(), found.place.clone());
+            let new = !seen.contains(&key);
+            seen.push(key);
+            new
+        });
         found
     }
 
