@@ -2,12 +2,14 @@
 //! home): the client starts in an empty working directory of its own with the
 //! driver contract's environment (docs/sdk-clients.md, "The driver contract"), handed the case's
 //! launcher (`crate::launcher`) as its runtime: fake-dsh configured to play the case's scenario and
-//! journal what it did, whatever environment the client passes down; the kit waits a bounded time,
-//! then looks at what is left: the client's reports and exit, whether the case's configuration
-//! reached the runtime, the runtimes it left running (found by the case's token in their
-//! environment, or adopted by `run` as a child subreaper whatever their environment and session;
-//! then killed), the pipes still held open at the case's limit (their holders named and killed),
-//! and where the case's credential ended up.
+//! journal what it did (the file, and the kit's own copy: `crate::journal_copy`), whatever
+//! environment the client passes down; while it waits a bounded time, the kit watches the journal
+//! and samples the client's processes for the key (`crate::canary::processes`); then it looks at
+//! what is left: the client's reports and exit, whether the case's configuration reached the
+//! runtime, the runtimes it left running (found by the case's token in their environment, or
+//! adopted by `run` as a child subreaper whatever their environment and session, spared only when
+//! they carry the token of another case in flight; then killed), the pipes still held open at the
+//! case's limit (their holders named and killed), and where the case's credential ended up.
 
 use crate::canary::processes::ProcessSampler;
 use crate::canary::{Bounds, Canary};
