@@ -618,8 +618,22 @@ fn a_key_in_the_canarys_former_blind_spots_is_found() {
             "the file tmp/state.gz (gzip-compressed)",
         ),
     ];
+    // The case's directory is under the temp dir: a file system there without user extended
+    // attributes (tmpfs before Linux 6.6) has nowhere to hide one.
+    let attributes = dsh_test_support::tool_available("python3")
+        && Command::new("python3")
+            .args([
+                "-c",
+                "import os, tempfile\nwith tempfile.NamedTemporaryFile() as f: os.setxattr(f.name, 'user.t', b'1')",
+            ])
+            .status()
+            .is_ok_and(|status| status.success());
     for (name, leak, expected) in clients {
         if leak.starts_with("python3") && !dsh_test_support::tool_available("python3") {
+            continue;
+        }
+        if name == "an-extended-attribute" && !attributes {
+            eprintln!("skipped {name}: no user extended attributes in the temp dir");
             continue;
         }
         let body = format!("{start}\n{leak}\necho '{HAIKU}'");
