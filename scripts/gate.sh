@@ -19,6 +19,11 @@
 #   GATE_PASS_ENV      names (or PREFIX*) of this job's variables the driver needs, space-separated
 #                      (optional; the driver gets only an allowlist otherwise: docs/host-driver.md)
 #   DSH_CONFORMANCE    the dsh-conformance binary (default: the one on PATH)
+#
+# Under GitHub Actions (GITHUB_ACTIONS=true) the kit's output holds host text (a failing
+# handshake's stderr, names and messages in the table), which the runner would take for workflow
+# commands (`::add-mask::`, `::error ...::`, `##[...]`): command processing is stopped with a
+# random token on both streams before the kit runs, and resumed once it has exited.
 set -euo pipefail
 
 fail() { echo "gate: $*" >&2; exit 2; }
@@ -58,6 +63,18 @@ for glob in ${GATE_CASES:-}; do
   args+=(--case "$glob")
 done
 set +f
+
+if [[ "${GITHUB_ACTIONS:-}" == "true" ]]; then
+  stop_token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+  [[ ${#stop_token} -eq 32 ]] || fail "cannot read a random token from /dev/urandom"
+  resume_commands() {
+    echo "::$stop_token::"
+    echo "::$stop_token::" >&2
+  }
+  echo "::stop-commands::$stop_token"
+  echo "::stop-commands::$stop_token" >&2
+  trap resume_commands EXIT
+fi
 
 status=0
 "$kit" "${args[@]}" || status=$?

@@ -1,21 +1,41 @@
 //! Where a case's credential went: the key canary the client gets in `DEEPSEEK_API_KEY`, looked
 //! for in its raw form, in every encoded form the host corpus's redaction knows
 //! (`dsh_protocol::needles`: base64 in both alphabets and all alignments, hex, percent- and
-//! JSON-escaped) and split apart (any [`FRAGMENT`] characters of its random part: a key cut in two
-//! leaves one piece at least that long).
+//! JSON-escaped), reversed, in UTF-16 (either byte order), and split apart: any [`FRAGMENT`]
+//! characters of its random part, in each of those forms too (a key cut in two leaves one piece
+//! at least that long, and the base64 of a piece holds the base64 of each of its 12-character
+//! windows). Gzip streams in what is searched are inflated (bounded: [`GZIP_STREAMS`] streams of
+//! at most [`GZIP_BYTES`] each per text) and searched as well. Every form is one literal pattern
+//! of one Aho-Corasick automaton, so a search stays linear in what is read, whatever the number
+//! of forms; a gzip stream is read once more, inflated, within its bound.
 //!
-//! [`Canary::scan_tree`] reads every regular file under a directory without following a link
-//! (a file swapped for a FIFO is never waited on), bounded in entries, bytes per file, bytes in
-//! all and time: what it could not read is said, never passed over. [`Canary::scan_recent`] reads
-//! only what changed since a case began in a directory everyone shares (`/tmp`).
+//! - [`walk`]: the bounded scans of a directory tree (the case's, and what changed in the temp
+//!   dirs every process shares): file contents, names, link targets and extended attributes.
+//! - [`processes`]: the command lines and names of the client's processes, sampled while it runs.
+//!
+//! By design out of reach (docs/sdk-clients.md, "What the canary cannot see"): a key sent over
+//! the network, written outside the case's directory and the shared temp dirs, cut into pieces
+//! shorter than [`FRAGMENT`], encrypted, hashed, or encoded some other way (another compression,
+//! another alphabet), or held by a process for less than the sampling interval.
+
+pub mod processes;
+pub mod walk;
 
 use aho_corasick::AhoCorasick;
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// The length of a piece of the key's random part that counts as the key (48 bits of it).
 pub const FRAGMENT: usize = 12;
+
+/// The gzip streams inflated in one text (a file, an output) at most.
+pub const GZIP_STREAMS: usize = 8;
+/// The bytes one gzip stream is inflated to at most.
+pub const GZIP_BYTES: u64 = 16 << 20;
+
+/// A gzip member's first bytes: the magic and the deflate method.
+const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
 
 /// How much a tree scan reads at most.
 #[derive(Debug, Clone, Copy)]
@@ -49,10 +69,59 @@ pub struct Canary {
 /// What a tree scan found.
 #[derive(Debug, Default)]
 pub struct TreeScan {
-    /// Each file holding the key (its path under the root), with the form found.
-    pub found: Vec<(PathBuf, &'static str)>,
+    /// Each place holding the key.
+    pub found: Vec<Found>,
     /// Why the scan did not read everything (a bound or the deadline), if it did not.
     pub incomplete: Option<String>,
+}
+
+/// One place a scan found the key: an entry (its path under the scan's root, or absolute for
+/// the shared temp dirs), what of it held the key, and in which form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub path: PathBuf,
+    pub place: Place,
+    pub form: &'static str,
+}
+
+/// What of a directory entry held the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// A regular file's bytes (a gzip stream in them inflated).
+    Content,
+    /// The entry's name (a file's, a directory's, a link's).
+    Name,
+    /// A symbolic link's target (a dangling one too).
+    LinkTarget,
+    /// An extended attribute: its name (given) or its value.
+    Attribute(String),
+}
+
+impl Found {
+    /// `the file work/key (raw)`, `the name of tmp/x (a piece of it)`, with `note` after the form
+    /// when given.
+    pub fn describe(&self, note: Option<&str>) -> String {
+        let path = self.path.display();
+        let what = match &self.place {
+            Place::Content => format!("the file {path}"),
+            Place::Name => format!("the name of {path}"),
+            Place::LinkTarget => format!("the target of the link {path}"),
+            Place::Attribute(name) => format!("the extended attribute {name} of {path}"),
+        };
+        match note {
+            Some(note) => format!("{what} ({note}, {})", self.form),
+            None => format!("{what} ({})", self.form),
+        }
+    }
+}
+
+/// How a read of a text ended, besides what it found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// There was more than the limit.
+    Bound,
+    /// The deadline passed.
+    Deadline,
 }
 
 impl Canary {
@@ -60,16 +129,29 @@ impl Canary {
     pub fn new(secret: &str) -> Canary {
         let mut patterns: Vec<Vec<u8>> = Vec::new();
         let mut labels = Vec::new();
+        let mut push = |bytes: Vec<u8>, label: &'static str| {
+            if !bytes.is_empty() && !patterns.contains(&bytes) {
+                patterns.push(bytes);
+                labels.push(label);
+            }
+        };
         for form in dsh_protocol::needles::encoded_forms(secret) {
-            patterns.push(form.bytes);
-            labels.push(form.encoding);
+            push(form.bytes, form.encoding);
         }
-        let random = secret.rsplit('-').next().unwrap_or(secret).as_bytes();
+        for (bytes, label) in transformed(secret.as_bytes(), false) {
+            push(bytes, label);
+        }
+        let random = secret.rsplit('-').next().unwrap_or(secret);
         if random.len() > FRAGMENT {
-            for piece in random.windows(FRAGMENT) {
-                if !patterns.iter().any(|known| known == piece) {
-                    patterns.push(piece.to_vec());
-                    labels.push("a piece of it");
+            for start in 0..=random.len() - FRAGMENT {
+                let Some(piece) = random.get(start..start + FRAGMENT) else {
+                    continue;
+                };
+                for form in dsh_protocol::needles::encoded_forms(piece) {
+                    push(form.bytes, piece_label(form.encoding));
+                }
+                for (bytes, label) in transformed(piece.as_bytes(), true) {
+                    push(bytes, label);
                 }
             }
         }
@@ -87,37 +169,66 @@ impl Canary {
         }
     }
 
-    /// The form of the key `haystack` holds, if any (the first one found).
+    /// The form of the key `haystack` holds, if any (the first one found): in the text itself,
+    /// or in a gzip stream inside it, inflated within its bounds.
     pub fn find(&self, haystack: &[u8]) -> Option<&'static str> {
+        if let Some(found) = self.find_plain(haystack) {
+            return Some(found);
+        }
+        gzip_offsets(haystack)
+            .into_iter()
+            .take(GZIP_STREAMS)
+            .find_map(|at| {
+                let inflated = flate2::read::GzDecoder::new(&haystack[at..]);
+                self.find_inflated(inflated, far()).0
+            })
+    }
+
+    /// The form of the key in `haystack` itself (no gzip inflated).
+    fn find_plain(&self, haystack: &[u8]) -> Option<&'static str> {
         self.matcher
             .find(haystack)
             .map(|found| self.labels[found.pattern().as_usize()])
     }
 
+    /// The key in a gzip stream being inflated, read up to [`GZIP_BYTES`]: labelled
+    /// `gzip-compressed` whatever its form inside; whether the stream went past the bound (or
+    /// the deadline passed).
+    fn find_inflated(
+        &self,
+        mut inflated: impl Read,
+        deadline: Instant,
+    ) -> (Option<&'static str>, Option<Cut>) {
+        let (found, cut) = self.find_in_reader(&mut inflated, GZIP_BYTES, deadline, None);
+        (found.map(|_| "gzip-compressed"), cut)
+    }
+
     /// Reads at most `limit` bytes of `reader` in chunks (a form cut across two chunks is still
-    /// found); the form found, and whether the reader had more than `limit` bytes or the
-    /// deadline passed.
+    /// found); the form found, and whether the reader had more than `limit` bytes or the deadline
+    /// passed. Where gzip streams start is added to `gzip_at` (their offsets in the reader, up to
+    /// [`GZIP_STREAMS`]), for the caller to inflate.
     fn find_in_reader(
         &self,
         reader: &mut impl Read,
         limit: u64,
         deadline: Instant,
-    ) -> (Option<&'static str>, Option<&'static str>) {
+        mut gzip_at: Option<&mut Vec<u64>>,
+    ) -> (Option<&'static str>, Option<Cut>) {
         let mut buffer = vec![0u8; 1 << 20];
         let mut window: Vec<u8> = Vec::new();
         let mut read_so_far: u64 = 0;
         loop {
             if Instant::now() >= deadline {
-                return (None, Some("deadline"));
+                return (None, Some(Cut::Deadline));
             }
             let room =
                 usize::try_from(limit.saturating_sub(read_so_far).min(1 << 20)).unwrap_or(1 << 20);
             if room == 0 {
-                // One byte more says whether the file goes on past the bound.
+                // One byte more says whether the text goes on past the bound.
                 let mut probe = [0u8; 1];
                 return match reader.read(&mut probe) {
                     Ok(0) | Err(_) => (None, None),
-                    Ok(_) => (None, Some("file")),
+                    Ok(_) => (None, Some(Cut::Bound)),
                 };
             }
             let read = match reader.read(&mut buffer[..room]) {
@@ -128,233 +239,86 @@ impl Canary {
             };
             read_so_far += read as u64;
             window.extend_from_slice(&buffer[..read]);
-            if let Some(form) = self.find(&window) {
+            if let Some(form) = self.find_plain(&window) {
                 return (Some(form), None);
             }
-            let keep = self.longest.saturating_sub(1).min(window.len());
+            let window_start = read_so_far - window.len() as u64;
+            if let Some(offsets) = gzip_at.as_deref_mut() {
+                for at in gzip_offsets(&window) {
+                    let at = window_start + at as u64;
+                    if offsets.len() < GZIP_STREAMS && offsets.last().is_none_or(|last| at > *last)
+                    {
+                        offsets.push(at);
+                    }
+                }
+            }
+            let keep = self
+                .longest
+                .max(GZIP_MAGIC.len())
+                .saturating_sub(1)
+                .min(window.len());
             window.drain(..window.len() - keep);
         }
     }
-
-    /// Every regular file under `root` holding the key, reading no link and nothing but regular
-    /// files, within `bounds` and before `deadline`.
-    pub fn scan_tree(&self, root: &Path, bounds: Bounds, deadline: Instant) -> TreeScan {
-        self.walk(root, bounds, deadline, &|_: &std::fs::DirEntry| true)
-    }
-
-    /// Like [`Canary::scan_tree`] over a directory the client shares with everything else on the
-    /// machine (`/tmp`): only what was created or changed since `since` is looked at (a file
-    /// modified since, a directory modified since, entered), and never a path `skip` names (the
-    /// kit's own case directories, scanned whole elsewhere).
-    pub fn scan_recent(
-        &self,
-        root: &Path,
-        since: SystemTime,
-        skip: &dyn Fn(&Path) -> bool,
-        bounds: Bounds,
-        deadline: Instant,
-    ) -> TreeScan {
-        let recent = |entry: &std::fs::DirEntry| {
-            !skip(&entry.path())
-                && entry
-                    .metadata()
-                    .and_then(|meta| meta.modified())
-                    .is_ok_and(|modified| modified >= since)
-        };
-        self.walk(root, bounds, deadline, &recent)
-    }
-
-    /// The files holding the key among what changed since `since` in the temp directories every
-    /// process shares (`/tmp`, `/var/tmp`, `/dev/shm` and the kit's own temp dir): where a client
-    /// that ignores its `TMPDIR` puts a temp file. The kit's own temp directories
-    /// (`dsh_engine::scratch::PREFIXES`) are skipped: each case scans its own whole. Best effort, bounded
-    /// like a case's scan: what is found is a leak; what could not be read is not said (the
-    /// directories belong to everyone).
-    pub fn scan_shared_temp(&self, since: SystemTime, deadline: Instant) -> Vec<PathBuf> {
-        let mut roots = vec![
-            PathBuf::from("/tmp"),
-            PathBuf::from("/var/tmp"),
-            PathBuf::from("/dev/shm"),
-        ];
-        let own = std::env::temp_dir();
-        if !roots.contains(&own) {
-            roots.push(own);
-        }
-        let skip = |path: &Path| {
-            path.file_name().is_some_and(|name| {
-                let name = name.to_string_lossy();
-                dsh_engine::scratch::PREFIXES
-                    .iter()
-                    .any(|kit| name.starts_with(kit))
-            })
-        };
-        // Smaller than a case's own: a key file is small, and these directories are everyone's.
-        let bounds = Bounds {
-            entries: 5_000,
-            file_bytes: 1 << 20,
-            total_bytes: 32 << 20,
-        };
-        let mut found = Vec::new();
-        for root in roots {
-            let scan = self.scan_recent(&root, since, &skip, bounds, deadline);
-            found.extend(scan.found.into_iter().map(|(path, _)| root.join(path)));
-        }
-        found
-    }
-
-    /// The walk of both scans: the entries `keep` takes, directories entered, regular files read.
-    fn walk(
-        &self,
-        root: &Path,
-        bounds: Bounds,
-        deadline: Instant,
-        keep: &dyn Fn(&std::fs::DirEntry) -> bool,
-    ) -> TreeScan {
-        let mut scan = TreeScan::default();
-        let mut pending = vec![root.to_path_buf()];
-        let mut entries_seen = 0usize;
-        let mut total: u64 = 0;
-        let unreadable = |scan: &mut TreeScan, path: &Path, error: std::io::Error| {
-            let relative = path.strip_prefix(root).unwrap_or(path);
-            scan.incomplete
-                .get_or_insert_with(|| format!("{} cannot be read: {error}", relative.display()));
-        };
-        while let Some(dir) = pending.pop() {
-            let listing = match std::fs::read_dir(&dir) {
-                Ok(listing) => listing,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    unreadable(&mut scan, &dir, e);
-                    continue;
-                }
-            };
-            for entry in listing.flatten() {
-                entries_seen += 1;
-                if entries_seen > bounds.entries {
-                    scan.incomplete = Some(format!(
-                        "more than {} entries under {}",
-                        bounds.entries,
-                        root.display()
-                    ));
-                    return scan;
-                }
-                if Instant::now() >= deadline {
-                    scan.incomplete = Some(format!(
-                        "the case's limit passed after {entries_seen} entries"
-                    ));
-                    return scan;
-                }
-                let Ok(kind) = entry.file_type() else {
-                    continue;
-                };
-                if !keep(&entry) {
-                    continue;
-                }
-                let path = entry.path();
-                if kind.is_dir() {
-                    pending.push(path);
-                    continue;
-                }
-                if !kind.is_file() {
-                    continue;
-                }
-                let mut file = match open_regular(&path) {
-                    Ok(Some(file)) => file,
-                    Ok(None) => continue,
-                    Err(e) => {
-                        unreadable(&mut scan, &path, e);
-                        continue;
-                    }
-                };
-                let limit = bounds
-                    .file_bytes
-                    .min(bounds.total_bytes.saturating_sub(total));
-                let before = file_position(&mut file);
-                let (form, cut) = self.find_in_reader(&mut file, limit, deadline);
-                total += file_position(&mut file).saturating_sub(before);
-                let relative = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
-                if let Some(form) = form {
-                    scan.found.push((relative.clone(), form));
-                }
-                match cut {
-                    Some("deadline") => {
-                        scan.incomplete = Some(format!(
-                            "the case's limit passed while reading {}",
-                            relative.display()
-                        ));
-                        return scan;
-                    }
-                    Some(_) if total >= bounds.total_bytes => {
-                        scan.incomplete = Some(format!(
-                            "more than {} of files under {} (read up to {})",
-                            size(bounds.total_bytes),
-                            root.display(),
-                            relative.display()
-                        ));
-                        return scan;
-                    }
-                    Some(_) => {
-                        scan.incomplete.get_or_insert_with(|| {
-                            format!(
-                                "{} is larger than {}",
-                                relative.display(),
-                                size(bounds.file_bytes)
-                            )
-                        });
-                    }
-                    None => {}
-                }
-            }
-        }
-        scan
-    }
 }
 
-/// `path` opened for reading if it is a regular file: never through a link, never blocking on a
-/// FIFO put in its place. `None` when it is gone or no longer a regular file (a link, a FIFO);
-/// an error when it is one that cannot be read.
-fn open_regular(path: &Path) -> std::io::Result<Option<std::fs::File>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path);
-    let file = match opened {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        // ELOOP: swapped for a link since it was listed; ENXIO: a socket.
-        Err(e) if matches!(e.raw_os_error(), Some(nix::libc::ELOOP | nix::libc::ENXIO)) => {
-            return Ok(None)
-        }
-        Err(e) => return Err(e),
+/// The key (or a piece of it, `piece`) reversed and in UTF-16 of both byte orders.
+fn transformed(bytes: &[u8], piece: bool) -> Vec<(Vec<u8>, &'static str)> {
+    let reversed: Vec<u8> = bytes.iter().rev().copied().collect();
+    let utf16 = |little: bool| -> Vec<u8> {
+        bytes
+            .iter()
+            .flat_map(|byte| if little { [*byte, 0] } else { [0, *byte] })
+            .collect()
     };
-    Ok(file.metadata()?.is_file().then_some(file))
+    let labels = if piece {
+        [
+            "a piece of it, reversed",
+            "a piece of it, UTF-16LE",
+            "a piece of it, UTF-16BE",
+        ]
+    } else {
+        ["reversed", "UTF-16LE", "UTF-16BE"]
+    };
+    vec![
+        (reversed, labels[0]),
+        (utf16(true), labels[1]),
+        (utf16(false), labels[2]),
+    ]
 }
 
-/// `16 MiB`, `1024 bytes`.
-fn size(bytes: u64) -> String {
-    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
-        format!("{} MiB", bytes >> 20)
-    } else {
-        format!("{bytes} bytes")
+/// The label of a piece of the key in `encoding`.
+fn piece_label(encoding: &str) -> &'static str {
+    match encoding {
+        "base64" => "a piece of it, base64",
+        "hex" => "a piece of it, hex",
+        "percent-encoded" => "a piece of it, percent-encoded",
+        "JSON-escaped" => "a piece of it, JSON-escaped",
+        _ => "a piece of it",
     }
 }
 
-fn file_position(file: &mut std::fs::File) -> u64 {
-    use std::io::Seek;
-    file.stream_position().unwrap_or(0)
+/// Where gzip members may start in `bytes` (their magic and method).
+fn gzip_offsets(bytes: &[u8]) -> Vec<usize> {
+    bytes
+        .windows(GZIP_MAGIC.len())
+        .enumerate()
+        .filter(|(_, window)| *window == GZIP_MAGIC)
+        .map(|(at, _)| at)
+        .take(GZIP_STREAMS)
+        .collect()
+}
+
+/// A deadline no in-memory search reaches.
+fn far() -> Instant {
+    Instant::now() + Duration::from_secs(3600)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     const KEY: &str = "sk-dsh-conformance-0123456789abcdef0123456789abcdef";
-
-    fn far() -> Instant {
-        Instant::now() + Duration::from_secs(60)
-    }
 
     #[test]
     fn encoded_and_split_keys_are_found_and_noise_is_not() {
@@ -376,105 +340,53 @@ mod tests {
         assert_eq!(canary.find(b"sk-dsh-conformance- and 0123456789a"), None);
     }
 
+    /// Each half base64-encoded on its own, the key reversed, in UTF-16 and gzip-compressed
+    /// (issue 40 item 3): each is found, wherever the key is cut.
     #[test]
-    fn a_tree_is_read_past_its_first_entries_without_following_links() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        for n in 0..2_100 {
-            std::fs::write(root.join(format!("f{n:05}")), b"nothing").unwrap();
-        }
-        std::fs::create_dir(root.join("zz")).unwrap();
-        std::fs::write(root.join("zz/deep"), format!("key={KEY}")).unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("elsewhere"), KEY).unwrap();
-        std::os::unix::fs::symlink(outside.path(), root.join("link")).unwrap();
-        nix::unistd::mkfifo(&root.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    fn halves_in_base64_reversed_utf16_and_gzip_forms_are_found() {
+        use std::io::Write;
         let canary = Canary::new(KEY);
-        let scan = canary.scan_tree(root, Bounds::default(), far());
-        assert_eq!(scan.incomplete, None);
-        assert_eq!(scan.found, [(PathBuf::from("zz/deep"), "raw")]);
-    }
-
-    #[test]
-    fn a_recent_scan_reads_only_what_changed_since_and_skips_what_it_is_told() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        let old = std::time::SystemTime::now() - Duration::from_secs(3600);
-        let set_old = |path: &Path| {
-            std::fs::File::options()
-                .write(true)
-                .open(path)
-                .or_else(|_| std::fs::File::open(path))
-                .unwrap()
-                .set_modified(old)
-                .unwrap();
-        };
-        std::fs::write(root.join("stale"), KEY).unwrap();
-        set_old(&root.join("stale"));
-        std::fs::create_dir(root.join("newdir")).unwrap();
-        std::fs::write(root.join("newdir/key.log"), format!("key={KEY}")).unwrap();
-        std::fs::write(root.join("fresh"), KEY).unwrap();
-        std::fs::create_dir(root.join("kit-case")).unwrap();
-        std::fs::write(root.join("kit-case/key"), KEY).unwrap();
-        let since = old + Duration::from_secs(60);
-        let skip = |path: &Path| path.ends_with("kit-case");
-        let canary = Canary::new(KEY);
-        let mut scan = canary.scan_recent(root, since, &skip, Bounds::default(), far());
-        scan.found.sort();
-        let found: Vec<&Path> = scan.found.iter().map(|(path, _)| path.as_path()).collect();
-        assert_eq!(found, [Path::new("fresh"), Path::new("newdir/key.log")]);
-    }
-
-    #[test]
-    fn a_directory_the_scan_cannot_read_is_said() {
-        use std::os::unix::fs::PermissionsExt;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { nix::libc::geteuid() } == 0 {
-            return; // root reads a 0000 directory all the same
+        for cut in 1..KEY.len() {
+            let (head, tail) = KEY.split_at(cut);
+            let halves = format!(
+                "{}\n{}\n",
+                dsh_protocol::needles::base64(head.as_bytes()),
+                dsh_protocol::needles::base64(tail.as_bytes())
+            );
+            assert!(
+                canary
+                    .find(halves.as_bytes())
+                    .is_some_and(|form| form.contains("base64")),
+                "the halves cut at {cut}: {halves}"
+            );
         }
-        let dir = tempfile::tempdir().unwrap();
-        let hidden = dir.path().join("hidden");
-        std::fs::create_dir(&hidden).unwrap();
-        std::fs::write(hidden.join("key"), KEY).unwrap();
-        std::fs::set_permissions(&hidden, std::fs::Permissions::from_mode(0o000)).unwrap();
-        let scan = Canary::new(KEY).scan_tree(dir.path(), Bounds::default(), far());
-        std::fs::set_permissions(&hidden, std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert!(
-            scan.incomplete
-                .as_deref()
-                .is_some_and(|why| why.contains("hidden cannot be read")),
-            "{scan:?}"
+        let reversed: String = KEY.chars().rev().collect();
+        assert_eq!(
+            canary.find(format!("[{reversed}]").as_bytes()),
+            Some("reversed")
         );
+        let utf16: Vec<u8> = KEY.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        assert_eq!(canary.find(&utf16), Some("UTF-16LE"));
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gzip.write_all(format!("debug: key={KEY}\n").as_bytes())
+            .unwrap();
+        let mut output = b"starting\n".to_vec();
+        output.extend(gzip.finish().unwrap());
+        output.extend(b"\ndone\n");
+        assert_eq!(canary.find(&output), Some("gzip-compressed"));
+        let mut quiet = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        quiet.write_all(b"nothing to see").unwrap();
+        assert_eq!(canary.find(&quiet.finish().unwrap()), None);
     }
 
     #[test]
-    fn a_key_cut_across_reads_is_found_and_bounds_are_said() {
-        let dir = tempfile::tempdir().unwrap();
+    fn a_key_cut_across_reads_is_found_and_a_long_text_is_cut_at_its_bound() {
+        let canary = Canary::new(KEY);
         let mut big = vec![b'.'; (1 << 20) - 10];
         big.extend_from_slice(KEY.as_bytes());
-        std::fs::write(dir.path().join("big"), &big).unwrap();
-        let canary = Canary::new(KEY);
-        let scan = canary.scan_tree(dir.path(), Bounds::default(), far());
-        assert_eq!(scan.found.len(), 1, "{scan:?}");
-        let small = Bounds {
-            entries: 100,
-            file_bytes: 1024,
-            total_bytes: 4096,
-        };
-        let scan = canary.scan_tree(dir.path(), small, far());
-        assert!(scan.found.is_empty());
-        assert!(
-            scan.incomplete
-                .as_deref()
-                .is_some_and(|why| why.contains("big")),
-            "{scan:?}"
-        );
-        let late = canary.scan_tree(dir.path(), Bounds::default(), Instant::now());
-        assert!(
-            late.incomplete
-                .as_deref()
-                .is_some_and(|why| why.contains("limit")),
-            "{late:?}"
-        );
+        let found = canary.find_in_reader(&mut &big[..], u64::MAX, far(), None);
+        assert_eq!(found, (Some("raw"), None));
+        let cut = canary.find_in_reader(&mut &big[..], 1024, far(), None);
+        assert_eq!(cut, (None, Some(Cut::Bound)));
     }
 }

@@ -7,6 +7,7 @@
 //!
 //! - [`corpus`]: loading and linting the cases and the client rule catalog;
 //! - [`play`]: one case, played; [`launcher`]: the runtime it hands the client, configured;
+//!   [`journal_copy`]: the kit's own copy of fake-dsh's journal, received as it is written;
 //!   [`canary`]: where its credential went; [`judge`]: its verdict; its known deviations
 //!   (`--expectations`) are read by `dsh_results::expectations`.
 //!
@@ -15,6 +16,7 @@
 
 pub mod canary;
 pub mod corpus;
+pub mod journal_copy;
 pub mod judge;
 pub mod launcher;
 pub mod play;
@@ -94,6 +96,7 @@ pub fn run(
     };
     let mut report = run.suite(&selected, info)?;
     report.rerun_args = rerun_args(args, surface);
+    kill_strays();
     let stopped = if interrupt::signalled() {
         Some("interrupted")
     } else if args.fail_fast && report.cases.len() < selected.len() {
@@ -112,6 +115,20 @@ pub fn run(
         report: Box::new(report),
         stopped: stopped.map(str::to_string),
     })
+}
+
+/// Once every case is over, nothing the clients started outlives `run`: an orphan still adopted
+/// then (one a case spared because it carried the token of a case in flight beside it, which
+/// ended before it could sweep it) is killed and named on stderr.
+fn kill_strays() {
+    let strays = dsh_engine::process::kill_adopted(std::time::Duration::from_secs(2), |_| false);
+    if !strays.is_empty() {
+        let named: Vec<String> = strays.iter().map(ToString::to_string).collect();
+        eprintln!(
+            "dsh-conformance run: killed what the clients left running after every case ended: {}",
+            named.join(", ")
+        );
+    }
 }
 
 /// The cases `--case`/`--skip` select, checked as the host run checks them (a malformed glob is

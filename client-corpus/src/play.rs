@@ -2,14 +2,18 @@
 //! home): the client starts in an empty working directory of its own with the
 //! driver contract's environment (docs/sdk-clients.md, "The driver contract"), handed the case's
 //! launcher (`crate::launcher`) as its runtime: fake-dsh configured to play the case's scenario and
-//! journal what it did, whatever environment the client passes down; the kit waits a bounded time,
-//! then looks at what is left: the client's reports and exit, whether the case's configuration
-//! reached the runtime, the runtimes it left running (found by the case's token in their
-//! environment, or adopted by `run` as a child subreaper whatever their environment and session;
-//! then killed), the pipes still held open at the case's limit (their holders named and killed),
-//! and where the case's credential ended up.
+//! journal what it did (the file, and the kit's own copy: `crate::journal_copy`), whatever
+//! environment the client passes down; while it waits a bounded time, the kit watches the journal
+//! and samples the client's processes for the key (`crate::canary::processes`); then it looks at
+//! what is left: the client's reports and exit, whether the case's configuration reached the
+//! runtime, the runtimes it left running (found by the case's token in their environment, or
+//! adopted by `run` as a child subreaper whatever their environment and session, spared only when
+//! they carry the token of another case in flight; then killed), the pipes still held open at the
+//! case's limit (their holders named and killed), and where the case's credential ended up.
 
+use crate::canary::processes::ProcessSampler;
 use crate::canary::{Bounds, Canary};
+use crate::journal_copy::{JournalCopy, JOURNAL_COPY_ENV};
 use crate::launcher::Launcher;
 use dsh_engine::leftovers::{self, Leftover, CASE_TOKEN_ENV};
 use dsh_engine::process::{adopted, disown, kill_adopted, spawn_owned};
@@ -149,22 +153,35 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     let journal_path = temp.join("journal.jsonl");
     create_journal(&journal_path)?;
     let token = random_uuid();
+    // Live from before the client starts until its teardown ends: a parallel case spares only
+    // what carries a token of this list.
+    let live = LiveToken::register(&token);
     let secret = format!("sk-dsh-conformance-{}", random_uuid().replace('-', ""));
-    let launcher = case_launcher(setup, case, temp, &token)?;
+    // The kit's own copy of the journal, which the client cannot edit (none where there are no
+    // abstract sockets: the file alone is judged there).
+    let copy = JournalCopy::listen(&format!("dsh-conformance-journal-{}", random_uuid())).ok();
+    let copy_name = copy.as_ref().map(|copy| copy.name().to_string());
+    let launcher = case_launcher(setup, case, temp, &token, copy_name.as_deref())?;
     let launcher_path = launcher.write(temp)?;
     let started = Instant::now();
     // File times come from a coarse clock: a second's margin.
     let started_at = std::time::SystemTime::now() - Duration::from_secs(1);
-    let mut journal_watch = JournalWatch::new(journal_path.clone());
+    let mut watch = Watch {
+        journal: JournalWatch::new(journal_path.clone()),
+        processes: ProcessSampler::new(Canary::new(&secret)),
+    };
     let command_of = |run: u32| -> Result<Command, String> {
         let mut command = client_command(setup, case, temp, &launcher_path, &token, &secret)?;
+        if let Some(name) = &copy_name {
+            command.env(JOURNAL_COPY_ENV, name);
+        }
         session_env(&mut command, case, run);
         command.current_dir(&work);
         Ok(command)
     };
     let mut earlier = Vec::new();
     for run in 1..case.runs {
-        earlier.push(earlier_run(setup, command_of(run)?, &mut journal_watch)?);
+        earlier.push(earlier_run(setup, command_of(run)?, &mut watch)?);
     }
     let command = command_of(case.runs)?;
     let deadline = Instant::now() + setup.limit();
@@ -173,13 +190,16 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
         hung,
         stdout,
         stderr,
-    } = wait_bounded(command, deadline, &mut journal_watch)?;
+    } = wait_bounded(command, deadline, &mut watch)?;
+    // What the client left running, looked at once more before it is killed.
+    watch.processes.sample_now(None);
     // What still runs once a signalled runtime had its grace to finish is left behind: what
     // carries the case's token, and every orphan `run` adopted as a subreaper (a daemon that
     // called `setsid` and emptied its environment). Both are killed before the pipes they may
     // hold are read to their end.
     let grace = setup.time_scale.scale(Duration::from_secs(1));
     let leftovers = teardown(&token, grace);
+    drop(live);
     // The pipes are read until the case's limit (and the teardown's grace) at most: a process
     // that still holds one then is named, and killed.
     let drained = deadline.max(Instant::now()) + grace;
@@ -187,8 +207,10 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     let stdout = stdout.finish(drained, "stdout", &mut held_open);
     let stderr = stderr.finish(drained, "stderr", &mut held_open);
     let duration = started.elapsed();
-    journal_watch.look();
+    watch.journal.look();
     let (journal, journal_problem) = read_journal(&journal_path)?;
+    // Every runtime is gone: what fake-dsh sent is all there is.
+    let received = copy.map(JournalCopy::finish).unwrap_or_default();
     let (journal_problem, configuration_problem) =
         configuration_check(journal_problem, &journal, &launcher, &launcher_path);
     // The journal re-read after the sweep: a runtime that journaled its exit was exiting on its
@@ -205,18 +227,24 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
         .iter()
         .flat_map(|run: &EarlierRun| [&run.stdout[..], b"\n", &run.stderr[..], b"\n"].concat())
         .collect();
-    let (leaked, unverified) = leaks(
+    let edited = edited_in_place(&journal, &received);
+    let judged: Vec<Entry> = journal.iter().cloned().chain(received).collect();
+    let (leaked, mut unverified) = leaks(
         &Canary::new(&secret),
-        &journal,
+        &judged,
         [
             ("stdout", &stdout[..]),
             ("stderr", &stderr[..]),
             ("output in an earlier run", &earlier_output[..]),
         ],
-        journal_watch.disturbed,
+        watch.journal.disturbed,
+        watch.processes.found(),
         temp,
         (started_at, deadline),
     );
+    if let Some(how) = edited {
+        unverified.push(how);
+    }
     Ok(Played {
         earlier,
         exit,
@@ -252,13 +280,9 @@ fn session_env(command: &mut Command, case: &ClientCase, run: u32) {
 /// One run of the client before the case's last (a persisted home between runs): bounded by
 /// the case's limit, its pipes read to their end (or that limit). What it left running is the
 /// last run's teardown's to find (the same case token).
-fn earlier_run(
-    setup: &Setup,
-    command: Command,
-    journal: &mut JournalWatch,
-) -> Result<EarlierRun, String> {
+fn earlier_run(setup: &Setup, command: Command, watch: &mut Watch) -> Result<EarlierRun, String> {
     let deadline = Instant::now() + setup.limit();
-    let ended = wait_bounded(command, deadline, journal)?;
+    let ended = wait_bounded(command, deadline, watch)?;
     let mut held_open = Vec::new();
     let drained = deadline.max(Instant::now());
     Ok(EarlierRun {
@@ -270,14 +294,15 @@ fn earlier_run(
 }
 
 /// Ends what the client left running (see [`play`]): waits up to `grace` for the processes
-/// carrying `token` and the orphans adopted here to exit by themselves, then kills both kinds
-/// (an adopted orphan carrying another case's token is that case's to sweep). With `--jobs`
-/// above 1, an orphan with no token at all is blamed on the case that tears down first: the
-/// subreaper cannot tell which case's client it escaped from, and both are the same client's.
-/// Returns what it killed, each process once.
+/// carrying `token` and the orphans adopted here to exit by themselves, then kills both kinds.
+/// An adopted orphan is spared only when it carries the token of another case of this run still
+/// in flight (that case's token sweep ends it): a token no live case has (a forged one, a
+/// finished case's) protects nothing. With `--jobs` above 1, an orphan with no token at all is
+/// blamed on the case that tears down first: the subreaper cannot tell which case's client it
+/// escaped from, and both are the same client's. Returns what it killed, each process once.
 fn teardown(token: &str, grace: Duration) -> Vec<Leftover> {
     let deadline = Instant::now() + grace;
-    let ours = |pid: i32| !carries_other_token(pid, token);
+    let ours = |pid: i32| !carries_live_token_of_another_case(pid, token);
     while Instant::now() < deadline
         && (!leftovers::find(token).is_empty() || adopted().into_iter().any(ours))
     {
@@ -287,7 +312,7 @@ fn teardown(token: &str, grace: Duration) -> Vec<Leftover> {
     // Twice: the token sweep's victims may leave orphans of their own.
     for _ in 0..2 {
         for leftover in kill_adopted(Duration::from_secs(2), |pid| {
-            carries_other_token(pid, token)
+            carries_live_token_of_another_case(pid, token)
         }) {
             if !killed.iter().any(|known| known.pid == leftover.pid) {
                 killed.push(leftover);
@@ -298,16 +323,46 @@ fn teardown(token: &str, grace: Duration) -> Vec<Leftover> {
     killed
 }
 
-/// Whether `pid`'s environment holds another case's token (a case run beside this one).
-fn carries_other_token(pid: i32, token: &str) -> bool {
+/// The case tokens of this run's cases in flight (each registered before its client starts,
+/// removed once its teardown is over).
+static LIVE_TOKENS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// One case's token in [`LIVE_TOKENS`] while this lives.
+struct LiveToken(String);
+
+impl LiveToken {
+    fn register(token: &str) -> LiveToken {
+        live_tokens().push(token.to_string());
+        LiveToken(token.to_string())
+    }
+}
+
+impl Drop for LiveToken {
+    fn drop(&mut self) {
+        live_tokens().retain(|live| *live != self.0);
+    }
+}
+
+fn live_tokens() -> std::sync::MutexGuard<'static, Vec<String>> {
+    LIVE_TOKENS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Whether `pid`'s environment holds the token of another case of this run still in flight
+/// (whose own sweep ends it). A value no live case has is no case's.
+fn carries_live_token_of_another_case(pid: i32, token: &str) -> bool {
     let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
         return false;
     };
     let prefix = format!("{CASE_TOKEN_ENV}=");
+    let live = live_tokens();
     environ
         .split(|byte| *byte == 0)
         .filter_map(|var| var.strip_prefix(prefix.as_bytes()))
-        .any(|value| value != token.as_bytes())
+        .any(|value| {
+            value != token.as_bytes() && live.iter().any(|other| other.as_bytes() == value)
+        })
 }
 
 /// The case's launcher (see [`crate::launcher`]): fake-dsh with the persona's and the surface's
@@ -318,6 +373,7 @@ fn case_launcher(
     case: &ClientCase,
     temp: &Path,
     token: &str,
+    journal_copy: Option<&str>,
 ) -> Result<Launcher, String> {
     let mut env: Vec<(&'static str, OsString)> = vec![
         (JOURNAL_ENV, temp.join("journal.jsonl").into()),
@@ -327,6 +383,9 @@ fn case_launcher(
         ),
         (CASE_TOKEN_ENV, token.into()),
     ];
+    if let Some(name) = journal_copy {
+        env.push((JOURNAL_COPY_ENV, name.into()));
+    }
     if let Some(runtime) = &case.runtime {
         let file = temp.join("scenario.json");
         let document = serde_json::json!({ "sdk": runtime });
@@ -400,7 +459,7 @@ struct Ended {
 fn wait_bounded(
     mut command: Command,
     deadline: Instant,
-    journal: &mut JournalWatch,
+    watch: &mut Watch,
 ) -> Result<Ended, String> {
     use std::os::unix::process::CommandExt;
     command
@@ -424,7 +483,8 @@ fn wait_bounded(
     // The group leaves the live groups in the same step as its leader is reaped (under their
     // lock), so a stop signal never signals a group id that is free again.
     let status = loop {
-        journal.look();
+        watch.journal.look();
+        watch.processes.sample(Some(group.as_raw()));
         {
             let mut groups = dsh_engine::interrupt::live_groups();
             let reaped = child.try_wait();
@@ -681,17 +741,20 @@ fn unconfigured_start(journal: &[Entry], names: &[&str], launcher: &Path) -> Opt
 }
 
 /// Where the key went, each place once: the runtime's argv and what it received on stdin (the
-/// journal's `start` and `command` entries), the client's output, the journal itself disturbed
-/// (emptied, removed or replaced: what the runtime received can no longer be checked), the
-/// working directory swapped for a link, every file under the case's root (`temp`: the
-/// working dir, the files beside it, the client's `TMPDIR` and `HOME`), read within the case's
-/// limit, and what changed in the shared temp dirs since the case started (`/tmp`, ...). The
-/// places it was found, then what keeps the kit from vouching for the rest.
+/// journal's `start` and `command` entries), the client's output, the command lines and names of
+/// its processes (`processes`, sampled while it ran), the journal itself disturbed (emptied,
+/// removed or replaced: what the runtime received can no longer be checked), the working
+/// directory swapped for a link, every entry under the case's root (`temp`: the working dir, the
+/// files beside it, the client's `TMPDIR` and `HOME`; contents, names, link targets, extended
+/// attributes), read within the case's limit, and what changed in the shared temp dirs since the
+/// case started (`/tmp`, ...). The places it was found, then what keeps the kit from vouching for
+/// the rest.
 fn leaks(
     canary: &Canary,
     journal: &[Entry],
     outputs: [(&str, &[u8]); 3],
     journal_disturbed: Option<String>,
+    processes: Vec<String>,
     temp: &Path,
     (started_at, deadline): (std::time::SystemTime, Instant),
 ) -> (Vec<String>, Vec<String>) {
@@ -728,6 +791,7 @@ fn leaks(
             leaked.push(format!("the client's {name} ({form})"));
         }
     }
+    leaked.extend(processes);
     if let Some(how) = journal_disturbed {
         unverified.push(format!(
             "the runtime's journal was {how} while the case ran"
@@ -739,18 +803,46 @@ fn leaks(
             .push("the client's working directory was replaced (a link, or gone)".to_string());
     }
     let scan = canary.scan_tree(temp, Bounds::default(), deadline);
-    for (file, form) in scan.found {
-        leaked.push(format!("the file {} ({form})", file.display()));
-    }
+    leaked.extend(scan.found.iter().map(|found| found.describe(None)));
     if let Some(why) = scan.incomplete {
         unverified.push(format!(
             "the files the client wrote were not all read ({why})"
         ));
     }
-    for file in canary.scan_shared_temp(started_at, deadline) {
-        leaked.push(format!("the file {} (a shared temp dir)", file.display()));
+    for found in canary.scan_shared_temp(started_at, deadline, temp) {
+        leaked.push(found.describe(Some("a shared temp dir")));
     }
+    let mut seen = std::collections::HashSet::new();
+    leaked.retain(|place| seen.insert(place.clone()));
     (leaked, unverified)
+}
+
+/// How the journal file differs from what fake-dsh sent the kit while the case ran (see
+/// [`crate::journal_copy`]): an entry it sent that the file no longer holds was edited in place
+/// (or removed). Lines a process added to either are not held against it here.
+fn edited_in_place(file: &[Entry], received: &[Entry]) -> Option<String> {
+    let written: std::collections::HashSet<String> = file
+        .iter()
+        .filter_map(|entry| serde_json::to_string(entry).ok())
+        .collect();
+    let missing = received
+        .iter()
+        .filter(|entry| serde_json::to_string(entry).is_ok_and(|line| !written.contains(&line)))
+        .count();
+    (missing > 0).then(|| {
+        format!(
+            "the runtime's journal was edited while the case ran ({missing} of the {} entries \
+             fake-dsh sent the kit are not in the file as sent)",
+            received.len()
+        )
+    })
+}
+
+/// What is watched while the client runs: fake-dsh's journal, and the client's processes (for
+/// the key in their command lines and names).
+struct Watch {
+    journal: JournalWatch,
+    processes: ProcessSampler,
 }
 
 /// fake-dsh's journal, watched while the client runs: fake-dsh only appends to it, so a journal

@@ -3,6 +3,10 @@
 //! a process the writes are serialized, and the final `exit` entry is written under the same lock
 //! right before `_exit`, so no thread is ever cut off mid-line by the process ending. The entries'
 //! typed form is `dsh_formats::journal`, shared with the harness that reads them.
+//!
+//! When `FAKE_DSH_JOURNAL_COPY` names an abstract Unix socket (Linux), every line is also sent
+//! there as it is written: the kit's own copy, which a client that edits the journal file in
+//! place cannot reach (docs/journal.md, "The kit's copy").
 
 pub use dsh_formats::journal::{Entry, Event, ExitReason, Mode};
 use std::fs::{File, OpenOptions};
@@ -13,6 +17,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The environment variable naming the journal file.
 pub const JOURNAL_ENV: &str = "FAKE_DSH_JOURNAL";
+/// The environment variable naming the abstract Unix socket the kit receives a copy of every
+/// line on (the name without its leading NUL).
+pub const JOURNAL_COPY_ENV: &str = "FAKE_DSH_JOURNAL_COPY";
+/// How long one line's copy may wait for a kit that does not read (then the copy is dropped).
+#[cfg(target_os = "linux")]
+const COPY_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Milliseconds since the Unix epoch, wall clock.
 pub fn now_ms() -> u64 {
@@ -26,6 +36,8 @@ pub fn now_ms() -> u64 {
 pub struct Journal {
     path: Option<PathBuf>,
     file: Option<File>,
+    /// The kit's copy (`FAKE_DSH_JOURNAL_COPY`), while it takes what is sent.
+    copy: Mutex<Option<std::os::unix::net::UnixStream>>,
     writing: Mutex<()>,
 }
 
@@ -42,9 +54,11 @@ impl Journal {
                 }
             }
         });
+        let copy = file.as_ref().and_then(|_| connect_copy());
         Journal {
             path,
             file,
+            copy: Mutex::new(copy),
             writing: Mutex::new(()),
         }
     }
@@ -67,10 +81,36 @@ impl Journal {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(mut file) = self.file.as_ref() {
-            let _ = file.write_all(&entry_line(event));
+            let line = entry_line(event);
+            let _ = file.write_all(&line);
+            let mut copy = self.copy.lock().unwrap_or_else(|p| p.into_inner());
+            if copy
+                .as_mut()
+                .is_some_and(|kit| kit.write_all(&line).is_err())
+            {
+                *copy = None;
+            }
         }
         writing
     }
+}
+
+/// The kit's copy of the journal, when `FAKE_DSH_JOURNAL_COPY` names a socket that accepts.
+#[cfg(target_os = "linux")]
+fn connect_copy() -> Option<std::os::unix::net::UnixStream> {
+    use std::os::linux::net::SocketAddrExt;
+    let name = std::env::var_os(JOURNAL_COPY_ENV)?;
+    let address =
+        std::os::unix::net::SocketAddr::from_abstract_name(name.as_encoded_bytes()).ok()?;
+    let stream = std::os::unix::net::UnixStream::connect_addr(&address).ok()?;
+    stream.set_write_timeout(Some(COPY_WRITE_TIMEOUT)).ok()?;
+    Some(stream)
+}
+
+/// No abstract sockets: no copy.
+#[cfg(not(target_os = "linux"))]
+fn connect_copy() -> Option<std::os::unix::net::UnixStream> {
+    None
 }
 
 /// Serializes an entry of this process, stamped now, as one newline-terminated line.

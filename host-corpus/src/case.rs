@@ -113,6 +113,21 @@ pub fn run_case(case: &Case, env: &CaseEnv, slot: Option<&mut Option<ReusedDrive
     }
 }
 
+/// The capabilities a driver's handshake reply claims (none without a reply).
+pub fn claimed(handshake: Option<&Value>) -> Vec<String> {
+    handshake
+        .and_then(|handshake| handshake.get("capabilities"))
+        .and_then(Value::as_array)
+        .map(|capabilities| {
+            capabilities
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The capabilities a case needs: its `requires`, plus what its steps imply (docs/host-driver.md,
 /// "Capabilities").
 pub fn needed_capabilities(case: &Case) -> Vec<Capability> {
@@ -592,18 +607,7 @@ impl<'a> Runner<'a> {
     }
 
     fn claimed_capabilities(&self) -> Vec<String> {
-        self.handshake
-            .as_ref()
-            .and_then(|handshake| handshake.get("capabilities"))
-            .and_then(Value::as_array)
-            .map(|capabilities| {
-                capabilities
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
+        claimed(self.handshake.as_ref())
     }
 
     /// After a driver's process group was killed: every process still carrying the case's token

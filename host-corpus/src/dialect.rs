@@ -84,6 +84,10 @@ pub struct ModeGroup {
     pub group: String,
     pub rules: Vec<String>,
     pub mode: Mode,
+    /// A driver capability: a host that claims it is judged strictly on these rules (see
+    /// [`Dialect::for_claims`]).
+    #[serde(default)]
+    pub unless_claimed: Option<String>,
     pub source: String,
 }
 
@@ -182,6 +186,28 @@ impl Dialect {
     pub fn is_gen1(&self) -> bool {
         self.modes.iter().all(|group| group.mode == Mode::Strict)
             && self.policies == Policies::default()
+    }
+
+    /// This dialect as it judges a host claiming `claimed` (its handshake's capabilities): a
+    /// group that holds `unless_claimed` a capability the host claims is strict (a host that
+    /// offers what the dialect's own host lacks, bundle installation under Multica, is judged on
+    /// it). Borrowed when nothing changes.
+    pub fn for_claims(&self, claimed: &[String]) -> Cow<'_, Dialect> {
+        let claims = |group: &ModeGroup| {
+            group.mode != Mode::Strict
+                && group
+                    .unless_claimed
+                    .as_ref()
+                    .is_some_and(|capability| claimed.contains(capability))
+        };
+        if !self.modes.iter().any(claims) {
+            return Cow::Borrowed(self);
+        }
+        let mut judged = self.clone();
+        for group in judged.modes.iter_mut().filter(|group| claims(group)) {
+            group.mode = Mode::Strict;
+        }
+        Cow::Owned(judged)
     }
 
     /// The mode of `rule`, and the group that sets it (none: strict by default).
@@ -767,6 +793,30 @@ mod tests {
         assert!(notes[0].contains("dsh.go"), "{notes:?}");
         let (kept, notes) = Dialect::gen1().filter(&findings);
         assert_eq!((kept.len(), notes.len()), (3, 0));
+    }
+
+    /// Multica's bundle-installation rules are not applicable to a host that does not claim
+    /// `setup`, and strict for one that does (issue 40 item 8).
+    #[test]
+    fn a_group_unless_claimed_is_strict_for_a_host_claiming_its_capability() {
+        let multica = Dialect::named("multica").expect("multica");
+        let findings = vec![Finding::new(
+            FindingKind::Expectation,
+            "s14.bundle-pinned-verified",
+            "a tampered bundle installed",
+        )];
+        let (kept, notes) = multica.for_claims(&[]).filter(&findings);
+        assert_eq!((kept.len(), notes.len()), (0, 1));
+        let claims = ["discover".to_string(), "setup".to_string()];
+        let claiming = multica.for_claims(&claims);
+        let (kept, notes) = claiming.filter(&findings);
+        assert_eq!((kept.len(), notes.len()), (1, 0));
+        assert_eq!(
+            claiming.mode("s4.hash-verified-before-install").0,
+            Mode::Strict
+        );
+        assert_eq!(claiming.mode("s6.ready-identity").0, Mode::NotApplicable);
+        assert!(matches!(multica.for_claims(&claims[..1]), Cow::Borrowed(_)));
     }
 
     fn actions(value: Value) -> Vec<Action> {

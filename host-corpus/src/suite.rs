@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::case::{claims_reuse, run_case, CaseEnv, ReusedDriver};
+use super::case::{claimed, claims_reuse, run_case, CaseEnv, ReusedDriver};
 use super::verdict::{decide, RULE_KIT};
 use dsh_engine::programs::{is_executable, resolve_program};
 use dsh_engine::selection::{corpus_hash, find_cases, shard_entries, CaseEntry, Selection};
@@ -349,11 +349,16 @@ impl Suite {
             }
         };
         let run = run_case(case, &self.env, slot);
-        let (findings, dropped) = self.env.dialect.filter(&run.findings);
+        // A host that claims what a not-applicable group is about is judged on it.
+        let dialect = self
+            .env
+            .dialect
+            .for_claims(&claimed(run.handshake.as_ref()));
+        let (findings, dropped) = dialect.filter(&run.findings);
         // Not applicable when what the case is about (its first rule) is; a dropped finding of
         // another of its rules leaves the verdict to the rest (noted in the transcript).
         let about_not_applicable =
-            self.env.dialect.mode(case.first_rule()).0 == crate::dialect::Mode::NotApplicable;
+            dialect.mode(case.first_rule()).0 == crate::dialect::Mode::NotApplicable;
         let not_applicable = (findings.is_empty() && about_not_applicable)
             .then(|| dropped.first().cloned())
             .flatten();

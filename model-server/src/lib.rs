@@ -9,6 +9,7 @@
 //! - [`messages`]: a reply as Messages events (or one `message`), and a Messages request as the
 //!   chat-completions shape the script matches.
 //! - [`http`]: the small HTTP/1.1 layer on tokio, every input bounded.
+//! - [`cost`]: what a JSON body would cost parsed, estimated from its text before it is parsed.
 //! - [`files`]: the request log and the URL file, created without following links.
 //!
 //! It binds 127.0.0.1 only (port 0 unless told), answers `POST <any prefix>/chat/completions`
@@ -17,11 +18,15 @@
 //! and `GET .../models`; a query string is ignored when routing. Errors on a Messages path take
 //! the Messages error shape, others the OpenAI one. It logs every request as one JSON line: its
 //! number, method, path, whether it carried an `Authorization` or an `x-api-key` header (never
-//! their values), the body, and the reply given. Whatever a client sends, the server's memory
-//! stays bounded by [`Limits`], on every route alike: connections are capped, idle ones time out,
-//! heads and bodies are bounded, requests not addressed to loopback are refused, and the log kept
-//! in memory is bounded too.
+//! their values), the body (a refused body's text, cut to its first 4 KiB when it was too
+//! costly to parse), and the reply given. Whatever a client sends, the server's memory stays
+//! bounded by [`Limits`], on every route alike: connections are capped, idle ones time out, heads
+//! and bodies are bounded, a body whose parsed form would cost more than its bound is refused
+//! (413) before it is parsed, a parsed body is never held while a reply is written, requests not
+//! addressed to loopback are refused, and the log kept in memory is bounded by what its entries
+//! cost parsed, not by their text.
 
+pub mod cost;
 pub mod files;
 pub mod http;
 pub mod messages;
@@ -67,14 +72,18 @@ pub struct Limits {
     pub max_head_bytes: usize,
     /// One request body (413 beyond).
     pub max_body_bytes: usize,
+    /// What one body may cost parsed into JSON values (estimated from its text by
+    /// [`cost::parsed_cost`]; 413 beyond, before it is parsed): small values cost far more
+    /// parsed than written.
+    pub max_parsed_body_bytes: usize,
     /// The bodies of all connections together (503 when a body would go beyond).
     pub max_body_bytes_in_flight: usize,
     /// How long a client may take to send a whole request (408 after, then closed).
     pub read_timeout: Duration,
     /// How long one write of a reply may wait for a client that does not read.
     pub write_timeout: Duration,
-    /// The JSON bytes of log entries kept in memory for [`ModelServer::requests`], oldest
-    /// dropped first (the log file gets every entry).
+    /// What the log entries kept in memory for [`ModelServer::requests`] may cost parsed (their
+    /// text's [`cost::parsed_cost`]), oldest dropped first (the log file gets every entry).
     pub remembered_log_bytes: usize,
 }
 
@@ -84,6 +93,7 @@ impl Default for Limits {
             max_connections: 64,
             max_head_bytes: 64 * 1024,
             max_body_bytes: 8 * 1024 * 1024,
+            max_parsed_body_bytes: 24 * 1024 * 1024,
             max_body_bytes_in_flight: 32 * 1024 * 1024,
             read_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(10),
@@ -110,31 +120,32 @@ struct State {
     log: Log,
 }
 
-/// The request log: the file, and the most recent entries within a byte budget.
+/// The request log: the file, and the most recent entries as text, within a budget of what they
+/// cost parsed (what [`ModelServer::requests`] makes of them).
 struct Log {
     file: Option<std::fs::File>,
-    kept: VecDeque<(usize, Value)>,
-    kept_bytes: usize,
+    kept: VecDeque<(usize, String)>,
+    kept_cost: usize,
     budget: usize,
 }
 
 impl Log {
-    fn record(&mut self, entry: Value) {
-        let line = entry.to_string();
+    fn record(&mut self, line: String) {
         if let Some(file) = self.file.as_mut() {
             writeln!(file, "{line}").and_then(|()| file.flush()).ok();
         }
-        if line.len() > self.budget {
+        let cost = cost::parsed_cost(line.as_bytes(), self.budget).max(line.len());
+        if cost > self.budget {
             return;
         }
-        while self.kept_bytes + line.len() > self.budget {
+        while self.kept_cost + cost > self.budget {
             let Some((size, _)) = self.kept.pop_front() else {
                 break;
             };
-            self.kept_bytes -= size;
+            self.kept_cost -= size;
         }
-        self.kept_bytes += line.len();
-        self.kept.push_back((line.len(), entry));
+        self.kept_cost += cost;
+        self.kept.push_back((cost, line));
     }
 }
 
@@ -164,7 +175,7 @@ impl ModelServer {
             log: Log {
                 file: options.log_file,
                 kept: VecDeque::new(),
-                kept_bytes: 0,
+                kept_cost: 0,
                 budget: options.limits.remembered_log_bytes,
             },
         }));
@@ -197,7 +208,7 @@ impl ModelServer {
             .log
             .kept
             .iter()
-            .map(|(_, entry)| entry.clone())
+            .filter_map(|(_, line)| serde_json::from_str(line).ok())
             .collect()
     }
 }
@@ -319,13 +330,23 @@ impl Server {
         let path = request.path.split('?').next().unwrap_or_default();
         let dialect = Dialect::of(&request.path);
         let completes = path.ends_with("/chat/completions") || path.ends_with("/messages");
+        let limit = self.limits.write_timeout;
         if request.method == "POST" && completes {
-            self.complete(stream, &request, dialect).await;
+            match self.plan(&request, dialect) {
+                Planned::Refuse(status, message) => {
+                    http::write_whole(stream, status, &dialect.error_body(status, &message), limit)
+                        .await
+                        .ok();
+                }
+                Planned::Reply(chosen) => {
+                    self.answer(stream, *chosen, dialect).await.ok();
+                }
+            }
         } else if request.method == "GET" && path.ends_with("/models") {
             let models = json!({ "object": "list", "data": [
                 { "id": "deepseek-chat", "object": "model", "owned_by": "model-server" },
                 { "id": "deepseek-reasoner", "object": "model", "owned_by": "model-server" } ] });
-            http::write_whole(stream, 200, &models.to_string(), self.limits.write_timeout)
+            http::write_whole(stream, 200, &models.to_string(), limit)
                 .await
                 .ok();
         } else {
@@ -333,22 +354,49 @@ impl Server {
                 "model-server: no route for {} {}",
                 request.method, request.path
             );
-            let body = serde_json::from_slice::<Value>(&request.body).ok();
-            self.refuse(stream, &request, body, (404, &message), dialect)
-                .await;
+            match self.parse_body(&request.body) {
+                Body::Json(body) => self.log_refusal(&request, Logged::Json(&body), 404, &message),
+                Body::NotJson => self.log_refusal(&request, Logged::Text, 404, &message),
+                Body::TooCostly(_) => self.log_refusal(&request, Logged::Cut, 404, &message),
+            }
+            http::write_whole(stream, 404, &dialect.error_body(404, &message), limit)
+                .await
+                .ok();
         }
     }
 
-    /// Serves one completions request: checks its body, picks its reply, answers it.
-    async fn complete(&self, stream: &mut TcpStream, request: &http::Request, dialect: Dialect) {
-        let Some(body) = serde_json::from_slice::<Value>(&request.body)
-            .ok()
-            .filter(Value::is_object)
-        else {
-            let message = "model-server: the body is not a JSON object";
-            return self
-                .refuse(stream, request, None, (400, message), dialect)
-                .await;
+    /// The body of `bytes`: parsed when its parsed form fits [`Limits::max_parsed_body_bytes`].
+    fn parse_body(&self, bytes: &[u8]) -> Body {
+        let bound = self.limits.max_parsed_body_bytes;
+        let cost = cost::parsed_cost(bytes, bound);
+        if cost > bound {
+            return Body::TooCostly(cost);
+        }
+        serde_json::from_slice(bytes).map_or(Body::NotJson, Body::Json)
+    }
+
+    /// What a completions request gets, decided (its body checked, its reply picked, the request
+    /// logged) before anything is written: the parsed body is dropped here, never held while a
+    /// slow client reads the reply.
+    fn plan(&self, request: &http::Request, dialect: Dialect) -> Planned {
+        let body = match self.parse_body(&request.body) {
+            Body::Json(body) if body.is_object() => body,
+            Body::TooCostly(cost) => {
+                let message = format!(
+                    "model-server: the body would take about {} MiB parsed, over the {} MiB bound \
+                     ({} bytes of small JSON values)",
+                    cost.div_ceil(1 << 20),
+                    self.limits.max_parsed_body_bytes >> 20,
+                    request.body.len()
+                );
+                self.log_refusal(request, Logged::Cut, 413, &message);
+                return Planned::Refuse(413, message);
+            }
+            _ => {
+                let message = "model-server: the body is not a JSON object".to_string();
+                self.log_refusal(request, Logged::Text, 400, &message);
+                return Planned::Refuse(400, message);
+            }
         };
         let view = match dialect {
             Dialect::Chat => None,
@@ -356,30 +404,27 @@ impl Server {
                 Ok(()) => Some(messages::chat_view(&body)),
                 Err(problem) => {
                     let message = format!("model-server: a Messages request: {problem}");
-                    return self
-                        .refuse(stream, request, Some(body), (400, &message), dialect)
-                        .await;
+                    self.log_refusal(request, Logged::Json(&body), 400, &message);
+                    return Planned::Refuse(400, message);
                 }
             },
         };
         let (n, reply) = self.choose(request, &body, view.as_ref().unwrap_or(&body));
-        self.answer(stream, n, reply, &body, dialect).await.ok();
+        Planned::Reply(Box::new(Chosen {
+            n,
+            reply,
+            model: body
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or("deepseek-chat")
+                .to_string(),
+            streams: messages::wants_stream(&body),
+        }))
     }
 
-    /// Logs a refused request and answers it with `status` and `message`, in `dialect`'s shape.
-    async fn refuse(
-        &self,
-        stream: &mut TcpStream,
-        request: &http::Request,
-        body: Option<Value>,
-        (status, message): (u16, &str),
-        dialect: Dialect,
-    ) {
+    /// Logs a request refused with `status` and `message`.
+    fn log_refusal(&self, request: &http::Request, body: Logged<'_>, status: u16, message: &str) {
         self.log_request(request, body, json!({ "status": status, "error": message }));
-        let limit = self.limits.write_timeout;
-        http::write_whole(stream, status, &dialect.error_body(status, message), limit)
-            .await
-            .ok();
     }
 
     /// Picks the reply for a completions request (matching its `view`, the chat-completions
@@ -420,14 +465,12 @@ impl Server {
                 )
             }
         };
-        self.log_request(request, Some(body.clone()), outcome);
+        self.log_request(request, Logged::Json(body), outcome);
         (n, reply)
     }
 
-    /// Records one request in the log; `body` is its JSON, when it is JSON.
-    fn log_request(&self, request: &http::Request, body: Option<Value>, outcome: Value) {
-        let body = body
-            .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&request.body).into_owned()));
+    /// Records one request in the log, its body as `body` says.
+    fn log_request(&self, request: &http::Request, body: Logged<'_>, outcome: Value) {
         let mut guard = lock(&self.state);
         let mut entry = json!({
             "n": guard.requests,
@@ -435,24 +478,51 @@ impl Server {
             "path": request.path,
             "authorization": request.header("authorization").is_some(),
             "x_api_key": request.header("x-api-key").is_some(),
-            "body": body,
         });
-        if let (Some(entry), Value::Object(outcome)) = (entry.as_object_mut(), outcome) {
-            entry.extend(outcome);
+        let Some(members) = entry.as_object_mut() else {
+            return;
+        };
+        if let Value::Object(outcome) = outcome {
+            members.extend(outcome);
         }
-        guard.log.record(entry);
+        match body {
+            Logged::Json(_) => {}
+            Logged::Text => {
+                let text = String::from_utf8_lossy(&request.body).into_owned();
+                members.insert("body".into(), Value::String(text));
+            }
+            Logged::Cut => {
+                let cut = &request.body[..request.body.len().min(LOGGED_PREFIX)];
+                let text = String::from_utf8_lossy(cut).into_owned();
+                members.insert("body".into(), Value::String(text));
+                members.insert("body_bytes".into(), request.body.len().into());
+            }
+        }
+        let mut line = entry.to_string();
+        if let Logged::Json(body) = body {
+            // Written from the parsed body without a copy of it: `{...,"body":<body>}`.
+            line.pop();
+            line.push_str(",\"body\":");
+            line.push_str(&body.to_string());
+            line.push('}');
+        }
+        guard.log.record(line);
     }
 
     /// Streams (or refuses with an HTTP error, or sends whole) one reply.
     async fn answer(
         &self,
         stream: &mut TcpStream,
-        n: u64,
-        reply: Result<Reply, String>,
-        body: &Value,
+        chosen: Chosen,
         dialect: Dialect,
     ) -> std::io::Result<()> {
         let limit = self.limits.write_timeout;
+        let Chosen {
+            n,
+            reply,
+            model,
+            streams,
+        } = chosen;
         let reply = match reply {
             Ok(reply) => reply,
             Err(message) => {
@@ -465,17 +535,13 @@ impl Server {
             let error = dialect.error_body(status, &message);
             return http::write_whole(stream, status, &error, limit).await;
         }
-        let model = body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or("deepseek-chat");
         let events = match dialect {
-            Dialect::Messages if !messages::wants_stream(body) => {
-                let whole = messages::message(&reply, n, model).to_string();
+            Dialect::Messages if !streams => {
+                let whole = messages::message(&reply, n, &model).to_string();
                 return http::write_whole(stream, 200, &whole, limit).await;
             }
-            Dialect::Messages => messages::events(&reply, n, model),
-            Dialect::Chat => sse::events(&reply, n, model),
+            Dialect::Messages => messages::events(&reply, n, &model),
+            Dialect::Chat => sse::events(&reply, n, &model),
         };
         self.stream_events(stream, &reply, &events).await
     }
@@ -500,6 +566,44 @@ impl Server {
         }
         out.finish().await
     }
+}
+
+/// How much of a body too costly to parse its log entry keeps.
+const LOGGED_PREFIX: usize = 4096;
+
+/// A request body, parsed only when its parsed form fits the bound.
+enum Body {
+    Json(Value),
+    NotJson,
+    /// Its estimated parsed cost, over the bound.
+    TooCostly(usize),
+}
+
+/// A request's body as its log entry holds it.
+enum Logged<'a> {
+    /// The parsed JSON.
+    Json(&'a Value),
+    /// Its text, whole (no JSON, or JSON that is no object).
+    Text,
+    /// Its first [`LOGGED_PREFIX`] bytes as text, and its length (`body_bytes`): too costly to
+    /// parse.
+    Cut,
+}
+
+/// What a completions request gets.
+enum Planned {
+    /// An error reply: its status and message.
+    Refuse(u16, String),
+    Reply(Box<Chosen>),
+}
+
+/// The reply picked for a request, and what of its body the reply needs.
+struct Chosen {
+    n: u64,
+    reply: Result<Reply, String>,
+    model: String,
+    /// Whether a Messages request asked for a stream.
+    streams: bool,
 }
 
 /// The two model APIs the server speaks, told apart by the request's path.

@@ -4,8 +4,12 @@
 //! under `target/`. Integration tests can only name binaries of their own package through
 //! `CARGO_BIN_EXE_*`, so without it `cargo test -p <crate>` would not work alone.
 //!
+//! [`model_http`] is the loopback HTTP client the model server's tests and the CLI's share.
+//!
 //! Its own crate (unpublished, a dev-dependency only) because it runs cargo and panics when a
 //! binary is missing: neither belongs in the public API of a crate the kit ships.
+
+pub mod model_http;
 
 use std::fmt::Display;
 use std::io::Write;

@@ -17,6 +17,7 @@
 //!   client wheels under `target/real-dsh-runtime-bin/`.
 
 mod bench;
+mod bench_model_server;
 mod bench_python;
 mod bench_real_dsh;
 mod bench_runs;
@@ -292,6 +293,7 @@ fn bench() -> Outcome {
         figures.extend(corpus.figures);
         figures.extend(bench_runs::external_host(&kit, &workspace_root(), cases)?);
         figures.extend(bench::peak_rss(&kit)?);
+        figures.extend(bench_model_server::rows(&kit)?);
         Ok::<_, String>(figures)
     })();
     let figures = measured.map_err(|message| Failure {

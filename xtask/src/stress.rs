@@ -10,11 +10,16 @@
 //!
 //! The busy loops are `sh` loops that also end when this process is gone; they are killed and
 //! reaped when the stress run ends, on every path (a guard's `Drop`).
+//!
+//! The reports go to a private directory made for this run (a fresh random name, mode 0700,
+//! never one that exists already), and a report counts only if it is this run's: a regular file
+//! that was not there before its run started, naming the run's own random host name. A report
+//! planted in advance, or a run that wrote none, is a false failure, never a pass.
 
 use crate::kit::Kit;
 use crate::{build_kit_binaries, workspace_root, Failure, Outcome};
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -260,7 +265,8 @@ fn targets(kit: &Kit, short: bool) -> Vec<Target> {
     targets
 }
 
-/// One run: its report's tally, or the run as one false failure when it wrote no report.
+/// One run: its report's tally, or the run as one false failure when it wrote no report of its
+/// own (see the module doc).
 fn run_one(
     kit: &Kit,
     target: &Target,
@@ -272,6 +278,24 @@ fn run_one(
         "round{round}-{}.json",
         target.name.replace('/', "-")
     ));
+    let whole_run = |verdict: String, why: String| Tally {
+        false_failures: vec![NonPass {
+            round,
+            host: target.name.clone(),
+            case: "(the whole run)".to_string(),
+            verdict,
+            rule: String::new(),
+            why,
+        }],
+        ..Tally::default()
+    };
+    if std::fs::symlink_metadata(&report).is_ok() {
+        return Ok(whole_run(
+            "no run".to_string(),
+            format!("{} was there before the run", report.display()),
+        ));
+    }
+    let host_name = format!("stress-{}-{}", target.name, random_hex()?);
     let mut command = Command::new(&kit.conformance);
     command
         .arg("run")
@@ -281,6 +305,7 @@ fn run_one(
         .arg("--fixtures")
         .arg(&kit.fixtures)
         .args(["--jobs", &jobs.to_string(), "--color", "never"])
+        .args(["--host-name", &host_name])
         .arg("--json")
         .arg(&report)
         .current_dir(workspace_root())
@@ -290,25 +315,62 @@ fn run_one(
     let output = command
         .output()
         .map_err(|e| format!("cannot start dsh-conformance: {e}"))?;
-    let parsed = std::fs::read_to_string(&report)
+    match report_of_this_run(&report, &host_name) {
+        Ok(parsed) => Ok(tally(&parsed, round, &target.name)),
+        Err(why) => {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let last = stderr.lines().last().unwrap_or("").to_string();
+            Ok(whole_run(
+                format!("exit {:?}", output.status.code()),
+                format!("{why}; stderr ends: {last}"),
+            ))
+        }
+    }
+}
+
+/// The report at `path` if this run wrote it: a regular file (not a link) naming `host_name`.
+fn report_of_this_run(path: &Path, host_name: &str) -> Result<Value, String> {
+    let meta = std::fs::symlink_metadata(path).map_err(|_| "no JSON report".to_string())?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    let parsed: Value = std::fs::read_to_string(path)
         .ok()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok());
-    let Some(parsed) = parsed else {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr.lines().last().unwrap_or("").to_string();
-        return Ok(Tally {
-            false_failures: vec![NonPass {
-                round,
-                host: target.name.clone(),
-                case: "(the whole run)".to_string(),
-                verdict: format!("exit {:?}", output.status.code()),
-                rule: String::new(),
-                why: format!("no JSON report; stderr ends: {last}"),
-            }],
-            ..Tally::default()
-        });
-    };
-    Ok(tally(&parsed, round, &target.name))
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .ok_or_else(|| format!("{} is no JSON report", path.display()))?;
+    let named = parsed["host"]["name"].as_str().unwrap_or_default();
+    if named != host_name {
+        return Err(format!(
+            "{} names the host {named:?}, not this run's {host_name:?}",
+            path.display()
+        ));
+    }
+    Ok(parsed)
+}
+
+/// 16 random hex digits, from the OS.
+fn random_hex() -> Result<String, String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut bytes))
+        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// A directory for this run's reports under the temp dir: a fresh random name, created (never
+/// one that exists already) with mode 0700.
+fn private_dir() -> Result<PathBuf, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut last = String::new();
+    for _ in 0..8 {
+        let dir = std::env::temp_dir().join(format!("dsh-xtask-stress-{}", random_hex()?));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) => last = format!("{}: {e}", dir.display()),
+        }
+    }
+    Err(format!("cannot create a private directory ({last})"))
 }
 
 pub fn stress(args: &Args) -> Outcome {
@@ -321,8 +383,7 @@ pub fn stress(args: &Args) -> Outcome {
     let busy = args.busy.unwrap_or(cores);
     let rounds = if args.short { 1 } else { args.rounds.max(1) };
     let targets = targets(&kit, args.short);
-    let dir = std::env::temp_dir().join(format!("dsh-xtask-stress-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| failure(format!("{}: {e}", dir.display())))?;
+    let dir = private_dir().map_err(failure)?;
     let started = Instant::now();
     let result = {
         let loops = BusyLoops::start(busy).map_err(failure)?;
@@ -439,6 +500,61 @@ mod tests {
                 && line.contains("3 false failures"),
             "{line}"
         );
+    }
+
+    /// A report planted where a run's report goes (a directory made in advance, a run that wrote
+    /// nothing) is not this run's: the run counts as a false failure, never as passes (issue 40
+    /// item 9).
+    #[test]
+    fn a_planted_report_is_not_taken_for_the_runs_own() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let silent = dir.path().join("dsh-conformance");
+        std::fs::write(&silent, "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let kit = Kit {
+            fake_dsh: silent.clone(),
+            host_driver: silent.clone(),
+            conformance: silent,
+            fixtures: dir.path().to_path_buf(),
+        };
+        let target = Target {
+            name: "reference".to_string(),
+            args: Vec::new(),
+        };
+        let planted = serde_json::json!({"host": {"name": "reference"},
+            "cases": [{"id": "a.b", "verdict": "pass"}]});
+        std::fs::write(
+            dir.path().join("round1-reference.json"),
+            planted.to_string(),
+        )
+        .unwrap();
+        let tally = run_one(&kit, &target, 1, 1, dir.path()).unwrap();
+        assert_eq!(tally.passes, 0, "{tally:?}");
+        assert_eq!(tally.false_failures.len(), 1, "{tally:?}");
+        assert_eq!(tally.false_failures[0].case, "(the whole run)");
+    }
+
+    #[test]
+    fn the_reports_directory_is_private_and_new_and_a_report_must_name_the_run() {
+        use std::os::unix::fs::PermissionsExt;
+        let first = private_dir().unwrap();
+        let second = private_dir().unwrap();
+        let mode = std::fs::metadata(&first).unwrap().permissions().mode();
+        std::fs::remove_dir(&first).unwrap();
+        std::fs::remove_dir(&second).unwrap();
+        assert_ne!(first, second);
+        assert_eq!(mode & 0o777, 0o700);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        std::fs::write(&path, r#"{"host": {"name": "stress-x-1"}, "cases": []}"#).unwrap();
+        assert!(report_of_this_run(&path, "stress-x-1").is_ok());
+        let other = report_of_this_run(&path, "stress-x-2").unwrap_err();
+        assert!(other.contains("not this run's"), "{other}");
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let linked = report_of_this_run(&link, "stress-x-1").unwrap_err();
+        assert!(linked.contains("not a regular file"), "{linked}");
     }
 
     #[test]

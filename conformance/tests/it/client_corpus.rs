@@ -373,6 +373,76 @@ fn an_escaped_daemon_without_the_case_token_fails_the_case_and_is_killed() {
     }
 }
 
+/// A daemon that escapes with `setsid` and an emptied environment holding a forged case token
+/// (`DSH_CONFORMANCE_CASE=<anything>`, no live case's) is not spared as another case's: on both
+/// surfaces `run` kills it and fails the case on its teardown rule (issue 40 item 1).
+#[test]
+fn a_daemon_with_a_forged_case_token_fails_the_case_and_is_killed() {
+    if !std::path::Path::new("/proc/self/stat").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sdk_report = r#"{"turn_ends": ["completed"], "text": "I wrote index.html."}"#;
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+    let clients = [
+        (
+            "headless",
+            "headless.completed",
+            "headless.exit-code",
+            format!("\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\necho '{HAIKU}'"),
+        ),
+        (
+            "sdk",
+            "sdk.key-only-in-env",
+            "sdk.teardown-bounded",
+            format!(
+                "echo '{initialize}' | \"$rt\" --profile sdk >/dev/null 2>&1\necho '{sdk_report}'"
+            ),
+        ),
+    ];
+    for (surface, case_id, rule, body) in clients {
+        let pid_file = dir.path().join(format!("{surface}.pid"));
+        let client = script_client(
+            dir.path(),
+            &format!("{surface}-forged"),
+            &format!(
+                "{RUNTIME}\nsetsid env -i DSH_CONFORMANCE_CASE=forged-token sleep 60 \
+                 </dev/null >/dev/null 2>&1 &\necho $! > {}\n{body}",
+                pid_file.display()
+            ),
+        );
+        let output = run(
+            surface,
+            client.to_str().unwrap(),
+            &["--case", case_id, "--format", "json"],
+        );
+        let pid = pid_in(&pid_file);
+        let outlived = dsh_engine::procfs::is_live(pid);
+        if outlived {
+            // Not left behind by the test either.
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{surface}: {}", String::from_utf8_lossy(&output.stderr)));
+        assert!(
+            !outlived,
+            "{surface}: the daemon {pid} outlived run: {report}"
+        );
+        let case = &report["cases"][0];
+        assert_eq!(output.status.code(), Some(1), "{surface}: {case}");
+        assert_eq!(case["verdict"], "fail", "{surface}: {case}");
+        assert_eq!(case["rule"], rule, "{surface}: {case}");
+        let why = case["why"].as_str().unwrap();
+        assert!(
+            why.contains(&format!("pid {pid} (sleep)")),
+            "{surface}: {why}"
+        );
+    }
+}
+
 /// The key canary is looked for in its encoded and split forms, in every file under the case's
 /// root, in what the runtime received on stdin, and what hides it is itself reported (issue 33
 /// item 3): each of these clients reports the case's expected answer and leaks the key (or
@@ -486,38 +556,193 @@ fn a_key_hidden_from_the_canary_search_is_still_found() {
     }
 }
 
-/// A client that ignores its `TMPDIR` and writes the key into a temp dir every process shares
-/// (here the run's own temp dir, which the kit scans with `/tmp`: what changed there since the
-/// case began) fails on the credentials rule, naming the file.
+/// The canary's former blind spots (issue 40 item 3): each client reports the case's expected
+/// answer and puts the key in one place the kit did not look, and fails the case on the
+/// credentials rule, saying where.
 #[test]
-fn a_key_written_to_a_shared_temp_dir_is_found() {
+fn a_key_in_the_canarys_former_blind_spots_is_found() {
     let dir = tempfile::tempdir().unwrap();
-    let shared = tempfile::tempdir().unwrap();
-    let body = format!(
+    let start = format!(
         "{RUNTIME}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\n\
-         echo \"$DEEPSEEK_API_KEY\" > \"$SHARED_TMP/client-debug.log\"\necho '{HAIKU}'"
+         key=\"$DEEPSEEK_API_KEY\""
     );
-    let client = script_client(dir.path(), "shared-tmp", &body);
-    let output = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
-        .args(["run", "--surface", "headless", "--host"])
-        .arg(&client)
-        .arg("--fake-dsh")
-        .arg(dsh_test_support::binary("fake-dsh"))
-        .args(["--case", "headless.key-only-in-env", "--format", "json"])
-        .args(["--pass-env", "SHARED_TMP"])
-        .env("TMPDIR", shared.path())
-        .env("SHARED_TMP", shared.path())
-        .current_dir(repo_root())
-        .output()
-        .unwrap();
+    let clients: Vec<(&str, &str, &str)> = vec![
+        (
+            "a-directory-named-by-the-key",
+            r#"mkdir -p "$HOME/.cache/$key""#,
+            "the name of home/.cache/sk-dsh-conformance-",
+        ),
+        (
+            "a-dangling-link",
+            r#"ln -s "/nonexistent/$key" cached"#,
+            "the target of the link work/cached (raw)",
+        ),
+        (
+            "an-extended-attribute",
+            r#"python3 -c 'import os; open("tagged", "w").close(); os.setxattr("tagged", "user.k", os.environ["DEEPSEEK_API_KEY"].encode())'"#,
+            "the extended attribute user.k of work/tagged (raw)",
+        ),
+        (
+            "a-helpers-argv",
+            r#"sh -c 'sleep 1; exit 0' "x-api-key: $key""#,
+            "the argv of a process of the client's (pid ",
+        ),
+        (
+            "a-helpers-name",
+            r#"python3 -c 'import os, time; open("/proc/self/comm", "w").write(os.environ["DEEPSEEK_API_KEY"][-15:]); time.sleep(1)'"#,
+            "the name of a process of the client's (pid ",
+        ),
+        (
+            "base64-halves",
+            r#"printf '%s' "$key" | cut -c1-25 | base64 >&2; printf '%s' "$key" | cut -c26- | base64 >&2"#,
+            "the client's stderr (a piece of it, base64)",
+        ),
+        (
+            "reversed",
+            r#"printf '%s\n' "$key" | rev >&2"#,
+            "the client's stderr (reversed)",
+        ),
+        (
+            "utf-16le",
+            r#"printf '%s' "$key" | iconv -f UTF-8 -t UTF-16LE > key.txt"#,
+            "the file work/key.txt (UTF-16LE)",
+        ),
+        (
+            "gzip-on-stderr",
+            r#"printf 'debug %s\n' "$key" | gzip >&2"#,
+            "the client's stderr (gzip-compressed)",
+        ),
+        (
+            "gzip-in-a-file",
+            r#"printf 'debug %s\n' "$key" | gzip > "$TMPDIR/state.gz""#,
+            "the file tmp/state.gz (gzip-compressed)",
+        ),
+    ];
+    // The case's directory is under the temp dir: a file system there without user extended
+    // attributes (tmpfs before Linux 6.6) has nowhere to hide one.
+    let attributes = dsh_test_support::tool_available("python3")
+        && Command::new("python3")
+            .args([
+                "-c",
+                "import os, tempfile\nwith tempfile.NamedTemporaryFile() as f: os.setxattr(f.name, 'user.t', b'1')",
+            ])
+            .status()
+            .is_ok_and(|status| status.success());
+    for (name, leak, expected) in clients {
+        if leak.starts_with("python3") && !dsh_test_support::tool_available("python3") {
+            continue;
+        }
+        if name == "an-extended-attribute" && !attributes {
+            eprintln!("skipped {name}: no user extended attributes in the temp dir");
+            continue;
+        }
+        let body = format!("{start}\n{leak}\necho '{HAIKU}'");
+        let client = script_client(dir.path(), name, &body);
+        let output = run(
+            "headless",
+            client.to_str().unwrap(),
+            &["--case", "headless.key-only-in-env", "--format", "json"],
+        );
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{name}: {}", String::from_utf8_lossy(&output.stderr)));
+        let case = &report["cases"][0];
+        assert_eq!(output.status.code(), Some(1), "{name}: {case}");
+        assert_eq!(
+            case["rule"], "headless.credentials-in-env",
+            "{name}: {case}"
+        );
+        let why = case["why"].as_str().unwrap();
+        assert!(why.contains(expected), "{name}: {why}");
+    }
+}
+
+/// A client that passes the key in the runtime's argv, then overwrites the key's bytes in
+/// fake-dsh's journal in place (same inode, same length), still fails on the credentials rule:
+/// the kit judges the journal it received from fake-dsh while the case ran, not the file the
+/// client can edit (issue 40 item 4; docs/journal.md).
+#[test]
+fn a_journal_edited_in_place_does_not_hide_a_key_in_the_runtimes_argv() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!(
+        "{RUNTIME}\n\"$rt\" --profile headless --api-key \"$DEEPSEEK_API_KEY\" \"write a haiku\" \
+         >/dev/null 2>&1\n\
+         python3 -c 'import os\nkey = os.environ[\"DEEPSEEK_API_KEY\"].encode()\n\
+         with open(os.environ[\"FAKE_DSH_JOURNAL\"], \"r+b\") as f:\n    \
+         text = f.read()\n    f.seek(0)\n    f.write(text.replace(key, b\"x\" * len(key)))'\n\
+         echo '{HAIKU}'"
+    );
+    if !dsh_test_support::tool_available("python3") {
+        return;
+    }
+    let client = script_client(dir.path(), "journal-edited", &body);
+    let output = run(
+        "headless",
+        client.to_str().unwrap(),
+        &["--case", "headless.key-only-in-env", "--format", "json"],
+    );
     let report: Value = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
     let case = &report["cases"][0];
     assert_eq!(output.status.code(), Some(1), "{case}");
     assert_eq!(case["rule"], "headless.credentials-in-env", "{case}");
     let why = case["why"].as_str().unwrap();
-    assert!(
-        why.contains("client-debug.log (a shared temp dir)"),
-        "{why}"
-    );
+    assert!(why.contains("the runtime's argv"), "{why}");
+}
+
+/// A client that ignores its `TMPDIR` and writes the key into a temp dir every process shares
+/// (here the run's own temp dir, which the kit scans with `/tmp`: what changed there since the
+/// case began) fails on the credentials rule, naming the file: also when it set the file's
+/// modification time back (the change time counts), and when it hid the file in a directory
+/// named like the kit's own case directories (only the case's own directory is skipped, by path:
+/// issue 40 item 3).
+#[test]
+fn a_key_written_to_a_shared_temp_dir_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = tempfile::tempdir().unwrap();
+    let clients = [
+        (
+            "shared-tmp",
+            r#"echo "$DEEPSEEK_API_KEY" > "$SHARED_TMP/client-debug.log""#,
+            "client-debug.log (a shared temp dir, raw)",
+        ),
+        (
+            "mtime-set-back",
+            r#"echo "$DEEPSEEK_API_KEY" > "$SHARED_TMP/old.log" && touch -d 2001-01-01 "$SHARED_TMP/old.log""#,
+            "old.log (a shared temp dir, raw)",
+        ),
+        (
+            "kit-lookalike",
+            r#"mkdir -p "$SHARED_TMP/dsh-conformance-client-lookalike" && echo "$DEEPSEEK_API_KEY" > "$SHARED_TMP/dsh-conformance-client-lookalike/k""#,
+            "dsh-conformance-client-lookalike/k (a shared temp dir, raw)",
+        ),
+    ];
+    for (name, leak, expected) in clients {
+        let body = format!(
+            "{RUNTIME}\n\"$rt\" --profile headless \"write a haiku\" >/dev/null 2>&1\n\
+             {leak}\necho '{HAIKU}'"
+        );
+        let client = script_client(dir.path(), name, &body);
+        let output = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
+            .args(["run", "--surface", "headless", "--host"])
+            .arg(&client)
+            .arg("--fake-dsh")
+            .arg(dsh_test_support::binary("fake-dsh"))
+            .args(["--case", "headless.key-only-in-env", "--format", "json"])
+            .args(["--pass-env", "SHARED_TMP"])
+            .env("TMPDIR", shared.path())
+            .env("SHARED_TMP", shared.path())
+            .current_dir(repo_root())
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{name}: {}", String::from_utf8_lossy(&output.stderr)));
+        let case = &report["cases"][0];
+        assert_eq!(output.status.code(), Some(1), "{name}: {case}");
+        assert_eq!(
+            case["rule"], "headless.credentials-in-env",
+            "{name}: {case}"
+        );
+        let why = case["why"].as_str().unwrap();
+        assert!(why.contains(expected), "{name}: {why}");
+    }
 }

@@ -86,3 +86,48 @@ fn the_multica_dialect_installs_its_own_profile_and_judges_the_profile_a_host_la
         "{rerun:?}"
     );
 }
+
+/// Multica has no installer, so its dialect leaves bundle installation out of the judgement, but
+/// only for a host that does not claim `setup`: a host that claims it is judged on it (issue 40
+/// item 8). The reference host's mutant that installs a bundle without checking its hash fails
+/// the tampered-bundle case under `--dialect multica` as it does by default, and the reference
+/// host itself passes it.
+#[test]
+fn a_host_that_claims_setup_is_judged_on_it_under_the_multica_dialect() {
+    let case = [
+        "--case",
+        "setup.tampered-never-installs",
+        "--format",
+        "json",
+    ];
+    let judged = |host: &str| -> (String, String) {
+        let root = repo_root();
+        let output = Command::new(dsh_test_support::binary("dsh-conformance"))
+            .arg("run")
+            .arg("--fake-dsh")
+            .arg(dsh_test_support::binary("fake-dsh"))
+            .arg("--fixtures")
+            .arg(root.join("fixtures"))
+            .args(["--dialect", "multica", "--host", host])
+            .args(case)
+            .current_dir(&root)
+            .output()
+            .expect("dsh-conformance runs");
+        let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+        let case = &report["cases"][0];
+        (
+            case["verdict"].as_str().unwrap_or("").to_string(),
+            format!("{case}"),
+        )
+    };
+    let mutant = format!(
+        "{} --mutant skip-hash-check",
+        dsh_test_support::binary("dsh-host-mutant-driver").display()
+    );
+    let (verdict, case) = judged(&mutant);
+    assert_eq!(verdict, "fail", "{case}");
+    assert!(case.contains("s14.bundle-pinned-verified"), "{case}");
+    let reference = dsh_test_support::binary("dsh-host-driver");
+    let (verdict, case) = judged(&reference.display().to_string());
+    assert_eq!(verdict, "pass", "{case}");
+}

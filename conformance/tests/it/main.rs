@@ -21,8 +21,7 @@ mod report_support;
 mod shell_driver_support;
 
 /// The model server's loopback HTTP client, shared with that crate's own tests.
-#[path = "../../../model-server/tests/it/support/mod.rs"]
-mod model_server_support;
+use dsh_test_support::model_http as model_server_support;
 
 mod bounded_inputs;
 mod check_runtime;

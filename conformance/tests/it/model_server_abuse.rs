@@ -1,6 +1,7 @@
 //! A load-and-abuse run against the `dsh-conformance model-server` process, loopback only,
 //! bounded in count and time: endless head lines, endless and overflowing chunk sizes, huge
-//! announced bodies, a hundred 1 MiB requests and more slow connections than the cap. The server's
+//! announced bodies, a hundred 1 MiB requests, a body of a million small JSON objects on both
+//! routes and more slow connections than the cap. The server's
 //! resident memory (read from /proc) stays within a generous bound of where it started, and it
 //! still serves a well-behaved client. A second run, with the process's file descriptors
 //! exhausted, shows the accept loop backs off instead of spinning.
@@ -120,6 +121,14 @@ fn endless(prefix: &str, filler: u8, size: usize) -> Vec<u8> {
 
 const MIB: usize = 1024 * 1024;
 
+/// A chat request whose `messages` are a million `{"a":0}`: 8 MB of text, within the body bound.
+fn many_small_objects() -> String {
+    let mut text = String::from(r#"{"model":"deepseek-chat","max_tokens":1,"messages":["#);
+    text.push_str(&[r#"{"a":0}"#; 1_000_000].join(","));
+    text.push_str("]}");
+    text
+}
+
 #[test]
 fn hostile_clients_leave_the_servers_memory_flat_and_it_keeps_serving() {
     let server = Server::start(None);
@@ -161,6 +170,18 @@ fn hostile_clients_leave_the_servers_memory_flat_and_it_keeps_serving() {
     for _ in 0..100 {
         let answer = post(&server.url, "/chat/completions", &chat("user", &big, true));
         assert_eq!(answer.status, 200);
+    }
+    // A million small JSON objects in one 8 MB body, on both routes: refused (413) before it is
+    // parsed, where its parsed form took the server to 2 GB (issue 40 item 2).
+    let objects = many_small_objects();
+    for path in ["/chat/completions", "/v1/messages"] {
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n\r\n{objects}",
+            server.address(),
+            objects.len()
+        );
+        let status = exchange(&server.url, request.into_bytes()).map(|a| a.status);
+        assert_eq!(status, Some(413), "{path}");
     }
     // More slow connections than the cap (64), each half a head, then closed.
     let slow: Vec<TcpStream> = (0..100)

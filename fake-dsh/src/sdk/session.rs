@@ -308,7 +308,7 @@ impl Session {
             )
         };
         let lock = lock_session(&path.with_file_name("session.lock"), id)?;
-        let bytes = std::fs::read(&path).map_err(|e| unreadable(e.to_string()))?;
+        let bytes = read_log(&path).map_err(unreadable)?;
         let zstd = path.extension().is_some_and(|ext| ext == "zstd");
         let text = if zstd {
             zstd_raw::decode(&bytes).map_err(unreadable)?
@@ -493,6 +493,21 @@ pub fn resolve(base: &Path, path: &str) -> PathBuf {
     resolved
 }
 
+/// A stored session log's bytes, at most [`zstd_raw::MAX_DECODED`] of them (fake-dsh's own logs
+/// are far smaller): a larger one is refused as unreadable, not read whole.
+fn read_log(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let bound = zstd_raw::MAX_DECODED as u64;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(bound + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > bound {
+        return Err(format!("the log is larger than {} MiB", bound >> 20));
+    }
+    Ok(bytes)
+}
+
 /// A session log file: 0.1.5's JSON lines, or 0.2.1's zstd (each event one raw-block frame,
 /// which any zstd reader decodes: fake-dsh compresses nothing).
 enum Log {
@@ -517,6 +532,9 @@ pub mod zstd_raw {
     const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
     /// Blocks are at most 128 KiB (the window the header declares).
     const BLOCK: usize = 128 * 1024;
+    /// The most a session log may decode to (fake-dsh's own logs are far smaller): past it the
+    /// log is refused as unreadable before the memory is taken.
+    pub const MAX_DECODED: usize = 64 << 20;
 
     /// One frame holding `data`: no content size, no checksum, a 128 KiB window.
     pub fn frame(data: &[u8]) -> Vec<u8> {
@@ -536,7 +554,8 @@ pub mod zstd_raw {
         out
     }
 
-    /// The concatenated content of the frames in `bytes`.
+    /// The concatenated content of the frames in `bytes`; an error (never an allocation) for a
+    /// block over 128 KiB or a content over [`MAX_DECODED`].
     pub fn decode(bytes: &[u8]) -> Result<String, String> {
         let mut out = Vec::new();
         let mut at = 0;
@@ -572,6 +591,14 @@ pub mod zstd_raw {
                 let header =
                     u32::from(header[0]) | u32::from(header[1]) << 8 | u32::from(header[2]) << 16;
                 let size = (header >> 3) as usize;
+                if size > BLOCK {
+                    return Err(format!(
+                        "a zstd block of {size} bytes (over the 128 KiB a block may hold)"
+                    ));
+                }
+                if out.len() + size > MAX_DECODED {
+                    return Err(format!("it decodes to more than {} MiB", MAX_DECODED >> 20));
+                }
                 match (header >> 1) & 0x03 {
                     0 => out.extend_from_slice(take(&mut at, size)?),
                     1 => {
@@ -1529,6 +1556,33 @@ mod tests {
             ],
             "a stopped turn ends where it was: no answer, no turn/end"
         );
+    }
+
+    /// A frame of RLE blocks: each block `size` copies of `x`.
+    fn rle_frame(blocks: usize, size: u32) -> Vec<u8> {
+        let mut bytes = vec![0x28, 0xB5, 0x2F, 0xFD, 0x00, 7 << 3];
+        for index in 0..blocks {
+            let header = (size << 3) | (1 << 1) | u32::from(index + 1 == blocks);
+            bytes.extend_from_slice(&header.to_le_bytes()[..3]);
+            bytes.push(b'x');
+        }
+        bytes
+    }
+
+    /// A few KiB of RLE blocks cannot ask for gigabytes (issue 40 item 10): a block larger than
+    /// the 128 KiB a zstd block may hold is refused, and so is a log that decodes past
+    /// [`zstd_raw::MAX_DECODED`], each with an error that says so, before the memory is taken.
+    #[test]
+    fn a_session_log_that_would_decode_past_its_bound_is_refused() {
+        let huge_block = zstd_raw::decode(&rle_frame(1, (1 << 21) - 1)).unwrap_err();
+        assert!(huge_block.contains("over the 128 KiB"), "{huge_block}");
+        let blocks = zstd_raw::MAX_DECODED / (128 << 10) + 1;
+        let bomb = rle_frame(blocks, 128 << 10);
+        assert!(bomb.len() < 4096, "{} bytes", bomb.len());
+        let past = zstd_raw::decode(&bomb).unwrap_err();
+        assert!(past.contains("decodes to more than 64 MiB"), "{past}");
+        let within = zstd_raw::decode(&rle_frame(8, 128 << 10)).unwrap();
+        assert_eq!(within.len(), 8 << 17);
     }
 
     #[test]

@@ -1220,6 +1220,61 @@ fn a_stored_session_is_resumed_in_a_new_process_and_its_count_goes_on() {
     assert!(world.path("project/sub/index.html").is_file());
 }
 
+/// The stored log of `session` under `home` (0.2.1's zstd log).
+fn session_log(home: &std::path::Path, session: &str) -> PathBuf {
+    let sessions = home.join("profiles/sdk/sessions");
+    let mut pending = vec![home.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.ends_with(format!("{session}/session.v4.jsonl.zstd")) {
+                return path;
+            }
+        }
+    }
+    panic!("no log of {session} under {}", sessions.display());
+}
+
+/// A stored log replaced by a few KiB of zstd RLE blocks that would decode to gigabytes (issue
+/// 40 item 10): the resume is refused with the real runtime's unreadable-session error, naming
+/// the bound, and the process goes on and exits cleanly (no abort).
+#[test]
+fn a_session_log_that_decodes_past_its_bound_is_refused_on_resume_without_an_abort() {
+    let world = World::new();
+    let mut first = Client::start(world.command(&["--profile", "sdk"], None));
+    first.request(initialize());
+    first.request(prompt(2, "s-1", "Make a landing page"));
+    first.until_idle("s-1");
+    first.finish();
+    let log = session_log(&world.path("home"), "s-1");
+    // 2,000 RLE blocks of 2 MiB each, 8 KiB on disk.
+    let mut bomb = vec![0x28, 0xB5, 0x2F, 0xFD, 0x00, 7 << 3];
+    for index in 0..2000u32 {
+        let header = (((1u32 << 21) - 1) << 3) | (1 << 1) | u32::from(index == 1999);
+        bomb.extend_from_slice(&header.to_le_bytes()[..3]);
+        bomb.push(b'x');
+    }
+    std::fs::write(&log, &bomb).unwrap();
+    let mut second = Client::start(world.command(&["--profile", "sdk"], None));
+    second.request(initialize());
+    second.request(request(
+        json!(2),
+        "session/resume",
+        json!({"sessionId": "s-1"}),
+    ));
+    second.until(|v| v["id"] == 2);
+    let (code, seen) = second.finish();
+    assert_eq!(code, Some(0));
+    let error = answer_to(&seen, 2)["error"]["message"].clone();
+    let said = error.as_str().unwrap_or_default();
+    assert!(
+        said.starts_with("cannot resume session \"s-1\": ") && said.contains("128 KiB"),
+        "{error}"
+    );
+}
+
 #[test]
 fn the_older_personas_have_no_0_2_1_methods_and_keep_their_tool_result_shape() {
     let world = World::new();

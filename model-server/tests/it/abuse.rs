@@ -17,6 +17,7 @@ fn small_limits() -> Limits {
         max_connections: 4,
         max_head_bytes: 4096,
         max_body_bytes: 64 * 1024,
+        max_parsed_body_bytes: 1024 * 1024,
         max_body_bytes_in_flight: 256 * 1024,
         read_timeout: Duration::from_millis(300),
         write_timeout: Duration::from_secs(5),
@@ -146,6 +147,41 @@ fn the_log_kept_in_memory_stays_within_its_budget() {
         20,
         "the most recent entries are the ones kept"
     );
+}
+
+/// A body of a million small objects (8 MB of `{"a":0},`) costs far more parsed than its bytes: it
+/// is refused 413 before it is parsed, on both routes, its log entry holding a truncated copy of
+/// its text; the server goes on serving (issue 40 item 2). The memory this keeps flat is measured
+/// by `conformance/tests/it/model_server_abuse.rs` and `cargo xtask bench`.
+#[test]
+fn a_body_of_many_small_values_is_refused_before_it_is_parsed() {
+    let server = start(Limits::default());
+    let mut text =
+        String::from(r#"{"model":"deepseek-chat","stream":true,"max_tokens":1,"messages":["#);
+    text.push_str(&[r#"{"a":0}"#; 1_000_000].join(","));
+    text.push_str("]}");
+    assert!(text.len() <= Limits::default().max_body_bytes);
+    let address = server.url().trim_start_matches("http://").to_string();
+    for path in ["/chat/completions", "/v1/messages"] {
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{text}",
+            text.len()
+        );
+        let answer = exchange(server.url(), request.into_bytes()).expect("an answer");
+        let said = String::from_utf8_lossy(&answer.raw_body).into_owned();
+        assert_eq!(answer.status, 413, "{path}: {said}");
+        assert!(said.contains("parsed"), "{path}: {said}");
+        let logged = server.requests().pop().expect("the refusal is logged");
+        assert_eq!(logged["status"], 413, "{path}");
+        assert_eq!(logged["body_bytes"], text.len(), "{path}");
+        let copy = logged["body"].as_str().expect("the body's text");
+        assert!(
+            copy.len() < 8 * 1024 && text.starts_with(copy),
+            "{path}: {copy}"
+        );
+    }
+    still_serves(&server);
 }
 
 /// Polls `probe` until it yields, failing after a generous bound (a liveness guard, not a timing

@@ -2,10 +2,10 @@
 //! module was a test file of its own. `serve`: the server over real sockets (scripted replies,
 //! faults, the request log); `messages`: the Anthropic Messages route the same way; `abuse`:
 //! hostile clients against small limits; `real_runtime`: the real dsh 0.2.1 (and the Python
-//! clients) driven through it, when installed. `support` is their loopback HTTP client, also used
-//! by the conformance crate's tests of the CLI.
+//! clients) driven through it, when installed. `support` is their loopback HTTP client,
+//! `dsh_test_support::model_http`, which the conformance crate's tests of the CLI use too.
 
-mod support;
+pub(crate) use dsh_test_support::model_http as support;
 
 mod abuse;
 mod messages;

@@ -2,9 +2,11 @@
 //! terminal, XML or HTML, Markdown, or a shell command line.
 
 /// Whether a character could move the cursor, change colours, reorder text or break a line when
-/// printed: C0/C1 controls, DEL, line/paragraph separators, bidi and zero-width format characters.
+/// printed (C0/C1 controls, DEL, line/paragraph separators, bidi and zero-width format
+/// characters), or is one XML 1.0 forbids (U+FFFE, U+FFFF): shown as `\u{..}` in every output.
 fn is_disruptive(c: char) -> bool {
     c.is_control()
+        || !is_xml_char(c)
         || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}')
         || matches!(c, '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
@@ -29,7 +31,7 @@ pub fn terminal(text: &str) -> String {
 }
 
 /// Whether XML 1.0 allows this character at all (`Char` production).
-fn is_xml_char(c: char) -> bool {
+pub(crate) fn is_xml_char(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
 }
 
@@ -150,6 +152,7 @@ mod tests {
         assert_eq!(terminal("a\u{1b}[2Jb\r\nc"), "a\\u{1b}[2Jb\\u{d}\\u{a}c");
         assert_eq!(terminal("x\u{202e}y\u{2028}"), "x\\u{202e}y\\u{2028}");
         assert_eq!(terminal("plain café"), "plain café");
+        assert_eq!(terminal("a\u{fffe}b\u{ffff}"), "a\\u{fffe}b\\u{ffff}");
     }
 
     #[test]

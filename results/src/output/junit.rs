@@ -1,7 +1,9 @@
 //! JUnit XML for CI test-report renderers: one `testsuite` per host x runtime variant, one
 //! `testcase` per case (classname = the case's area), rule ids as properties. The XML itself is
 //! written by `quick-junit`; every string first goes through [`xml_chars`] so the characters XML
-//! forbids (a host's escape sequences, NUL) stay visible as `\u{..}` instead of being dropped.
+//! forbids (a host's escape sequences, NUL, U+FFFE, U+FFFF) stay visible as `\u{..}` instead of
+//! being dropped, and the written document goes through it once more, so none ever reaches the
+//! file, whatever the verdict.
 //!
 //! Verdict mapping: `fail`, `xpass`, `untestable` -> `<failure>`; `error` (the kit's fault) ->
 //! `<error>`; `skipped` and `xfail` -> `<skipped>` (as pytest writes xfail); `pass`, `non-strict`
@@ -189,6 +191,9 @@ pub fn write_junit_suites(reports: &[SuiteReport], out: &mut dyn Write) -> io::R
     let xml = document
         .to_string()
         .map_err(|error| io::Error::other(format!("writing JUnit XML: {error}")))?;
+    // Whatever a string above missed, no character XML 1.0 forbids reaches the file (markup is
+    // made of allowed characters only, so this changes nothing but host text).
+    let xml = xml_chars(&xml);
     out.write_all(xml.as_bytes())?;
     if !xml.ends_with('\n') {
         out.write_all(b"\n")?;
@@ -199,4 +204,83 @@ pub fn write_junit_suites(reports: &[SuiteReport], out: &mut dyn Write) -> io::R
 /// Writes the JUnit XML of one suite.
 pub fn write_junit(report: &SuiteReport, out: &mut dyn Write) -> io::Result<()> {
     write_junit_suites(std::slice::from_ref(report), out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Blame, BrokenRule, HostInfo};
+
+    /// Every verdict's case, with the characters XML 1.0 forbids (U+FFFE, U+FFFF, NUL, ESC) in
+    /// every string a host controls (issue 40 item 6).
+    fn hostile_suite() -> SuiteReport {
+        let bad = "\u{fffe}x\u{ffff}y\u{0}\u{1b}";
+        let case = |n: usize, verdict: Verdict| CaseResult {
+            id: format!("area{bad}.case-{n}"),
+            summary: format!("summary {bad}"),
+            spec: vec![format!("s{bad}")],
+            rules: vec![format!("rule{bad}")],
+            verdict,
+            blame: Blame::Host,
+            rule: Some(format!("rule{bad}")),
+            why: Some(format!("the host said {bad}")),
+            interpretation: Some(format!("I-{bad}")),
+            duration_ms: 1,
+            transcript: vec![format!("line {bad}")],
+            flaky: Vec::new(),
+            also_broken: vec![BrokenRule {
+                rule: format!("other{bad}"),
+                why: format!("why {bad}"),
+                interpretation: None,
+            }],
+        };
+        let verdicts = [
+            Verdict::Pass,
+            Verdict::NonStrict,
+            Verdict::Fail,
+            Verdict::Skipped,
+            Verdict::Informational,
+            Verdict::Xfail,
+            Verdict::Xpass,
+            Verdict::Untestable,
+            Verdict::Error,
+            Verdict::Interrupted,
+        ];
+        SuiteReport {
+            kit_version: "0.1.0".into(),
+            corpus_hash: "abc".into(),
+            host: HostInfo {
+                name: format!("host{bad}"),
+                command: vec![format!("driver{bad}")],
+                handshake: serde_json::Value::Null,
+            },
+            runtime_variant: format!("variant{bad}"),
+            cases: verdicts
+                .into_iter()
+                .enumerate()
+                .map(|(n, verdict)| case(n, verdict))
+                .collect(),
+            duration_ms: 1,
+            rerun_args: vec![format!("--fixtures={bad}")],
+            corpus: None,
+            surface: None,
+            dialect: None,
+            rerun_as: None,
+        }
+    }
+
+    #[test]
+    fn no_character_xml_forbids_reaches_the_document_whatever_the_verdict() {
+        let mut bytes = Vec::new();
+        write_junit(&hostile_suite(), &mut bytes).unwrap();
+        let xml = String::from_utf8(bytes).unwrap();
+        let forbidden: Vec<char> = xml
+            .chars()
+            .filter(|c| !super::super::escape::is_xml_char(*c))
+            .collect();
+        assert!(forbidden.is_empty(), "{forbidden:?} in {xml}");
+        assert!(xml.contains("\\u{fffe}x\\u{ffff}y"), "{xml}");
+        let parsed = Report::deserialize_from_str(&xml).expect("well-formed JUnit XML");
+        assert_eq!(parsed.tests, 10);
+    }
 }

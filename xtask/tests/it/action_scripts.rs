@@ -547,3 +547,89 @@ fn the_kit_base_url_input_reaches_install_kit() {
         "installed from the given base URL"
     );
 }
+
+/// The workflow commands a GitHub runner would execute from one stream of a step's log, as its
+/// `ActionCommandManager` reads them: a trimmed line starting with `::` is a command, and so is
+/// any line holding `##[`; after `::stop-commands::TOKEN` nothing is a command until the line
+/// `::TOKEN::`. Returns each executed command's name (`##[` for the legacy form) and the tokens.
+fn runner_commands(log: &str) -> (Vec<String>, Vec<String>) {
+    let mut executed = Vec::new();
+    let mut tokens = Vec::new();
+    let mut stopped: Option<String> = None;
+    for line in log.lines().map(str::trim) {
+        if let Some(token) = &stopped {
+            if line == format!("::{token}::") {
+                stopped = None;
+            }
+            continue;
+        }
+        if let Some(command) = line.strip_prefix("::") {
+            let name = command
+                .split([' ', ':'])
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            if name == "stop-commands" {
+                let token = command.trim_start_matches("stop-commands::").to_string();
+                tokens.push(token.clone());
+                stopped = Some(token);
+            }
+            executed.push(name);
+        } else if line.contains("##[") {
+            executed.push("##[".to_string());
+        }
+    }
+    (executed, tokens)
+}
+
+/// Host text the kit prints (a failing handshake's indented stderr, a table line) cannot act as a
+/// workflow command in the Action's log (issue 40 item 5): the gate stops command processing on
+/// both streams with a random token before the kit runs, and resumes it after.
+#[test]
+fn host_text_in_the_gates_log_cannot_act_as_a_workflow_command() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let kit = temp.path().join("dsh-conformance");
+    fs::write(
+        &kit,
+        "#!/bin/sh\n\
+         echo '::add-mask::hidden'\n\
+         echo '| host.case | fail | ##[error]forged |'\n\
+         echo '::stop-commands::guessed'\n\
+         echo '    ::error file=driver.mjs::forged annotation' >&2\n\
+         echo '::set-output name=x::y' >&2\n\
+         exit 1\n",
+    )
+    .expect("write");
+    fs::set_permissions(&kit, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let run_gate = || {
+        Command::new("bash")
+            .arg(repo_root().join("scripts/gate.sh"))
+            .current_dir(temp.path())
+            .env("DSH_CONFORMANCE", &kit)
+            .env("GATE_HOST", "node /abs/driver.mjs")
+            .env("GATE_OUT", temp.path().join("results"))
+            .env("GATE_HTML_REPORT", "false")
+            .env("GITHUB_ACTIONS", "true")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env_remove("GATE_CASES")
+            .env_remove("GATE_FIXTURES")
+            .env_remove("GATE_EXPECTATIONS")
+            .output()
+            .expect("gate.sh runs")
+    };
+    let output = run_gate();
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let mut tokens = Vec::new();
+    for stream in [&output.stdout, &output.stderr] {
+        let (executed, seen) = runner_commands(&String::from_utf8_lossy(stream));
+        assert_eq!(executed, ["stop-commands"], "{}", describe(&output));
+        tokens.extend(seen);
+    }
+    assert!(
+        tokens[0].len() >= 32 && tokens[0].chars().all(|c| c.is_ascii_hexdigit()),
+        "{tokens:?}"
+    );
+    assert_eq!(tokens[0], tokens[1], "one token per run, on both streams");
+    let (_, again) = runner_commands(&String::from_utf8_lossy(&run_gate().stdout));
+    assert_ne!(again, tokens[..1], "a new token each run");
+}

@@ -1,7 +1,7 @@
-//! A small loopback HTTP client for the model server's tests (also used by
+//! A small loopback HTTP client for the model server's tests (`model-server/tests/it`, and
 //! `conformance/tests/it/model_server.rs`, which tests the CLI): a JSON POST read to the end, a raw
-//! request whose status is all that matters, and the event-stream helpers.
-#![allow(dead_code)]
+//! request whose status is all that matters, and the event-stream helpers. Here, in the test
+//! support crate, so neither crate's tests reach into the other's files.
 
 use serde_json::{json, Value};
 use std::io::{Read, Write};
