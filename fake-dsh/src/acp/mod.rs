@@ -1,0 +1,143 @@
+//! fake-dsh's Agent Client Protocol surface (docs/surface-acp.md): `dsh --profile acp` (and
+//! `dsh acp` on 0.2.1), a JSON-RPC 2.0 agent over newline-delimited stdio, as the real 0.2.1rc2
+//! and 0.1.5rc1 behave on the wire (the facts and wire captures of docs/surface-acp.md), keyless.
+//!
+//! - [`select`]: whether a command line asks for it (checked before the SDK surfaces);
+//! - [`server`]: the request loop, signals and EOF; [`rpc`]: what one line is; [`wire`]: stdout;
+//! - [`methods`]: `initialize`, the session methods and `-32601`; [`config`]: the config options;
+//! - [`state`]: sessions and prompts in flight; [`store`]: sessions kept in the Harness home;
+//! - [`turn`]: a prompt's updates; [`tools`]: a tool call; [`permission`]:
+//!   `session/request_permission`; [`agent`]: the default agent's turn;
+//! - the `acp` scenario member is [`dsh_formats::acp_scenario`], loaded by [`load_scenario`].
+
+pub mod agent;
+pub mod config;
+pub mod methods;
+pub mod permission;
+pub mod rpc;
+pub mod select;
+pub mod server;
+pub mod state;
+pub mod store;
+pub mod tools;
+pub mod turn;
+pub mod wire;
+
+use crate::journal::{ExitReason, Mode};
+use crate::process::{finish, start_event};
+use crate::sdk::session::Persona;
+use dsh_formats::acp_scenario::AcpScenario;
+pub use select::{select, AcpSurface};
+use state::{Agent, SandboxMode};
+use std::path::Path;
+
+/// Runs the surface; never returns.
+pub fn run(surface: AcpSurface) -> ! {
+    let mode = match surface {
+        AcpSurface::Serve(_) => Mode::Acp,
+        AcpSurface::Version(_) => Mode::Version,
+        AcpSurface::Help | AcpSurface::Usage(_) => Mode::Error,
+    };
+    crate::journal::record(start_event(mode, None));
+    match surface {
+        AcpSurface::Serve(persona) => serve(persona),
+        AcpSurface::Help => {
+            crate::output::Stdout::new().write_bytes(select::HELP.as_bytes());
+            finish(0, ExitReason::ScriptEnd)
+        }
+        AcpSurface::Version(persona) => {
+            let version = std::env::var(crate::run::VERSION_ENV)
+                .unwrap_or_else(|_| crate::sdk::version_of(persona).to_string());
+            crate::output::Stdout::new().write_bytes(format!("{version}\n").as_bytes());
+            finish(0, ExitReason::ScriptEnd)
+        }
+        AcpSurface::Usage(message) => exit_with(1, &message),
+    }
+}
+
+fn exit_with(code: i32, message: &str) -> ! {
+    crate::output::stderr_bytes(format!("{message}\n").as_bytes());
+    finish(code, ExitReason::Error)
+}
+
+/// Checks the environment as the release does before the wire starts (F1.2), loads the
+/// scenario (a bad one: exit 2 naming the file and the member), and serves.
+fn serve(persona: Persona) -> ! {
+    if let Err(message) = environment_refusal(persona) {
+        exit_with(1, &message);
+    }
+    let scenario = load_scenario().unwrap_or_else(|message| exit_with(2, &message));
+    let mode = match std::env::var("DSH_PERMISSION_MODE") {
+        Ok(value) if !value.is_empty() => SandboxMode::named(&value).unwrap_or_else(|| {
+            // 0.2.1 warns and serves on (F1.2); what its tools then do was not tried.
+            crate::output::stderr_bytes(b"dsh: warning: 21 entries did not activate\n");
+            SandboxMode::WorkspaceWrite
+        }),
+        _ => SandboxMode::WorkspaceWrite,
+    };
+    let home = crate::home::dsh_home().ok();
+    server::run(Agent {
+        persona,
+        scenario,
+        store: home.as_deref().map(|home| store::Store::new(home, persona)),
+        home,
+        claimed: Default::default(),
+        mode,
+        has_key: std::env::var_os("DEEPSEEK_API_KEY").is_some_and(|key| !key.is_empty()),
+        sessions: Default::default(),
+        prompts: Default::default(),
+        model_requests: Default::default(),
+        next_request_id: Default::default(),
+        pending: Default::default(),
+        answering: Default::default(),
+    })
+}
+
+/// 0.2.1's start-up failures on relative directories (F1.2); 0.1.5 takes them. A bad
+/// `DSH_PERMISSION_MODE` on 0.1.5 is refused here too (the real one answers `initialize`
+/// first: not played).
+fn environment_refusal(persona: Persona) -> Result<(), String> {
+    let relative = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .is_some_and(|v| !Path::new(&v).is_absolute())
+    };
+    if persona == Persona::V015 {
+        let mode = std::env::var("DSH_PERMISSION_MODE").unwrap_or_default();
+        if !mode.is_empty() && SandboxMode::named(&mode).is_none() {
+            return Err(format!(
+                "Error: dsh: plugin tree failed to load: sandbox-policy: invalid permission mode \
+                 {mode:?}"
+            ));
+        }
+        return Ok(());
+    }
+    let cache_unset = std::env::var_os("DSH_RESOURCE_CACHE").is_none_or(|v| v.is_empty());
+    if relative("DSH_RESOURCE_CACHE") || (cache_unset && relative("HOME")) {
+        return Err("Error: DSH_RESOURCE_CACHE must be an absolute directory\n    at \
+                    file:///snapshot/node/runtime-bootstrap.mjs:18:32"
+            .to_string());
+    }
+    if relative("TMPDIR") {
+        return Err("Error: dsh: host preparation failed: No usable native binding found for \
+                    node-addon-require-builtin-linux-x64-gnu (auto)"
+            .to_string());
+    }
+    Ok(())
+}
+
+/// The `acp` member of the scenario file `FAKE_DSH_SCENARIO` names (none set: the default
+/// agent); the error names the file, and the member and rule broken.
+pub fn load_scenario() -> Result<AcpScenario, String> {
+    let Some(path) = std::env::var_os(crate::scenario::SCENARIO_ENV).filter(|v| !v.is_empty())
+    else {
+        return Ok(AcpScenario::default());
+    };
+    let path = Path::new(&path);
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("fake-dsh: cannot read scenario {}: {e}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("fake-dsh: scenario {}: {e}", path.display()))?;
+    dsh_formats::acp_scenario::from_document(&value)
+        .map_err(|e| format!("fake-dsh: scenario {}: {e}", path.display()))
+}
