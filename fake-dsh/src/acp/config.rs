@@ -65,6 +65,9 @@ const EFFORTS: [(&str, &str, &str); 4] = [
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub persona: Persona,
+    /// 0.2.1 without `DEEPSEEK_API_KEY` offers no catalogue at all, only its default
+    /// (`W:r21.no-key`); 0.1.5 offers its list either way.
+    pub no_catalogue: bool,
     /// The model id (within [`PROVIDER`]).
     pub model: String,
     pub effort: String,
@@ -76,10 +79,11 @@ pub fn model_value(model: &str) -> String {
 }
 
 impl Config {
-    /// A new session's configuration.
-    pub fn new(persona: Persona) -> Config {
+    /// A new session's configuration (`has_key`: `DEEPSEEK_API_KEY` is set).
+    pub fn new(persona: Persona, has_key: bool) -> Config {
         Config {
             persona,
+            no_catalogue: !has_key && persona == Persona::V021,
             model: DEFAULT_MODEL.to_string(),
             effort: "high".to_string(),
         }
@@ -87,7 +91,11 @@ impl Config {
 
     /// The models offered now, in order.
     fn models(&self) -> Vec<ModelOption> {
-        let mut models = catalogue(self.persona).to_vec();
+        let mut models = if self.no_catalogue {
+            Vec::new()
+        } else {
+            catalogue(self.persona).to_vec()
+        };
         let listed = models.iter().any(|(id, ..)| *id == self.model);
         if !listed && self.model == DEFAULT_MODEL {
             models.insert(0, (DEFAULT_MODEL, DEFAULT_MODEL, None));
@@ -185,13 +193,14 @@ mod tests {
 
     #[test]
     fn release_0_2_1_cannot_switch_back_to_its_default() {
-        let mut config = Config::new(Persona::V021);
+        let mut config = Config::new(Persona::V021, true);
         assert_eq!(values(&config)[0], model_value(DEFAULT_MODEL));
         assert_eq!(config.options()[0]["options"][0]["options"][0]["name"], DEFAULT_MODEL);
         config
             .set("model", Some(&json!(model_value("deepseek-v4-pro"))))
             .unwrap();
         assert_eq!(values(&config).len(), 2);
+        assert_eq!(values(&Config::new(Persona::V021, false)), [model_value(DEFAULT_MODEL)]);
         let back = config.set("model", Some(&json!(model_value(DEFAULT_MODEL))));
         assert_eq!(
             back,
@@ -203,7 +212,7 @@ mod tests {
 
     #[test]
     fn release_0_1_5_switches_back_and_both_check_efforts_and_ids() {
-        let mut config = Config::new(Persona::V015);
+        let mut config = Config::new(Persona::V015, true);
         assert_eq!(values(&config).len(), 4);
         config
             .set("model", Some(&json!(model_value("deepseek-v4-pro"))))

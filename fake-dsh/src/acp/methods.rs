@@ -123,7 +123,7 @@ pub fn new_session(agent: &Agent, params: &Value) -> Answer {
     check_mcp_servers(&servers)?;
     let id = uuid::Uuid::new_v4().to_string();
     let stored = store_new(agent, &id, &cwd)?;
-    let config = Config::new(agent.persona);
+    let config = Config::new(agent.persona, agent.has_key);
     let options = config.options();
     let session = Session::new(&id, cwd, config, stored);
     lock(&agent.sessions).insert(id.clone(), Arc::new(session));
@@ -266,7 +266,7 @@ pub fn resume(agent: &Agent, params: &Value) -> Answer {
         return Err(invalid(format!("session cwd does not match: {}", cwd.display())));
     }
     let stored = store.open(&found).map_err(invalid)?;
-    let config = Config::new(agent.persona);
+    let config = Config::new(agent.persona, agent.has_key);
     let options = config.options();
     let session = Session::new(id, cwd, config, Some(stored));
     lock(&agent.sessions).insert(id.to_string(), Arc::new(session));

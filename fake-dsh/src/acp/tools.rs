@@ -89,7 +89,8 @@ enum Gate {
 }
 
 /// Whether the call may run (F7.1): a `sandbox_permissions` wider than the session's mode asks
-/// the client; 0.1.5 refuses an escalation to the mode it already has.
+/// the client; 0.1.5 refuses an escalation that is not wider (`W:r15.danger-escalate`,
+/// `W:r15.escwrite-ws`), 0.2.1 runs it.
 fn sandbox(agent: &Agent, session: &Session, turn: &Arc<Turn>, id: &str, call: &AcpToolCall) -> Gate {
     let requested = call.arguments["sandbox_permissions"]
         .as_str()
@@ -111,15 +112,12 @@ fn sandbox(agent: &Agent, session: &Session, turn: &Arc<Turn>, id: &str, call: &
                 Decision::Cancelled(text) => Gate::Cancelled(text),
             }
         }
-        Some(SandboxMode::DangerFullAccess)
-            if agent.mode == SandboxMode::DangerFullAccess && agent.persona == Persona::V015 =>
-        {
-            Gate::Fail(
-                "Error: sandbox escalation to \"danger-full-access\" is not strictly wider than \
-                 this call's current \"danger-full-access\" mode"
-                    .to_string(),
-            )
-        }
+        Some(target) if agent.persona == Persona::V015 => Gate::Fail(format!(
+            "Error: sandbox escalation to \"{}\" is not strictly wider than this call's current \
+             \"{}\" mode",
+            target.name(),
+            agent.mode.name()
+        )),
         Some(target) => Gate::Run {
             mode: target.max(agent.mode),
         },

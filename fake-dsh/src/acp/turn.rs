@@ -47,8 +47,11 @@ pub fn play(
     for injection in &script.inject {
         inject(session, injection);
     }
-    for reply in &script.replies {
-        if turn.is_cancelled() {
+    for (index, reply) in script.replies.iter().enumerate() {
+        // The first model request goes out as the prompt is accepted, even when a cancel is
+        // already on its way (it counts for the tool call ids); a later one only if the turn
+        // still runs.
+        if index > 0 && turn.is_cancelled() {
             return Outcome::Cancelled;
         }
         if let Some(ended) = play_reply(agent, session, turn, reply) {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod acp;
+
 use assert_cmd::Command as AssertCommand;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
