@@ -231,12 +231,18 @@ mod tests {
     #[test]
     fn a_malformed_scenario_names_the_member_and_the_rule() {
         let error = from_document(&json!({"acp": {"turns": [{"stop": "bored"}]}})).unwrap_err();
-        assert!(error.contains("acp/turns/0/stop") && error.contains("bored"), "{error}");
-        let error = from_document(&json!({"acp": {"turns": [{"replies": [{"txt": "a"}]}]}}))
-            .unwrap_err();
-        assert!(error.contains("acp/turns/0/replies/0") && error.contains("txt"), "{error}");
-        let error = from_document(&json!({"acp": {"turns": [{"inject": [{"flood": -1}]}]}}))
-            .unwrap_err();
+        assert!(
+            error.contains("acp/turns/0/stop") && error.contains("bored"),
+            "{error}"
+        );
+        let error =
+            from_document(&json!({"acp": {"turns": [{"replies": [{"txt": "a"}]}]}})).unwrap_err();
+        assert!(
+            error.contains("acp/turns/0/replies/0") && error.contains("txt"),
+            "{error}"
+        );
+        let error =
+            from_document(&json!({"acp": {"turns": [{"inject": [{"flood": -1}]}]}})).unwrap_err();
         assert!(error.contains("acp/turns/0/inject/0"), "{error}");
         assert!(from_document(&json!({"sdk": {}}))
             .unwrap_err()

@@ -28,7 +28,11 @@ pub fn default_turn(prompt: &str, must_read: bool) -> AcpTurn {
     let done = reply("The file is written.", Some("I wrote index.html."), None);
     let replies = if must_read {
         let read = tool("read", json!({"file_path": "index.html"}));
-        vec![reply("I read the page first.", None, Some(read)), write, done]
+        vec![
+            reply("I read the page first.", None, Some(read)),
+            write,
+            done,
+        ]
     } else {
         vec![write, done]
     };
@@ -65,7 +69,10 @@ mod tests {
         let first = default_turn("Make a landing page", false);
         assert_eq!(first.replies.len(), 2);
         assert_eq!(first.replies[0].tool_calls[0].name, "write");
-        assert_eq!(first.replies[1].text.as_deref(), Some("I wrote index.html."));
+        assert_eq!(
+            first.replies[1].text.as_deref(),
+            Some("I wrote index.html.")
+        );
         let green = default_turn("Now make it green", true);
         let names: Vec<&str> = green
             .replies
@@ -73,6 +80,9 @@ mod tests {
             .flat_map(|r| r.tool_calls.iter().map(|c| c.name.as_str()))
             .collect();
         assert_eq!(names, ["read", "write"]);
-        assert_eq!(green.replies[1].reasoning.as_deref(), Some("Now I make it green."));
+        assert_eq!(
+            green.replies[1].reasoning.as_deref(),
+            Some("Now I make it green.")
+        );
     }
 }

@@ -146,9 +146,8 @@ impl Config {
                     .models()
                     .into_iter()
                     .find(|(id, ..)| model_value(id) == *value);
-                let (id, ..) = offered.ok_or_else(|| {
-                    Refusal::Message(format!("unknown model option: {value}"))
-                })?;
+                let (id, ..) = offered
+                    .ok_or_else(|| Refusal::Message(format!("unknown model option: {value}")))?;
                 self.model = id.to_string();
             }
             "reasoning_effort" => {
@@ -195,12 +194,18 @@ mod tests {
     fn release_0_2_1_cannot_switch_back_to_its_default() {
         let mut config = Config::new(Persona::V021, true);
         assert_eq!(values(&config)[0], model_value(DEFAULT_MODEL));
-        assert_eq!(config.options()[0]["options"][0]["options"][0]["name"], DEFAULT_MODEL);
+        assert_eq!(
+            config.options()[0]["options"][0]["options"][0]["name"],
+            DEFAULT_MODEL
+        );
         config
             .set("model", Some(&json!(model_value("deepseek-v4-pro"))))
             .unwrap();
         assert_eq!(values(&config).len(), 2);
-        assert_eq!(values(&Config::new(Persona::V021, false)), [model_value(DEFAULT_MODEL)]);
+        assert_eq!(
+            values(&Config::new(Persona::V021, false)),
+            [model_value(DEFAULT_MODEL)]
+        );
         let back = config.set("model", Some(&json!(model_value(DEFAULT_MODEL))));
         assert_eq!(
             back,
@@ -222,7 +227,9 @@ mod tests {
             .unwrap();
         assert_eq!(
             config.set("model", Some(&json!("deepseek-v4-pro"))),
-            Err(Refusal::Message("unknown model option: deepseek-v4-pro".into()))
+            Err(Refusal::Message(
+                "unknown model option: deepseek-v4-pro".into()
+            ))
         );
         assert_eq!(
             config.set("reasoning_effort", Some(&json!(""))),

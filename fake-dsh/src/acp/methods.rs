@@ -177,7 +177,11 @@ fn check_mcp_servers(servers: &[Value]) -> Result<(), RpcError> {
                 }
             }
         }
-        let name = server["name"].as_str().unwrap_or_default().trim().to_lowercase();
+        let name = server["name"]
+            .as_str()
+            .unwrap_or_default()
+            .trim()
+            .to_lowercase();
         if !names.insert(name.clone()) {
             return Err(invalid(format!(
                 "mcpServers contains duplicate normalized name: {name}"
@@ -245,7 +249,10 @@ pub fn list(agent: &Agent, params: &Value) -> Answer {
 /// `session/resume {sessionId, cwd, mcpServers?}` (F4.4): a session an earlier process stored,
 /// no history replayed; `{configOptions}`.
 pub fn resume(agent: &Agent, params: &Value) -> Answer {
-    let (id, cwd) = match (string_member(params, "sessionId"), string_member(params, "cwd")) {
+    let (id, cwd) = match (
+        string_member(params, "sessionId"),
+        string_member(params, "cwd"),
+    ) {
         (Ok(id), Ok(cwd)) => (id, cwd),
         (id, cwd) => {
             let problems: Vec<(&str, String)> = [("sessionId", id.err()), ("cwd", cwd.err())]
@@ -263,7 +270,10 @@ pub fn resume(agent: &Agent, params: &Value) -> Answer {
     let store = agent.store.as_ref().ok_or_else(not_resumable)?;
     let found = store.find(id).ok_or_else(not_resumable)?;
     if Path::new(&found.cwd) != cwd {
-        return Err(invalid(format!("session cwd does not match: {}", cwd.display())));
+        return Err(invalid(format!(
+            "session cwd does not match: {}",
+            cwd.display()
+        )));
     }
     let stored = store.open(&found).map_err(invalid)?;
     let config = Config::new(agent.persona, agent.has_key);
@@ -326,7 +336,10 @@ mod tests {
 
     #[test]
     fn initialize_checks_its_protocol_version_like_zod() {
-        assert_eq!(initialize(&json!({"protocolVersion": 999})), Ok(initialize_result()));
+        assert_eq!(
+            initialize(&json!({"protocolVersion": 999})),
+            Ok(initialize_result())
+        );
         let error = initialize(&json!({"protocolVersion": -1})).unwrap_err();
         assert_eq!(
             error.data.unwrap()["protocolVersion"]["_errors"][0],
@@ -366,7 +379,10 @@ mod tests {
         );
         let gone = check_mcp_servers(&[json!({"name": "gone", "command": "/nonexistent/mcp"})])
             .unwrap_err();
-        assert_eq!((gone.code, gone.message.as_str()), (-32603, "Internal error"));
+        assert_eq!(
+            (gone.code, gone.message.as_str()),
+            (-32603, "Internal error")
+        );
         assert_eq!(
             gone.data.unwrap()["details"],
             "mcp-client(gone): initial connection or tool synchronization failed"

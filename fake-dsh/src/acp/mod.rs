@@ -114,14 +114,18 @@ fn environment_refusal(persona: Persona) -> Result<(), String> {
     }
     let cache_unset = std::env::var_os("DSH_RESOURCE_CACHE").is_none_or(|v| v.is_empty());
     if relative("DSH_RESOURCE_CACHE") || (cache_unset && relative("HOME")) {
-        return Err("Error: DSH_RESOURCE_CACHE must be an absolute directory\n    at \
+        return Err(
+            "Error: DSH_RESOURCE_CACHE must be an absolute directory\n    at \
                     file:///snapshot/node/runtime-bootstrap.mjs:18:32"
-            .to_string());
+                .to_string(),
+        );
     }
     if relative("TMPDIR") {
-        return Err("Error: dsh: host preparation failed: No usable native binding found for \
+        return Err(
+            "Error: dsh: host preparation failed: No usable native binding found for \
                     node-addon-require-builtin-linux-x64-gnu (auto)"
-            .to_string());
+                .to_string(),
+        );
     }
     Ok(())
 }

@@ -111,7 +111,10 @@ pub fn type_name(value: Option<&Value>) -> &'static str {
 
 /// zod's message for a value of the wrong type.
 pub fn expected(kind: &str, got: Option<&Value>) -> String {
-    format!("Invalid input: expected {kind}, received {}", type_name(got))
+    format!(
+        "Invalid input: expected {kind}, received {}",
+        type_name(got)
+    )
 }
 
 /// A zod error tree: `{"_errors": [], "<member>": {"_errors": [<message>]}, ...}`.
@@ -164,11 +167,14 @@ mod tests {
         );
         assert!(matches!(
             classify(br#" {"jsonrpc":"2.0","id":null,"method":"x"} "#),
-            Incoming::Request { id: Value::Null, .. }
+            Incoming::Request {
+                id: Value::Null,
+                ..
+            }
         ));
         assert!(matches!(
             classify(br#"{"jsonrpc":"2.0","id":1.5,"method":"x","params":{}}"#),
-            Incoming::Request { id, params: Some(_), .. } if id.to_string() == "1.5"
+            Incoming::Request { id, params: Some(_), .. } if id == json!(1.5)
         ));
         assert!(matches!(
             classify(br#"{"jsonrpc":"2.0","method":"session/cancel"}"#),

@@ -143,7 +143,10 @@ mod tests {
 
     #[test]
     fn help_and_the_launchers_usage_errors() {
-        assert_eq!(selected(&["--profile", "acp", "-h"]), Some(AcpSurface::Help));
+        assert_eq!(
+            selected(&["--profile", "acp", "-h"]),
+            Some(AcpSurface::Help)
+        );
         assert_eq!(selected(&["acp", "--help"]), Some(AcpSurface::Help));
         assert_eq!(
             selected(&["--profile", "acp", "--bogus"]),

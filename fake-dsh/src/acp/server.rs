@@ -122,7 +122,10 @@ fn too_long(number: usize) -> ! {
 /// One line: journaled, classified, handled.
 fn handle_line(bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
-    let parsed: Option<Value> = serde_json::from_str(text.trim()).ok();
+    // The journal keeps a JSON object as the command, anything else as the raw line.
+    let parsed: Option<Value> = serde_json::from_str(text.trim())
+        .ok()
+        .filter(Value::is_object);
     journal::record(match &parsed {
         Some(value) => Event::Command {
             command: Some(value.clone()),
@@ -154,19 +157,23 @@ fn handle_line(bytes: &[u8]) {
 fn request(id: &Value, method: &str, params: Option<&Value>) {
     let agent = agent();
     let answer = match method {
-        "initialize" | "authenticate" | "session/new" | "session/list" | "session/resume"
-        | "session/close" | "session/set_config_option" | "session/prompt" => {
-            methods::object_params(params).and_then(|params| match method {
-                "initialize" => methods::initialize(params),
-                "authenticate" => Ok(json!({})),
-                "session/new" => methods::new_session(agent, params),
-                "session/list" => methods::list(agent, params),
-                "session/resume" => methods::resume(agent, params),
-                "session/close" => methods::close(agent, params),
-                "session/set_config_option" => methods::set_config_option(agent, params),
-                _ => prompt(id, params).map(|()| Value::Null),
-            })
-        }
+        "initialize"
+        | "authenticate"
+        | "session/new"
+        | "session/list"
+        | "session/resume"
+        | "session/close"
+        | "session/set_config_option"
+        | "session/prompt" => methods::object_params(params).and_then(|params| match method {
+            "initialize" => methods::initialize(params),
+            "authenticate" => Ok(json!({})),
+            "session/new" => methods::new_session(agent, params),
+            "session/list" => methods::list(agent, params),
+            "session/resume" => methods::resume(agent, params),
+            "session/close" => methods::close(agent, params),
+            "session/set_config_option" => methods::set_config_option(agent, params),
+            _ => prompt(id, params).map(|()| Value::Null),
+        }),
         other => Err(methods::not_found(other)),
     };
     match answer {
@@ -185,7 +192,9 @@ fn request(id: &Value, method: &str, params: Option<&Value>) {
 fn notification(method: &str, params: Option<&Value>) {
     let params = params.cloned().unwrap_or(Value::Null);
     let sessions: Vec<Arc<Session>> = lock(&agent().sessions).values().cloned().collect();
-    let in_flight = sessions.iter().filter_map(|s| lock(&s.turn).clone().map(|t| (s, t)));
+    let in_flight = sessions
+        .iter()
+        .filter_map(|s| lock(&s.turn).clone().map(|t| (s, t)));
     let targets: Vec<Arc<Turn>> = match method {
         "session/cancel" => in_flight
             .filter(|(session, _)| params["sessionId"] == session.id.as_str())
@@ -293,8 +302,7 @@ fn next_script(agent: &Agent, session: &Session, prompt: &str) -> AcpTurn {
     }
     let page = session.cwd.join("index.html");
     let green = prompt.to_lowercase().contains("green");
-    let must_read =
-        page.is_file() && (green || !lock(&session.state).known_files.contains(&page));
+    let must_read = page.is_file() && (green || !lock(&session.state).known_files.contains(&page));
     super::agent::default_turn(prompt, must_read)
 }
 

@@ -6,8 +6,8 @@
 //! decodes. A session is stored before `session/new` answers. The home is claimed
 //! ([`crate::home::claim`]) before the first session is stored.
 
-use crate::sdk::session::{cwd_slug, zstd_raw};
 use crate::sdk::session::Persona;
+use crate::sdk::session::{cwd_slug, zstd_raw};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -80,8 +80,10 @@ impl Store {
             turns: 0,
             used: 0,
         };
-        stored.append(&json!({"type": "session", "id": id, "cwd": cwd.to_string_lossy(),
-            "createdAt": crate::journal::now_ms(), "writer": "fake-dsh"}));
+        stored.append(
+            &json!({"type": "session", "id": id, "cwd": cwd.to_string_lossy(),
+            "createdAt": crate::journal::now_ms(), "writer": "fake-dsh"}),
+        );
         Ok(stored)
     }
 
@@ -91,7 +93,12 @@ impl Store {
             .into_iter()
             .flatten()
             .flatten()
-            .flat_map(|slug| std::fs::read_dir(slug.path()).into_iter().flatten().flatten())
+            .flat_map(|slug| {
+                std::fs::read_dir(slug.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+            })
             .filter_map(|dir| read_header(&dir.path().join(self.log_name())))
             .collect();
         found.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.id.cmp(&b.id)));
@@ -171,7 +178,9 @@ mod tests {
         stored.append(&json!({"type": "turn", "used": 5809}));
         let found = store.find("a-1").unwrap();
         assert_eq!(found.cwd, "/w/project");
-        assert!(found.log.ends_with("--w-project--/a-1/session.v4.jsonl.zstd"));
+        assert!(found
+            .log
+            .ends_with("--w-project--/a-1/session.v4.jsonl.zstd"));
         assert!(
             store.open(&found).is_err(),
             "held while the first one is open"

@@ -83,7 +83,9 @@ pub fn call(
 /// What the sandbox says about a call.
 enum Gate {
     /// Run in this mode (the session's, or the one the client allowed).
-    Run { mode: SandboxMode },
+    Run {
+        mode: SandboxMode,
+    },
     Fail(String),
     Cancelled(String),
 }
@@ -91,7 +93,13 @@ enum Gate {
 /// Whether the call may run (F7.1): a `sandbox_permissions` wider than the session's mode asks
 /// the client; 0.1.5 refuses an escalation that is not wider (`W:r15.danger-escalate`,
 /// `W:r15.escwrite-ws`), 0.2.1 runs it.
-fn sandbox(agent: &Agent, session: &Session, turn: &Arc<Turn>, id: &str, call: &AcpToolCall) -> Gate {
+fn sandbox(
+    agent: &Agent,
+    session: &Session,
+    turn: &Arc<Turn>,
+    id: &str,
+    call: &AcpToolCall,
+) -> Gate {
     let requested = call.arguments["sandbox_permissions"]
         .as_str()
         .and_then(SandboxMode::named);

@@ -73,7 +73,12 @@ pub fn play(
 
 /// One reply: the model's time, its chunks and usage, its tool calls. `Some` when the turn
 /// ends in it.
-fn play_reply(agent: &Agent, session: &Session, turn: &Arc<Turn>, reply: &Reply) -> Option<Outcome> {
+fn play_reply(
+    agent: &Agent,
+    session: &Session,
+    turn: &Arc<Turn>,
+    reply: &Reply,
+) -> Option<Outcome> {
     let request = agent.model_request();
     if reply.delay_ms > 0 {
         let started = Instant::now();
@@ -87,7 +92,10 @@ fn play_reply(agent: &Agent, session: &Session, turn: &Arc<Turn>, reply: &Reply)
             return Some(Outcome::Cancelled);
         }
     }
-    let bad_json = reply.tool_calls.iter().any(|call| call.arguments.is_string());
+    let bad_json = reply
+        .tool_calls
+        .iter()
+        .any(|call| call.arguments.is_string());
     if bad_json && agent.persona == Persona::V021 {
         return Some(Outcome::Failed(BAD_TOOL_JSON.to_string()));
     }
@@ -107,7 +115,10 @@ fn play_reply(agent: &Agent, session: &Session, turn: &Arc<Turn>, reply: &Reply)
             .map(|c| c.arguments.to_string().len())
             .sum::<usize>();
     let used = grow(session, reply_size);
-    update(session, json!({"sessionUpdate": "usage_update", "used": used, "size": 1_000_000}));
+    update(
+        session,
+        json!({"sessionUpdate": "usage_update", "used": used, "size": 1_000_000}),
+    );
     for (index, call) in reply.tool_calls.iter().enumerate() {
         let id = agent.tool_id(request, index);
         if tools::call(agent, session, turn, &id, call) == Ended::Cancelled {

@@ -113,7 +113,8 @@ fn script_turn(prompt: &str, slow_streams: bool) -> Value {
 /// Messages request folds the old tool result into the new prompt (facts §12), a model-side
 /// difference the fake needs no copy of.
 fn scenario_for(name: &str, entries: &[Entry]) -> Value {
-    let done = json!({"replies": [{"reasoning": "The file is written.", "text": "I wrote index.html."}]});
+    let done =
+        json!({"replies": [{"reasoning": "The file is written.", "text": "I wrote index.html."}]});
     let mut refused = std::collections::HashSet::new();
     let mut streamed = false;
     for (index, entry) in entries.iter().enumerate() {
@@ -145,12 +146,19 @@ fn scenario_for(name: &str, entries: &[Entry]) -> Value {
                 }
             }
             Entry::In(line) => {
-                let Ok(frame) = serde_json::from_str::<Value>(line) else { continue };
-                if frame["method"] != "session/prompt" || refused.contains(&frame["id"].to_string()) {
+                let Ok(frame) = serde_json::from_str::<Value>(line) else {
+                    continue;
+                };
+                if frame["method"] != "session/prompt" || refused.contains(&frame["id"].to_string())
+                {
                     continue;
                 }
                 let text = frame["params"]["prompt"][0]["text"].as_str().unwrap_or("");
-                turns.push(if tool_cancelled { done.clone() } else { script_turn(text, streamed) });
+                turns.push(if tool_cancelled {
+                    done.clone()
+                } else {
+                    script_turn(text, streamed)
+                });
                 tool_cancelled = false;
             }
             _ => {}
@@ -161,7 +169,10 @@ fn scenario_for(name: &str, entries: &[Entry]) -> Value {
 
 /// The environment a capture ran with (its name says; F1.2).
 fn environment(name: &str) -> Vec<(&'static str, Option<&'static str>)> {
-    if name.contains("readonly") || name.contains("escwrite-allow") || name.contains("escwrite-reject") {
+    if name.contains("readonly")
+        || name.contains("escwrite-allow")
+        || name.contains("escwrite-reject")
+    {
         vec![("DSH_PERMISSION_MODE", Some("read-only"))]
     } else if name.contains("danger") {
         vec![("DSH_PERMISSION_MODE", Some("danger-full-access"))]
@@ -207,7 +218,11 @@ impl<'w> Replay<'w> {
     fn run(&mut self, name: &str) {
         let entries = capture(name);
         self.world.scenario(scenario_for(name, &entries));
-        let persona = if name.starts_with("r15") { "0.1.5" } else { "0.2.1" };
+        let persona = if name.starts_with("r15") {
+            "0.1.5"
+        } else {
+            "0.2.1"
+        };
         let mut running = crate::support::acp::start(self.world, persona, |command| {
             for (variable, value) in environment(name) {
                 match value {
@@ -288,7 +303,11 @@ impl<'w> Replay<'w> {
             exit if exit.starts_with("exit ") => {
                 let status = running.wait();
                 assert_eq!(code(status).to_string(), &exit[5..], "{name}: exit status");
-                assert_eq!(running.rest(), Vec::<Value>::new(), "{name}: frames after the end");
+                assert_eq!(
+                    running.rest(),
+                    Vec::<Value>::new(),
+                    "{name}: frames after the end"
+                );
             }
             _ => {}
         }
@@ -326,9 +345,18 @@ impl<'w> Replay<'w> {
         };
         let real = split(&expected, &mut self.real, "");
         let fake = split(&got, &mut self.fake, &world);
-        let text = |frames: &[Value]| -> Vec<String> { frames.iter().map(Value::to_string).collect() };
-        assert_eq!(text(&fake.0), text(&real.0), "{name}: notifications and requests (fake, real)");
-        assert_eq!(text(&fake.1), text(&real.1), "{name}: responses (fake, real)");
+        let text =
+            |frames: &[Value]| -> Vec<String> { frames.iter().map(Value::to_string).collect() };
+        assert_eq!(
+            text(&fake.0),
+            text(&real.0),
+            "{name}: notifications and requests (fake, real)"
+        );
+        assert_eq!(
+            text(&fake.1),
+            text(&real.1),
+            "{name}: responses (fake, real)"
+        );
     }
 }
 
@@ -360,32 +388,65 @@ fn replay_each(names: &[&str]) {
 #[test]
 fn turns_updates_and_tools_match_the_real_frames() {
     replay_each(&[
-        "basic", "textandtool", "twotools", "longtext", "maxtok", "fail401", "nosuchtool",
-        "unicodesep", "badjson", "nocaps", "no-key", "overlap",
+        "basic",
+        "textandtool",
+        "twotools",
+        "longtext",
+        "maxtok",
+        "fail401",
+        "nosuchtool",
+        "unicodesep",
+        "badjson",
+        "nocaps",
+        "no-key",
+        "overlap",
     ]);
 }
 
 #[test]
 fn permission_requests_and_every_answer_match_the_real_frames() {
     replay_each(&[
-        "perm-allow", "perm-reject", "perm-cancel", "perm-error", "perm-bogus", "perm-twice",
-        "readonly-write", "escwrite-allow", "escwrite-reject", "escwrite-ws", "danger-escalate",
+        "perm-allow",
+        "perm-reject",
+        "perm-cancel",
+        "perm-error",
+        "perm-bogus",
+        "perm-twice",
+        "readonly-write",
+        "escwrite-allow",
+        "escwrite-reject",
+        "escwrite-ws",
+        "danger-escalate",
     ]);
 }
 
 #[test]
 fn cancels_closes_signals_and_eof_match_the_real_frames() {
     replay_each(&[
-        "cancel-model", "cancel-req", "cancel-idle", "cancel-perm", "close-mid", "sigterm-mid",
-        "sigint-mid", "eof-mid",
+        "cancel-model",
+        "cancel-req",
+        "cancel-idle",
+        "cancel-perm",
+        "close-mid",
+        "sigterm-mid",
+        "sigint-mid",
+        "eof-mid",
     ]);
 }
 
 #[test]
 fn initialize_sessions_config_and_errors_match_the_real_frames() {
     replay_each(&[
-        "err-init", "err-init2", "err-session", "err-preinit", "preinit-prompt", "framing",
-        "list", "mcp", "config", "config-back",
+        "err-init",
+        "err-init2",
+        "err-session",
+        "err-preinit",
+        "preinit-prompt",
+        "framing",
+        "list",
+        "mcp",
+        "config",
+        "config-back",
     ]);
 }
 

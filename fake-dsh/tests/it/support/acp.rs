@@ -7,7 +7,11 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 
 /// fake-dsh serving ACP as `persona`, with extra environment settings.
-pub fn start(world: &World, persona: &str, extra: impl FnOnce(&mut std::process::Command)) -> Running {
+pub fn start(
+    world: &World,
+    persona: &str,
+    extra: impl FnOnce(&mut std::process::Command),
+) -> Running {
     world.spawn(&["--persona", persona, "--profile", "acp"], extra)
 }
 
@@ -63,7 +67,12 @@ pub fn kinds(frames: &[Value]) -> Vec<String> {
     frames
         .iter()
         .filter(|f| f["method"] == "session/update")
-        .map(|f| f["params"]["update"]["sessionUpdate"].as_str().unwrap_or("?").to_string())
+        .map(|f| {
+            f["params"]["update"]["sessionUpdate"]
+                .as_str()
+                .unwrap_or("?")
+                .to_string()
+        })
         .collect()
 }
 
@@ -139,7 +148,10 @@ fn find_uuid(text: &str) -> Option<(usize, usize)> {
                 at += 1;
             }
             let hex = bytes.get(at..at + len)?;
-            if !hex.iter().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+            if !hex
+                .iter()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            {
                 return None;
             }
             at += len;

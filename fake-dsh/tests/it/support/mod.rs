@@ -265,6 +265,13 @@ impl Running {
         stdin.flush().unwrap();
     }
 
+    /// Writes bytes, reporting a failure (the process stopped reading) instead of panicking.
+    pub fn try_send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let stdin = self.stdin.as_mut().expect("stdin is still open");
+        stdin.write_all(bytes)?;
+        stdin.flush()
+    }
+
     pub fn close_stdin(&mut self) {
         self.stdin = None;
     }
