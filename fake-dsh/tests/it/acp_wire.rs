@@ -130,19 +130,17 @@ fn scenario_for(name: &str, entries: &[Entry]) -> Value {
         }
     }
     let mut turns = Vec::new();
-    let mut tool_cancelled = false;
+    // The last tool call failed, and then the turn was cancelled.
+    let (mut tool_failed, mut cancelled_in_tool) = (false, false);
     for entry in entries {
         match entry {
             Entry::Out(frame) => {
                 let update = &frame["params"]["update"];
                 if update["sessionUpdate"] == "tool_call_update" {
-                    tool_cancelled = update["status"] == "failed";
-                } else if frame["result"]["stopReason"] == "cancelled" && tool_cancelled {
-                    tool_cancelled = name.starts_with("r21");
-                    continue;
+                    tool_failed = update["status"] == "failed";
                 }
-                if frame.get("method").is_none() && frame["result"]["stopReason"] != "cancelled" {
-                    tool_cancelled = false;
+                if frame["result"]["stopReason"] == "cancelled" {
+                    cancelled_in_tool = tool_failed && name.starts_with("r21");
                 }
             }
             Entry::In(line) => {
@@ -154,15 +152,24 @@ fn scenario_for(name: &str, entries: &[Entry]) -> Value {
                     continue;
                 }
                 let text = frame["params"]["prompt"][0]["text"].as_str().unwrap_or("");
-                turns.push(if tool_cancelled {
+                turns.push(if cancelled_in_tool {
                     done.clone()
                 } else {
                     script_turn(text, streamed)
                 });
-                tool_cancelled = false;
+                (tool_failed, cancelled_in_tool) = (false, false);
             }
             _ => {}
         }
+    }
+    let overlapping = entries.iter().any(|entry| {
+        matches!(entry, Entry::Out(frame)
+            if frame["error"]["message"].as_str().is_some_and(|m| m.contains("already in flight")))
+    });
+    if overlapping {
+        // The real model took its time (about 200 ms) while the second prompt was refused:
+        // the fake's first reply takes a second, so the second prompt finds the first in flight.
+        turns[0]["replies"][0]["delay_ms"] = json!(1000);
     }
     json!({"acp": {"turns": turns}})
 }
