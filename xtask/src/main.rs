@@ -15,6 +15,7 @@
 //!   client wheels under `target/real-dsh-runtime-bin/`.
 
 mod bench;
+mod bench_acp;
 mod bench_real_dsh;
 mod bench_runs;
 mod bench_sdk;
@@ -63,8 +64,12 @@ enum Task {
     Bench {
         /// Only the SDK row (fake-dsh `--profile sdk` to `initialize`, `echo`, the real runtime):
         /// builds only fake-dsh, prints the row, leaves docs/performance.md alone.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "acp")]
         sdk: bool,
+        /// Only the ACP row (fake-dsh `--profile acp` to `initialize`, `echo`, the real
+        /// runtime), as `--sdk` does for the SDK row.
+        #[arg(long)]
+        acp: bool,
     },
     /// Run the corpus against every reference-host mutant; rewrite docs/kill-matrix.json and the
     /// README's kill matrix.
@@ -91,8 +96,12 @@ fn main() -> ExitCode {
         Task::Ci => ci::ci(),
         Task::CheckCorpus => check_corpus(),
         Task::InstallFakeDsh { dir, force } => install_fake_dsh(&dir, force),
-        Task::Bench { sdk: false } => bench(),
-        Task::Bench { sdk: true } => bench_sdk_row(),
+        Task::Bench {
+            sdk: false,
+            acp: false,
+        } => bench(),
+        Task::Bench { sdk: true, .. } => bench_row(bench_sdk::rows),
+        Task::Bench { acp: true, .. } => bench_row(bench_acp::rows),
         Task::Mutants => kill_matrix(),
         Task::Stress(args) => stress::stress(&args),
         Task::Dist(args) => dist::main(&args),
@@ -262,6 +271,7 @@ fn bench() -> Outcome {
         let mut figures = bench::checker_throughput(&checker_bench)?;
         figures.push(bench::cold_start(&kit)?);
         figures.extend(bench_sdk::rows(&kit)?);
+        figures.extend(bench_acp::rows(&kit)?);
         figures.extend(bench_real_dsh::rows(&kit, &workspace_root())?);
         let corpus = bench::corpus(&kit, bench::spawn_cost()?)?;
         let cases = corpus.cases;
@@ -283,12 +293,12 @@ fn bench() -> Outcome {
     })
 }
 
-/// `bench --sdk`: the SDK row alone, on a release fake-dsh.
-fn bench_sdk_row() -> Outcome {
+/// `bench --sdk` / `bench --acp`: one surface's row alone, on a release fake-dsh.
+fn bench_row(rows: fn(&Kit) -> Result<Vec<bench::Figure>, String>) -> Outcome {
     let mut build = cargo();
     build.args(["build", "--quiet", "--release", "--package", "fake-dsh"]);
     run("build fake-dsh", build)?;
-    let figures = bench_sdk::rows(&Kit::built(true)).map_err(|message| Failure {
+    let figures = rows(&Kit::built(true)).map_err(|message| Failure {
         message: format!("bench: {message}"),
         code: 2,
     })?;

@@ -29,14 +29,28 @@ pub fn agent() -> &'static Agent {
 /// Serves ACP on stdin/stdout; never returns.
 pub fn run(state: Agent) -> ! {
     let _ = AGENT.set(state);
-    start_signal_thread();
-    crate::process::start_watchdog();
     let delay = agent().scenario.initialize_delay_ms;
     if delay > 0 {
         // The real runtime loads its plugin tree before it reads a request (F1.5).
         std::thread::sleep(std::time::Duration::from_millis(delay));
     }
     read_lines()
+}
+
+/// The signal thread and the watchdog. Signals stay blocked until the signal thread runs, so
+/// one sent before is handled the moment it starts.
+fn start_background() {
+    start_signal_thread();
+    crate::process::start_watchdog();
+}
+
+/// Whether stdin can be read without blocking (a line, or EOF).
+fn stdin_ready() -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|ready| ready > 0)
 }
 
 /// SIGTERM (0), SIGINT (130) and SIGHUP (129) answer every prompt in flight `cancelled`, then
@@ -71,24 +85,19 @@ fn start_signal_thread() {
 /// The longest line read: the kit's line bound (1 MiB).
 pub const MAX_LINE_BYTES: usize = dsh_protocol::MAX_LINE_BYTES;
 
+/// Reads lines until EOF. The lines already waiting at start (a client writes `initialize` as
+/// it spawns the agent) are answered before the signal thread and the watchdog start, so
+/// neither delays that answer.
 fn read_lines() -> ! {
-    use dsh_protocol::LineEvent;
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
     let mut framer = dsh_protocol::LineFramer::with_limit(MAX_LINE_BYTES);
-    loop {
-        let chunk = match reader.fill_buf() {
-            Ok([]) => break,
-            Ok(chunk) => chunk,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        let read = chunk.len();
-        framer.push_each(chunk, |event| match event {
-            LineEvent::Line { bytes, .. } => handle_line(bytes),
-            LineEvent::TooLarge { number } => too_long(number),
-            LineEvent::Truncated { .. } => {}
-        });
-        reader.consume(read);
+    let mut open = true;
+    if stdin_ready() {
+        open = feed(&mut reader, &mut framer);
+    }
+    start_background();
+    while open {
+        open = feed(&mut reader, &mut framer);
     }
     journal::record(Event::StdinClosed);
     if wire().is_closed() {
@@ -97,6 +106,25 @@ fn read_lines() -> ! {
     }
     let _answering = lock(&agent().answering);
     wire().end(&[], 0, ExitReason::StdinClosed)
+}
+
+/// Reads what stdin has (one buffer) and handles the lines it completes; false at EOF or on a
+/// read error.
+fn feed(reader: &mut impl BufRead, framer: &mut dsh_protocol::LineFramer) -> bool {
+    use dsh_protocol::LineEvent;
+    let chunk = match reader.fill_buf() {
+        Ok([]) => return false,
+        Ok(chunk) => chunk,
+        Err(error) => return error.kind() == std::io::ErrorKind::Interrupted,
+    };
+    let read = chunk.len();
+    framer.push_each(chunk, |event| match event {
+        LineEvent::Line { bytes, .. } => handle_line(bytes),
+        LineEvent::TooLarge { number } => too_long(number),
+        LineEvent::Truncated { .. } => {}
+    });
+    reader.consume(read);
+    true
 }
 
 /// A line past the bound, as soon as it passes it: journaled as a `command` whose `raw` says
