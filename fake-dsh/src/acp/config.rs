@@ -3,7 +3,6 @@
 //! release offers them, and `session/set_config_option`'s rules and errors, 0.2.1's refusal to
 //! switch back to its own default model included (F6.3).
 
-use super::rpc;
 use crate::sdk::session::Persona;
 use serde_json::{json, Value};
 
@@ -131,50 +130,31 @@ impl Config {
         ])
     }
 
-    /// `session/set_config_option`'s change (the params' `configId` and `value`, the session
-    /// already found): the error is `(message, data)` of a `-32602`.
-    pub fn set(&mut self, config_id: &str, value: Option<&Value>) -> Result<(), Refusal> {
-        let Some(Value::String(value)) = value else {
-            return Err(Refusal::Zod(rpc::tree(&[
-                ("type", "Invalid input: expected \"boolean\"".to_string()),
-                ("value", rpc::expected("string", value)),
-            ])));
-        };
+    /// `session/set_config_option`'s change (the params' `configId` and string `value`, the
+    /// session already found): a refusal is the message of `-32602 "Invalid params: ..."`.
+    pub fn set(&mut self, config_id: &str, value: &str) -> Result<(), String> {
         match config_id {
             "model" => {
                 let offered = self
                     .models()
                     .into_iter()
-                    .find(|(id, ..)| model_value(id) == *value);
-                let (id, ..) = offered
-                    .ok_or_else(|| Refusal::Message(format!("unknown model option: {value}")))?;
+                    .find(|(id, ..)| model_value(id) == value);
+                let (id, ..) = offered.ok_or_else(|| format!("unknown model option: {value}"))?;
                 self.model = id.to_string();
             }
             "reasoning_effort" => {
-                if !EFFORTS.iter().any(|(effort, ..)| effort == value) {
-                    return Err(Refusal::Message(format!(
+                if !EFFORTS.iter().any(|(effort, ..)| *effort == value) {
+                    return Err(format!(
                         "unknown reasoning effort for {PROVIDER}/{}: {value}",
                         self.model
-                    )));
+                    ));
                 }
-                self.effort = value.clone();
+                self.effort = value.to_string();
             }
-            other => {
-                return Err(Refusal::Message(format!(
-                    "unknown session config option: {other}"
-                )))
-            }
+            other => return Err(format!("unknown session config option: {other}")),
         }
         Ok(())
     }
-}
-
-/// Why a change was refused: `-32602 "Invalid params: <message>"`, or `"Invalid params"` with
-/// a zod tree.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Refusal {
-    Message(String),
-    Zod(Value),
 }
 
 #[cfg(test)]
@@ -199,18 +179,18 @@ mod tests {
             DEFAULT_MODEL
         );
         config
-            .set("model", Some(&json!(model_value("deepseek-v4-pro"))))
+            .set("model", &model_value("deepseek-v4-pro"))
             .unwrap();
         assert_eq!(values(&config).len(), 2);
         assert_eq!(
             values(&Config::new(Persona::V021, false)),
             [model_value(DEFAULT_MODEL)]
         );
-        let back = config.set("model", Some(&json!(model_value(DEFAULT_MODEL))));
+        let back = config.set("model", &model_value(DEFAULT_MODEL));
         assert_eq!(
             back,
-            Err(Refusal::Message(
-                "unknown model option: [\"deepseek-official\",\"deepseek-v4-flash\"]".into()
+            Err(String::from(
+                "unknown model option: [\"deepseek-official\",\"deepseek-v4-flash\"]"
             ))
         );
     }
@@ -220,33 +200,24 @@ mod tests {
         let mut config = Config::new(Persona::V015, true);
         assert_eq!(values(&config).len(), 4);
         config
-            .set("model", Some(&json!(model_value("deepseek-v4-pro"))))
+            .set("model", &model_value("deepseek-v4-pro"))
             .unwrap();
-        config
-            .set("model", Some(&json!(model_value(DEFAULT_MODEL))))
-            .unwrap();
+        config.set("model", &model_value(DEFAULT_MODEL)).unwrap();
         assert_eq!(
-            config.set("model", Some(&json!("deepseek-v4-pro"))),
-            Err(Refusal::Message(
-                "unknown model option: deepseek-v4-pro".into()
-            ))
+            config.set("model", "deepseek-v4-pro"),
+            Err(String::from("unknown model option: deepseek-v4-pro"))
         );
         assert_eq!(
-            config.set("reasoning_effort", Some(&json!(""))),
-            Err(Refusal::Message(
-                "unknown reasoning effort for deepseek-official/deepseek-v4-flash: ".into()
+            config.set("reasoning_effort", ""),
+            Err(String::from(
+                "unknown reasoning effort for deepseek-official/deepseek-v4-flash: "
             ))
         );
-        config.set("reasoning_effort", Some(&json!("max"))).unwrap();
+        config.set("reasoning_effort", "max").unwrap();
         assert_eq!(config.options()[1]["currentValue"], "max");
         assert_eq!(
-            config.set("x", Some(&json!("y"))),
-            Err(Refusal::Message("unknown session config option: x".into()))
+            config.set("x", "y"),
+            Err(String::from("unknown session config option: x"))
         );
-        assert!(matches!(
-            config.set("reasoning_effort", Some(&json!(true))),
-            Err(Refusal::Zod(data)) if data["value"]["_errors"][0]
-                == "Invalid input: expected string, received boolean"
-        ));
     }
 }

@@ -3,7 +3,7 @@
 //! `session/resume`, `session/close`, `session/set_config_option`; and `-32601` for every other
 //! method (`session/load`, `session/set_mode`, `session/set_model`, `session/fork`, ...).
 
-use super::config::{Config, Refusal};
+use super::config::Config;
 use super::rpc::{self, expected, tree};
 use super::state::{lock, Agent, Session};
 use super::wire::code;
@@ -306,20 +306,20 @@ pub fn close(agent: &Agent, params: &Value) -> Answer {
 
 /// `session/set_config_option {sessionId, configId, value}` (F6): the whole new state.
 pub fn set_config_option(agent: &Agent, params: &Value) -> Answer {
-    if let Some(value) = params.get("value").filter(|v| !v.is_string()) {
-        return Err(zod(tree(&[
-            ("type", "Invalid input: expected \"boolean\"".to_string()),
-            ("value", expected("string", Some(value))),
-        ])));
-    }
+    let value = match params.get("value") {
+        Some(Value::String(value)) => value,
+        other => {
+            return Err(zod(tree(&[
+                ("type", "Invalid input: expected \"boolean\"".to_string()),
+                ("value", expected("string", other)),
+            ])))
+        }
+    };
     let session = named_session(agent, params)?;
     let config_id = params["configId"].as_str().unwrap_or_default();
     let mut state = lock(&session.state);
-    match state.config.set(config_id, params.get("value")) {
-        Ok(()) => Ok(json!({"configOptions": state.config.options()})),
-        Err(Refusal::Message(message)) => Err(invalid(message)),
-        Err(Refusal::Zod(data)) => Err(zod(data)),
-    }
+    state.config.set(config_id, value).map_err(invalid)?;
+    Ok(json!({"configOptions": state.config.options()}))
 }
 
 /// Whether a request's `params` is an object, else the transport's `-32602` (F2.3).

@@ -55,8 +55,9 @@ pub fn ask(
                    {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
                    {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"}]}),
     );
+    // The request stays pending until the client answers it, even after a cancel: a late
+    // answer is taken silently (F8.1).
     let woken = turn.wait(None);
-    lock(&agent.pending).remove(&id.to_string());
     let cancelled = format!("Error: approval for escalating to \"{target}\" was cancelled");
     match woken {
         Woken::Cancelled => Decision::Cancelled(cancelled),

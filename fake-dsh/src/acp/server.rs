@@ -184,35 +184,31 @@ fn handle_line(bytes: &[u8]) {
 /// A request: answered now, or (a prompt) when its turn ends.
 fn request(id: &Value, method: &str, params: Option<&Value>) {
     let agent = agent();
-    let answer = match method {
-        "initialize"
-        | "authenticate"
-        | "session/new"
-        | "session/list"
-        | "session/resume"
-        | "session/close"
-        | "session/set_config_option"
-        | "session/prompt" => methods::object_params(params).and_then(|params| match method {
-            "initialize" => methods::initialize(params),
-            "authenticate" => Ok(json!({})),
-            "session/new" => methods::new_session(agent, params),
-            "session/list" => methods::list(agent, params),
-            "session/resume" => methods::resume(agent, params),
-            "session/close" => methods::close(agent, params),
-            "session/set_config_option" => methods::set_config_option(agent, params),
-            _ => prompt(id, params).map(|()| Value::Null),
-        }),
-        other => Err(methods::not_found(other)),
+    let handler: fn(&Agent, &Value) -> methods::Answer = match method {
+        "initialize" => |_, params| methods::initialize(params),
+        "authenticate" => |_, _| Ok(json!({})),
+        "session/new" => methods::new_session,
+        "session/list" => methods::list,
+        "session/resume" => methods::resume,
+        "session/close" => methods::close,
+        "session/set_config_option" => methods::set_config_option,
+        "session/prompt" => {
+            // Answered when its turn ends, or now when refused.
+            if let Err(error) = methods::object_params(params).and_then(|p| prompt(id, p)) {
+                fail(id, error);
+            }
+            return;
+        }
+        other => return fail(id, methods::not_found(other)),
     };
-    match answer {
-        Ok(Value::Null) if method == "session/prompt" => {}
+    match methods::object_params(params).and_then(|params| handler(agent, params)) {
         Ok(result) => wire().respond(id, result),
-        Err(RpcError {
-            code,
-            message,
-            data,
-        }) => wire().fail(id, code, &message, data),
+        Err(error) => fail(id, error),
     }
+}
+
+fn fail(id: &Value, error: RpcError) {
+    wire().fail(id, error.code, &error.message, error.data);
 }
 
 /// `session/cancel {sessionId}` and `$/cancel_request {requestId}` cancel a prompt in flight
@@ -241,7 +237,9 @@ fn notification(method: &str, params: Option<&Value>) {
 
 /// A response: to the permission request it answers, else said on stderr as the real one does.
 fn response(id: &Value, answer: Answer) {
-    let waiting = lock(&agent().pending).get(&id.to_string()).cloned();
+    // An answer to a request the turn stopped waiting for (it was cancelled) is taken
+    // silently, as the real one does (F8.1).
+    let waiting = lock(&agent().pending).remove(&id.to_string());
     match waiting {
         Some(turn) => turn.answer(answer),
         None => {

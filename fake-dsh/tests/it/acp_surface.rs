@@ -425,3 +425,35 @@ fn a_request_line_over_1_mib_ends_the_process_naming_the_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_cancel_during_a_permission_request_takes_the_late_answer_silently() {
+    let world = World::without_profile();
+    world.scenario(json!({"acp": {"turns": [escalating("counter")]}}));
+    let mut running = start(&world, "0.2.1", |_| {});
+    let session = open_session(&mut running, &world);
+    running.send(&request(3, "session/prompt", prompt(&session, "go")));
+    let asked = until_request(&mut running);
+    running.send(&json!({"jsonrpc": "2.0", "method": "session/cancel",
+                         "params": {"sessionId": session}}));
+    let frames = until_response(&mut running, &json!(3));
+    let failed = &frames[0]["params"]["update"];
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(
+        failed["content"][0]["content"]["text"],
+        "Error: approval for escalating to \"danger-full-access\" was cancelled"
+    );
+    assert_eq!(frames[1]["result"]["stopReason"], "cancelled");
+    // What the schema asks of a client that cancels: answer the request `cancelled`.
+    running.send(&json!({"jsonrpc": "2.0", "id": asked["id"],
+                         "result": {"outcome": {"outcome": "cancelled"}}}));
+    let (_, next) = call(&mut running, 4, "session/prompt", prompt(&session, "again"));
+    assert_eq!(next["result"]["stopReason"], "end_turn");
+    running.close_stdin();
+    assert_eq!(code(running.wait()), 0);
+    assert_eq!(
+        String::from_utf8(running.stderr()).unwrap(),
+        "",
+        "taken silently"
+    );
+}
