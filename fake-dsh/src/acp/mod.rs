@@ -67,14 +67,7 @@ fn serve(persona: Persona) -> ! {
         exit_with(1, &message);
     }
     let scenario = load_scenario().unwrap_or_else(|message| exit_with(2, &message));
-    let mode = match std::env::var("DSH_PERMISSION_MODE") {
-        Ok(value) if !value.is_empty() => SandboxMode::named(&value).unwrap_or_else(|| {
-            // 0.2.1 warns and serves on (F1.2); what its tools then do was not tried.
-            crate::output::stderr_bytes(b"dsh: warning: 21 entries did not activate\n");
-            SandboxMode::WorkspaceWrite
-        }),
-        _ => SandboxMode::WorkspaceWrite,
-    };
+    let (mode, fatal_after_answer) = permission_mode(persona);
     let home = crate::home::dsh_home().ok();
     server::run(Agent {
         persona,
@@ -83,6 +76,7 @@ fn serve(persona: Persona) -> ! {
         home,
         claimed: Default::default(),
         mode,
+        fatal_after_answer,
         has_key: std::env::var_os("DEEPSEEK_API_KEY").is_some_and(|key| !key.is_empty()),
         sessions: Default::default(),
         prompts: Default::default(),
@@ -93,9 +87,7 @@ fn serve(persona: Persona) -> ! {
     })
 }
 
-/// 0.2.1's start-up failures on relative directories (F1.2); 0.1.5 takes them. A bad
-/// `DSH_PERMISSION_MODE` on 0.1.5 is refused here too (the real one answers `initialize`
-/// first: not played).
+/// 0.2.1's start-up failures on relative directories (F1.2); 0.1.5 takes them.
 fn environment_refusal(persona: Persona) -> Result<(), String> {
     let relative = |name: &str| {
         std::env::var_os(name)
@@ -103,13 +95,6 @@ fn environment_refusal(persona: Persona) -> Result<(), String> {
             .is_some_and(|v| !Path::new(&v).is_absolute())
     };
     if persona == Persona::V015 {
-        let mode = std::env::var("DSH_PERMISSION_MODE").unwrap_or_default();
-        if !mode.is_empty() && SandboxMode::named(&mode).is_none() {
-            return Err(format!(
-                "Error: dsh: plugin tree failed to load: sandbox-policy: invalid permission mode \
-                 {mode:?}"
-            ));
-        }
         return Ok(());
     }
     let cache_unset = std::env::var_os("DSH_RESOURCE_CACHE").is_none_or(|v| v.is_empty());
@@ -128,6 +113,41 @@ fn environment_refusal(persona: Persona) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// The sandbox mode `DSH_PERMISSION_MODE` names (F1.2; `workspace-write` when unset). A value
+/// naming none: 0.2.1 warns on stderr (the first lines of its warning) and serves on in
+/// `workspace-write` (what its tools then do was not observed); 0.1.5 answers its first request
+/// and then ends, exit 1, with this error on stderr (the first two lines of the real one's).
+fn permission_mode(persona: Persona) -> (SandboxMode, Option<String>) {
+    let value = std::env::var("DSH_PERMISSION_MODE").unwrap_or_default();
+    if value.is_empty() {
+        return (SandboxMode::WorkspaceWrite, None);
+    }
+    if let Some(mode) = SandboxMode::named(&value) {
+        return (mode, None);
+    }
+    let invalid = format!(
+        "- $.mode expected \"read-only\" | \"workspace-write\" | \"danger-full-access\" but got \
+         {} (at mode)",
+        serde_json::Value::from(value)
+    );
+    if persona == Persona::V015 {
+        let error = format!(
+            "Error: dsh: plugin tree failed to load: failed to apply loader entry include \
+             (cordis:include): failed to apply loader entry sandbox-policy \
+             (@deepseek-ai/dsh-sandbox-policy): invalid config:\n  {invalid}\n"
+        );
+        return (SandboxMode::WorkspaceWrite, Some(error));
+    }
+    crate::output::stderr_bytes(
+        format!(
+            "dsh: warning: 21 entries did not activate\nsandbox-policy \
+             (@deepseek-ai/dsh-sandbox-policy): ValidationError: invalid config:\n  {invalid}\n"
+        )
+        .as_bytes(),
+    );
+    (SandboxMode::WorkspaceWrite, None)
 }
 
 /// The `acp` member of the scenario file `FAKE_DSH_SCENARIO` names (none set: the default

@@ -205,6 +205,10 @@ fn request(id: &Value, method: &str, params: Option<&Value>) {
         Ok(result) => wire().respond(id, result),
         Err(error) => fail(id, error),
     }
+    if let Some(error) = &agent.fatal_after_answer {
+        crate::output::stderr_bytes(error.as_bytes());
+        wire().end(&[], 1, ExitReason::Error);
+    }
 }
 
 fn fail(id: &Value, error: RpcError) {

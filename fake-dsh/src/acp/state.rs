@@ -53,6 +53,9 @@ pub struct Agent {
     /// The outcome of claiming the home, once tried.
     pub claimed: OnceLock<Result<(), String>>,
     pub mode: SandboxMode,
+    /// 0.1.5 with a bad `DSH_PERMISSION_MODE`: after its first answer the process ends, exit 1,
+    /// with this on stderr (F1.2).
+    pub fatal_after_answer: Option<String>,
     /// Whether `DEEPSEEK_API_KEY` is set: without it every prompt fails (F1.2).
     pub has_key: bool,
     pub sessions: Mutex<HashMap<String, Arc<Session>>>,

@@ -457,3 +457,32 @@ fn a_cancel_during_a_permission_request_takes_the_late_answer_silently() {
         "taken silently"
     );
 }
+
+#[test]
+fn a_bad_permission_mode_warns_on_0_2_1_and_ends_0_1_5_after_its_first_answer() {
+    let world = World::without_profile();
+    let bogus = |command: &mut std::process::Command| {
+        command.env("DSH_PERMISSION_MODE", "bogus");
+    };
+    let mut old = start(&world, "0.1.5", bogus);
+    let (_, answered) = call(&mut old, 1, "initialize", json!({"protocolVersion": 1}));
+    assert_eq!(answered["result"]["protocolVersion"], 1);
+    assert_eq!(code(old.wait()), 1);
+    let stderr = String::from_utf8(old.stderr()).unwrap();
+    assert!(
+        stderr.starts_with("Error: dsh: plugin tree failed to load: "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("but got \"bogus\" (at mode)"), "{stderr}");
+    let mut new = start(&world, "0.2.1", bogus);
+    call(&mut new, 1, "initialize", json!({"protocolVersion": 1}));
+    let (_, listed) = call(&mut new, 2, "session/list", json!({}));
+    assert_eq!(listed["result"]["sessions"], json!([]), "serves on");
+    new.close_stdin();
+    assert_eq!(code(new.wait()), 0);
+    let stderr = String::from_utf8(new.stderr()).unwrap();
+    assert!(
+        stderr.starts_with("dsh: warning: 21 entries did not activate\n"),
+        "{stderr}"
+    );
+}
