@@ -1,5 +1,5 @@
 //! The ACP agent's request loop (facts F2, F8, F9): newline-delimited JSON-RPC read through the
-//! kit's bounded line framer (a line over 1 MiB ends the process, exit 2, naming the line), each
+//! kit's bounded line framer (a line over 64 MiB ends the process, exit 2, naming the line), each
 //! line journaled and classified (bytes after the last newline are never handled) ([`super::rpc`]); requests dispatched at once (a prompt's turn
 //! on its own thread, so responses come out of request order), notifications (`session/cancel`,
 //! `$/cancel_request`) and responses to the agent's own requests handed to the waiting turn. A
@@ -82,8 +82,9 @@ fn start_signal_thread() {
     });
 }
 
-/// The longest line read: the kit's line bound (1 MiB).
-pub const MAX_LINE_BYTES: usize = dsh_protocol::MAX_LINE_BYTES;
+/// The longest line read: 64 MiB. The real runtime answered a 2 MiB line as any other
+/// (observed 2026-12-06; longer ones were not tried); fake-dsh bounds what it holds.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
 
 /// Reads lines until EOF. The lines already waiting at start (a client writes `initialize` as
 /// it spawns the agent) are answered before the signal thread and the watchdog start, so
@@ -129,7 +130,7 @@ fn feed(reader: &mut impl BufRead, framer: &mut dsh_protocol::LineFramer) -> boo
 
 /// A line past the bound, as soon as it passes it: journaled as a `command` whose `raw` says
 /// so, said on stderr naming the line and the bound, exit 2 (fake-dsh's status for its own
-/// limits; the real runtime's behaviour on such a line is not observed).
+/// limits).
 fn too_long(number: usize) -> ! {
     journal::record(Event::Command {
         command: None,
@@ -139,8 +140,8 @@ fn too_long(number: usize) -> ! {
     });
     crate::output::stderr_bytes(
         format!(
-            "fake-dsh: stdin line {number} is longer than {MAX_LINE_BYTES} bytes (1 MiB), the \
-             limit of an ACP message line; exiting\n"
+            "fake-dsh: stdin line {number} is longer than {MAX_LINE_BYTES} bytes (64 MiB), \
+             fake-dsh's limit of an ACP message line; exiting\n"
         )
         .as_bytes(),
     );

@@ -215,8 +215,17 @@ fn write(session: &Session, arguments: &Value, mode: SandboxMode) -> Result<Stri
 
 fn read(session: &Session, arguments: &Value) -> Result<String, String> {
     let path = target(session, arguments)?;
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("Error: cannot read {}: {e}", path.display()))?;
+    // Both releases: `Error: cannot read "<path>": not found` (observed 2026-12-06).
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound => "not found".to_string(),
+            _ => e.to_string(),
+        };
+        format!(
+            "Error: cannot read {}: {why}",
+            Value::from(path.display().to_string())
+        )
+    })?;
     lock(&session.state).known_files.insert(path.clone());
     let lines: Vec<String> = text
         .lines()

@@ -407,21 +407,26 @@ fn a_batch_wedges_the_agent_until_a_signal() {
 }
 
 #[test]
-fn a_request_line_over_1_mib_ends_the_process_naming_the_line() {
+fn a_2_mib_line_is_answered_and_one_over_64_mib_ends_the_process_naming_it() {
     let world = World::without_profile();
     let mut running = start(&world, "0.2.1", |_| {});
-    running.send(&request(1, "initialize", json!({"protocolVersion": 1})));
-    assert_eq!(running.next_frame()["id"], 1);
+    let long = request(1, "session/list", json!({"cursor": "a".repeat(2 << 20)}));
+    running.send(&long);
+    let refused = running.next_frame();
+    assert_eq!(
+        refused["error"]["message"],
+        "Invalid params: session/list cursor is invalid"
+    );
     let huge = format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"x\",\"params\":\"{}\"}}\n",
-        "a".repeat(2 << 20)
+        "a".repeat(65 << 20)
     );
     // The agent stops reading once the line passes the bound: the write may fail.
     let _ = running.try_send_raw(huge.as_bytes());
     assert_eq!(code(running.wait()), 2);
     let stderr = String::from_utf8(running.stderr()).unwrap();
     assert!(
-        stderr.contains("stdin line 2 is longer than 1048576 bytes"),
+        stderr.contains("stdin line 2 is longer than 67108864 bytes"),
         "{stderr}"
     );
 }
