@@ -47,7 +47,7 @@ fn capture(name: &str) -> Vec<Entry> {
 
 /// The kit's model script (the one the captures ran against) as the fake's turn for one
 /// accepted prompt: the same replies, keyed by the same words, in the script's order.
-fn script_turn(prompt: &str, slow_streams: bool) -> Value {
+fn script_turn(prompt: &str, timing: &Timing) -> Value {
     let done = json!({"reasoning": "The file is written.", "text": "I wrote index.html."});
     let page = "<!doctype html><title>Landing</title><h1>Landing page</h1>\n";
     let write = |reasoning: &str| {
@@ -87,10 +87,14 @@ fn script_turn(prompt: &str, slow_streams: bool) -> Value {
         return json!({"replies": [{"text": "This answer is cut"}], "stop": "max_tokens"});
     } else if has("fail401") {
         return json!({"fail": "model-server: scripted HTTP 401"});
+    } else if has("failaftertool") {
+        return json!({"replies": [{"reasoning": "Probe first.", "tool_calls":
+            [{"name": "probe_then_fail", "arguments": {"x": 1}}]}],
+            "fail": "model-server: scripted HTTP 401"});
     } else if has("slow") {
         let mut slow = write("I will write the page.");
-        slow["delay_ms"] = json!(600_000);
-        if slow_streams {
+        slow["delay_ms"] = json!(if timing.slow_finishes { 1000 } else { 600_000 });
+        if timing.streamed {
             slow["reasoning_streams_after_ms"] = json!(0);
         }
         json!([slow, done])
@@ -107,40 +111,81 @@ fn script_turn(prompt: &str, slow_streams: bool) -> Value {
     json!({"replies": replies})
 }
 
-/// The `acp` scenario for a capture: one scripted turn per prompt the real runtime accepted
-/// (answered with a result or a turn failure, not refused with `-32602`). On 0.2.1 a prompt
-/// after a turn cancelled inside a tool call got the script's after-a-tool reply: 0.2.1's
-/// Messages request folds the old tool result into the new prompt (facts §12), a model-side
-/// difference the fake needs no copy of.
-fn scenario_for(name: &str, entries: &[Entry]) -> Value {
-    let done =
-        json!({"replies": [{"reasoning": "The file is written.", "text": "I wrote index.html."}]});
-    let mut refused = std::collections::HashSet::new();
-    let mut streamed = false;
-    for (index, entry) in entries.iter().enumerate() {
-        let Entry::Out(frame) = entry else { continue };
-        if frame["error"]["code"] == -32602 {
-            refused.insert(frame["id"].to_string());
-        }
-        let next_cancelled = matches!(entries.get(index + 1),
-            Some(Entry::Out(next)) if next["result"]["stopReason"] == "cancelled");
-        let update = &frame["params"]["update"];
-        if update["sessionUpdate"] == "agent_thought_chunk" && next_cancelled {
-            streamed = true;
+/// What a capture's timing shows about the model, for the fake to play alike.
+struct Timing {
+    /// A cancel found reasoning already streamed: a thought chunk came just before `cancelled`.
+    streamed: bool,
+    /// A slow reply ran to its end (two sessions at once) instead of being cut.
+    slow_finishes: bool,
+}
+
+impl Timing {
+    fn of(entries: &[Entry]) -> Timing {
+        let outs: Vec<&Value> = entries
+            .iter()
+            .filter_map(|entry| match entry {
+                Entry::Out(frame) => Some(frame),
+                _ => None,
+            })
+            .collect();
+        let streamed = outs.windows(2).any(|pair| {
+            pair[0]["params"]["update"]["sessionUpdate"] == "agent_thought_chunk"
+                && pair[1]["result"]["stopReason"] == "cancelled"
+        });
+        let slow_ids: Vec<Value> = entries
+            .iter()
+            .filter_map(|entry| match entry {
+                Entry::In(line) => serde_json::from_str::<Value>(line).ok(),
+                _ => None,
+            })
+            .filter(|f| {
+                f["params"]["prompt"][0]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("slow"))
+            })
+            .map(|f| f["id"].clone())
+            .collect();
+        let slow_finishes = outs
+            .iter()
+            .any(|f| slow_ids.contains(&f["id"]) && f["result"]["stopReason"] == "end_turn");
+        Timing {
+            streamed,
+            slow_finishes,
         }
     }
+}
+
+/// The `acp` scenario for a capture: one scripted turn per prompt the real runtime accepted
+/// (answered with a result or a turn failure, not refused with `-32602`). On 0.2.1 a prompt
+/// after a turn that ended (cancelled, or failed) right after a tool result got the script's
+/// after-that-tool reply: 0.2.1's Messages request folds the old tool result into the new
+/// prompt (facts §12), a model-side difference the fake needs no copy of.
+fn scenario_for(name: &str, entries: &[Entry]) -> Value {
+    let timing = Timing::of(entries);
+    let refused: std::collections::HashSet<String> = entries
+        .iter()
+        .filter_map(|entry| match entry {
+            Entry::Out(frame) if frame["error"]["code"] == -32602 => Some(frame["id"].to_string()),
+            _ => None,
+        })
+        .collect();
     let mut turns = Vec::new();
-    // The last tool call failed, and then the turn was cancelled.
-    let (mut tool_failed, mut cancelled_in_tool) = (false, false);
+    // The tool whose result was the last thing of the turn so far, and the one a turn that
+    // ended right after it leaves for the next prompt (0.2.1 only).
+    let (mut last_tool, mut after_tool): (Option<String>, Option<String>) = (None, None);
     for entry in entries {
         match entry {
             Entry::Out(frame) => {
                 let update = &frame["params"]["update"];
-                if update["sessionUpdate"] == "tool_call_update" {
-                    tool_failed = update["status"] == "failed";
+                match update["sessionUpdate"].as_str() {
+                    Some("tool_call") => last_tool = update["title"].as_str().map(String::from),
+                    Some("agent_thought_chunk" | "agent_message_chunk") => last_tool = None,
+                    _ => {}
                 }
-                if frame["result"]["stopReason"] == "cancelled" {
-                    cancelled_in_tool = tool_failed && name.starts_with("r21");
+                let cut = frame["result"]["stopReason"] == "cancelled"
+                    || frame["error"]["code"] == -32603;
+                if cut && name.starts_with("r21") {
+                    after_tool = last_tool.take();
                 }
             }
             Entry::In(line) => {
@@ -152,12 +197,13 @@ fn scenario_for(name: &str, entries: &[Entry]) -> Value {
                     continue;
                 }
                 let text = frame["params"]["prompt"][0]["text"].as_str().unwrap_or("");
-                turns.push(if cancelled_in_tool {
-                    done.clone()
-                } else {
-                    script_turn(text, streamed)
+                turns.push(match after_tool.take().as_deref() {
+                    Some("probe_then_fail") => json!({"fail": "model-server: scripted HTTP 401"}),
+                    Some(_) => json!({"replies": [
+                        {"reasoning": "The file is written.", "text": "I wrote index.html."}]}),
+                    None => script_turn(text, &timing),
                 });
-                (tool_failed, cancelled_in_tool) = (false, false);
+                last_tool = None;
             }
             _ => {}
         }
@@ -172,6 +218,15 @@ fn scenario_for(name: &str, entries: &[Entry]) -> Value {
         turns[0]["replies"][0]["delay_ms"] = json!(1000);
     }
     json!({"acp": {"turns": turns}})
+}
+
+/// What the project held before a capture ran: `write-unread` found the page an earlier
+/// process had made green.
+fn setup(name: &str, world: &World) {
+    if name.ends_with("write-unread") {
+        let page = "<!doctype html><title>Landing</title><body style=\"background: green\"><h1>Landing page</h1>\n";
+        std::fs::write(world.project().join("index.html"), page).unwrap();
+    }
 }
 
 /// The environment a capture ran with (its name says; F1.2).
@@ -225,6 +280,7 @@ impl<'w> Replay<'w> {
     fn run(&mut self, name: &str) {
         let entries = capture(name);
         self.world.scenario(scenario_for(name, &entries));
+        setup(name, self.world);
         let persona = if name.starts_with("r15") {
             "0.1.5"
         } else {
@@ -306,6 +362,28 @@ impl<'w> Replay<'w> {
                     let written = std::fs::read_to_string(&path).unwrap_or_default();
                     assert_eq!(Some(written.as_str()), content.as_str(), "{name}: {file}");
                 }
+            }
+            still if still.starts_with("still running") => {
+                // The process outlived stdin's EOF (a batch wedged it, F2.5): once it has read
+                // the EOF it must still be running; then it is killed, as the capture did.
+                let pid = running.pid();
+                self.world.await_journal("stdin closed", |entry| {
+                    entry["pid"] == pid && entry["event"] == "stdin_closed"
+                });
+                assert!(
+                    running.child.try_wait().unwrap().is_none(),
+                    "{name}: ended at EOF"
+                );
+                running.signal_group(Signal::SIGKILL);
+            }
+            "exit -9" => {
+                use std::os::unix::process::ExitStatusExt;
+                assert_eq!(running.wait().signal(), Some(9), "{name}: killed");
+                assert_eq!(
+                    running.rest(),
+                    Vec::<Value>::new(),
+                    "{name}: frames after the end"
+                );
             }
             exit if exit.starts_with("exit ") => {
                 let status = running.wait();
