@@ -516,6 +516,7 @@ fn cancels_closes_signals_and_eof_match_the_real_frames() {
         "sigterm-mid",
         "sigint-mid",
         "eof-mid",
+        "err-batch",
     ]);
 }
 
