@@ -103,6 +103,30 @@ fn the_default_agent_writes_the_page_then_reads_and_recolours_it() {
     let green = std::fs::read_to_string(&page).unwrap();
     assert_ne!(green, first);
     assert!(green.contains("#2f9e44"), "the green accent: {green}");
+    // The journal holds what the client sent and what the agent wrote (whole once it exits).
+    running.close_stdin();
+    assert_eq!(code(running.wait()), 0);
+    let journal = world.journal_of(running.pid());
+    let methods: Vec<&str> = crate::support::entries(&journal, "command")
+        .filter_map(|e| e["command"]["method"].as_str())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "session/new",
+            "session/prompt",
+            "session/prompt"
+        ]
+    );
+    let frames: Vec<&str> = crate::support::entries(&journal, "frame")
+        .filter_map(|e| e["frame_type"].as_str())
+        .collect();
+    assert_eq!(frames.iter().filter(|f| **f == "response").count(), 4);
+    assert_eq!(
+        frames.iter().filter(|f| **f == "session/update").count(),
+        7 + 11
+    );
 }
 
 #[test]
