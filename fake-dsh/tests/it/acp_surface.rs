@@ -515,3 +515,37 @@ fn a_bad_permission_mode_warns_on_0_2_1_and_ends_0_1_5_after_its_first_answer() 
         "{stderr}"
     );
 }
+
+#[test]
+fn a_missing_file_an_empty_permission_answer_and_a_slow_start_as_observed() {
+    let world = World::without_profile();
+    world.scenario(json!({"acp": {"initialize_delay_ms": 200, "turns": [
+        {"replies": [{"tool_calls": [{"name": "read", "arguments": {"file_path": "missing.txt"}}]}]},
+        escalating("counter")]}}));
+    let mut running = start(&world, "0.1.5", |_| {});
+    let session = open_session(&mut running, &world);
+    let (updates, _) = call(&mut running, 3, "session/prompt", prompt(&session, "a"));
+    let missing = world.project().join("missing.txt");
+    assert_eq!(
+        updates[2]["params"]["update"]["content"][0]["content"]["text"],
+        format!("Error: cannot read \"{}\": not found", missing.display())
+    );
+    running.send(&request(4, "session/prompt", prompt(&session, "b")));
+    let asked = until_request(&mut running);
+    running.send(&json!({"jsonrpc": "2.0", "id": asked["id"]}));
+    let frames = until_response(&mut running, &json!(4));
+    assert_eq!(
+        frames[0]["params"]["update"]["content"][0]["content"]["text"],
+        "Error: sandbox escalation to \"danger-full-access\" requires approval, but no approval \
+         channel is available"
+    );
+    // The start: nothing is read before the scenario's load time has passed.
+    let journal = world.journal_of(running.pid());
+    let started = first_entry(&journal, "start")["t_ms"].as_u64().unwrap();
+    let first_read = first_entry(&journal, "command")["t_ms"].as_u64().unwrap();
+    assert!(
+        first_read >= started + 200,
+        "read at +{} ms",
+        first_read - started
+    );
+}
