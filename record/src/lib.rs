@@ -8,11 +8,13 @@
 //! - [`signals`]: SIGTERM/SIGINT/SIGHUP forwarding to the runtime's process group.
 //! - [`transcript`]: the recording directory and `meta.json`.
 //! - [`fixture`]: recording -> case file; [`sdk`]: `sdk-scenario-from-transcript`, a recorded SDK
-//!   session -> a keyless fake-dsh `sdk` scenario.
+//!   session -> a keyless fake-dsh `sdk` scenario; [`acp`]: a recorded ACP session -> a keyless
+//!   fake-dsh `acp` scenario (its command not wired yet).
 //!
 //! Redaction (credentials, token shapes) is `dsh-results`' [`dsh_results::redact`], shared with
 //! every output that echoes a command line.
 
+pub mod acp;
 pub mod fixture;
 pub mod live;
 pub mod proxy;
