@@ -96,16 +96,7 @@ pub fn scenario_from_recording(
     stdout: &str,
 ) -> Result<(Value, Vec<String>), (usize, String)> {
     let mut notes = Vec::new();
-    // The prompts in the order the client sent them: (id, session).
-    let prompts: Vec<(String, String)> = stdin
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line.trim()).ok())
-        .filter(|frame| frame["method"] == "session/prompt" && frame.get("id").is_some())
-        .map(|frame| {
-            let session = frame["params"]["sessionId"].as_str().unwrap_or_default();
-            (frame["id"].to_string(), session.to_string())
-        })
-        .collect();
+    let prompts = prompts_of(stdin);
     let mut turns: HashMap<String, Turn> = HashMap::new();
     let mut current: HashMap<String, String> = HashMap::new();
     let mut refused = std::collections::HashSet::new();
@@ -155,6 +146,19 @@ pub fn scenario_from_recording(
         .map(|(id, _)| turns.remove(id).unwrap_or_default().finish())
         .collect();
     Ok((json!({"acp": {"turns": turns}}), notes))
+}
+
+/// The prompts in the order the client sent them: (id as JSON text, session id).
+fn prompts_of(stdin: &str) -> Vec<(String, String)> {
+    stdin
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line.trim()).ok())
+        .filter(|frame| frame["method"] == "session/prompt" && frame.get("id").is_some())
+        .map(|frame| {
+            let session = frame["params"]["sessionId"].as_str().unwrap_or_default();
+            (frame["id"].to_string(), session.to_string())
+        })
+        .collect()
 }
 
 /// The scenario with every credential taken out: the credential-named values of `env_secrets`
