@@ -9,6 +9,7 @@ use crate::sdk_check::{drive, request, ModelServer, Step, Wire, World, SESSION_P
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// What the checks need.
@@ -18,6 +19,36 @@ pub struct AcpTarget {
     pub conformance: PathBuf,
     pub limit: Duration,
     pub format: dsh_results::output::Format,
+    /// The frames of every run so far, in order (the fake-vs-real differential compares them).
+    pub recorded: Mutex<Vec<Vec<Value>>>,
+}
+
+impl AcpTarget {
+    /// A target with nothing recorded yet.
+    pub fn new(
+        dsh: PathBuf,
+        conformance: PathBuf,
+        limit: Duration,
+        format: dsh_results::output::Format,
+    ) -> AcpTarget {
+        AcpTarget {
+            dsh,
+            conformance,
+            limit,
+            format,
+            recorded: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Drives one run and records its frames.
+    fn drive(&self, command: Command, steps: &[Step], world: &World) -> Result<Wire, String> {
+        let wire = drive(command, steps, world, self.limit)?;
+        self.recorded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(wire.frames.clone());
+        Ok(wire)
+    }
 }
 
 /// One check: its id, the facts it rests on, its body.
@@ -32,9 +63,11 @@ pub struct AcpCheck {
 fn model_script() -> Value {
     let done = json!({"when": {"last_role": "tool"}, "reasoning": "The file is written.",
                       "text": "I wrote index.html.", "reuse": true});
+    // `textonly` first, whatever the last message's role: after a turn cancelled during its
+    // tool call, 0.2.1's next request folds the tool result into the new prompt (facts §12).
     json!({"replies": [
+        {"when": {"user_contains": "textonly"}, "text": "Hi.", "reuse": true},
         done,
-        {"when": {"last_role": "user", "user_contains": "textonly"}, "text": "Hi.", "reuse": true},
         {"when": {"last_role": "user", "user_contains": "fail401"}, "status": 401, "reuse": true},
         {"when": {"last_role": "user", "user_contains": "escalate"}, "reuse": true,
          "tool_calls": [{"name": "bash", "arguments": {"description": "Write a file",
@@ -55,6 +88,14 @@ fn fake_escalation() -> Value {
     json!({"replies": [{"tool_calls": [{"name": "bash", "arguments": {"description": "Write a file",
         "command": "echo escalated > esc.txt", "sandbox_permissions": "danger-full-access",
         "justification": "The test needs it."}}]},
+        {"reasoning": "The file is written.", "text": "I wrote index.html."}]})
+}
+
+/// The writing turn of [`model_script`] as a fake-dsh turn.
+fn fake_write() -> Value {
+    json!({"replies": [{"reasoning": "I will write the page.", "tool_calls": [{"name": "write",
+        "arguments": {"file_path": "index.html",
+                      "content": "<!doctype html><title>Landing</title><h1>Landing page</h1>\n"}}]},
         {"reasoning": "The file is written.", "text": "I wrote index.html."}]})
 }
 
@@ -111,7 +152,7 @@ fn run(target: &AcpTarget, fake: Value, steps: &[Step]) -> Result<(Wire, World),
     let (command, _server) = command(target, &world, &fake)?;
     let mut all = open(&world);
     all.extend_from_slice(steps);
-    let wire = drive(command, &all, &world, target.limit)?;
+    let wire = target.drive(command, &all, &world)?;
     Ok((wire, world))
 }
 
@@ -177,7 +218,7 @@ fn write_turn(target: &AcpTarget) -> Result<(), String> {
         Step::Response(json!(3)),
         Step::Eof,
     ];
-    let (wire, world) = run(target, fake_turns(json!([])), &steps)?;
+    let (wire, world) = run(target, fake_turns(json!([fake_write()])), &steps)?;
     let updates = updates(&wire);
     let kinds: Vec<&str> = updates
         .iter()
@@ -377,16 +418,16 @@ fn errors(target: &AcpTarget) -> Result<(), String> {
 /// history replayed) and prompted again.
 fn cold_resume(target: &AcpTarget) -> Result<(), String> {
     let world = World::new()?;
-    let fake = fake_turns(json!([]));
-    let (first, _server) = command(target, &world, &fake)?;
+    let (first, _server) = command(target, &world, &fake_turns(json!([fake_write()])))?;
     let mut steps = open(&world);
     steps.extend([
         prompt(3, "Make a landing page"),
         Step::Response(json!(3)),
         Step::Eof,
     ]);
-    drive(first, &steps, &world, target.limit)?;
-    let (second, _server) = command(target, &world, &fake)?;
+    target.drive(first, &steps, &world)?;
+    let hi = fake_turns(json!([{"replies": [{"text": "Hi."}]}]));
+    let (second, _server) = command(target, &world, &hi)?;
     let project = world.path("project");
     let steps = [
         Step::Send(request(json!(1), "session/list", json!({}))),
@@ -401,7 +442,7 @@ fn cold_resume(target: &AcpTarget) -> Result<(), String> {
         Step::Response(json!(3)),
         Step::Eof,
     ];
-    let wire = drive(second, &steps, &world, target.limit)?;
+    let wire = target.drive(second, &steps, &world)?;
     let listed = &response(&wire, &json!(1))?["result"]["sessions"];
     expect(listed.as_array().is_some_and(|s| s.len() == 1), || {
         format!("session/list in a new process: {listed}")
