@@ -2,7 +2,7 @@
 //! `dsh acp` on 0.2.1), a JSON-RPC 2.0 agent over newline-delimited stdio, as the real 0.2.1rc2
 //! and 0.1.5rc1 behave on the wire (the facts and wire captures of docs/surface-acp.md), keyless.
 //!
-//! - [`select`]: whether a command line asks for it (checked before the SDK surfaces);
+//! - [`mod@select`]: whether a command line asks for it (checked before the SDK surfaces);
 //! - [`server`]: the request loop, signals and EOF; [`rpc`]: what one line is; [`wire`]: stdout;
 //! - [`methods`]: `initialize`, the session methods and `-32601`; [`config`]: the config options;
 //! - [`state`]: sessions and prompts in flight; [`store`]: sessions kept in the Harness home;
