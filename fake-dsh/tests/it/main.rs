@@ -9,10 +9,12 @@
 //! surfaces (`--profile sdk|sdk-minimal|headless`, the personas) and their scenario knobs.
 //! `acp_wire`: the ACP surface replaying the real runtime's wire captures member for member;
 //! `acp_surface`: the ACP surface's command line, scenario knobs, adversarial plays, default
-//! agent, cold resume and endings. `support` is their shared test world.
+//! agent, cold resume and endings; `acp_python_sdk`: the official Python ACP SDK on fake-dsh
+//! (the example in `examples/acp-client-python/`). `support` is their shared test world.
 
 mod support;
 
+mod acp_python_sdk;
 mod acp_surface;
 mod acp_wire;
 mod agent;
