@@ -19,16 +19,19 @@ pub enum Surface {
     JsonrpcAgent,
     /// `dsh --profile headless TASK`: one task, the final text on stdout.
     Headless,
+    /// `dsh --profile acp` (`dsh acp` on 0.2.1): an Agent Client Protocol v1 agent.
+    Acp,
 }
 
 impl Surface {
     /// Every surface, in the order help texts list them.
-    pub const ALL: [Surface; 5] = [
+    pub const ALL: [Surface; 6] = [
         Surface::OpenDesign,
         Surface::Sdk,
         Surface::SdkMinimal,
         Surface::JsonrpcAgent,
         Surface::Headless,
+        Surface::Acp,
     ];
 
     /// The name `--surface` takes, and reports print.
@@ -39,6 +42,7 @@ impl Surface {
             Surface::SdkMinimal => "sdk-minimal",
             Surface::JsonrpcAgent => "jsonrpc-agent",
             Surface::Headless => "headless",
+            Surface::Acp => "acp",
         }
     }
 

@@ -17,7 +17,7 @@ const ENV_HELP: &str = "Environment:
   FAKE_DSH_SCENARIO        a case file or scenario to replay instead of the default agent
   FAKE_DSH_JOURNAL         append a journal of what the host did to this file
   FAKE_DSH_VERSION         the version `--version` reports
-  FAKE_DSH_PERSONA         the SDK/headless release to imitate: 0.2.1 (default), 0.1.5, 0.1.1
+  FAKE_DSH_PERSONA         the SDK/headless/ACP release to imitate: 0.2.1 (default), 0.1.5, 0.1.1
   FAKE_DSH_IDENTITY_PATCH  JSON merged into the probe and ready frames
   FAKE_DSH_WATCHDOG_SECS   exit after this many seconds whatever happens
   MULTICA_DSH_SESSION_ROOT the multica profile's session store (instead of $DSH_HOME/sessions)";

@@ -11,7 +11,9 @@
 //!   watchdog, grandchildren; [`home`]: `DSH_HOME` and the profile; [`sessions`]: session records;
 //!   [`profile`]: the per-profile identity table (`open-design`, `multica`).
 //! - [`sdk`]: the SDK JSON-RPC runtime surfaces; [`headless`]: `--profile headless TASK`.
+//! - [`acp`]: the Agent Client Protocol surface (`--profile acp`).
 
+pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod design;

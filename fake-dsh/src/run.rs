@@ -28,6 +28,9 @@ pub fn main() -> ! {
         .filter(|value| !value.is_empty())
         .map(std::path::PathBuf::from);
     let journal = journal::install(Journal::open(journal_path));
+    if let Some(surface) = crate::acp::select(&std::env::args_os().collect::<Vec<_>>()) {
+        crate::acp::run(surface);
+    }
     if let Some(surface) = crate::sdk::select(&std::env::args_os().collect::<Vec<_>>()) {
         crate::sdk::run(surface);
     }

@@ -23,6 +23,8 @@ pub enum Mode {
     Sdk,
     /// `--profile headless TASK`.
     Headless,
+    /// The Agent Client Protocol agent (`--profile acp`, 0.2.1's `acp`).
+    Acp,
 }
 
 /// Why a process ended.

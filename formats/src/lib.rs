@@ -7,6 +7,7 @@
 //! - [`scenario`]: a fake-dsh scenario, a case's `runtime` (`schemas/scenario.schema.json`).
 //! - [`sdk_scenario`]: the SDK surfaces' scenario, a client case's `runtime`
 //!   (`schemas/sdk-scenario.schema.json`).
+//! - [`acp_scenario`]: the ACP surface's scenario (`schemas/acp-scenario.schema.json`).
 //! - [`journal`]: one line of fake-dsh's journal (docs/journal.md, `schemas/journal.schema.json`).
 //!
 //! Each type serializes to and parses from exactly its schema's shape, and each loader checks what
@@ -14,6 +15,7 @@
 //! compiler then checks in every reader and writer. The schemas themselves stay files in
 //! `schemas/`, embedded by `dsh-protocol`.
 
+pub mod acp_scenario;
 pub mod case;
 pub mod client_case;
 pub mod journal;

@@ -9,11 +9,13 @@
 //! - [`signals`]: SIGTERM/SIGINT/SIGHUP forwarding to the runtime's process group.
 //! - [`transcript`]: the recording directory and `meta.json`.
 //! - [`fixture`]: recording -> case file; [`sdk`]: `sdk-scenario-from-transcript`, a recorded SDK
-//!   session -> a keyless fake-dsh `sdk` scenario.
+//!   session -> a keyless fake-dsh `sdk` scenario; [`acp`]: a recorded ACP session -> a keyless
+//!   fake-dsh `acp` scenario (its command not wired yet).
 //!
 //! Redaction (credentials, token shapes) is `dsh-results`' [`dsh_results::redact`], shared with
 //! every output that echoes a command line.
 
+pub mod acp;
 pub mod fixture;
 pub mod live;
 pub mod proxy;
@@ -41,18 +43,19 @@ pub enum WireKind {
     Headless,
 }
 
-impl From<dsh_engine::surface::Surface> for WireKind {
-    fn from(surface: dsh_engine::surface::Surface) -> Self {
+impl WireKind {
+    /// The wire of a surface `record` checks live; `None` for one it cannot (ACP: recorded by
+    /// hand today, turned into a scenario by [`acp`]).
+    pub fn of(surface: dsh_engine::surface::Surface) -> Option<WireKind> {
         use dsh_engine::surface::Surface;
         match surface {
-            Surface::OpenDesign => WireKind::OpenDesign,
-            Surface::Sdk | Surface::SdkMinimal | Surface::JsonrpcAgent => WireKind::Sdk,
-            Surface::Headless => WireKind::Headless,
+            Surface::OpenDesign => Some(WireKind::OpenDesign),
+            Surface::Sdk | Surface::SdkMinimal | Surface::JsonrpcAgent => Some(WireKind::Sdk),
+            Surface::Headless => Some(WireKind::Headless),
+            Surface::Acp => None,
         }
     }
-}
 
-impl WireKind {
     /// The wire a runtime command line asks for: `--profile sdk|sdk-minimal` (or
     /// `--profile=...`, or 0.2.1's positional `dsh sdk`), a program named `dsh-jsonrpc-agent` or
     /// fake-dsh's `--persona 0.1.1` are the SDK wire; `--profile headless` (`dsh headless`) is

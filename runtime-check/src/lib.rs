@@ -9,6 +9,7 @@
 //! loopback model server's command ([`model_server`]). A runtime process is `dsh-engine`'s
 //! [`dsh_engine::process`] (its own group, killed with it on drop).
 //!
+//! - [`acp_check`]: the ACP surface's checks (`DSH --profile acp`, docs/surface-acp.md).
 //! - [`members`]: the member-level comparison of two SDK wires (the SDK differential test).
 //! - [`world`]: the temp cwd, Harness home, canaries and commands one check uses.
 //! - [`turn`]: a careful host's single turn, recorded for the checks.
@@ -21,6 +22,7 @@
 //! - [`product`]: the product proof of spec 8 (an HTML file written, then edited after a cold
 //!   resume), judged when the runtime's model calls tools.
 
+pub mod acp_check;
 pub mod checks;
 pub mod members;
 pub mod model_server;

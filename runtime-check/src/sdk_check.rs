@@ -30,7 +30,7 @@ pub fn surface_args(surface: Surface) -> &'static [&'static str] {
     match surface {
         Surface::Sdk => &["--profile", "sdk"],
         Surface::SdkMinimal => &["--profile", "sdk-minimal"],
-        Surface::OpenDesign | Surface::JsonrpcAgent | Surface::Headless => &[],
+        Surface::OpenDesign | Surface::JsonrpcAgent | Surface::Headless | Surface::Acp => &[],
     }
 }
 
@@ -162,6 +162,13 @@ pub enum Step {
     Idle(&'static str),
     /// Wait until a `session.event` of this type arrives.
     Event(&'static str),
+    /// Send this request with every `<session>` in it replaced by the session id the last
+    /// response naming one gave (`sessionId`, or the first of `sessions`): an ACP agent mints
+    /// its session ids.
+    SendToSession(Value),
+    /// Wait until a request of the runtime's own with this method arrives (ACP's
+    /// `session/request_permission`).
+    Method(&'static str),
     /// Wait until the model server's log (its path) holds this many requests that offer tools:
     /// turn requests, not the headless profile's title request.
     ModelRequests(PathBuf, usize),
@@ -189,6 +196,9 @@ pub struct Wire {
     pub stderr: String,
     pub files: Vec<String>,
 }
+
+/// The placeholder [`Step::SendToSession`] replaces with the session id.
+pub const SESSION_PLACEHOLDER: &str = "<session>";
 
 /// The most of a runtime's raw stdout a [`Wire`] keeps.
 const RAW_STDOUT_BOUND: usize = 64 << 20;
@@ -264,6 +274,26 @@ pub fn drive(
                     && v["params"]["status"] == "idle"
             }),
             Step::Event(kind) => wait(&mut seen, &|v| v["params"]["event"]["type"] == *kind),
+            Step::SendToSession(request) => {
+                let session = seen
+                    .iter()
+                    .rev()
+                    .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                    .find_map(|v| {
+                        let result = &v["result"];
+                        let id = result["sessionId"].as_str();
+                        id.or(result["sessions"][0]["sessionId"].as_str())
+                            .map(str::to_string)
+                    })
+                    .unwrap_or_default();
+                let request = request.to_string().replace(SESSION_PLACEHOLDER, &session);
+                if let Some(stdin) = stdin.as_mut() {
+                    let _ = stdin.write_all(format!("{request}\n").as_bytes());
+                }
+            }
+            Step::Method(method) => wait(&mut seen, &|v| {
+                v["method"] == *method && v.get("id").is_some()
+            }),
             Step::Signal(signal) => {
                 let _ =
                     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), *signal);

@@ -17,6 +17,7 @@
 //!   client wheels under `target/real-dsh-runtime-bin/`.
 
 mod bench;
+mod bench_acp;
 mod bench_model_server;
 mod bench_python;
 mod bench_real_dsh;
@@ -77,6 +78,10 @@ enum Task {
         /// own start): builds only fake-dsh, prints the row, leaves docs/performance.md alone.
         #[arg(long, conflicts_with = "sdk")]
         python: bool,
+        /// Only the ACP row (fake-dsh `--profile acp` to `initialize`, `echo`, the real
+        /// runtime), as `--sdk` does for the SDK row.
+        #[arg(long, conflicts_with_all = ["sdk", "python"])]
+        acp: bool,
     },
     /// Run the corpus against every reference-host mutant; rewrite docs/kill-matrix.json and the
     /// kill matrix in docs/kill-matrix.md.
@@ -111,6 +116,7 @@ fn main() -> ExitCode {
         Task::InstallFakeDsh { dir, force } => install_fake_dsh(&dir, force),
         Task::Bench { sdk: true, .. } => bench_one_row(bench_sdk::rows),
         Task::Bench { python: true, .. } => bench_one_row(bench_python::rows),
+        Task::Bench { acp: true, .. } => bench_one_row(bench_acp::rows),
         Task::Bench { .. } => bench(),
         Task::Mutants => kill_matrix(),
         Task::Stress(args) => stress::stress(&args),
@@ -287,6 +293,7 @@ fn bench() -> Outcome {
         figures.push(bench::cold_start(&kit)?);
         figures.extend(bench_sdk::rows(&kit)?);
         figures.extend(bench_python::rows(&kit)?);
+        figures.extend(bench_acp::rows(&kit)?);
         figures.extend(bench_real_dsh::rows(&kit, &workspace_root())?);
         let corpus = bench::corpus(&kit, bench::spawn_cost()?)?;
         let cases = corpus.cases;

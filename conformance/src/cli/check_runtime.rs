@@ -1,5 +1,5 @@
 //! `check-runtime`: a runtime judged from the host's side (`dsh-runtime-check`), on the
-//! open-design surface or one of the SDK surfaces.
+//! open-design surface, one of the SDK surfaces, or ACP (as its client).
 
 use super::options::{format_parser, heading, surface_parser, RuntimeUnderTest, Select, Timing};
 use dsh_engine::surface::Surface;
@@ -7,7 +7,9 @@ use dsh_results::output::Format;
 use dsh_runtime_check::checks::CHECKS;
 use dsh_runtime_check::verdict::Status;
 use dsh_runtime_check::world::Target;
-use dsh_runtime_check::{install_bundle, run_checks, sdk_check, select_checks, CannotRun};
+use dsh_runtime_check::{
+    acp_check, install_bundle, run_checks, sdk_check, select_checks, CannotRun,
+};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,6 +65,7 @@ pub fn main(args: Args) -> ExitCode {
         (_, Some(_)) if args.dsh_home.is_some() || args.bundle.is_some() => Err(CannotRun(
             format!("--dsh-home and --bundle are the open-design surface's, not {surface}'s"),
         )),
+        (Surface::Acp, Some(dsh)) => acp(&args, dsh.to_path_buf()),
         (_, Some(dsh)) => sdk(&args, surface, dsh.to_path_buf()),
     };
     match outcome {
@@ -78,6 +81,10 @@ fn list(surface: Surface) {
     if surface == Surface::OpenDesign {
         for check in CHECKS {
             println!("{:<28} {:<28} {}", check.id, check.rule, check.summary);
+        }
+    } else if surface == Surface::Acp {
+        for check in acp_check::checks() {
+            println!("{:<28} facts {}", check.id, check.rule);
         }
     } else {
         for check in sdk_check::checks(surface) {
@@ -120,6 +127,41 @@ fn open_design(args: &Args) -> Result<u8, CannotRun> {
     Ok(u8::from(
         results.iter().any(|result| result.status == Status::Fail),
     ))
+}
+
+/// The ACP checks (docs/surface-acp.md), each printed as it finishes on a table; the exit code.
+fn acp(args: &Args, dsh: PathBuf) -> Result<u8, CannotRun> {
+    let conformance = std::env::current_exe()
+        .map_err(|error| CannotRun(format!("cannot find myself: {error}")))?;
+    let ids: Vec<&str> = acp_check::checks().iter().map(|check| check.id).collect();
+    let selection = select_checks(ids.iter().copied(), &args.select.cases, &args.select.skip)?;
+    let target = acp_check::AcpTarget::new(
+        std::path::absolute(&dsh).unwrap_or(dsh),
+        conformance,
+        args.timing.time_scale.scale(Duration::from_secs(60)),
+    );
+    let table = args.format == Format::Table;
+    let report = acp_check::check_all(
+        &target,
+        &|id| selection.matches_id(id),
+        &mut |check, outcome| {
+            if table {
+                match outcome {
+                    Ok(()) => println!("pass  {:<18} facts {}", check.id, check.rule),
+                    Err(why) => {
+                        println!("FAIL  {:<18} facts {}\n      {why}", check.id, check.rule)
+                    }
+                }
+            }
+        },
+    );
+    let failed = report["totals"]["fail"].as_u64().unwrap_or(0);
+    match args.format {
+        Format::Table => println!("{failed} check(s) failed"),
+        Format::Json => println!("{report:#}"),
+        Format::Jsonl => print!("{}", dsh_runtime_check::to_jsonl(&report)),
+    }
+    Ok(u8::from(failed > 0))
 }
 
 /// The checks of an SDK surface, each printed as it finishes on a table; the exit code.

@@ -27,9 +27,23 @@ pub struct Args {
 
 /// `record`: ends as the runtime ended (its exit code, or its signal); 2 when it could not record.
 pub fn main(args: Args) -> ExitCode {
-    let wire = args
-        .surface
-        .map_or_else(|| WireKind::detect(&args.command), WireKind::from);
+    let wire = match args.surface {
+        None => WireKind::detect(&args.command),
+        Some(surface) => match WireKind::of(surface) {
+            Some(wire) => wire,
+            None => {
+                let can: Vec<Surface> = Surface::ALL
+                    .into_iter()
+                    .filter(|surface| WireKind::of(*surface).is_some())
+                    .collect();
+                eprintln!(
+                    "dsh-conformance record: {}",
+                    surface.unsupported("record", &can)
+                );
+                return ExitCode::from(2);
+            }
+        },
+    };
     let ran = proxy::run(&args.out, &args.command, wire);
     if let Ok((dir, _)) = &ran {
         // stdout is the runtime's own stream: the directory chosen goes to stderr.

@@ -744,3 +744,56 @@ fn the_checks_that_judge_one_turn_share_one_runtime_process() {
     // The pre-flight's default turn, the unknown resume, one turn per route.
     assert_eq!(starts.get("stdio"), Some(&(2 + routes)), "{starts:?}");
 }
+
+/// `check-runtime --surface acp` judges fake-dsh's ACP agent with the ACP checks (each naming its
+/// facts), prints each as it ends, selects with `--case`, and a runtime that is no ACP agent
+/// fails them.
+#[test]
+fn the_acp_surface_is_checked_from_the_command_line() {
+    let output = kit()
+        .args(["check-runtime", "--surface", "acp", "--runtime"])
+        .arg(fake_dsh())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    for id in ["acp.initialize", "acp.permission", "acp.cold-resume"] {
+        assert!(stdout.contains(&format!("pass  {id}")), "{id}: {stdout}");
+    }
+    assert!(stdout.contains("0 check(s) failed"), "{stdout}");
+
+    let one = kit()
+        .args(["check-runtime", "--surface", "acp", "--format", "json"])
+        .args(["--case", "acp.initialize", "--runtime"])
+        .arg(fake_dsh())
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    assert_eq!(
+        report["checks"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    assert_eq!(report["surface"], "acp");
+
+    let dir = tempfile::tempdir().unwrap();
+    let mute = dir.path().join("mute-dsh");
+    std::fs::write(&mute, "#!/bin/sh\nexec cat >/dev/null\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&mute, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let failing = kit()
+        .args([
+            "check-runtime",
+            "--surface",
+            "acp",
+            "--case",
+            "acp.initialize",
+        ])
+        .args(["--time-scale", "0.2", "--runtime"])
+        .arg(&mute)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&failing.stdout);
+    assert_eq!(failing.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("FAIL  acp.initialize"), "{stdout}");
+}

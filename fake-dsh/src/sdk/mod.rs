@@ -152,7 +152,7 @@ pub fn select(args: &[OsString]) -> Option<Surface> {
 }
 
 /// Splits `--persona V` / `--persona=V` out of the arguments.
-fn take_persona(args: &[String]) -> Result<(Option<Persona>, Vec<String>), String> {
+pub fn take_persona(args: &[String]) -> Result<(Option<Persona>, Vec<String>), String> {
     let mut persona = None;
     let mut rest = Vec::new();
     let mut iter = args.iter();
@@ -171,7 +171,7 @@ fn take_persona(args: &[String]) -> Result<(Option<Persona>, Vec<String>), Strin
 }
 
 /// The persona a `--persona` value names.
-fn persona_named(value: &str) -> Option<Persona> {
+pub fn persona_named(value: &str) -> Option<Persona> {
     match value {
         "0.1.1" | "0.1.0" => Some(Persona::V011),
         "0.1.5" => Some(Persona::V015),

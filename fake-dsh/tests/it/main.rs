@@ -7,10 +7,16 @@
 //! play what a host's own tests need; `official_python_client`: the official Python client
 //! 0.2.1 on fake-dsh (the example in `examples/official-python-client/`); `sdk_surfaces`: the SDK
 //! surfaces (`--profile sdk|sdk-minimal|headless`, the personas) and their scenario knobs.
-//! `support` is their shared test world.
+//! `acp_wire`: the ACP surface replaying the real runtime's wire captures member for member;
+//! `acp_surface`: the ACP surface's command line, scenario knobs, adversarial plays, default
+//! agent, cold resume and endings; `acp_python_sdk`: the official Python ACP SDK on fake-dsh
+//! (the example in `examples/acp-client-python/`). `support` is their shared test world.
 
 mod support;
 
+mod acp_python_sdk;
+mod acp_surface;
+mod acp_wire;
 mod agent;
 mod cli;
 mod client_knobs;

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod acp;
+
 use assert_cmd::Command as AssertCommand;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -261,6 +263,13 @@ impl Running {
         let stdin = self.stdin.as_mut().expect("stdin is still open");
         stdin.write_all(bytes).unwrap();
         stdin.flush().unwrap();
+    }
+
+    /// Writes bytes, reporting a failure (the process stopped reading) instead of panicking.
+    pub fn try_send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let stdin = self.stdin.as_mut().expect("stdin is still open");
+        stdin.write_all(bytes)?;
+        stdin.flush()
     }
 
     pub fn close_stdin(&mut self) {
