@@ -165,14 +165,16 @@ fn rustup(args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// Every test: the test binaries side by side in lanes, one per core ([`test_lanes`]), then the
+/// Every test: the test binaries side by side in lanes, one per core and one more ([`test_lanes`]), then the
 /// doc tests. Every binary runs even after one fails, so one CI log names every failure.
 fn tests() -> Outcome {
     let step = "the tests";
     eprintln!("xtask: {step}");
     let started = Instant::now();
     let binaries = test_lanes::list(cargo()).map_err(|message| Failure { message, code: 2 })?;
-    let lanes = std::thread::available_parallelism().map_or(2, |n| n.get());
+    // One lane more than cores: the slowest binaries wait on the runtimes they drive (a real
+    // runtime boots for seconds), so a core would idle at one binary per core.
+    let lanes = std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
     eprintln!("xtask: {} test binaries in {lanes} lanes", binaries.len());
     let print = Mutex::new(());
     // `cargo test --no-run` has just built every binary of the workspace from this tree: the tests

@@ -2,7 +2,7 @@
 //! `cargo test` runs one binary after another, and the kit's slowest (the CLI's end-to-end tests,
 //! the real-runtime differentials) spend most of their time waiting on the processes they drive,
 //! so one core idles. Here the binaries `cargo test --no-run` built are listed, the slowest known
-//! first, and run in lanes (one per core): each with the environment and working directory
+//! first, and run in lanes (one per core, and one more): each with the environment and working directory
 //! `cargo test` gives it, its output kept whole and printed when it ends, so no two binaries'
 //! lines interleave. Every binary runs even after one fails.
 
@@ -36,8 +36,9 @@ pub struct Ran {
 /// The binaries whose runs take longest, slowest first, by the label's package and target: they
 /// start first so no lane is left with one long binary at the end. The rest follow in cargo's
 /// order.
-const SLOWEST_FIRST: [(&str, &str); 6] = [
+const SLOWEST_FIRST: [(&str, &str); 7] = [
     ("dsh-conformance", "it"),
+    ("dsh-runtime-check", "it"),
     ("dsh-conformance", "sdk_differential"),
     ("xtask", "it"),
     ("dsh-conformance", "corpus"),

@@ -26,9 +26,9 @@ fn python_with_acp() -> Option<String> {
 #[test]
 fn the_official_python_acp_sdk_runs_and_resumes_on_fake_dsh_as_both_releases() {
     let Some(python) = python_with_acp() else {
-        println!(
-            "skipped: no Python with the ACP SDK (ACP_PYTHON, else python3; \
-             pip install agent-client-protocol==0.12.1)"
+        dsh_test_support::skip(
+            "no Python with the ACP SDK (ACP_PYTHON, else python3; \
+             pip install agent-client-protocol==0.12.1)",
         );
         return;
     };
