@@ -361,6 +361,26 @@ fn signal_mid_turn(
     })
 }
 
+/// The kit's own rule on every surface (docs/surface-acp.md, "Process hygiene"): whatever the
+/// runtime started ends with it. check-runtime is a child subreaper, so a daemon that left the
+/// runtime's group is adopted, killed once the runtime exited, and reported here; the runs of the
+/// checks before this one count too.
+fn process_hygiene(target: &AcpTarget) -> Result<(), String> {
+    let steps = [
+        prompt(3, "Make a landing page"),
+        Step::Response(json!(3)),
+        Step::Eof,
+    ];
+    run(target, fake_turns(json!([fake_write()])), &steps)?;
+    let left = crate::sdk_check::take_left_behind();
+    expect(left.is_empty(), || {
+        format!(
+            "processes the runtime started were still running after it exited (killed): {}",
+            left.join(", ")
+        )
+    })
+}
+
 fn sigterm(target: &AcpTarget) -> Result<(), String> {
     signal_mid_turn(target, nix::sys::signal::Signal::SIGTERM, 0)
 }
@@ -509,6 +529,11 @@ pub fn checks() -> Vec<AcpCheck> {
             id: "acp.cold-resume",
             rule: "F4.3 F4.4",
             run: cold_resume,
+        },
+        AcpCheck {
+            id: "acp.process-hygiene",
+            rule: "kit",
+            run: process_hygiene,
         },
     ]
 }

@@ -361,6 +361,12 @@ fn wait_stored(sessions: &Path, session: &str, deadline: Instant) {
     }
 }
 
+/// What runs of the runtime left behind so far (`pid N (command)`, killed), emptied: for a
+/// process-hygiene check of another surface's (ACP's).
+pub fn take_left_behind() -> Vec<String> {
+    std::mem::take(&mut *LEFT_BEHIND.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
 /// The processes runs of the runtime left behind so far (`pid N (command)`), for the
 /// `*.process-hygiene` check.
 static LEFT_BEHIND: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
@@ -767,7 +773,7 @@ fn process_hygiene(target: &Target) -> Result<(), String> {
         );
         rpc(target, &DEFAULT, &steps)?;
     }
-    let left = std::mem::take(&mut *LEFT_BEHIND.lock().unwrap_or_else(|p| p.into_inner()));
+    let left = take_left_behind();
     expect(left.is_empty(), || {
         format!(
             "processes the runtime started were still running after it exited (killed): {}",

@@ -1,6 +1,8 @@
 //! `cargo xtask ci`: everything CI checks, as named steps, fast failures first: formatting, lints,
-//! the corpus, the doc links, the build on the other supported platforms and on the oldest
-//! supported toolchain; then the network install of the real runtimes; then every test.
+//! the build of every test, the corpus; then the network install of the real runtimes; then every
+//! test, with the checks that only build beside them (the other supported platforms, the oldest
+//! supported toolchain, the doc links, the release host's lints: they use the CPU the tests leave
+//! while they wait on runtimes).
 
 use crate::{
     cargo, exit_outcome, real_dsh, run, test_lanes, test_output, workspace_root, Failure, Outcome,
@@ -20,17 +22,35 @@ pub fn ci() -> Outcome {
     // and the test step builds nothing more.
     build_tests()?;
     lint_corpus()?;
-    doc_links()?;
-    other_platforms()?;
-    oldest_toolchain()?;
     // The differential and end-to-end tests need the real runtime; no registry fails CI loudly.
     real_dsh::install()?;
     crate::real_runtime_bin::ensure_installed()?;
     // The Python wheel's test installs the example app's requirements offline from here.
     crate::python::wheelhouse()?;
-    tests()?;
+    // The checks that build for other platforms, the oldest toolchain, the docs and the release
+    // host need only the CPU the tests leave while they wait on the runtimes they drive: they
+    // run beside the tests, one after another.
+    let (other_builds, tests) = std::thread::scope(|scope| {
+        let other_builds = scope.spawn(|| {
+            other_platforms()
+                .and_then(|()| oldest_toolchain())
+                .and_then(|()| doc_links())
+                .and_then(|()| release_host_lints())
+        });
+        let tests = tests();
+        (other_builds.join(), tests)
+    });
+    let other_builds = other_builds.unwrap_or_else(|_| {
+        Err(Failure {
+            message: "the checks beside the tests panicked".into(),
+            code: 2,
+        })
+    });
     eprintln!("xtask: ci took {:.0} s", started.elapsed().as_secs_f64());
-    Ok(())
+    if let Err(failure) = &other_builds {
+        eprintln!("xtask: {}", failure.message);
+    }
+    tests.and(other_builds)
 }
 
 /// The workspace's tests and binaries, as the test step runs them, built without running any.
@@ -59,11 +79,21 @@ fn clippy() -> Outcome {
     let mut clippy = cargo();
     clippy.args(["clippy", "--workspace", "--all-targets"]);
     clippy.args(["--", "-D", "warnings"]);
-    run("cargo clippy", clippy)?;
-    // The workspace lint builds the reference host with its test-only `mutants` feature (its
-    // tests switch it on); lint the release build, without it, too.
+    run("cargo clippy", clippy)
+}
+
+/// The workspace lint builds the reference host with its test-only `mutants` feature (its tests
+/// switch it on); this lints the release build, without it, too.
+fn release_host_lints() -> Outcome {
     let mut release_host = cargo();
-    release_host.args(["clippy", "--package", "dsh-host", "--lib", "--bins"]);
+    release_host.args([
+        "clippy",
+        "--package",
+        "dsh-host",
+        "--lib",
+        "--bins",
+        "--quiet",
+    ]);
     release_host.args(["--", "-D", "warnings"]);
     run("cargo clippy (dsh-host without mutants)", release_host)
 }
@@ -71,7 +101,7 @@ fn clippy() -> Outcome {
 /// Every intra-doc link of the workspace's own crates resolves.
 fn doc_links() -> Outcome {
     let mut doc = cargo();
-    doc.args(["doc", "--workspace", "--no-deps"])
+    doc.args(["doc", "--workspace", "--no-deps", "--quiet"])
         .env("RUSTDOCFLAGS", "-D rustdoc::broken_intra_doc_links");
     run("cargo doc (intra-doc links)", doc)
 }
@@ -92,7 +122,8 @@ fn other_platforms() -> Outcome {
         return Ok(());
     }
     let mut check = cargo();
-    check.args(["check", "--workspace"]);
+    // Quiet: it runs beside the tests, whose output it would interleave with.
+    check.args(["check", "--workspace", "--quiet"]);
     for target in &present {
         check.args(["--target", target]);
     }
@@ -117,7 +148,7 @@ fn oldest_toolchain() -> Outcome {
     }
     let mut check = Command::new("rustup");
     check
-        .args(["run", &version, "cargo", "check", "--workspace"])
+        .args(["run", &version, "cargo", "check", "--workspace", "--quiet"])
         .current_dir(workspace_root())
         .env(
             "CARGO_TARGET_DIR",

@@ -41,6 +41,10 @@ pub struct Args {
     /// Where to write the archives and `npm/` (default: target/dist).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Package the binaries already built in this directory instead of building (the tests
+    /// package the test build's, so they relink nothing that other tests are running).
+    #[arg(long, value_name = "DIR", conflicts_with = "profile")]
+    pub bins: Option<PathBuf>,
 }
 
 /// What `dist` wrote.
@@ -86,19 +90,16 @@ pub fn host_platform() -> Result<&'static str, String> {
 
 pub fn main(args: &Args) -> Outcome {
     let platform = host_platform().map_err(failure)?;
-    let mut build = cargo();
-    build.args(["build", "--quiet", "--bins", "--profile", &args.profile]);
-    for package in ["fake-dsh", "dsh-host", "dsh-conformance"] {
-        build.args(["--package", package]);
-    }
-    run(&format!("cargo build --profile {}", args.profile), build)?;
+    let bins = match &args.bins {
+        Some(bins) => bins.clone(),
+        None => build(&args.profile)?,
+    };
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| crate::target_root().join("dist"));
     // npm pack runs in the staging dirs, so every path it is given must be absolute.
     let out = std::path::absolute(&out).map_err(|e| failure(format!("{}: {e}", out.display())))?;
-    let bins = crate::target_root().join(profile_dir(&args.profile));
     let written = package(&bins, &out, platform).map_err(failure)?;
     for path in [
         &written.archive,
@@ -110,6 +111,17 @@ pub fn main(args: &Args) -> Outcome {
         println!("{}", path.display());
     }
     Ok(())
+}
+
+/// The kit's binaries built with `profile`; the directory they are in.
+fn build(profile: &str) -> Result<PathBuf, Failure> {
+    let mut build = cargo();
+    build.args(["build", "--quiet", "--bins", "--profile", profile]);
+    for package in ["fake-dsh", "dsh-host", "dsh-conformance"] {
+        build.args(["--package", package]);
+    }
+    run(&format!("cargo build --profile {profile}"), build)?;
+    Ok(crate::target_root().join(profile_dir(profile)))
 }
 
 /// The target subdirectory cargo builds a profile into.

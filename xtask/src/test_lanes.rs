@@ -38,8 +38,8 @@ pub struct Ran {
 /// order.
 const SLOWEST_FIRST: [(&str, &str); 7] = [
     ("dsh-conformance", "it"),
-    ("dsh-runtime-check", "it"),
     ("dsh-conformance", "sdk_differential"),
+    ("dsh-runtime-check", "it"),
     ("xtask", "it"),
     ("dsh-conformance", "corpus"),
     ("dsh-conformance", "real_dsh"),
@@ -115,7 +115,8 @@ fn package_name_of(id: &str) -> Option<String> {
 }
 
 /// Runs every binary, `lanes` at a time, each with `env` added; calls `started` as each starts
-/// and `finished` as each ends (from the lanes' threads, one at a time).
+/// and `finished` as each ends (from the lanes' threads, one at a time). No test may rebuild what
+/// the others run (xtask's `dist` test packages the test build's binaries: `dist --bins`).
 pub fn run(
     binaries: Vec<TestBinary>,
     lanes: usize,

@@ -537,23 +537,26 @@ fn a_key_hidden_from_the_canary_search_is_still_found() {
             client.to_str().unwrap(),
             &["--case", &case, "--format", "json"],
         );
-        let report: Value = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|_| panic!("{name}: {}", String::from_utf8_lossy(&output.stderr)));
-        let case = &report["cases"][0];
-        assert_eq!(output.status.code(), Some(1), "{name}: {case}");
-        assert_eq!(case["verdict"], "fail", "{name}: {case}");
         // An emptied journal is judged before the key (docs/sdk-clients.md, step 4), on the
         // case's first rule; every other hiding place fails the credentials rule.
-        if name != "journal-emptied" {
-            assert_eq!(
-                case["rule"],
-                format!("{surface}.credentials-in-env"),
-                "{name}: {case}"
-            );
-        }
-        let why = case["why"].as_str().unwrap();
-        assert!(why.contains(expected), "{name}: {why}");
+        let rule = (name != "journal-emptied").then(|| format!("{surface}.credentials-in-env"));
+        assert_the_one_case_fails(name, &output, rule.as_deref(), expected);
     }
+}
+
+/// `output` is a `--format json` run of one case that failed (exit 1, verdict `fail`), on `rule`
+/// when one is given, saying `expected` in its why.
+fn assert_the_one_case_fails(name: &str, output: &Output, rule: Option<&str>, expected: &str) {
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{name}: {}", String::from_utf8_lossy(&output.stderr)));
+    let case = &report["cases"][0];
+    assert_eq!(output.status.code(), Some(1), "{name}: {case}");
+    assert_eq!(case["verdict"], "fail", "{name}: {case}");
+    if let Some(rule) = rule {
+        assert_eq!(case["rule"], rule, "{name}: {case}");
+    }
+    let why = case["why"].as_str().unwrap();
+    assert!(why.contains(expected), "{name}: {why}");
 }
 
 /// The canary's former blind spots (issue 40 item 3): each client reports the case's expected
@@ -645,16 +648,7 @@ fn a_key_in_the_canarys_former_blind_spots_is_found() {
             client.to_str().unwrap(),
             &["--case", "headless.key-only-in-env", "--format", "json"],
         );
-        let report: Value = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|_| panic!("{name}: {}", String::from_utf8_lossy(&output.stderr)));
-        let case = &report["cases"][0];
-        assert_eq!(output.status.code(), Some(1), "{name}: {case}");
-        assert_eq!(
-            case["rule"], "headless.credentials-in-env",
-            "{name}: {case}"
-        );
-        let why = case["why"].as_str().unwrap();
-        assert!(why.contains(expected), "{name}: {why}");
+        assert_the_one_case_fails(name, &output, Some("headless.credentials-in-env"), expected);
     }
 }
 
@@ -736,15 +730,6 @@ fn a_key_written_to_a_shared_temp_dir_is_found() {
             .current_dir(repo_root())
             .output()
             .unwrap();
-        let report: Value = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|_| panic!("{name}: {}", String::from_utf8_lossy(&output.stderr)));
-        let case = &report["cases"][0];
-        assert_eq!(output.status.code(), Some(1), "{name}: {case}");
-        assert_eq!(
-            case["rule"], "headless.credentials-in-env",
-            "{name}: {case}"
-        );
-        let why = case["why"].as_str().unwrap();
-        assert!(why.contains(expected), "{name}: {why}");
+        assert_the_one_case_fails(name, &output, Some("headless.credentials-in-env"), expected);
     }
 }

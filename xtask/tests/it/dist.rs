@@ -1,5 +1,5 @@
-//! `cargo xtask dist --profile dev` (the test build's binaries, not a second release build): the
-//! archive matches its checksum file, the Python wheel is no bigger than the npm platform package
+//! `cargo xtask dist --bins <the test build>` (the test build's binaries packaged as they are,
+//! not a second build): the archive matches its checksum file, the Python wheel is no bigger than the npm platform package
 //! (`python_wheel.rs` installs it), and the npm tarballs install offline, in a directory of their
 //! own, into an npm project that has a dependency of its own (never installed) and whose PATH has
 //! no cargo, where `npx fake-dsh`, `npx dsh-conformance run` (the embedded
@@ -12,12 +12,12 @@
 
 use crate::support;
 
-use support::{describe, repo_root};
+use support::{checked, repo_root};
 
 use sha2::{Digest, Sha256};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 fn has_program(dir: &Path, name: &str) -> bool {
     dir.join(name).is_file()
@@ -62,16 +62,6 @@ fn in_project(program: &str, project: &Path, cache: &Path, path: &OsString) -> C
         .env_remove("DSH_CONFORMANCE_FIXTURES")
         .env_remove("FAKE_DSH_BIN");
     command
-}
-
-fn checked(mut command: Command, what: &str) -> Output {
-    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        output.status.success(),
-        "{what} failed\n{}",
-        describe(&output)
-    );
-    output
 }
 
 fn assert_checksum_matches(dist: &Path) {
@@ -145,8 +135,18 @@ fn npm_tarballs_install_offline_beside_a_projects_own_dependencies_and_run_the_g
     let temp = tempfile::tempdir().expect("temp dir");
     let dist = temp.path().join("dist");
     let mut xtask = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    xtask.args(["dist", "--profile", "dev", "--out"]).arg(&dist);
-    checked(xtask, "cargo xtask dist --profile dev");
+    // The test build's binaries, packaged as they are: building them again here would relink
+    // the kit's binaries that other test binaries are running.
+    let bins = dsh_test_support::target_profile_dir().expect("the test runs under cargo");
+    for name in ["fake-dsh", "dsh-conformance", "dsh-host-driver"] {
+        dsh_test_support::binary(name);
+    }
+    xtask
+        .args(["dist", "--bins"])
+        .arg(&bins)
+        .arg("--out")
+        .arg(&dist);
+    checked(xtask, "cargo xtask dist --bins");
     assert_checksum_matches(&dist);
     let npm_dir = dist.join("npm");
     let main_name = format!("dsh-conformance-{}.tgz", env!("CARGO_PKG_VERSION"));

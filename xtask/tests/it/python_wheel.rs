@@ -8,25 +8,15 @@
 //! --runtime-bin` installed it. Skipped, saying so, without python3 and its venv module or
 //! without the wheelhouse.
 
-use crate::support::{describe, repo_root};
+use crate::support::{checked, describe, repo_root};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 /// The target dir this test binary runs from (`<target>/debug/deps/..`).
 fn target_dir() -> PathBuf {
     dsh_test_support::target_profile_dir()
         .and_then(|dir| dir.parent().map(Path::to_path_buf))
         .expect("the test runs under cargo's target dir")
-}
-
-fn checked(mut command: Command, what: &str) -> Output {
-    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        output.status.success(),
-        "{what} failed\n{}",
-        describe(&output)
-    );
-    output
 }
 
 /// Every file of the wheel is in its RECORD with its sha256 and size (and nothing else is), the
