@@ -12,7 +12,13 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// The environment variables fake-dsh reads, for `--help` (docs/fake-dsh.md has the details).
-const ENV_HELP: &str = "Environment:
+const ENV_HELP: &str = "The other surfaces (each its own command line, as the real runtime's):
+  --profile sdk | sdk-minimal  the SDK's JSON-RPC runtime (docs/surface-sdk.md)
+  --profile headless TASK      one task, the final text on stdout (docs/surface-headless.md)
+  --profile acp, acp (0.2.1)   an Agent Client Protocol v1 agent (docs/surface-acp.md)
+  --persona 0.2.1|0.1.5|0.1.1  the release they imitate (0.1.1: `dsh-jsonrpc-agent`)
+
+Environment:
   DSH_HOME                 the Harness home (profile, sessions); default $HOME/.dsh
   FAKE_DSH_SCENARIO        a case file or scenario to replay instead of the default agent
   FAKE_DSH_JOURNAL         append a journal of what the host did to this file
@@ -25,7 +31,7 @@ const ENV_HELP: &str = "Environment:
 #[derive(Debug, Parser)]
 #[command(
     name = "dsh",
-    about = "DeepSeek Harness (fake-dsh: a keyless stand-in for the open-design and multica profiles)",
+    about = "DeepSeek Harness (fake-dsh: a keyless stand-in for dsh: the open-design and multica profiles' stdio protocol below, the SDK, headless and ACP surfaces after it)",
     disable_version_flag = true,
     args_conflicts_with_subcommands = true,
     after_help = ENV_HELP

@@ -357,7 +357,9 @@ fn unknown_profiles_and_flags_are_usage_errors() {
         .assert()
         .success()
         .stdout(predicate::str::contains("--stdio"))
-        .stdout(predicate::str::contains("FAKE_DSH_SCENARIO"));
+        .stdout(predicate::str::contains("FAKE_DSH_SCENARIO"))
+        .stdout(predicate::str::contains("--profile acp"))
+        .stdout(predicate::str::contains("--persona 0.2.1|0.1.5|0.1.1"));
     let journal = world.journal();
     let modes: Vec<Value> = entries(&journal, "start")
         .map(|entry| entry["mode"].clone())
