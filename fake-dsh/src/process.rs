@@ -123,6 +123,16 @@ pub fn watchdog_limit() -> Duration {
     Duration::from_secs_f64(seconds.min(86_400.0))
 }
 
+/// Whether stdin can be read without blocking (a line, or EOF): the JSON-RPC surfaces answer
+/// the lines waiting at start before they start their background threads.
+pub fn stdin_ready() -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|ready| ready > 0)
+}
+
 /// Starts the watchdog: after the limit it kills this process's children, journals `exit` with
 /// reason `watchdog` and ends the process, whatever it is doing.
 pub fn start_watchdog() {

@@ -22,6 +22,8 @@ pub struct TestBinary {
     /// The package's directory: the binary's working directory and `CARGO_MANIFEST_DIR`.
     pub package_dir: PathBuf,
     pub package_name: String,
+    /// libtest arguments: the part of its tests this run takes (empty: all of them).
+    pub args: Vec<String>,
 }
 
 /// How one binary ran.
@@ -58,18 +60,58 @@ pub fn list(cargo: Command) -> Result<Vec<TestBinary>, String> {
     if !output.status.success() {
         return Err(format!("cargo test --no-run failed ({})", output.status));
     }
-    let mut binaries: Vec<TestBinary> = String::from_utf8_lossy(&output.stdout)
+    let binaries: Vec<TestBinary> = String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter_map(|message| test_binary(&message))
         .collect();
+    let mut binaries: Vec<TestBinary> = binaries.into_iter().flat_map(split).collect();
     binaries.sort_by_key(|binary| {
         SLOWEST_FIRST
             .iter()
-            .position(|(package, target)| binary.label == label(package, "test", target))
+            .position(|(package, target)| binary.label.starts_with(&label(package, "test", target)))
             .unwrap_or(SLOWEST_FIRST.len())
     });
     Ok(binaries)
+}
+
+/// The CLI's end-to-end tests are one binary that would hold one lane alone long after the others
+/// drained: its heaviest modules (each runs whole corpora or kill matrices) run as a second
+/// process of the same binary, the rest as the first.
+const SPLIT: (&str, &str, [&str; 6]) = (
+    "dsh-conformance",
+    "it",
+    [
+        "client_kill_matrix::",
+        "mutants::",
+        "go_host::",
+        "node_host::",
+        "report_matrix::",
+        "official_python_client::",
+    ],
+);
+
+/// `binary` as the runs it is split into ([`SPLIT`]): itself, or its heavy modules and the rest.
+fn split(binary: TestBinary) -> Vec<TestBinary> {
+    let (package, target, heavy) = SPLIT;
+    if binary.label != label(package, "test", target) {
+        return vec![binary];
+    }
+    let part = |suffix: &str, args: Vec<String>| TestBinary {
+        label: format!("{} ({suffix})", binary.label),
+        args,
+        ..binary.clone()
+    };
+    let rest = heavy
+        .iter()
+        .flat_map(|module| ["--skip".to_string(), module.to_string()]);
+    vec![
+        part("the rest", rest.collect()),
+        part(
+            "corpora and kill matrices",
+            heavy.iter().map(|m| m.to_string()).collect(),
+        ),
+    ]
 }
 
 fn label(package: &str, kind: &str, target: &str) -> String {
@@ -95,6 +137,7 @@ fn test_binary(message: &Value) -> Option<TestBinary> {
         executable,
         package_dir: manifest.parent()?.to_path_buf(),
         package_name,
+        args: Vec::new(),
     })
 }
 
@@ -151,6 +194,7 @@ fn run_one(binary: TestBinary, env: &[(String, String)]) -> Ran {
     let start = Instant::now();
     let mut command = Command::new(&binary.executable);
     command
+        .args(&binary.args)
         .current_dir(&binary.package_dir)
         .env("CARGO_MANIFEST_DIR", &binary.package_dir)
         .env("CARGO_PKG_NAME", &binary.package_name)
@@ -196,6 +240,38 @@ mod tests {
     }
 
     #[test]
+    fn the_cli_tests_run_as_two_processes_that_together_take_every_test() {
+        let it = TestBinary {
+            label: "dsh-conformance test it".to_string(),
+            executable: PathBuf::from("/x/it"),
+            package_dir: PathBuf::from("/x"),
+            package_name: "dsh-conformance".to_string(),
+            args: Vec::new(),
+        };
+        let parts = split(it);
+        assert_eq!(parts.len(), 2);
+        let heavy: Vec<&str> = SPLIT.2.to_vec();
+        assert_eq!(parts[1].args, heavy);
+        let skipped: Vec<&str> = parts[0]
+            .args
+            .chunks(2)
+            .map(|pair| {
+                assert_eq!(pair[0], "--skip");
+                pair[1].as_str()
+            })
+            .collect();
+        assert_eq!(
+            skipped, heavy,
+            "the rest skips exactly what the other takes"
+        );
+        let other = TestBinary {
+            label: "fake-dsh test it".to_string(),
+            ..parts[0].clone()
+        };
+        assert_eq!(split(other).len(), 1);
+    }
+
+    #[test]
     fn package_names_come_from_both_id_forms() {
         assert_eq!(
             package_name_of("path+file:///w/xtask#0.1.0").as_deref(),
@@ -218,6 +294,7 @@ mod tests {
             executable: PathBuf::from(exe),
             package_dir: std::env::temp_dir(),
             package_name: "p".to_string(),
+            args: Vec::new(),
         };
         let binaries = vec![
             binary("fails", "/bin/false"),

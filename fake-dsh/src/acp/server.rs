@@ -44,15 +44,6 @@ fn start_background() {
     crate::process::start_watchdog();
 }
 
-/// Whether stdin can be read without blocking (a line, or EOF).
-fn stdin_ready() -> bool {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    use std::os::fd::AsFd;
-    let stdin = std::io::stdin();
-    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
-    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|ready| ready > 0)
-}
-
 /// SIGTERM (0), SIGINT (130) and SIGHUP (129) answer every prompt in flight `cancelled`, then
 /// end the process (F9.1); no frame starts after those answers.
 fn start_signal_thread() {
@@ -93,7 +84,7 @@ fn read_lines() -> ! {
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
     let mut framer = dsh_protocol::LineFramer::with_limit(MAX_LINE_BYTES);
     let mut open = true;
-    if stdin_ready() {
+    if crate::process::stdin_ready() {
         open = feed(&mut reader, &mut framer);
     }
     start_background();

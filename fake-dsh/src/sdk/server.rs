@@ -100,15 +100,6 @@ fn start_background() {
     crate::process::start_watchdog();
 }
 
-/// Whether stdin can be read without blocking (a line, or EOF).
-fn stdin_ready() -> bool {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    use std::os::fd::AsFd;
-    let stdin = std::io::stdin();
-    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
-    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|ready| ready > 0)
-}
-
 /// SIGTERM ends the process with 0 (the real runtime drains, then exits 0; with the scenario's
 /// `ignore_sigterm` it is journaled as ignored and nothing happens), SIGINT with 130, SIGHUP with
 /// 129; the frame being written is finished first.
@@ -151,7 +142,7 @@ pub const MAX_REQUEST_LINE_BYTES: usize = dsh_protocol::MAX_LINE_BYTES;
 fn read_requests() -> ! {
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
     let mut framer = dsh_protocol::LineFramer::with_limit(MAX_REQUEST_LINE_BYTES);
-    if stdin_ready() {
+    if crate::process::stdin_ready() {
         feed(&mut reader, &mut framer);
     }
     start_background();
