@@ -123,6 +123,31 @@ pub fn watchdog_limit() -> Duration {
     Duration::from_secs_f64(seconds.min(86_400.0))
 }
 
+/// Reads what `reader` has (one buffer) into `framer`, handing each line it completes to `line`
+/// and a line past the framer's bound to `too_long` (its number) as soon as it passes it; false
+/// at EOF or on a read error. The JSON-RPC surfaces' request loop.
+pub fn feed_lines(
+    reader: &mut impl std::io::BufRead,
+    framer: &mut dsh_protocol::LineFramer,
+    line: fn(&[u8]),
+    too_long: fn(usize) -> !,
+) -> bool {
+    use dsh_protocol::LineEvent;
+    let chunk = match reader.fill_buf() {
+        Ok([]) => return false,
+        Ok(chunk) => chunk,
+        Err(error) => return error.kind() == std::io::ErrorKind::Interrupted,
+    };
+    let read = chunk.len();
+    framer.push_each(chunk, |event| match event {
+        LineEvent::Line { bytes, .. } => line(bytes),
+        LineEvent::TooLarge { number } => too_long(number),
+        LineEvent::Truncated { .. } => {}
+    });
+    reader.consume(read);
+    true
+}
+
 /// Whether stdin can be read without blocking (a line, or EOF): the JSON-RPC surfaces answer
 /// the lines waiting at start before they start their background threads.
 pub fn stdin_ready() -> bool {

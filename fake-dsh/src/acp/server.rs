@@ -103,20 +103,7 @@ fn read_lines() -> ! {
 /// Reads what stdin has (one buffer) and handles the lines it completes; false at EOF or on a
 /// read error.
 fn feed(reader: &mut impl BufRead, framer: &mut dsh_protocol::LineFramer) -> bool {
-    use dsh_protocol::LineEvent;
-    let chunk = match reader.fill_buf() {
-        Ok([]) => return false,
-        Ok(chunk) => chunk,
-        Err(error) => return error.kind() == std::io::ErrorKind::Interrupted,
-    };
-    let read = chunk.len();
-    framer.push_each(chunk, |event| match event {
-        LineEvent::Line { bytes, .. } => handle_line(bytes),
-        LineEvent::TooLarge { number } => too_long(number),
-        LineEvent::Truncated { .. } => {}
-    });
-    reader.consume(read);
-    true
+    crate::process::feed_lines(reader, framer, handle_line, too_long)
 }
 
 /// A line past the bound, as soon as it passes it: journaled as a `command` whose `raw` says

@@ -156,23 +156,10 @@ fn read_requests() -> ! {
     wire().end(None, 0, ExitReason::StdinClosed)
 }
 
-/// Reads what stdin has (one buffer) into the framer and handles the lines it completes; false
-/// at EOF or on a read error.
+/// Reads what stdin has (one buffer) and handles the lines it completes; false at EOF or on a
+/// read error.
 fn feed(reader: &mut impl BufRead, framer: &mut dsh_protocol::LineFramer) -> bool {
-    use dsh_protocol::LineEvent;
-    let chunk = match reader.fill_buf() {
-        Ok([]) => return false,
-        Ok(chunk) => chunk,
-        Err(error) => return error.kind() == std::io::ErrorKind::Interrupted,
-    };
-    let read = chunk.len();
-    framer.push_each(chunk, |event| match event {
-        LineEvent::Line { bytes, .. } => handle_line(bytes),
-        LineEvent::TooLarge { number } => too_long(number),
-        LineEvent::Truncated { .. } => {}
-    });
-    reader.consume(read);
-    true
+    crate::process::feed_lines(reader, framer, handle_line, too_long)
 }
 
 /// A request line past [`MAX_REQUEST_LINE_BYTES`], as soon as it passes the bound (the rest is
