@@ -26,7 +26,9 @@ static IGNORE_SIGTERM: AtomicBool = AtomicBool::new(false);
 static EXITING: AtomicBool = AtomicBool::new(false);
 static CHILDREN: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
-fn handled_signals() -> SigSet {
+/// The signals fake-dsh takes itself (with `sigwait`, on its signal thread): SIGTERM, SIGINT,
+/// SIGHUP.
+pub(crate) fn handled_signals() -> SigSet {
     let mut set = SigSet::empty();
     set.add(Signal::SIGTERM);
     set.add(Signal::SIGINT);

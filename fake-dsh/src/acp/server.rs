@@ -47,11 +47,8 @@ fn start_background() {
 /// SIGTERM (0), SIGINT (130) and SIGHUP (129) answer every prompt in flight `cancelled`, then
 /// end the process (F9.1); no frame starts after those answers.
 fn start_signal_thread() {
-    use nix::sys::signal::{SigSet, Signal};
-    let mut set = SigSet::empty();
-    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
-        set.add(signal);
-    }
+    use nix::sys::signal::Signal;
+    let set = crate::process::handled_signals();
     std::thread::spawn(move || loop {
         let Ok(signal) = set.wait() else { continue };
         journal::record(Event::Signal {

@@ -104,11 +104,8 @@ fn start_background() {
 /// `ignore_sigterm` it is journaled as ignored and nothing happens), SIGINT with 130, SIGHUP with
 /// 129; the frame being written is finished first.
 fn start_signal_thread() {
-    use nix::sys::signal::{SigSet, Signal};
-    let mut set = SigSet::empty();
-    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
-        set.add(signal);
-    }
+    use nix::sys::signal::Signal;
+    let set = crate::process::handled_signals();
     let ignore_sigterm = server().scenario.ignore_sigterm;
     std::thread::spawn(move || loop {
         let Ok(signal) = set.wait() else { continue };
