@@ -6,11 +6,12 @@
 //! is its `title` and `rawInput`) and how the turn ended (`stopReason`, or the `-32603` turn
 //! failure's message). Tool results and permission requests are not kept: fake-dsh runs the
 //! tools itself and asks where the arguments ask for a wider sandbox. [`redacted`] takes the
-//! credentials out as `sdk-scenario-from-transcript` does ([`crate::sdk::redact_scenario`]). The
-//! command line (`acp-scenario-from-transcript`) is the CLI crate's to add.
+//! credentials out as `sdk-scenario-from-transcript` does ([`crate::sdk::redact_scenario`]);
+//! [`scenario_text`] is `acp-scenario-from-transcript`.
 
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use std::path::Path;
 
 /// The prefix of a turn failure's message (facts F5.8).
 const TURN_FAILED: &str = "Internal error: turn failed: ";
@@ -86,6 +87,29 @@ impl Turn {
         }
         turn
     }
+}
+
+/// `acp-scenario-from-transcript`: the scenario of the recording directory `recording` (its
+/// stdin.jsonl and stdout.jsonl, read bounded), redacted, as pretty JSON; every note about what
+/// it left out goes to `note`.
+pub fn scenario_text(recording: &Path, note: &mut dyn FnMut(&str)) -> Result<String, String> {
+    if !recording.is_dir() {
+        return Err(format!(
+            "{}: not a recording directory (an ACP scenario needs the client's stdin.jsonl as well \
+             as the agent's stdout.jsonl)",
+            recording.display()
+        ));
+    }
+    let stdin = crate::sdk::read_recording(&recording.join("stdin.jsonl"))?;
+    let stdout_path = recording.join("stdout.jsonl");
+    let stdout = crate::sdk::read_recording(&stdout_path)?;
+    let (scenario, notes) = scenario_from_recording(&stdin, &stdout)
+        .map_err(|(line, why)| format!("{}: line {line}: {why}", stdout_path.display()))?;
+    for line in notes {
+        note(&line);
+    }
+    let scenario = redacted(&scenario, dsh_results::redact::credential_values_from_env());
+    Ok(format!("{scenario:#}\n"))
 }
 
 /// The scenario (`{"acp": {"turns": [...]}}`) and notes on what it could not keep, from the

@@ -562,6 +562,13 @@ pub fn case_from_recording(dir: &Path, id: &str) -> Result<Case, String> {
                 dir.display()
             ))
         }
+        super::WireKind::Acp => {
+            return Err(format!(
+                "{}: a recording of the ACP wire (`surface: acp`): `acp-scenario-from-transcript` \
+                 turns it into a fake-dsh scenario",
+                dir.display()
+            ))
+        }
         super::WireKind::Headless => {
             return Err(format!(
                 "{}: a recording of `--profile headless` (`surface: headless`), which has no \

@@ -5,18 +5,21 @@
 //!
 //! - [`proxy`]: the byte-exact proxy and the recording it writes.
 //! - [`live`]: the live strict check of the proxied stream, by [`WireKind`].
-//! - [`sdk_wire`]: the live check of the SDK JSON-RPC wire.
+//! - [`sdk_wire`], [`acp_wire`]: the live checks of the SDK's and ACP's JSON-RPC wires, on what
+//!   [`jsonrpc`] gives both (pending requests, the session's summary).
 //! - [`signals`]: SIGTERM/SIGINT/SIGHUP forwarding to the runtime's process group.
 //! - [`transcript`]: the recording directory and `meta.json`.
 //! - [`fixture`]: recording -> case file; [`sdk`]: `sdk-scenario-from-transcript`, a recorded SDK
 //!   session -> a keyless fake-dsh `sdk` scenario; [`acp`]: a recorded ACP session -> a keyless
-//!   fake-dsh `acp` scenario (its command not wired yet).
+//!   fake-dsh `acp` scenario (`acp-scenario-from-transcript`).
 //!
 //! Redaction (credentials, token shapes) is `dsh-results`' [`dsh_results::redact`], shared with
 //! every output that echoes a command line.
 
 pub mod acp;
+pub mod acp_wire;
 pub mod fixture;
+pub mod jsonrpc;
 pub mod live;
 pub mod proxy;
 pub mod sdk;
@@ -28,8 +31,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The kind of wire a recorded runtime speaks, which decides the live check (`meta.json`'s
-/// `surface`): the open-design stream, the SDK's JSON-RPC (every JSON-RPC surface), or
-/// headless's final text.
+/// `surface`): the open-design stream, the SDK's JSON-RPC (every SDK surface), ACP's JSON-RPC,
+/// or headless's final text.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WireKind {
@@ -41,25 +44,27 @@ pub enum WireKind {
     Sdk,
     /// `--profile headless TASK`: stdout is the final text, recorded unchecked.
     Headless,
+    /// `--profile acp` (`dsh acp`): the Agent Client Protocol's JSON-RPC frames.
+    Acp,
 }
 
 impl WireKind {
-    /// The wire of a surface `record` checks live; `None` for one it cannot (ACP: recorded by
-    /// hand today, turned into a scenario by [`acp`]).
+    /// The wire of a surface `record` checks live (every one today: `None` is for a surface
+    /// added before its live check).
     pub fn of(surface: dsh_engine::surface::Surface) -> Option<WireKind> {
         use dsh_engine::surface::Surface;
         match surface {
             Surface::OpenDesign => Some(WireKind::OpenDesign),
             Surface::Sdk | Surface::SdkMinimal | Surface::JsonrpcAgent => Some(WireKind::Sdk),
             Surface::Headless => Some(WireKind::Headless),
-            Surface::Acp => None,
+            Surface::Acp => Some(WireKind::Acp),
         }
     }
 
     /// The wire a runtime command line asks for: `--profile sdk|sdk-minimal` (or
     /// `--profile=...`, or 0.2.1's positional `dsh sdk`), a program named `dsh-jsonrpc-agent` or
     /// fake-dsh's `--persona 0.1.1` are the SDK wire; `--profile headless` (`dsh headless`) is
-    /// headless; anything else the open-design stream.
+    /// headless, `--profile acp` (`dsh acp`) ACP; anything else the open-design stream.
     pub fn detect(command: &[OsString]) -> WireKind {
         let args: Vec<String> = command
             .iter()
@@ -88,6 +93,7 @@ impl WireKind {
         match flag.or_else(|| positional_profile(&args)).as_deref() {
             Some("sdk" | "sdk-minimal") => WireKind::Sdk,
             Some("headless") => WireKind::Headless,
+            Some("acp") => WireKind::Acp,
             _ => WireKind::OpenDesign,
         }
     }

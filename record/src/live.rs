@@ -1,9 +1,12 @@
 //! Live validation of a proxied session, by the recorded surface: on the open-design stream the
 //! host's commands tell which run is active, and the runtime's stdout goes through the strict
 //! checker as it streams, with bounded memory; on the SDK JSON-RPC wire each line goes through
-//! [`SdkWire`]; a headless run's stdout is plain text and is recorded unchecked.
+//! [`SdkWire`], on ACP's through [`AcpWire`]; a headless run's stdout is plain text and is
+//! recorded unchecked.
 
-use super::sdk_wire::{SdkRunInfo, SdkWire};
+use super::acp_wire::AcpWire;
+use super::jsonrpc::RpcSummary;
+use super::sdk_wire::SdkWire;
 use super::WireKind;
 use dsh_protocol::{LineEvent, LineFramer, RunContext, Step, StreamChecker, Terminal, Violation};
 use serde::{Deserialize, Serialize};
@@ -51,8 +54,8 @@ pub struct HostSide {
 /// The shared state both proxy directions update.
 pub struct LiveValidator {
     surface: WireKind,
-    /// The SDK wire's state (`WireKind::Sdk` only).
-    sdk: SdkWire,
+    /// The JSON-RPC wire's state (`WireKind::Sdk` and `WireKind::Acp`).
+    rpc: Option<RpcWire>,
     host: HostSide,
     checker: Option<StreamChecker>,
     pending: Vec<LineEvent>,
@@ -82,7 +85,7 @@ impl LiveValidator {
     pub fn for_surface(started: Instant, surface: WireKind) -> Self {
         Self {
             surface,
-            sdk: SdkWire::default(),
+            rpc: RpcWire::of(surface),
             host: HostSide::default(),
             checker: None,
             pending: Vec::new(),
@@ -123,14 +126,14 @@ impl LiveValidator {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        match self.surface {
-            WireKind::OpenDesign => self.host_command(bytes),
-            WireKind::Sdk => {
-                if !self.sdk.client_line(bytes) {
+        match (self.surface, &mut self.rpc) {
+            (WireKind::OpenDesign, _) => self.host_command(bytes),
+            (_, Some(rpc)) => {
+                if !rpc.client_line(bytes) {
                     self.host.invalid_commands += 1;
                 }
             }
-            WireKind::Headless => {}
+            (_, None) => {}
         }
     }
 
@@ -194,7 +197,7 @@ impl LiveValidator {
             .get_or_insert_with(|| self.started.elapsed().as_millis() as u64);
         match self.surface {
             WireKind::OpenDesign => {}
-            WireKind::Sdk => return self.sdk_event(event),
+            WireKind::Sdk | WireKind::Acp => return self.rpc_event(event),
             WireKind::Headless => return,
         }
         if self.checker.is_some() {
@@ -209,25 +212,19 @@ impl LiveValidator {
         }
     }
 
-    /// One SDK stdout line: checked, unless it is over the framer's cap (counted then).
-    fn sdk_event(&mut self, event: LineEvent) {
-        let violation = match event {
-            LineEvent::Line { bytes, .. } if bytes.iter().all(u8::is_ascii_whitespace) => None,
-            LineEvent::Line { number, bytes } => self.sdk.runtime_line(number, &bytes),
-            LineEvent::Truncated { number, .. } => Some(SdkWire::unterminated(number)),
-            LineEvent::TooLarge { .. } => {
-                self.sdk.info.unchecked_lines += 1;
-                None
-            }
+    /// One JSON-RPC stdout line: checked, unless it is over the framer's cap (counted then).
+    fn rpc_event(&mut self, event: LineEvent) {
+        let Some(rpc) = self.rpc.as_mut() else {
+            return;
         };
-        if let Some(violation) = violation {
+        if let Some(violation) = rpc.runtime_event(event) {
             self.push_violation(violation);
         }
     }
 
-    /// The SDK session's summary (`WireKind::Sdk` only).
-    pub fn sdk_summary(&self) -> Option<SdkRunInfo> {
-        (self.surface == WireKind::Sdk).then(|| self.sdk.summary())
+    /// The JSON-RPC session's summary (`WireKind::Sdk` and `WireKind::Acp` only).
+    pub fn rpc_summary(&self) -> Option<RpcSummary> {
+        self.rpc.as_ref().map(RpcWire::summary)
     }
 
     pub fn surface(&self) -> WireKind {
@@ -319,6 +316,62 @@ impl LiveValidator {
     /// Violations not yet printed; printing is the caller's.
     pub fn take_unreported(&mut self) -> Vec<RecordedViolation> {
         std::mem::take(&mut self.unreported)
+    }
+}
+
+/// The live check of a JSON-RPC surface.
+enum RpcWire {
+    Sdk(SdkWire),
+    Acp(AcpWire),
+}
+
+impl RpcWire {
+    fn of(surface: WireKind) -> Option<RpcWire> {
+        match surface {
+            WireKind::Sdk => Some(RpcWire::Sdk(SdkWire::default())),
+            WireKind::Acp => Some(RpcWire::Acp(AcpWire::default())),
+            WireKind::OpenDesign | WireKind::Headless => None,
+        }
+    }
+
+    fn client_line(&mut self, bytes: &[u8]) -> bool {
+        match self {
+            RpcWire::Sdk(wire) => wire.client_line(bytes),
+            RpcWire::Acp(wire) => wire.client_line(bytes),
+        }
+    }
+
+    fn runtime_event(&mut self, event: LineEvent) -> Option<RecordedViolation> {
+        match (self, event) {
+            (_, LineEvent::Line { bytes, .. }) if bytes.iter().all(u8::is_ascii_whitespace) => None,
+            (RpcWire::Sdk(wire), LineEvent::Line { number, bytes }) => {
+                wire.runtime_line(number, &bytes)
+            }
+            (RpcWire::Acp(wire), LineEvent::Line { number, bytes }) => {
+                wire.runtime_line(number, &bytes)
+            }
+            (RpcWire::Sdk(_), LineEvent::Truncated { number, .. }) => {
+                Some(SdkWire::unterminated(number))
+            }
+            (RpcWire::Acp(_), LineEvent::Truncated { number, .. }) => {
+                Some(AcpWire::unterminated(number))
+            }
+            (RpcWire::Sdk(wire), LineEvent::TooLarge { .. }) => {
+                wire.info.unchecked_lines += 1;
+                None
+            }
+            (RpcWire::Acp(wire), LineEvent::TooLarge { .. }) => {
+                wire.info.unchecked_lines += 1;
+                None
+            }
+        }
+    }
+
+    fn summary(&self) -> RpcSummary {
+        match self {
+            RpcWire::Sdk(wire) => wire.summary(),
+            RpcWire::Acp(wire) => wire.summary(),
+        }
     }
 }
 

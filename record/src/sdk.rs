@@ -37,7 +37,7 @@ pub fn scenario_text(recording: &Path, note: &mut dyn FnMut(&str)) -> Result<Str
 /// The runtime's stdout as text, read as `fixture-from-transcript` reads a recording file: a
 /// regular file (a FIFO or a device would hang or never end) of at most
 /// [`MAX_RECORDING_FILE_BYTES`](super::fixture::MAX_RECORDING_FILE_BYTES), in UTF-8.
-fn read_recording(path: &Path) -> Result<String, String> {
+pub(crate) fn read_recording(path: &Path) -> Result<String, String> {
     use std::io::Read;
     let mut bytes = Vec::new();
     super::fixture::open_recording_file(path)?

@@ -4,6 +4,7 @@
 //! its method, every error `-32603`) or one of the four notifications with its params; nothing
 //! after the `shutdown` response; a `session/prompt` response only after its receipt.
 
+use super::jsonrpc::{self, request_id, Broken, Pending, RpcSummary};
 use super::live::RecordedViolation;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -19,93 +20,49 @@ const NOTIFICATIONS: [&str; 4] = [
 /// The one JSON-RPC error code the SDK runtime answers failures with.
 const ERROR_CODE: i64 = -32603;
 
-/// What the SDK session showed, for `meta.json`.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
-pub struct SdkRunInfo {
-    /// Requests the client sent (objects with a method and a number or string id).
-    pub requests: usize,
-    pub responses: usize,
-    pub notifications: usize,
-    /// Requests the runtime never answered: `method id`.
-    pub unanswered: Vec<String>,
-    /// Lines over the framer's cap, recorded but not checked.
-    pub unchecked_lines: usize,
-}
-
 /// The SDK wire's state: the client's pending requests, the receipts seen, the `shutdown` answer.
 #[derive(Debug, Default)]
 pub struct SdkWire {
-    /// Pending requests: the id as JSON text -> the methods sent with it, oldest first.
-    pending: HashMap<String, Vec<String>>,
+    pending: Pending,
     /// `messageId`s announced by a receipt (`agent/inbox/spliced` inserting a message).
     receipts: HashSet<String>,
     /// The last `seq` per session.
     seqs: HashMap<String, u64>,
     shutdown_answered: bool,
-    pub info: SdkRunInfo,
+    pub info: RpcSummary,
 }
-
-/// A broken rule: its code and what was wrong.
-type Broken = (&'static str, String);
 
 impl SdkWire {
     /// One client line (without its newline): a request is remembered as pending; anything else
     /// is dropped by the runtime, so it is only reported as not a request (`false`).
     pub fn client_line(&mut self, line: &[u8]) -> bool {
-        let Ok(request) = serde_json::from_slice::<Value>(line) else {
-            return false;
-        };
-        let (Some(method), Some(id)) = (request["method"].as_str(), request_id(&request)) else {
-            return false;
-        };
-        self.info.requests += 1;
-        self.pending.entry(id).or_default().push(method.to_string());
-        true
+        let request = self.pending.client_request(line).is_some();
+        self.info.requests += usize::from(request);
+        request
     }
 
     /// One runtime line `number` (1-based, without its newline): the violation, if it breaks the
     /// wire.
     pub fn runtime_line(&mut self, number: usize, line: &[u8]) -> Option<RecordedViolation> {
         let broken = self.check(line).err()?;
-        Some(RecordedViolation {
-            code: broken.0.to_string(),
-            line: Some(number),
-            message: format!("line {number}: {}", broken.1),
-        })
+        Some(jsonrpc::violation(number, broken))
     }
 
     /// The runtime's last line had no newline: no client reads it as a frame.
     pub fn unterminated(number: usize) -> RecordedViolation {
-        RecordedViolation {
-            code: "DSH_SDK_UNTERMINATED_LINE".to_string(),
-            line: Some(number),
-            message: format!(
-                "line {number}: stdout ended inside a line (every frame ends with a newline)"
-            ),
-        }
+        jsonrpc::unterminated("DSH_SDK_UNTERMINATED_LINE", number)
     }
 
     /// The summary for `meta.json`, unanswered requests included.
-    pub fn summary(&self) -> SdkRunInfo {
-        let mut info = self.info.clone();
-        info.unanswered = self
-            .pending
-            .iter()
-            .flat_map(|(id, methods)| methods.iter().map(move |method| format!("{method} {id}")))
-            .collect();
-        info.unanswered.sort();
-        info
+    pub fn summary(&self) -> RpcSummary {
+        RpcSummary {
+            unanswered: self.pending.unanswered(),
+            ..self.info.clone()
+        }
     }
 
     fn check(&mut self, line: &[u8]) -> Result<(), Broken> {
-        let frame: Value = serde_json::from_slice(line)
-            .map_err(|error| ("DSH_SDK_INVALID_FRAME", format!("not JSON: {error}")))?;
-        if !frame.is_object() || frame["jsonrpc"] != "2.0" {
-            return Err((
-                "DSH_SDK_INVALID_FRAME",
-                "not a JSON-RPC 2.0 object (`\"jsonrpc\": \"2.0\"`)".to_string(),
-            ));
-        }
+        let frame = jsonrpc::frame("DSH_SDK_INVALID_FRAME", line)?;
         if self.shutdown_answered {
             return Err((
                 "DSH_SDK_AFTER_SHUTDOWN",
@@ -199,7 +156,7 @@ impl SdkWire {
         if result.is_some() == error.is_some() {
             return invalid("a response holds exactly one of `result` and `error`");
         }
-        let Some(method) = self.take_pending(&id) else {
+        let Some(method) = self.pending.take(&id) else {
             return Err((
                 "DSH_SDK_UNEXPECTED_RESPONSE",
                 format!("a response to id {id}, which the client has no request pending for"),
@@ -214,15 +171,6 @@ impl SdkWire {
             (Some(result), _) => self.check_result(&method, &id, result),
             (None, None) => Ok(()),
         }
-    }
-
-    fn take_pending(&mut self, id: &str) -> Option<String> {
-        let methods = self.pending.get_mut(id)?;
-        let method = methods.remove(0);
-        if methods.is_empty() {
-            self.pending.remove(id);
-        }
-        Some(method)
     }
 
     /// Each method's result shape (docs/surface-sdk.md, "Methods").
@@ -270,12 +218,6 @@ fn check_error(method: &str, id: &str, error: &Value) -> Result<(), Broken> {
             format!("{method} (id {id}): the error is not `{{code, message}}`"),
         )),
     }
-}
-
-/// A request's or response's id as JSON text, when it is a number or a string.
-fn request_id(frame: &Value) -> Option<String> {
-    let id = frame.get("id")?;
-    (id.is_number() || id.is_string()).then(|| id.to_string())
 }
 
 #[cfg(test)]

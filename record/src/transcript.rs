@@ -1,7 +1,7 @@
 //! The recording directory: its name (`<timestamp>-<pid>`), its files, and `meta.json`.
 
+use super::jsonrpc::RpcSummary;
 use super::live::{HostSide, LiveValidator, RecordedViolation};
-use super::sdk_wire::SdkRunInfo;
 use super::WireKind;
 use dsh_results::redact::Redactor;
 use serde::{Deserialize, Serialize};
@@ -111,7 +111,10 @@ pub struct Meta {
     pub run: RunInfo,
     /// The SDK session's requests and frames (`surface: sdk` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sdk: Option<SdkRunInfo>,
+    pub sdk: Option<RpcSummary>,
+    /// The ACP session's requests and frames (`surface: acp` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acp: Option<RpcSummary>,
     /// The accepted terminal result frame (redacted), if one was.
     pub result: Option<Value>,
     pub violations: Vec<RecordedViolation>,
@@ -146,6 +149,7 @@ impl Meta {
             surface: WireKind::OpenDesign,
             run: RunInfo::default(),
             sdk: None,
+            acp: None,
             result: None,
             violations: Vec::new(),
             violations_dropped: 0,
@@ -162,7 +166,11 @@ impl Meta {
     pub fn finish(&mut self, state: &LiveValidator, redactor: &Redactor) {
         let host: &HostSide = state.host();
         self.surface = state.surface();
-        self.sdk = state.sdk_summary();
+        let rpc = state.rpc_summary();
+        (self.sdk, self.acp) = match self.surface {
+            WireKind::Acp => (None, rpc),
+            _ => (rpc, None),
+        };
         self.run = RunInfo {
             request_id: host.request_id.clone(),
             resume_session_id: host.resume_session_id.clone(),

@@ -60,6 +60,9 @@ pub enum Command {
     FixtureFromTranscript(record::FixtureArgs),
     /// Turn a recorded SDK runtime session into a keyless fake-dsh `sdk` scenario.
     SdkScenarioFromTranscript(record::ScenarioArgs),
+    /// Turn a recorded ACP session (`record --surface acp`) into a keyless fake-dsh `acp`
+    /// scenario.
+    AcpScenarioFromTranscript(record::ScenarioArgs),
     /// The fixture corpus built into this binary: `export DIR`, `info`.
     Corpus(lint::CorpusArgs),
     /// Serve a scripted model endpoint on 127.0.0.1 (OpenAI chat completions and Anthropic
@@ -120,7 +123,12 @@ fn dispatch(command: Command) -> ExitCode {
         Command::CheckRuntime(args) => check_runtime::main(args),
         Command::Record(args) => record::main(args),
         Command::FixtureFromTranscript(args) => record::fixture_main(args),
-        Command::SdkScenarioFromTranscript(args) => record::scenario_main(args),
+        Command::SdkScenarioFromTranscript(args) => {
+            record::scenario_main(args, record::ScenarioOf::Sdk)
+        }
+        Command::AcpScenarioFromTranscript(args) => {
+            record::scenario_main(args, record::ScenarioOf::Acp)
+        }
         Command::Corpus(args) => lint::corpus_main(args),
         Command::ModelServer(args) => model_server::main(args),
         Command::Supervise(args) => supervise::runtime_main(args),

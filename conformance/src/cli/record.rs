@@ -1,5 +1,6 @@
 //! `record` (the live-checked stdio proxy) and the converters of its recordings,
-//! `fixture-from-transcript` and `sdk-scenario-from-transcript` (`dsh-record`).
+//! `fixture-from-transcript`, `sdk-scenario-from-transcript` and `acp-scenario-from-transcript`
+//! (`dsh-record`).
 
 use super::options::{heading, surface_parser};
 use dsh_engine::surface::Surface;
@@ -17,7 +18,8 @@ pub struct Args {
     pub out: PathBuf,
     /// The surface the runtime speaks, which decides the live check [default: from the command:
     /// `--profile sdk|sdk-minimal` (or `dsh sdk`) or `dsh-jsonrpc-agent` is `sdk`, `--profile
-    /// headless` (`dsh headless`) is `headless`, anything else `open-design`].
+    /// headless` (`dsh headless`) is `headless`, `--profile acp` (`dsh acp`) is `acp`, anything
+    /// else `open-design`].
     #[arg(long, value_parser = surface_parser(), help_heading = heading::RUNTIME)]
     pub surface: Option<Surface>,
     /// The runtime command, after `--`: e.g. `-- dsh --profile open-design --stdio`.
@@ -140,23 +142,43 @@ pub fn fixture_main(args: FixtureArgs) -> ExitCode {
 
 #[derive(Debug, clap::Args)]
 pub struct ScenarioArgs {
-    /// A recording directory written by `record` (its stdout.jsonl), or a stdout.jsonl file.
+    /// A recording directory written by `record` (its stdout.jsonl; with its stdin.jsonl for ACP),
+    /// or, for the SDK, a stdout.jsonl file.
     pub recording: PathBuf,
     /// Write the scenario to this file instead of stdout (never through a link).
     #[arg(long, alias = "out", value_name = "FILE", help_heading = heading::OUTPUT)]
     pub scenario_file: Option<PathBuf>,
 }
 
-/// `sdk-scenario-from-transcript`: exit 0 written, 2 could not convert or write.
-pub fn scenario_main(args: ScenarioArgs) -> ExitCode {
+/// The surface a scenario converter reads.
+#[derive(Debug, Clone, Copy)]
+pub enum ScenarioOf {
+    Sdk,
+    Acp,
+}
+
+impl ScenarioOf {
+    fn command(self) -> &'static str {
+        match self {
+            ScenarioOf::Sdk => "sdk-scenario-from-transcript",
+            ScenarioOf::Acp => "acp-scenario-from-transcript",
+        }
+    }
+}
+
+/// `sdk-scenario-from-transcript`, `acp-scenario-from-transcript`: exit 0 written, 2 could not
+/// convert or write.
+pub fn scenario_main(args: ScenarioArgs, of: ScenarioOf) -> ExitCode {
+    let convert = match of {
+        ScenarioOf::Sdk => dsh_record::sdk::scenario_text,
+        ScenarioOf::Acp => dsh_record::acp::scenario_text,
+    };
     let converted = args
         .scenario_file
         .as_deref()
         .map_or(Ok(()), dsh_engine::files::refuse_symlink)
         .map_err(|error| error.to_string())
-        .and_then(|()| {
-            dsh_record::sdk::scenario_text(&args.recording, &mut |note| eprintln!("note: {note}"))
-        })
+        .and_then(|()| convert(&args.recording, &mut |note| eprintln!("note: {note}")))
         .and_then(|text| match &args.scenario_file {
             Some(file) => dsh_engine::files::write_file(file, text.as_bytes())
                 .map_err(|error| error.to_string()),
@@ -168,7 +190,7 @@ pub fn scenario_main(args: ScenarioArgs) -> ExitCode {
     match converted {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("dsh-conformance sdk-scenario-from-transcript: {message}");
+            eprintln!("dsh-conformance {}: {message}", of.command());
             ExitCode::from(2)
         }
     }
