@@ -103,6 +103,9 @@ impl Persona {
     /// Every persona, newest first.
     pub const ALL: [Persona; 3] = [Persona::V021, Persona::V015, Persona::V011];
 
+    /// The variable fake-dsh reads its persona from when no `--persona` is given.
+    pub const ENV: &'static str = "FAKE_DSH_PERSONA";
+
     /// The version `--persona` takes.
     pub fn name(self) -> &'static str {
         match self {

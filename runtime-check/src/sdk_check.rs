@@ -120,9 +120,12 @@ impl World {
             .env("DEEPSEEK_BASE_URL", model)
             .env("DEEPSEEK_API_KEY", "keyless-dummy")
             .process_group(0);
-        // The 0.1.1 binary's config path, when the caller names one.
-        if let Some(config) = std::env::var_os("DSH_CORDIS_CONFIG") {
-            command.env("DSH_CORDIS_CONFIG", config);
+        // The 0.1.1 binary's config path, and the release fake-dsh plays (`check-runtime
+        // --persona`), when the caller names them.
+        for name in ["DSH_CORDIS_CONFIG", dsh_engine::surface::Persona::ENV] {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
         }
         command
     }

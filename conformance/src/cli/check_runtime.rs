@@ -2,7 +2,7 @@
 //! open-design surface, one of the SDK surfaces, or ACP (as its client).
 
 use super::options::{format_parser, heading, surface_parser, RuntimeUnderTest, Select, Timing};
-use dsh_engine::surface::Surface;
+use dsh_engine::surface::{Persona, Surface};
 use dsh_results::output::Format;
 use dsh_runtime_check::checks::CHECKS;
 use dsh_runtime_check::verdict::Status;
@@ -58,6 +58,11 @@ pub fn main(args: Args) -> ExitCode {
     if args.list {
         list(surface);
         return ExitCode::SUCCESS;
+    }
+    if let Some(persona) = args.runtime.persona {
+        // Set before any check starts: every runtime process the checks start inherits it (the
+        // SDK and ACP worlds pass it through their cleared environment).
+        std::env::set_var(Persona::ENV, persona.name());
     }
     let outcome = match (surface, args.runtime.path()) {
         (_, None) => Err(CannotRun("--runtime PATH is required".into())),

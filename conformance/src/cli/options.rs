@@ -94,7 +94,8 @@ impl CorpusSource {
     }
 }
 
-/// `--runtime`: the runtime under test.
+/// `--runtime` and `--persona`: the runtime under test, and the release fake-dsh plays when it is
+/// fake-dsh.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RuntimeUnderTest {
     /// The runtime executable: fake-dsh for `run` (default: $FAKE_DSH_BIN, else the one next to
@@ -107,6 +108,17 @@ pub struct RuntimeUnderTest {
         help_heading = heading::RUNTIME
     )]
     pub runtime: Option<PathBuf>,
+    /// The release fake-dsh plays on the SDK, headless and ACP surfaces: `0.2.1` (its default),
+    /// `0.1.5`, or on `sdk` `0.1.1` (the `dsh-jsonrpc-agent` binary); fake-dsh's own `--persona`
+    /// (`FAKE_DSH_PERSONA`). A real runtime is the release it is and ignores it.
+    #[arg(
+        long,
+        alias = "runtime-persona",
+        value_name = "VERSION",
+        value_parser = persona_parser(),
+        help_heading = heading::RUNTIME
+    )]
+    pub persona: Option<Persona>,
 }
 
 impl RuntimeUnderTest {
@@ -254,7 +266,10 @@ mod tests {
             run.runtime.runtime.as_deref(),
             Some(std::path::Path::new("/f"))
         );
-        assert_eq!(run.persona, Some(dsh_engine::surface::Persona::V015));
+        assert_eq!(
+            run.runtime.persona,
+            Some(dsh_engine::surface::Persona::V015)
+        );
         assert_eq!(run.select.cases, ["a.*"]);
         let Command::CheckRuntime(check) = parse(&["check-runtime", "--dsh", "/d", "--check", "x"])
             .unwrap()

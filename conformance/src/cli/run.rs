@@ -73,17 +73,6 @@ pub struct RunArgs {
     pub surface: Surface,
     #[command(flatten)]
     pub runtime: RuntimeUnderTest,
-    /// The runtime release fake-dsh plays for a client (`--surface sdk|headless`): `0.2.1` (its
-    /// default), `0.1.5`, or with `sdk` `0.1.1` (the `dsh-jsonrpc-agent` binary); fake-dsh's own
-    /// `--persona`.
-    #[arg(
-        long,
-        alias = "runtime-persona",
-        value_name = "VERSION",
-        value_parser = persona_parser(),
-        help_heading = heading::RUNTIME
-    )]
-    pub persona: Option<Persona>,
     /// The runtime variant's name (`dsh-<version>` sets `FAKE_DSH_VERSION=<version>`).
     #[arg(long, value_name = "NAME", help_heading = heading::RUNTIME)]
     pub variant: Option<String>,
@@ -177,7 +166,7 @@ impl RunArgs {
             pass_env: self.pass_env.clone(),
             surface: self.surface,
             client_lacks: self.client_lacks.clone(),
-            persona: self.persona,
+            persona: self.runtime.persona,
         }
     }
 }

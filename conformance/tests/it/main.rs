@@ -48,6 +48,7 @@ mod report_tools;
 mod reuse;
 mod run_cli;
 mod run_signals;
+mod runtime_options;
 mod safe_files;
 mod sdk_check_runtime;
 mod sdk_record;
