@@ -4,10 +4,10 @@
 
 use super::live::LivePrinter;
 use super::options::{
-    color_parser, format_parser, heading, persona_parser, surface_parser, CorpusSource,
-    RuntimeUnderTest, Select, Timing,
+    color_parser, format_parser, heading, surface_parser, CorpusSource, RuntimeUnderTest, Select,
+    Timing,
 };
-use dsh_engine::surface::{Persona, Surface};
+use dsh_engine::surface::Surface;
 use dsh_formats::client_case::ClientSurface;
 use dsh_results::model::SuiteReport;
 use dsh_results::output::stream::ColorChoice;

@@ -29,7 +29,10 @@ fn check_runtime_persona_reaches_the_runtime_of_every_surface() {
             .output()
             .unwrap();
         // Judged (0 or 1), not refused (2).
-        assert!(matches!(out.status.code(), Some(0 | 1)), "{surface}: {out:?}");
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{surface}: {out:?}"
+        );
     }
     let personas = std::fs::read_to_string(&seen).unwrap();
     let lines: Vec<&str> = personas.lines().collect();
