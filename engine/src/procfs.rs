@@ -111,6 +111,58 @@ pub fn descendants(table: &[Row], root: i32) -> Vec<i32> {
     found
 }
 
+/// The children of `pid`, from its threads' `/proc/<pid>/task/<tid>/children` (a child is
+/// listed under the thread that forked it, an adopted orphan under the thread that adopted it):
+/// a handful of reads instead of one per process on the machine. `None` where the kernel has no
+/// such files (`CONFIG_PROC_CHILDREN`) or `pid` is gone; every row is a child that had not been
+/// reaped when its file was read, zombies included.
+pub fn children(pid: i32) -> Option<Vec<i32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut found: Vec<i32> = Vec::new();
+    let mut read_one = false;
+    for task in tasks.flatten() {
+        // Twice: the kernel may skip a child when the one listed before it is reaped in the
+        // middle of the read (never one that merely starts), and the union of two reads misses
+        // only what both skipped.
+        for _ in 0..2 {
+            let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
+                continue;
+            };
+            read_one = true;
+            let pids = list
+                .split_whitespace()
+                .filter_map(|pid| pid.parse::<i32>().ok());
+            found.extend(pids);
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    read_one.then_some(found)
+}
+
+/// The pids below `root` (children, their children, ...), dead or alive, sorted: walked through
+/// [`children`], or from the whole [`table`] where the kernel lists no children.
+pub fn tree_below(root: i32) -> Vec<i32> {
+    let mut found: Vec<i32> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        let Some(kids) = children(parent) else {
+            if parent == root {
+                return descendants(&table(), root);
+            }
+            continue;
+        };
+        for kid in kids {
+            if kid != root && !found.contains(&kid) {
+                found.push(kid);
+                frontier.push(kid);
+            }
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
 /// The command name of `pid` (`/proc/<pid>/comm`), `?` when it cannot be read.
 pub fn command_of(pid: i32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
@@ -136,15 +188,27 @@ pub fn become_subreaper() -> bool {
 /// the orphans it adopted. Dead ones among them are reaped on the way.
 pub fn adopted_children(spared: &[i32]) -> Vec<i32> {
     let me = std::process::id() as i32;
+    let mine = children(me).unwrap_or_else(|| {
+        let table = table();
+        table
+            .iter()
+            .filter(|row| row.ppid == me)
+            .map(|row| row.pid)
+            .collect()
+    });
     let mut live = Vec::new();
-    for row in table()
-        .into_iter()
-        .filter(|row| row.ppid == me && !spared.contains(&row.pid))
-    {
-        if row.live {
-            live.push(row.pid);
+    for pid in mine.into_iter().filter(|pid| !spared.contains(pid)) {
+        // Gone meanwhile (reaped by its spawner), it is nobody's to kill.
+        let Some((state, ppid)) = stat_of(pid) else {
+            continue;
+        };
+        if ppid != me {
+            continue;
+        }
+        if !matches!(state.as_str(), "Z" | "X" | "x") {
+            live.push(pid);
         } else {
-            let pid = nix::unistd::Pid::from_raw(row.pid);
+            let pid = nix::unistd::Pid::from_raw(pid);
             let _ = nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
         }
     }
@@ -275,6 +339,38 @@ mod tests {
         let status = child.wait().expect("reaped");
         assert!(!status.success(), "it died of the kill");
         assert!(!dying(pid.as_raw()), "a reaped process is gone, not dying");
+    }
+
+    #[test]
+    fn the_tree_below_a_process_is_walked_through_its_childrens_lists() {
+        // sh -> sleep (a grandchild of this test process).
+        let mut shell = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let root = shell.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut below = tree_below(root);
+        while below.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            below = tree_below(root);
+        }
+        let by_table = descendants(&table(), root);
+        let me = std::process::id() as i32;
+        let mine = children(me);
+        for pid in &below {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = shell.kill();
+        let _ = shell.wait();
+        assert_eq!(below.len(), 1, "{below:?}");
+        assert_eq!(below, by_table, "the children lists and the table agree");
+        if let Some(mine) = mine {
+            assert!(mine.contains(&root), "{mine:?} lists the shell");
+        }
     }
 
     fn table_has(pid: i32) -> bool {

@@ -245,11 +245,10 @@ mod imp {
     }
 
     fn live_descendants() -> Vec<i32> {
-        let table = procfs::table();
         let me = std::process::id() as i32;
-        procfs::descendants(&table, me)
+        procfs::tree_below(me)
             .into_iter()
-            .filter(|pid| table.iter().any(|row| row.pid == *pid && row.live))
+            .filter(|pid| procfs::is_live(*pid))
             .collect()
     }
 

@@ -39,11 +39,10 @@ impl ProcessSampler {
             return;
         }
         self.last = Some(Instant::now());
-        let table = dsh_engine::procfs::table();
         let mut tree: Vec<i32> = Vec::new();
         let roots = client.into_iter().chain(dsh_engine::process::adopted());
         for root in roots {
-            for pid in std::iter::once(root).chain(dsh_engine::procfs::descendants(&table, root)) {
+            for pid in std::iter::once(root).chain(dsh_engine::procfs::tree_below(root)) {
                 if !tree.contains(&pid) {
                     tree.push(pid);
                 }
