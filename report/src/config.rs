@@ -1,5 +1,7 @@
-//! The `report` config: which hosts and runtime variants make the matrix, and the defaults when no
-//! config is given (the reference host; the dsh versions the spec's version policy distinguishes).
+//! The `report` config: which hosts and runtime variants make the matrix, which clients (of the
+//! SDK, headless and ACP surfaces) and runtime personas sit beside them, and the defaults when no
+//! config is given (the reference host; the dsh versions the spec's version policy distinguishes;
+//! no clients).
 
 use dsh_engine::input::{read_bounded, MAX_CONFIG_BYTES};
 use serde::{Deserialize, Serialize};
@@ -43,22 +45,52 @@ pub struct VariantSpec {
     pub env: BTreeMap<String, String>,
 }
 
+/// A client under test (`run --surface sdk|headless|acp --host CLIENT`): a name for the report,
+/// the surface it drives, its command, optionally its expectations file (relative to the config
+/// file), and the runtime releases fake-dsh plays for it, one cell each (`run --persona`;
+/// default: fake-dsh's own, 0.2.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSpec {
+    pub name: String,
+    pub surface: dsh_formats::client_case::ClientSurface,
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expectations: Option<PathBuf>,
+    #[serde(default = "default_personas")]
+    pub personas: Vec<String>,
+}
+
+fn default_personas() -> Vec<String> {
+    vec![dsh_engine::surface::Persona::V021.name().to_string()]
+}
+
+impl ClientSpec {
+    /// The report's variant name of this client's cell on `persona`.
+    pub fn variant_name(persona: &str) -> String {
+        format!("fake-dsh {persona}")
+    }
+}
+
 /// The config file as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
     #[serde(default)]
     hosts: Vec<HostSpec>,
+    #[serde(default)]
+    clients: Vec<ClientSpec>,
     variants: Option<Vec<VariantSpec>>,
     /// Whether the reference host is added before the config's hosts (default true).
     include_reference: Option<bool>,
 }
 
-/// The matrix to run: hosts (rows of results) x variants (columns), in order.
+/// The matrix to run: hosts x variants, in order, then each client x its personas.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MatrixConfig {
     pub hosts: Vec<HostSpec>,
     pub variants: Vec<VariantSpec>,
+    pub clients: Vec<ClientSpec>,
 }
 
 /// The name the reference host has in reports.
@@ -110,6 +142,7 @@ impl MatrixConfig {
         MatrixConfig {
             hosts: vec![reference_host()],
             variants: default_variants(),
+            clients: Vec::new(),
         }
     }
 
@@ -138,6 +171,7 @@ impl MatrixConfig {
             } else {
                 variants.iter().map(|name| variant(name)).collect()
             },
+            clients: Vec::new(),
         };
         config.check().map_err(|rule| format!("--host: {rule}"))?;
         Ok(config)
@@ -171,14 +205,60 @@ impl MatrixConfig {
                 .collect();
             host
         }));
+        let clients = file.clients.into_iter().map(|mut client| {
+            client.expectations = client.expectations.map(|path| base.join(path));
+            client.command = client
+                .command
+                .into_iter()
+                .map(|part| relative_to(&base, part))
+                .collect();
+            client
+        });
         let config = MatrixConfig {
             hosts,
             variants: file.variants.unwrap_or_else(default_variants),
+            clients: clients.collect(),
         };
         config
             .check()
             .map_err(|rule| format!("{}: invalid report config: {rule}", origin.display()))?;
         Ok(config)
+    }
+
+    /// Each client named once (apart from the hosts too: a cell is named by host and variant),
+    /// with a program, and personas fake-dsh plays.
+    fn check_clients(&self) -> Result<(), String> {
+        for (index, client) in self.clients.iter().enumerate() {
+            let what = format!("client {:?}", client.name);
+            if client.name.trim().is_empty() {
+                return Err(format!("clients[{index}]: \"name\" must not be empty"));
+            }
+            if client
+                .command
+                .first()
+                .is_none_or(|program| program.is_empty())
+            {
+                return Err(format!("{what}: \"command\" must start with a program"));
+            }
+            let hosts = self.hosts.iter().map(|host| &host.name);
+            let earlier = self.clients[..index].iter().map(|client| &client.name);
+            if hosts.chain(earlier).any(|name| *name == client.name) {
+                return Err(format!("{what}: the name is used twice"));
+            }
+            if client.personas.is_empty() {
+                return Err(format!("{what}: \"personas\" is empty (omit it for 0.2.1)"));
+            }
+            for persona in &client.personas {
+                if dsh_engine::surface::Persona::named(persona).is_none() {
+                    let known = dsh_engine::surface::Persona::ALL.map(|known| known.name());
+                    return Err(format!(
+                        "{what}: persona {persona:?} is none fake-dsh plays ({})",
+                        known.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Reads and parses a config file.
@@ -223,6 +303,7 @@ impl MatrixConfig {
                     .map_err(|why| format!("host {:?}: \"dialect\": {why}", host.name))?;
             }
         }
+        self.check_clients()?;
         for (index, variant) in self.variants.iter().enumerate() {
             if variant.name.trim().is_empty() {
                 return Err(format!("variants[{index}]: \"name\" must not be empty"));

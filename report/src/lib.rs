@@ -1,7 +1,9 @@
-//! `report` (every host x runtime variant over the corpus, written as report.json, report.html and
-//! report.md) and `diff` (two reports compared by case id; exit 1 on a regression).
+//! `report` (every host x runtime variant over the corpus, and every client of the SDK, headless
+//! and ACP surfaces x the runtime personas it is tried on over the client corpus, written as
+//! report.json, report.html and report.md) and `diff` (two reports compared by case id; exit 1 on
+//! a regression).
 //!
-//! - [`config`]: the hosts and variants of the matrix, and the defaults.
+//! - [`config`]: the hosts, variants and clients of the matrix, and the defaults.
 //! - [`document`]: `report.json`, its schema, loading it back; the JSON file readers whose errors
 //!   name the file.
 //! - [`coverage`]: the rule catalog and which cases cover each rule.
@@ -26,7 +28,7 @@ pub mod markdown;
 pub mod stable;
 pub mod tools;
 
-use config::{HostSpec, MatrixConfig, VariantSpec};
+use config::{ClientSpec, HostSpec, MatrixConfig, VariantSpec};
 use document::{ReportDocument, SuiteError};
 use dsh_results::model::SuiteReport;
 use dsh_results::reporter::{Reporter, RunStart};
@@ -233,6 +235,129 @@ fn run_cell_live(suite: &dsh_host_corpus::Suite, reporter: &dyn Reporter) -> Sui
     report
 }
 
+/// `--case`/`--skip` per corpus: the host corpus and each client surface's cases take the globs
+/// that match one of their ids; a kind of cell none of several `--case` globs matches is not run.
+/// A glob that matches no case of any cell is the report's error, as it is `run`'s.
+struct CellSelections {
+    /// The host cells' options (`None`: no `--case` glob selects a host case).
+    hosts: Option<CellOptions>,
+    /// Each client surface's options, in the same sense.
+    clients: Vec<(dsh_formats::client_case::ClientSurface, Option<CellOptions>)>,
+}
+
+impl CellSelections {
+    fn of(config: &MatrixConfig, options: &CellOptions, fixtures: &Path) -> Result<Self, String> {
+        let host_ids: Vec<String> = dsh_engine::selection::find_cases(fixtures)
+            .map_err(|error| format!("{}: cannot list the corpus: {error}", fixtures.display()))?
+            .into_iter()
+            .map(|entry| entry.id)
+            .collect();
+        let mut corpora = vec![host_ids];
+        let mut surfaces = Vec::new();
+        if !config.clients.is_empty() {
+            let clients = dsh_client_corpus::corpus::load(fixtures).map_err(|errors| {
+                let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                format!("the client corpus is invalid:\n{}", lines.join("\n"))
+            })?;
+            for client in &config.clients {
+                if !surfaces.contains(&client.surface) {
+                    surfaces.push(client.surface);
+                    corpora.push(
+                        clients
+                            .of(client.surface)
+                            .map(|c| c.case.id.clone())
+                            .collect(),
+                    );
+                }
+            }
+        }
+        for glob in options.cases.iter().chain(&options.skip) {
+            let matched = corpora
+                .iter()
+                .flatten()
+                .any(|id| dsh_engine::selection::glob_match(glob, id));
+            if !matched {
+                return Err(format!(
+                    "{glob:?} matches no case of any cell of the report"
+                ));
+            }
+        }
+        let narrowed = |ids: &[String]| narrow(options, ids);
+        Ok(CellSelections {
+            hosts: narrowed(&corpora[0]),
+            clients: surfaces
+                .into_iter()
+                .zip(corpora[1..].iter().map(|ids| narrowed(ids)))
+                .collect(),
+        })
+    }
+
+    fn client(&self, client: &ClientSpec) -> Option<&CellOptions> {
+        let (_, options) = self
+            .clients
+            .iter()
+            .find(|(surface, _)| *surface == client.surface)?;
+        options.as_ref()
+    }
+}
+
+/// `options` with only the globs that match one of `ids`; `None` when `--case` globs were given
+/// and none of them does.
+fn narrow(options: &CellOptions, ids: &[String]) -> Option<CellOptions> {
+    let keep = |globs: &[String]| -> Vec<String> {
+        let globs = globs.iter();
+        globs
+            .filter(|glob| {
+                ids.iter()
+                    .any(|id| dsh_engine::selection::glob_match(glob, id))
+            })
+            .cloned()
+            .collect()
+    };
+    let cases = keep(&options.cases);
+    if cases.is_empty() && !options.cases.is_empty() {
+        return None;
+    }
+    Some(CellOptions {
+        cases,
+        skip: keep(&options.skip),
+        ..options.clone()
+    })
+}
+
+/// Runs one client x persona through the client corpus (as `run --surface S --host CLIENT
+/// --persona P`); `None` when the selection leaves it no case.
+fn client_cell(
+    args: &CellOptions,
+    corpus: &dsh_engine::corpus::CorpusDir,
+    fake_dsh: &Path,
+    client: &ClientSpec,
+    persona: &str,
+    reporter: &dyn Reporter,
+) -> Result<Option<SuiteReport>, String> {
+    let options = dsh_results::run_args::RunOptions {
+        host_args: client.command.clone(),
+        host_name: Some(client.name.clone()),
+        fixtures: Some(corpus.path().to_path_buf()),
+        cases: args.cases.clone(),
+        skip: args.skip.clone(),
+        jobs: args.jobs,
+        time_scale: args.time_scale,
+        expectations: client.expectations.clone(),
+        runtime: Some(fake_dsh.to_path_buf()),
+        persona: dsh_engine::surface::Persona::named(persona),
+        ..Default::default()
+    };
+    let outcome = dsh_client_corpus::run(&options, client.surface, reporter)?;
+    let dsh_results::reporter::RunOutcome::Ran { report, .. } = outcome else {
+        return Ok(None);
+    };
+    let mut suite = *report;
+    suite.host.name = client.name.clone();
+    suite.runtime_variant = ClientSpec::variant_name(persona);
+    Ok(Some(suite))
+}
+
 /// `report`'s run: every cell of `config` over `corpus` (fake-dsh: `$FAKE_DSH_BIN`, else the one
 /// next to this executable), each cell's cases handed to `reporter` as they finish, assembled
 /// into the document; made stable ([`stable`]) unless `full_transcripts`. `Err`: no fake-dsh to
@@ -245,9 +370,30 @@ pub fn run_report(
     reporter: &dyn Reporter,
 ) -> Result<ReportDocument, String> {
     let fake_dsh = fake_dsh_binary()?;
-    let (suites, errors) = run_matrix(config, &mut |host, variant| {
-        harness_cell(options, corpus, &fake_dsh, host, variant, reporter)
-    });
+    let selections = CellSelections::of(config, options, corpus.path())?;
+    let (mut suites, mut errors) = match &selections.hosts {
+        Some(host_options) => run_matrix(config, &mut |host, variant| {
+            harness_cell(host_options, corpus, &fake_dsh, host, variant, reporter)
+        }),
+        None => (Vec::new(), Vec::new()),
+    };
+    for client in &config.clients {
+        let Some(client_options) = selections.client(client) else {
+            continue;
+        };
+        for persona in &client.personas {
+            let variant = ClientSpec::variant_name(persona);
+            match client_cell(client_options, corpus, &fake_dsh, client, persona, reporter) {
+                Ok(Some(suite)) => suites.push(suite),
+                Ok(None) => {}
+                Err(message) => errors.push(SuiteError {
+                    host: client.name.clone(),
+                    variant,
+                    message,
+                }),
+            }
+        }
+    }
     let mut document = build_document(config, suites, errors, corpus.path());
     if !full_transcripts {
         stable::make_stable(&mut document);

@@ -41,6 +41,7 @@ mod node_host;
 mod official_python_client;
 mod record;
 mod report_browser;
+mod report_clients;
 mod report_diff;
 mod report_matrix;
 mod report_outputs;

@@ -95,6 +95,7 @@ fn sample_document(fixtures: &Path) -> ReportDocument {
         env: Default::default(),
     };
     let config = MatrixConfig {
+        clients: Vec::new(),
         hosts: vec![
             HostSpec {
                 name: "reference".to_string(),
@@ -295,6 +296,7 @@ fn three_host_document(fixtures: &Path) -> ReportDocument {
         dialect: None,
     };
     let config = MatrixConfig {
+        clients: Vec::new(),
         hosts: vec![host("reference"), host("node"), host("broken")],
         variants: vec![VariantSpec {
             name: "dsh-0.1.7-rc.1".to_string(),
@@ -519,6 +521,7 @@ fn hostile_names_document(fixtures: &Path) -> ReportDocument {
         dialect: None,
     };
     let config = MatrixConfig {
+        clients: Vec::new(),
         hosts: vec![host("reference"), host(SPOOF)],
         variants: vec![VariantSpec {
             name: "dsh-0.1.7-rc.1".to_string(),

@@ -15,6 +15,7 @@ use std::path::Path;
 
 fn two_by_two() -> MatrixConfig {
     MatrixConfig {
+        clients: Vec::new(),
         hosts: vec![
             HostSpec {
                 name: "reference".to_string(),
@@ -255,6 +256,7 @@ fn report_html_shows_the_matrix_grouped_by_spec_section() {
 fn exit_codes_mirror_run() {
     let fixtures = fixtures_dir();
     let config = MatrixConfig {
+        clients: Vec::new(),
         hosts: two_by_two().hosts[..1].to_vec(),
         variants: default_variants(),
     };
