@@ -39,7 +39,7 @@ use dsh_engine::programs::{sibling_of_exe, split_command};
 use dsh_engine::selection::{CaseEntry, Selection};
 use dsh_results::model::{CaseResult, SuiteReport};
 use dsh_results::reporter::{ListedCase, Reporter, RunOutcome, RunStart};
-use dsh_results::run_args::{fake_dsh_from_env, fake_dsh_of, RunOptions};
+use dsh_results::run_args::{fake_dsh_from_env, fake_dsh_of, runtime_from_env_note, RunOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
@@ -50,12 +50,17 @@ pub use dsh_engine::interrupt::EXIT_INTERRUPTED;
 /// handed to `reporter` as it finishes; `Err` when the run could not start.
 pub fn run(args: &RunOptions, reporter: &dyn Reporter) -> Result<RunOutcome, String> {
     if args.host.is_none() && args.host_args.is_empty() {
-        eprintln!(
-            "dsh-conformance run: no --host: running the built-in reference host (dsh-host-driver beside this executable)"
+        reporter.note(
+            "no --host: running the built-in reference host (dsh-host-driver beside this executable)",
         );
     }
     let corpus = dsh_engine::corpus::choose(args.fixtures.as_deref(), args.embedded_corpus)?;
-    corpus.announce("run");
+    if let Some(note) = corpus.announcement() {
+        reporter.note(&note);
+    }
+    if let Some(note) = runtime_from_env_note(args) {
+        reporter.note(&note);
+    }
     let mut config = config_from_args(args, corpus.path().to_path_buf())?;
     config.corpus_source = Some(corpus.source_label());
     // A planted link at an output path stops the run before any case: nothing is written.
@@ -73,21 +78,19 @@ pub fn run(args: &RunOptions, reporter: &dyn Reporter) -> Result<RunOutcome, Str
     let suite = match Suite::prepare(&config) {
         Ok(suite) => suite,
         Err(HarnessError::NoMatch(message)) => {
-            eprintln!("dsh-conformance run: {message}");
+            reporter.note(&message);
             return Ok(RunOutcome::NothingSelected);
         }
         Err(error) => return Err(error.to_string()),
     };
     if args.list {
-        return Ok(list(args, &suite));
+        return Ok(list(args, &suite, reporter));
     }
     if let Some(warning) = suite.corpus().warning() {
-        eprintln!("dsh-conformance run: {warning}");
+        reporter.note(&warning);
     }
     if suite.entries().is_empty() {
-        eprintln!(
-            "dsh-conformance run: no case selected (check --case / --skip / --section / --shard)"
-        );
+        reporter.note("no case selected (check --case / --skip / --section / --shard)");
         return Ok(RunOutcome::NothingSelected);
     }
     if let Some(expectations) = &config.expectations {
@@ -96,7 +99,9 @@ pub fn run(args: &RunOptions, reporter: &dyn Reporter) -> Result<RunOutcome, Str
             .iter()
             .map(|entry| entry.id.as_str())
             .collect();
-        expectations.warn_unselected(&ids);
+        for warning in expectations.unselected_warnings(&ids) {
+            reporter.note(&warning);
+        }
     }
     match suite.preflight() {
         // Stopped before the first case (a signal at start-up, or during the handshake): no
@@ -113,11 +118,11 @@ pub fn run(args: &RunOptions, reporter: &dyn Reporter) -> Result<RunOutcome, Str
     }
     let stopped = stop_reason(args, &suite, &report);
     if let Some(reason) = &stopped {
-        eprintln!(
-            "dsh-conformance run: stopped early ({reason}): {} of {} cases ran",
+        reporter.note(&format!(
+            "stopped early ({reason}): {} of {} cases ran",
             report.cases.len(),
             suite.entries().len()
-        );
+        ));
     }
     Ok(RunOutcome::Ran {
         report: Box::new(report),
@@ -173,12 +178,16 @@ fn stop_reason(args: &RunOptions, suite: &Suite, report: &SuiteReport) -> Option
 
 /// `--list`: the selected cases with their summaries and what JSON lists about them. A selection
 /// that matches nothing says so on stderr (nothing measured).
-fn list(args: &RunOptions, suite: &Suite) -> RunOutcome {
+fn list(args: &RunOptions, suite: &Suite, reporter: &dyn Reporter) -> RunOutcome {
     if suite.entries().is_empty() {
-        eprintln!(
-            "dsh-conformance run --list: no case matches the selection (--case / --skip / --section / --shard) in {}",
-            args.fixtures.as_deref().map_or_else(|| "the fixtures dir".to_string(), |dir| dir.display().to_string())
+        let dir = args.fixtures.as_deref();
+        let dir = dir.map_or_else(
+            || "the fixtures dir".to_string(),
+            |dir| dir.display().to_string(),
         );
+        reporter.note(&format!(
+            "--list: no case matches the selection (--case / --skip / --section / --shard) in {dir}"
+        ));
         return RunOutcome::NothingSelected;
     }
     let listed = |entry: &CaseEntry| {

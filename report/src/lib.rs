@@ -55,29 +55,30 @@ pub type CellRunner<'a> = dyn FnMut(&HostSpec, &VariantSpec) -> Result<SuiteRepo
 pub fn run_matrix(
     config: &MatrixConfig,
     run_cell: &mut CellRunner<'_>,
+    reporter: &dyn Reporter,
 ) -> (Vec<SuiteReport>, Vec<SuiteError>) {
     let mut suites = Vec::new();
     let mut errors = Vec::new();
     for host in &config.hosts {
         for variant in &config.variants {
-            eprintln!("report: {} x {} ...", host.name, variant.name);
+            reporter.note(&format!("{} x {} ...", host.name, variant.name));
             match run_cell(host, variant) {
                 Ok(mut suite) => {
                     suite.host.name = host.name.clone();
                     suite.runtime_variant = variant.name.clone();
-                    eprintln!(
-                        "report: {} x {}: {}",
+                    reporter.note(&format!(
+                        "{} x {}: {}",
                         host.name,
                         variant.name,
                         dsh_results::output::summary_line(&suite)
-                    );
+                    ));
                     suites.push(suite);
                 }
                 Err(message) => {
-                    eprintln!(
-                        "report: {} x {}: could not run: {message}",
+                    reporter.note(&format!(
+                        "{} x {}: could not run: {message}",
                         host.name, variant.name
-                    );
+                    ));
                     errors.push(SuiteError {
                         host: host.name.clone(),
                         variant: variant.name.clone(),
@@ -97,11 +98,12 @@ pub fn build_document(
     suites: Vec<SuiteReport>,
     errors: Vec<SuiteError>,
     fixtures: &Path,
+    reporter: &dyn Reporter,
 ) -> ReportDocument {
     let rules = match coverage::load_rules(fixtures) {
         Ok(rules) => rules,
         Err(message) => {
-            eprintln!("report: warning: no spec-coverage table: {message}");
+            reporter.note(&format!("warning: no spec-coverage table: {message}"));
             Vec::new()
         }
     };
@@ -372,9 +374,13 @@ pub fn run_report(
     let fake_dsh = fake_dsh_binary()?;
     let selections = CellSelections::of(config, options, corpus.path())?;
     let (mut suites, mut errors) = match &selections.hosts {
-        Some(host_options) => run_matrix(config, &mut |host, variant| {
-            harness_cell(host_options, corpus, &fake_dsh, host, variant, reporter)
-        }),
+        Some(host_options) => run_matrix(
+            config,
+            &mut |host, variant| {
+                harness_cell(host_options, corpus, &fake_dsh, host, variant, reporter)
+            },
+            reporter,
+        ),
         None => (Vec::new(), Vec::new()),
     };
     for client in &config.clients {
@@ -394,7 +400,7 @@ pub fn run_report(
             }
         }
     }
-    let mut document = build_document(config, suites, errors, corpus.path());
+    let mut document = build_document(config, suites, errors, corpus.path(), reporter);
     if !full_transcripts {
         stable::make_stable(&mut document);
     }

@@ -47,10 +47,20 @@ impl Expectations {
             .collect()
     }
 
-    /// Warns on stderr of every listed id that is not among `selected`.
+    /// A warning for every listed id that is not among `selected`.
+    pub fn unselected_warnings(&self, selected: &[&str]) -> Vec<String> {
+        let ids = self.unselected(selected).into_iter();
+        ids.map(|id| {
+            format!("warning: the expectations file lists {id}, which is not selected or does not exist")
+        })
+        .collect()
+    }
+
+    /// Warns on stderr of every listed id that is not among `selected` (callers with a
+    /// [`crate::reporter::Reporter`] note [`Expectations::unselected_warnings`] instead).
     pub fn warn_unselected(&self, selected: &[&str]) {
-        for id in self.unselected(selected) {
-            eprintln!("dsh-conformance run: warning: the expectations file lists {id}, which is not selected or does not exist");
+        for warning in self.unselected_warnings(selected) {
+            eprintln!("dsh-conformance run: {warning}");
         }
     }
 

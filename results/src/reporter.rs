@@ -1,7 +1,8 @@
 //! What a run shows while it goes, as the caller wants it: a corpus hands every event to the
 //! [`Reporter`] its caller passed (the command line passes one that prints the live table or
 //! JSON lines, `dsh_results::output::stream::LiveOutput`; a library caller may collect, or
-//! ignore, them). No corpus prints a case itself.
+//! ignore, them). No corpus prints anything itself: a case goes to [`Reporter::case`], any other
+//! line to [`Reporter::note`].
 
 use crate::model::CaseResult;
 
@@ -28,6 +29,10 @@ pub trait Reporter: Sync {
     fn case(&self, case: &CaseResult);
     /// Every case finished, or the run stopped.
     fn finish(&self);
+    /// A line for the person running it, outside the cases: a warning, why nothing ran, why
+    /// the run stopped, where the runtime or corpus came from. The command line prints it on
+    /// stderr after its command's name; a library caller may keep it or drop it (the default).
+    fn note(&self, _text: &str) {}
 }
 
 /// A reporter that shows nothing.

@@ -165,20 +165,24 @@ pub fn write_output_files(args: &RunOptions, report: &SuiteReport) -> std::io::R
     Ok(())
 }
 
-/// The fake-dsh binary: `--runtime`, else `$FAKE_DSH_BIN` (said out loud), else the one beside
-/// this executable.
+/// The note a run gives when its runtime is `$FAKE_DSH_BIN` rather than `--runtime` or the
+/// fake-dsh beside the executable.
+pub fn runtime_from_env_note(args: &RunOptions) -> Option<String> {
+    let path = fake_dsh_from_env().filter(|_| args.runtime.is_none())?;
+    Some(format!(
+        "note: the runtime is $FAKE_DSH_BIN = {}, not the fake-dsh beside this executable",
+        path.display()
+    ))
+}
+
+/// The fake-dsh binary: `--runtime`, else `$FAKE_DSH_BIN` (said out loud: see
+/// [`runtime_from_env_note`]), else the one beside this executable.
 pub fn fake_dsh_of(args: &RunOptions) -> Result<PathBuf, String> {
     Ok(match (&args.runtime, fake_dsh_from_env()) {
         (Some(path), _) => path.clone(),
-        (None, Some(path)) => {
-            // A runtime change from the environment is said out loud (and lands in the report's
-            // re-run flags), never silent.
-            eprintln!(
-                "dsh-conformance run: note: the runtime is $FAKE_DSH_BIN = {}, not the fake-dsh beside this executable",
-                path.display()
-            );
-            path
-        }
+        // A runtime change from the environment is said out loud by the corpus
+        // ([`runtime_from_env_note`]) and lands in the report's re-run flags, never silent.
+        (None, Some(path)) => path,
         _ => dsh_engine::programs::sibling_of_exe("fake-dsh")?,
     })
 }

@@ -82,6 +82,11 @@ pub fn select_checks<'a>(
     Ok(selection)
 }
 
+/// What a caller tells its user when it runs the checks with a shared Harness home and more than
+/// one job: [`run_checks`] runs them one at a time.
+pub const SHARED_HOME_NOTE: &str = "--dsh-home is shared by every check, so the checks run one \
+     at a time (--bundle gives each check a private copy and runs in parallel)";
+
 /// Run the checks `selection` selects against `target`, `jobs` at a time; the results come back
 /// in catalogue order.
 pub fn run_checks(
@@ -98,14 +103,9 @@ pub fn run_checks(
     target.observed = Default::default();
     let target = &target;
     preflight(target)?;
-    if target.dsh_home.is_some() && jobs > 1 {
-        // The real dsh rewrites profiles/NAME/cordis.yml on every boot; a concurrent boot of the
-        // same profile can read it empty ("config file must be a top-level array").
-        eprintln!(
-            "dsh-conformance check-runtime: --dsh-home is shared by every check, so the checks \
-             run one at a time (--bundle gives each check a private copy and runs in parallel)"
-        );
-    }
+    // The real dsh rewrites profiles/NAME/cordis.yml on every boot; a concurrent boot of the
+    // same profile can read it empty ("config file must be a top-level array"): a shared home
+    // runs the checks one at a time ([`SHARED_HOME_NOTE`]).
     let jobs = if target.dsh_home.is_some() { 1 } else { jobs };
     let selected: Vec<&verdict::Check> = CHECKS
         .iter()

@@ -8,7 +8,7 @@ use dsh_runtime_check::checks::CHECKS;
 use dsh_runtime_check::verdict::Status;
 use dsh_runtime_check::world::Target;
 use dsh_runtime_check::{
-    acp_check, install_bundle, run_checks, sdk_check, select_checks, CannotRun,
+    acp_check, install_bundle, run_checks, sdk_check, select_checks, CannotRun, SHARED_HOME_NOTE,
 };
 use std::io::Write;
 use std::path::PathBuf;
@@ -120,6 +120,9 @@ fn open_design(args: &Args) -> Result<u8, CannotRun> {
         model_url: None,
         observed: Default::default(),
     };
+    if target.dsh_home.is_some() && args.timing.jobs().get() > 1 {
+        eprintln!("dsh-conformance check-runtime: {SHARED_HOME_NOTE}");
+    }
     let results = run_checks(&target, &selection, args.timing.jobs())?;
     let rendered = match args.format {
         Format::Table => dsh_runtime_check::to_table(&target, &results),

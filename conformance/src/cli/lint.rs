@@ -31,7 +31,9 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    corpus.announce("lint");
+    if let Some(note) = corpus.announcement() {
+        eprintln!("dsh-conformance lint: {note}");
+    }
     let fixtures_dir = corpus.path().to_path_buf();
     let docs_dir = args
         .docs

@@ -1,6 +1,6 @@
 //! The reporter the command line hands a run (`run`, `report`): each case printed as it finishes,
 //! as a table line or a JSON line, with a progress line on a terminal
-//! (`dsh_results::output::stream::LiveOutput`).
+//! (`dsh_results::output::stream::LiveOutput`); every note on stderr after the command's name.
 
 use dsh_results::model::CaseResult;
 use dsh_results::output::stream::{ColorChoice, LiveOutput, StreamStyle};
@@ -10,6 +10,8 @@ use std::sync::Mutex;
 
 /// Prints a run's cases live in a `--format`; a run (or a `report` cell) at a time.
 pub struct LivePrinter {
+    /// What a note starts with: `dsh-conformance run`, `dsh-conformance report`.
+    command: &'static str,
     format: Format,
     color: ColorChoice,
     /// Whether a table run starts with the run's header lines (`run`: yes; `report`'s cells
@@ -19,8 +21,14 @@ pub struct LivePrinter {
 }
 
 impl LivePrinter {
-    pub fn new(format: Format, color: ColorChoice, header: bool) -> LivePrinter {
+    pub fn new(
+        command: &'static str,
+        format: Format,
+        color: ColorChoice,
+        header: bool,
+    ) -> LivePrinter {
         LivePrinter {
+            command,
             format,
             color,
             header,
@@ -61,5 +69,9 @@ impl Reporter for LivePrinter {
         if let Some(live) = self.live.lock().unwrap_or_else(|p| p.into_inner()).take() {
             live.finish();
         }
+    }
+
+    fn note(&self, text: &str) {
+        eprintln!("{}: {text}", self.command);
     }
 }

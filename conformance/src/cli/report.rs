@@ -100,7 +100,9 @@ fn report(args: &Args) -> Result<u8, String> {
         return Err(error.to_string());
     }
     let corpus = args.corpus.choose()?;
-    corpus.announce("report");
+    if let Some(note) = corpus.announcement() {
+        eprintln!("dsh-conformance report: {note}");
+    }
     let options = CellOptions {
         cases: args.select.cases.clone(),
         skip: args.select.skip.clone(),
@@ -109,7 +111,12 @@ fn report(args: &Args) -> Result<u8, String> {
     };
     // Each cell's cases, printed as they finish (as `run` prints them; the cell announces
     // itself on stderr).
-    let printer = LivePrinter::new(Format::Table, ColorChoice::Auto, false);
+    let printer = LivePrinter::new(
+        "dsh-conformance report",
+        Format::Table,
+        ColorChoice::Auto,
+        false,
+    );
     let document = run_report(&config, &options, &corpus, args.full_transcripts, &printer)?;
     if let Some(path) = &args.junit {
         dsh_engine::files::write_rendered(path, &|out| {

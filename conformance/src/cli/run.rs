@@ -181,7 +181,7 @@ pub fn main(args: &RunArgs) -> ExitCode {
         Surface::Headless => Some(ClientSurface::Headless),
         other => return super::options::unsupported_surface("run", other, &SURFACES),
     };
-    let printer = LivePrinter::new(options.format, options.color, true);
+    let printer = LivePrinter::new("dsh-conformance run", options.format, options.color, true);
     let outcome = match client {
         Some(_) if options.dialect != DEFAULT_DIALECT => Err(format!(
             "--dialect {} judges host drivers (the open-design surface); the client corpus has no dialects",

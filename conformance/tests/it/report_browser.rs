@@ -6,6 +6,7 @@
 //! Without Chromium the test prints why it is skipped and passes.
 
 use crate::report_support;
+use dsh_results::reporter::Silent;
 
 use dsh_report::config::{HostSpec, MatrixConfig, VariantSpec};
 use dsh_report::document::ReportDocument;
@@ -114,15 +115,16 @@ fn sample_document(fixtures: &Path) -> ReportDocument {
         ],
         variants: vec![variant("dsh-0.1.7-rc.1"), variant("dsh-0.1.8")],
     };
-    let (suites, errors) = run_matrix(&config, &mut |host, variant| match (
-        host.name.as_str(),
-        variant.name.as_str(),
-    ) {
-        ("node", "dsh-0.1.8") => Err("driver exited during handshake".to_string()),
-        (_, "dsh-0.1.7-rc.1") => Ok(passing_suite()),
-        _ => Ok(sample_suite()),
-    });
-    build_document(&config, suites, errors, fixtures)
+    let (suites, errors) = run_matrix(
+        &config,
+        &mut |host, variant| match (host.name.as_str(), variant.name.as_str()) {
+            ("node", "dsh-0.1.8") => Err("driver exited during handshake".to_string()),
+            (_, "dsh-0.1.7-rc.1") => Ok(passing_suite()),
+            _ => Ok(sample_suite()),
+        },
+        &Silent,
+    );
+    build_document(&config, suites, errors, fixtures, &Silent)
 }
 
 /// The text of the element whose opening tag contains `marker`, up to its next `<`.
@@ -303,22 +305,26 @@ fn three_host_document(fixtures: &Path) -> ReportDocument {
             env: Default::default(),
         }],
     };
-    let (suites, errors) = run_matrix(&config, &mut |host, _| {
-        Ok(match host.name.as_str() {
-            "reference" => sample_suite(),
-            "node" => passing_suite(),
-            _ => {
-                let mut suite = passing_suite();
-                for case in &mut suite.cases {
-                    case.verdict = dsh_results::model::Verdict::Fail;
-                    case.rule = Some("s6.session-before-content".to_string());
-                    case.why = Some("the driver answered nothing".to_string());
+    let (suites, errors) = run_matrix(
+        &config,
+        &mut |host, _| {
+            Ok(match host.name.as_str() {
+                "reference" => sample_suite(),
+                "node" => passing_suite(),
+                _ => {
+                    let mut suite = passing_suite();
+                    for case in &mut suite.cases {
+                        case.verdict = dsh_results::model::Verdict::Fail;
+                        case.rule = Some("s6.session-before-content".to_string());
+                        case.why = Some("the driver answered nothing".to_string());
+                    }
+                    suite
                 }
-                suite
-            }
-        })
-    });
-    build_document(&config, suites, errors, fixtures)
+            })
+        },
+        &Silent,
+    );
+    build_document(&config, suites, errors, fixtures, &Silent)
 }
 
 /// A probe run after the page's own script: it uses the page as a person would (search, host
@@ -528,16 +534,20 @@ fn hostile_names_document(fixtures: &Path) -> ReportDocument {
             env: Default::default(),
         }],
     };
-    let (suites, errors) = run_matrix(&config, &mut |host, _| {
-        let mut suite = passing_suite();
-        if host.name == SPOOF {
-            suite.cases[0].verdict = dsh_results::model::Verdict::Fail;
-            suite.cases[0].rule = Some("s6.session-before-content".to_string());
-            suite.cases[0].why = Some("got sess\u{200B}ion \u{2066}id\u{2069}".to_string());
-        }
-        Ok(suite)
-    });
-    build_document(&config, suites, errors, fixtures)
+    let (suites, errors) = run_matrix(
+        &config,
+        &mut |host, _| {
+            let mut suite = passing_suite();
+            if host.name == SPOOF {
+                suite.cases[0].verdict = dsh_results::model::Verdict::Fail;
+                suite.cases[0].rule = Some("s6.session-before-content".to_string());
+                suite.cases[0].why = Some("got sess\u{200B}ion \u{2066}id\u{2069}".to_string());
+            }
+            Ok(suite)
+        },
+        &Silent,
+    );
+    build_document(&config, suites, errors, fixtures, &Silent)
 }
 
 const SPOOF: &str = "spoof\u{202E}gnp.exe";

@@ -3,6 +3,7 @@
 //! escaped, the exit codes, and the CLI's handling of bad configs.
 
 use crate::report_support;
+use dsh_results::reporter::Silent;
 
 use assert_cmd::Command;
 use dsh_report::config::{default_variants, HostSpec, MatrixConfig, VariantSpec};
@@ -52,17 +53,18 @@ fn two_by_two() -> MatrixConfig {
 /// failures on the untested one; the node host's untested cell could not run.
 fn sample_document(fixtures: &Path) -> ReportDocument {
     let config = two_by_two();
-    let (suites, errors) = run_matrix(&config, &mut |host, variant| match (
-        host.name.as_str(),
-        variant.name.as_str(),
-    ) {
-        ("node <host>", "dsh-0.1.8") => {
-            Err("driver exited during handshake: status 127".to_string())
-        }
-        (_, "dsh-0.1.7-rc.1") => Ok(passing_suite()),
-        _ => Ok(sample_suite()),
-    });
-    build_document(&config, suites, errors, fixtures)
+    let (suites, errors) = run_matrix(
+        &config,
+        &mut |host, variant| match (host.name.as_str(), variant.name.as_str()) {
+            ("node <host>", "dsh-0.1.8") => {
+                Err("driver exited during handshake: status 127".to_string())
+            }
+            (_, "dsh-0.1.7-rc.1") => Ok(passing_suite()),
+            _ => Ok(sample_suite()),
+        },
+        &Silent,
+    );
+    build_document(&config, suites, errors, fixtures, &Silent)
 }
 
 fn fixtures_dir() -> tempfile::TempDir {
@@ -261,8 +263,8 @@ fn exit_codes_mirror_run() {
         variants: default_variants(),
     };
     let document_with = |suite: &dyn Fn() -> dsh_results::model::SuiteReport| {
-        let (suites, errors) = run_matrix(&config, &mut |_, _| Ok(suite()));
-        build_document(&config, suites, errors, fixtures.path())
+        let (suites, errors) = run_matrix(&config, &mut |_, _| Ok(suite()), &Silent);
+        build_document(&config, suites, errors, fixtures.path(), &Silent)
     };
     assert_eq!(exit_code_of(&document_with(&passing_suite)), 0);
     assert_eq!(exit_code_of(&document_with(&sample_suite)), 1);
@@ -279,15 +281,25 @@ fn exit_codes_mirror_run() {
         0,
         "an expected failure is not a failure"
     );
-    let (suites, errors) = run_matrix(&config, &mut |_, variant| {
-        if variant.name == "dsh-v0.1.7" {
-            Err("cannot start".to_string())
-        } else {
-            Ok(passing_suite())
-        }
-    });
+    let (suites, errors) = run_matrix(
+        &config,
+        &mut |_, variant| {
+            if variant.name == "dsh-v0.1.7" {
+                Err("cannot start".to_string())
+            } else {
+                Ok(passing_suite())
+            }
+        },
+        &Silent,
+    );
     assert_eq!(
-        exit_code_of(&build_document(&config, suites, errors, fixtures.path())),
+        exit_code_of(&build_document(
+            &config,
+            suites,
+            errors,
+            fixtures.path(),
+            &Silent
+        )),
         2
     );
 }

@@ -44,11 +44,10 @@ impl CorpusDir {
         &self.source
     }
 
-    /// Tells stderr when `command` uses the embedded corpus (a found or named dir needs no note).
-    pub fn announce(&self, command: &str) {
-        if self.source == Source::Embedded {
-            eprintln!("dsh-conformance {command}: using {}", self.describe());
-        }
+    /// The note a command gives when it uses the embedded corpus (a found or named dir needs
+    /// none).
+    pub fn announcement(&self) -> Option<String> {
+        (self.source == Source::Embedded).then(|| format!("using {}", self.describe()))
     }
 
     /// Where the corpus came from, as reports name it: `embedded`, or the directory and what
