@@ -1,5 +1,7 @@
 //! The transparent stdio proxy behind `record`: host stdin -> runtime stdin and runtime stdout ->
 //! host stdout byte for byte, both copied into the transcript, the runtime's stream checked live.
+//! Each broken rule, and a runtime that could not start, goes to the caller's [`Say`] as a line as
+//! it happens (the command line prints it on stderr: stdout is the runtime's own stream).
 
 use super::live::{LiveValidator, RecordedViolation};
 use super::signals;
@@ -38,9 +40,10 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-const PREFIX: &str = "dsh-conformance record:";
+/// Where the proxy's lines go as they happen, from any of its threads.
+pub type Say = Arc<dyn Fn(&str) + Send + Sync>;
 
-fn report(violations: Vec<RecordedViolation>) {
+fn report(say: &Say, violations: Vec<RecordedViolation>) {
     for violation in violations {
         let line = violation
             .line
@@ -50,7 +53,7 @@ fn report(violations: Vec<RecordedViolation>) {
             .message
             .strip_prefix(&line)
             .unwrap_or(&violation.message);
-        eprintln!("{PREFIX} {}{}: {message}", line, violation.code);
+        say(&format!("{}{}: {message}", line, violation.code));
     }
 }
 
@@ -60,6 +63,7 @@ pub fn run(
     out: &Path,
     command: &[OsString],
     surface: WireKind,
+    say: Say,
 ) -> Result<(PathBuf, Ended), String> {
     let started = Instant::now();
     let started_unix_ms = transcript::unix_ms_now();
@@ -77,10 +81,10 @@ pub fn run(
         Ok(child) => child,
         Err(error) => {
             let code = spawn_failure_code(&error);
-            eprintln!(
-                "{PREFIX} cannot start {}: {error}",
+            say(&format!(
+                "cannot start {}: {error}",
                 program.to_string_lossy()
-            );
+            ));
             meta.spawn_error = Some(error.to_string());
             meta.finish(&LiveValidator::for_surface(started, surface), &redactor);
             meta.write(&dir)?;
@@ -95,14 +99,19 @@ pub fn run(
     let child_stdin = child.stdin.take().expect("stdin was piped");
     let stdin_done = pump_host_stdin(child_stdin, stdin_file, Arc::clone(&validator));
     let child_stdout = child.stdout.take().expect("stdout was piped");
-    let stdout_done = pump_runtime_stdout(child_stdout, stdout_file, Arc::clone(&validator));
+    let stdout_done = pump_runtime_stdout(
+        child_stdout,
+        stdout_file,
+        Arc::clone(&validator),
+        Arc::clone(&say),
+    );
 
     let status = child
         .wait()
         .map_err(|error| format!("waiting for the runtime: {error}"))?;
     let exited = Instant::now();
     let stdout_result = stdout_done.recv_timeout(STDOUT_AFTER_EXIT);
-    let processes_left = kill_leftovers(pgid, &validator);
+    let processes_left = kill_leftovers(pgid, &validator, &say);
     let (stdout_bytes, host_closed, stdout_error) = match stdout_result {
         Ok(Ok((bytes, closed))) => (Some(bytes), closed, None),
         Ok(Err(error)) => (None, false, Some(error)),
@@ -216,6 +225,7 @@ fn pump_runtime_stdout(
     mut child_stdout: ChildStdout,
     mut stdout_file: BufWriter<File>,
     runtime_side: Arc<Mutex<LiveValidator>>,
+    say: Say,
 ) -> mpsc::Receiver<Result<(u64, bool), String>> {
     let (stdout_done_tx, stdout_done) = mpsc::channel::<Result<(u64, bool), String>>();
     std::thread::spawn(move || {
@@ -250,7 +260,7 @@ fn pump_runtime_stdout(
                 // exactly as it would without the proxy.
                 host_closed = true;
             }
-            report(violations);
+            report(&say, violations);
             if let Err(error) = stdout_file.write_all(chunk) {
                 break Err(format!("writing {}: {error}", transcript::STDOUT_FILE));
             }
@@ -265,7 +275,7 @@ fn pump_runtime_stdout(
             state.stdout_event(tail);
         }
         state.stdout_finished();
-        report(state.take_unreported());
+        report(&say, state.take_unreported());
         drop(state);
         let _ = stdout_done_tx.send(result);
     });
@@ -274,7 +284,7 @@ fn pump_runtime_stdout(
 
 /// After the runtime exited: whether processes of its tree were left (its group, or orphans that
 /// left it); if so, a violation is recorded and they are killed.
-fn kill_leftovers(pgid: Pid, validator: &Mutex<LiveValidator>) -> bool {
+fn kill_leftovers(pgid: Pid, validator: &Mutex<LiveValidator>, say: &Say) -> bool {
     let escaped = procfs::adopted_children(&[pgid.as_raw()]);
     let processes_left = killpg(pgid, None).is_ok() || !escaped.is_empty();
     if processes_left {
@@ -283,7 +293,7 @@ fn kill_leftovers(pgid: Pid, validator: &Mutex<LiveValidator>) -> bool {
             line: None,
             message: format!("the runtime exited but processes of its tree were still running (its group, or {} orphan(s) that left it); the proxy killed them (spec 6: the runtime exits after the terminal result)", escaped.len()),
         };
-        report(vec![violation.clone()]);
+        report(say, vec![violation.clone()]);
         lock(validator).violations.push(violation);
         let _ = killpg(pgid, Signal::SIGKILL);
         procfs::kill_adopted(&[pgid.as_raw()], std::time::Duration::from_secs(2));

@@ -46,7 +46,9 @@ pub fn main(args: Args) -> ExitCode {
             }
         },
     };
-    let ran = proxy::run(&args.out, &args.command, wire);
+    let say: proxy::Say =
+        std::sync::Arc::new(|line: &str| eprintln!("dsh-conformance record: {line}"));
+    let ran = proxy::run(&args.out, &args.command, wire, say);
     if let Ok((dir, _)) = &ran {
         // stdout is the runtime's own stream: the directory chosen goes to stderr.
         eprintln!("recorded to {}", dir.display());
