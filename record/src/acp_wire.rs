@@ -5,7 +5,7 @@
 //! for an error the transport answers itself), a `session/update` notification of a kind dsh
 //! sends, or the one request dsh makes of a client, `session/request_permission`, numbered from 0.
 
-use super::jsonrpc::{self, request_id, Broken, Pending, RpcSummary};
+use super::jsonrpc::{self, request_id, Broken, RpcState};
 use super::live::RecordedViolation;
 use serde_json::Value;
 
@@ -32,23 +32,12 @@ const STOP_REASONS: [&str; 5] = [
 /// The ACP wire's state: the client's pending requests and the agent's own request ids.
 #[derive(Debug, Default)]
 pub struct AcpWire {
-    pending: Pending,
+    pub rpc: RpcState,
     /// The id the agent's next request must carry (it numbers them 0, 1, 2, … per process).
     next_agent_id: u64,
-    pub info: RpcSummary,
 }
 
 impl AcpWire {
-    /// One client line (without its newline): a request is remembered as pending; a
-    /// notification or an answer to the agent is no request (`false`), and neither is junk.
-    pub fn client_line(&mut self, line: &[u8]) -> bool {
-        let request = self.pending.client_request(line).is_some();
-        self.info.requests += usize::from(request);
-        request
-    }
-
-    /// One agent line `number` (1-based, without its newline): the violation, if it breaks the
-    /// wire.
     pub fn runtime_line(&mut self, number: usize, line: &[u8]) -> Option<RecordedViolation> {
         let broken = self.check(line).err()?;
         Some(jsonrpc::violation(number, broken))
@@ -57,14 +46,6 @@ impl AcpWire {
     /// The agent's last line had no newline: no client reads it as a frame.
     pub fn unterminated(number: usize) -> RecordedViolation {
         jsonrpc::unterminated("DSH_ACP_UNTERMINATED_LINE", number)
-    }
-
-    /// The summary for `meta.json`, unanswered requests included.
-    pub fn summary(&self) -> RpcSummary {
-        RpcSummary {
-            unanswered: self.pending.unanswered(),
-            ..self.info.clone()
-        }
     }
 
     fn check(&mut self, line: &[u8]) -> Result<(), Broken> {
@@ -83,7 +64,7 @@ impl AcpWire {
                 format!("notification {method:?}: dsh sends only `session/update`"),
             ));
         }
-        self.info.notifications += 1;
+        self.rpc.info.notifications += 1;
         let kind = params["update"]["sessionUpdate"].as_str();
         match (params["sessionId"].as_str(), kind) {
             (Some(_), Some(kind)) if UPDATE_KINDS.contains(&kind) => {
@@ -153,16 +134,16 @@ impl AcpWire {
                      `null` only on an error)",
                 );
             }
-            self.info.responses += 1;
+            self.rpc.info.responses += 1;
             return Ok(());
         };
-        let Some(method) = self.pending.take(&id) else {
+        let Some(method) = self.rpc.pending.take(&id) else {
             return Err((
                 "DSH_ACP_UNEXPECTED_RESPONSE",
                 format!("a response to id {id}, which the client has no request pending for"),
             ));
         };
-        self.info.responses += 1;
+        self.rpc.info.responses += 1;
         match result {
             Some(result) => check_result(&method, &id, result),
             None => Ok(()),
@@ -220,7 +201,7 @@ mod tests {
     fn codes(client: &[Value], agent: &[Value]) -> Vec<String> {
         let mut wire = AcpWire::default();
         for line in client {
-            wire.client_line(line.to_string().as_bytes());
+            wire.rpc.client_line(line.to_string().as_bytes());
         }
         let lines = agent.iter().enumerate();
         lines
@@ -305,14 +286,16 @@ mod tests {
     #[test]
     fn unanswered_requests_and_answers_to_the_agent_are_told_apart() {
         let mut wire = AcpWire::default();
-        assert!(wire.client_line(request(json!(0), "initialize").to_string().as_bytes()));
+        assert!(wire
+            .rpc
+            .client_line(request(json!(0), "initialize").to_string().as_bytes()));
         let answer =
             json!({"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "cancelled"}}});
-        assert!(!wire.client_line(answer.to_string().as_bytes()));
+        assert!(!wire.rpc.client_line(answer.to_string().as_bytes()));
         let cancel =
             json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s"}});
-        assert!(!wire.client_line(cancel.to_string().as_bytes()));
-        assert_eq!(wire.summary().unanswered, ["initialize 0"]);
-        assert_eq!(wire.summary().requests, 1);
+        assert!(!wire.rpc.client_line(cancel.to_string().as_bytes()));
+        assert_eq!(wire.rpc.summary().unanswered, ["initialize 0"]);
+        assert_eq!(wire.rpc.summary().requests, 1);
     }
 }

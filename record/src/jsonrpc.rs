@@ -59,6 +59,31 @@ impl Pending {
     }
 }
 
+/// What every JSON-RPC wire keeps: the client's pending requests and the session's counts.
+#[derive(Debug, Default)]
+pub struct RpcState {
+    pub pending: Pending,
+    pub info: RpcSummary,
+}
+
+impl RpcState {
+    /// One client line (without its newline): a request is remembered as pending (`true`);
+    /// anything else (a notification, an answer to the runtime, junk) is no request.
+    pub fn client_line(&mut self, line: &[u8]) -> bool {
+        let request = self.pending.client_request(line).is_some();
+        self.info.requests += usize::from(request);
+        request
+    }
+
+    /// The summary for `meta.json`, unanswered requests included.
+    pub fn summary(&self) -> RpcSummary {
+        RpcSummary {
+            unanswered: self.pending.unanswered(),
+            ..self.info.clone()
+        }
+    }
+}
+
 /// A request's or response's id as JSON text, when it is a number or a string.
 pub fn request_id(frame: &Value) -> Option<String> {
     let id = frame.get("id")?;

@@ -5,7 +5,7 @@
 //! recorded unchecked.
 
 use super::acp_wire::AcpWire;
-use super::jsonrpc::RpcSummary;
+use super::jsonrpc::{RpcState, RpcSummary};
 use super::sdk_wire::SdkWire;
 use super::WireKind;
 use dsh_protocol::{LineEvent, LineFramer, RunContext, Step, StreamChecker, Terminal, Violation};
@@ -334,11 +334,16 @@ impl RpcWire {
         }
     }
 
-    fn client_line(&mut self, bytes: &[u8]) -> bool {
+    /// The state both wires keep.
+    fn state(&mut self) -> &mut RpcState {
         match self {
-            RpcWire::Sdk(wire) => wire.client_line(bytes),
-            RpcWire::Acp(wire) => wire.client_line(bytes),
+            RpcWire::Sdk(wire) => &mut wire.rpc,
+            RpcWire::Acp(wire) => &mut wire.rpc,
         }
+    }
+
+    fn client_line(&mut self, bytes: &[u8]) -> bool {
+        self.state().client_line(bytes)
     }
 
     fn runtime_event(&mut self, event: LineEvent) -> Option<RecordedViolation> {
@@ -356,12 +361,8 @@ impl RpcWire {
             (RpcWire::Acp(_), LineEvent::Truncated { number, .. }) => {
                 Some(AcpWire::unterminated(number))
             }
-            (RpcWire::Sdk(wire), LineEvent::TooLarge { .. }) => {
-                wire.info.unchecked_lines += 1;
-                None
-            }
-            (RpcWire::Acp(wire), LineEvent::TooLarge { .. }) => {
-                wire.info.unchecked_lines += 1;
+            (wire, LineEvent::TooLarge { .. }) => {
+                wire.state().info.unchecked_lines += 1;
                 None
             }
         }
@@ -369,8 +370,8 @@ impl RpcWire {
 
     fn summary(&self) -> RpcSummary {
         match self {
-            RpcWire::Sdk(wire) => wire.summary(),
-            RpcWire::Acp(wire) => wire.summary(),
+            RpcWire::Sdk(wire) => wire.rpc.summary(),
+            RpcWire::Acp(wire) => wire.rpc.summary(),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! its method, every error `-32603`) or one of the four notifications with its params; nothing
 //! after the `shutdown` response; a `session/prompt` response only after its receipt.
 
-use super::jsonrpc::{self, request_id, Broken, Pending, RpcSummary};
+use super::jsonrpc::{self, request_id, Broken, RpcState};
 use super::live::RecordedViolation;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -23,26 +23,15 @@ const ERROR_CODE: i64 = -32603;
 /// The SDK wire's state: the client's pending requests, the receipts seen, the `shutdown` answer.
 #[derive(Debug, Default)]
 pub struct SdkWire {
-    pending: Pending,
+    pub rpc: RpcState,
     /// `messageId`s announced by a receipt (`agent/inbox/spliced` inserting a message).
     receipts: HashSet<String>,
     /// The last `seq` per session.
     seqs: HashMap<String, u64>,
     shutdown_answered: bool,
-    pub info: RpcSummary,
 }
 
 impl SdkWire {
-    /// One client line (without its newline): a request is remembered as pending; anything else
-    /// is dropped by the runtime, so it is only reported as not a request (`false`).
-    pub fn client_line(&mut self, line: &[u8]) -> bool {
-        let request = self.pending.client_request(line).is_some();
-        self.info.requests += usize::from(request);
-        request
-    }
-
-    /// One runtime line `number` (1-based, without its newline): the violation, if it breaks the
-    /// wire.
     pub fn runtime_line(&mut self, number: usize, line: &[u8]) -> Option<RecordedViolation> {
         let broken = self.check(line).err()?;
         Some(jsonrpc::violation(number, broken))
@@ -51,14 +40,6 @@ impl SdkWire {
     /// The runtime's last line had no newline: no client reads it as a frame.
     pub fn unterminated(number: usize) -> RecordedViolation {
         jsonrpc::unterminated("DSH_SDK_UNTERMINATED_LINE", number)
-    }
-
-    /// The summary for `meta.json`, unanswered requests included.
-    pub fn summary(&self) -> RpcSummary {
-        RpcSummary {
-            unanswered: self.pending.unanswered(),
-            ..self.info.clone()
-        }
     }
 
     fn check(&mut self, line: &[u8]) -> Result<(), Broken> {
@@ -91,7 +72,7 @@ impl SdkWire {
                 format!("unknown notification {method:?} (the runtime sends {NOTIFICATIONS:?})"),
             ));
         }
-        self.info.notifications += 1;
+        self.rpc.info.notifications += 1;
         let params = &frame["params"];
         let bad = |what: &str| Err(("DSH_SDK_BAD_PARAMS", format!("{method}: {what}")));
         let strings = |names: &[&str]| names.iter().all(|name| params[name].is_string());
@@ -156,13 +137,13 @@ impl SdkWire {
         if result.is_some() == error.is_some() {
             return invalid("a response holds exactly one of `result` and `error`");
         }
-        let Some(method) = self.pending.take(&id) else {
+        let Some(method) = self.rpc.pending.take(&id) else {
             return Err((
                 "DSH_SDK_UNEXPECTED_RESPONSE",
                 format!("a response to id {id}, which the client has no request pending for"),
             ));
         };
-        self.info.responses += 1;
+        self.rpc.info.responses += 1;
         if method == "shutdown" {
             self.shutdown_answered = true;
         }
@@ -228,7 +209,7 @@ mod tests {
     fn codes(client: &[Value], runtime: &[Value]) -> Vec<String> {
         let mut wire = SdkWire::default();
         for line in client {
-            wire.client_line(line.to_string().as_bytes());
+            wire.rpc.client_line(line.to_string().as_bytes());
         }
         let mut codes = Vec::new();
         for (index, frame) in runtime.iter().enumerate() {
@@ -314,9 +295,11 @@ mod tests {
     #[test]
     fn unanswered_requests_are_summarized() {
         let mut wire = SdkWire::default();
-        assert!(wire.client_line(request(json!(1), "initialize").to_string().as_bytes()));
-        assert!(!wire.client_line(b"junk"));
-        assert_eq!(wire.summary().unanswered, ["initialize 1"]);
-        assert_eq!(wire.summary().requests, 1);
+        assert!(wire
+            .rpc
+            .client_line(request(json!(1), "initialize").to_string().as_bytes()));
+        assert!(!wire.rpc.client_line(b"junk"));
+        assert_eq!(wire.rpc.summary().unanswered, ["initialize 1"]);
+        assert_eq!(wire.rpc.summary().requests, 1);
     }
 }

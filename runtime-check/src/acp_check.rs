@@ -92,8 +92,8 @@ fn fake_write() -> Value {
         {"reasoning": "The file is written.", "text": "I wrote index.html."}]})
 }
 
-/// `initialize` (id 1) and `session/new` (id 2) in the world's project.
-fn open(world: &World) -> Vec<Step> {
+/// `initialize` (id 1) and `session/new` (id 2) in the world's project: how every ACP run opens.
+pub fn open(world: &World) -> Vec<Step> {
     vec![
         Step::Send(request(
             json!(1),
@@ -111,7 +111,7 @@ fn open(world: &World) -> Vec<Step> {
 }
 
 /// A text prompt to the session the run opened.
-fn prompt(id: i64, text: &str) -> Step {
+pub fn prompt(id: i64, text: &str) -> Step {
     Step::SendToSession(request(
         json!(id),
         "session/prompt",

@@ -4,9 +4,8 @@
 //! replaying it under the same client requests shows the same wire shapes; an agent breaking the
 //! wire is named in `meta.json` by rule.
 
-use dsh_runtime_check::sdk_check::{
-    drive, request, shapes, Step, Wire, World, SESSION_PLACEHOLDER,
-};
+use dsh_runtime_check::acp_check::{open, prompt};
+use dsh_runtime_check::sdk_check::{drive, request, shapes, Step, Wire, World};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,35 +16,17 @@ fn conformance() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_dsh-conformance"))
 }
 
-fn prompt(id: i64, text: &str) -> Step {
-    Step::SendToSession(request(
-        json!(id),
-        "session/prompt",
-        json!({"sessionId": SESSION_PLACEHOLDER, "prompt": [{"type": "text", "text": text}]}),
-    ))
-}
-
 /// initialize, session/new in the world's project, two prompts, EOF.
 fn steps(world: &World) -> Vec<Step> {
-    vec![
-        Step::Send(request(
-            json!(1),
-            "initialize",
-            json!({"protocolVersion": 1}),
-        )),
-        Step::Response(json!(1)),
-        Step::Send(request(
-            json!(2),
-            "session/new",
-            json!({"cwd": world.path("project"), "mcpServers": []}),
-        )),
-        Step::Response(json!(2)),
+    let mut steps = open(world);
+    steps.extend([
         prompt(3, "Make a landing page"),
         Step::Response(json!(3)),
         prompt(4, "fail please"),
         Step::Response(json!(4)),
         Step::Eof,
-    ]
+    ]);
+    steps
 }
 
 /// The scripted conversation: a turn that writes a file, then a failed turn.
@@ -74,9 +55,15 @@ fn record(world: &World, agent: &[String], scenario: &Value) -> (Wire, PathBuf) 
     argv.push("--".into());
     argv.extend(agent.iter().cloned());
     let wire = run(world, conformance(), &argv, scenario);
-    let mut entries = std::fs::read_dir(&recordings).unwrap();
-    let recording = entries.next().unwrap().unwrap().path();
-    (wire, recording)
+    (wire, only_recording(&recordings))
+}
+
+/// The one recording `record` made under `recordings`.
+fn only_recording(recordings: &Path) -> PathBuf {
+    let mut entries = std::fs::read_dir(recordings).unwrap().flatten();
+    let recording = entries.next().expect("a recording").path();
+    assert!(entries.next().is_none(), "one recording");
+    recording
 }
 
 fn meta(recording: &Path) -> Value {
@@ -164,12 +151,7 @@ fn an_agent_breaking_the_acp_wire_is_named_by_rule() {
         Step::Eof,
     ];
     let wire = drive(command, &steps, &world, LIMIT).unwrap();
-    let recording = std::fs::read_dir(&recordings)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let recording = only_recording(&recordings);
     let meta = meta(&recording);
     let codes: Vec<&Value> = meta["violations"]
         .as_array()
