@@ -38,6 +38,8 @@ pub struct AcpWire {
 }
 
 impl AcpWire {
+    /// One agent line `number` (1-based, without its newline): the violation, if it breaks the
+    /// wire (client lines go to `RpcState::client_line`).
     pub fn runtime_line(&mut self, number: usize, line: &[u8]) -> Option<RecordedViolation> {
         let broken = self.check(line).err()?;
         Some(jsonrpc::violation(number, broken))

@@ -32,6 +32,8 @@ pub struct SdkWire {
 }
 
 impl SdkWire {
+    /// One runtime line `number` (1-based, without its newline): the violation, if it breaks the
+    /// wire (client lines go to `RpcState::client_line`).
     pub fn runtime_line(&mut self, number: usize, line: &[u8]) -> Option<RecordedViolation> {
         let broken = self.check(line).err()?;
         Some(jsonrpc::violation(number, broken))
