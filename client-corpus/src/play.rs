@@ -91,6 +91,9 @@ pub struct EarlierRun {
     pub hung: bool,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// How many entries fake-dsh's journal held when this run ended: a runtime whose `start`
+    /// entry comes later was started by a later run.
+    pub journal_entries: usize,
 }
 
 /// What one case left behind.
@@ -181,7 +184,12 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     };
     let mut earlier = Vec::new();
     for run in 1..case.runs {
-        earlier.push(earlier_run(setup, command_of(run)?, &mut watch)?);
+        earlier.push(earlier_run(
+            setup,
+            command_of(run)?,
+            &mut watch,
+            &journal_path,
+        )?);
     }
     let command = command_of(case.runs)?;
     let deadline = Instant::now() + setup.limit();
@@ -278,9 +286,14 @@ fn session_env(command: &mut Command, case: &ClientCase, run: u32) {
 }
 
 /// One run of the client before the case's last (a persisted home between runs): bounded by
-/// the case's limit, its pipes read to their end (or that limit). What it left running is the
-/// last run's teardown's to find (the same case token).
-fn earlier_run(setup: &Setup, command: Command, watch: &mut Watch) -> Result<EarlierRun, String> {
+/// the case's limit, its pipes read to their end (or that limit), and the journal's length then.
+/// What it left running is the last run's teardown's to find (the same case token).
+fn earlier_run(
+    setup: &Setup,
+    command: Command,
+    watch: &mut Watch,
+    journal: &Path,
+) -> Result<EarlierRun, String> {
     let deadline = Instant::now() + setup.limit();
     let ended = wait_bounded(command, deadline, watch)?;
     let mut held_open = Vec::new();
@@ -290,6 +303,7 @@ fn earlier_run(setup: &Setup, command: Command, watch: &mut Watch) -> Result<Ear
         hung: ended.hung,
         stdout: ended.stdout.finish(drained, "stdout", &mut held_open),
         stderr: ended.stderr.finish(drained, "stderr", &mut held_open),
+        journal_entries: read_journal(journal)?.0.len(),
     })
 }
 
