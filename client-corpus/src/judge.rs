@@ -639,8 +639,10 @@ mod tests {
         let mut played = played(None);
         let mut journal = Vec::new();
         for (pid, methods) in [(10, first), (20, second)] {
-            journal.push(json!({"v": 1, "event": "start", "pid": pid, "t_ms": 1, "mode": "sdk",
-                "ppid": 1, "pgid": pid, "sid": 1, "argv": ["dsh"], "cwd": "/", "env_names": []}));
+            journal.push(
+                json!({"v": 1, "event": "start", "pid": pid, "t_ms": 1, "mode": "sdk",
+                "ppid": 1, "pgid": pid, "sid": 1, "argv": ["dsh"], "cwd": "/", "env_names": []}),
+            );
             for (method, session) in methods {
                 journal.push(json!({"v": 1, "event": "command", "pid": pid, "t_ms": 2,
                     "command": {"id": 1, "method": method, "params": {"sessionId": session}}}));

@@ -281,6 +281,62 @@ fn a_prompt_before_initialize_is_refused_by_0_1_5_and_accepted_by_the_0_1_1_pers
     }
 }
 
+/// A client that pipelines its session requests behind a slow `initialize` (the variable's
+/// latency, or the scenario's) has them refused as the real 0.2.1rc2 and 0.1.5rc1 refuse them: of
+/// the lines read together, the unknown methods' errors first, then `SDK server is not
+/// initialized` for each session request in the order sent (0.1.5 knows no `session/resume` nor
+/// working-directory method), then `initialize`'s response.
+#[test]
+fn requests_pipelined_behind_a_slow_initialize_are_refused_like_the_real_runtime() {
+    let early = [
+        initialize(),
+        request(json!(2), "session/resume", json!({"sessionId": "s-1"})),
+        prompt(3, "s-1", "early"),
+        request(
+            json!("4"),
+            "session/working-directory/get",
+            json!({"sessionId": "s-1"}),
+        ),
+        request(json!(5), "bogus", json!({})),
+    ];
+    let batch: String = early.iter().map(|line| format!("{line}\n")).collect();
+    let slow = json!({"sdk": {"initialize_delay_ms": 300}});
+    for (persona, by_variable, order) in [
+        (
+            "0.2.1",
+            true,
+            &["error 5", "error 2", "error 3", "error \"4\"", "response 1"][..],
+        ),
+        (
+            "0.2.1",
+            false,
+            &["error 5", "error 2", "error 3", "error \"4\"", "response 1"][..],
+        ),
+        (
+            "0.1.5",
+            true,
+            &["error 2", "error \"4\"", "error 5", "error 3", "response 1"][..],
+        ),
+    ] {
+        let world = World::new();
+        let args = ["--persona", persona, "--profile", "sdk-minimal"];
+        let mut command = world.command(&args, (!by_variable).then(|| slow.clone()));
+        if by_variable {
+            command.env("FAKE_DSH_INITIALIZE_DELAY_MS", "300");
+        }
+        let mut client = Client::start(command);
+        client.send(batch.as_bytes());
+        client.until(|v| v["id"] == 1);
+        assert_eq!(shapes(&client.seen), order, "{persona}: {:#?}", client.seen);
+        let refused = client
+            .seen
+            .iter()
+            .filter(|v| v["error"]["message"] == "SDK server is not initialized")
+            .count();
+        assert_eq!(refused, if persona == "0.2.1" { 3 } else { 1 });
+    }
+}
+
 #[test]
 fn signals_mid_turn_end_the_process_like_the_real_runtime() {
     use nix::sys::signal::Signal;
