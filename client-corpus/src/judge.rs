@@ -719,6 +719,14 @@ mod tests {
         )
         .unwrap_err()
         .contains("\"site\""));
+        let failed =
+            json!({"tools": [{"name": "write", "ok": true}, {"name": "deploy", "ok": false}]});
+        assert!(compare(&failed, &failed.clone()).is_ok());
+        let all_ok =
+            json!({"tools": [{"name": "write", "ok": true}, {"name": "deploy", "ok": true}]});
+        assert!(compare(&failed, &all_ok)
+            .unwrap_err()
+            .starts_with("tools: expected"));
         assert!(compare(&json!({"text_bytes": 4}), &json!({"text": "abc"}))
             .unwrap_err()
             .contains("3 bytes"));
