@@ -236,7 +236,9 @@ fn check_outcome(case: &ClientCase, played: &Ran, reports: &[Value]) -> Result<(
         }
         compare_all(expected, reports)
     };
-    let failed = || -> Result<(), String> {
+    // `complete`: every prompt before the failure was reported (a case expecting the failure);
+    // a client that chose to fail (settles-or-fails) may have failed earlier.
+    let failed = |complete: bool| -> Result<(), String> {
         if played.exit == Some(0) {
             return Err(
                 "exit 0, expected a failure (a prompt cannot settle: the runtime died, refused it or went silent)".into(),
@@ -246,6 +248,15 @@ fn check_outcome(case: &ClientCase, played: &Ran, reports: &[Value]) -> Result<(
             return Err(format!(
                 "exit {} with nothing on stderr (a failure says why)",
                 exit_name(played.exit)
+            ));
+        }
+        if complete && reports.len() < expected.len() {
+            return Err(format!(
+                "{} reports before the failure, expected {} (the prompts before the one that \
+                 fails settle){}",
+                reports.len(),
+                expected.len(),
+                stderr_tail(played.stderr)
             ));
         }
         let kept = reports.len().min(expected.len());
@@ -263,9 +274,9 @@ fn check_outcome(case: &ClientCase, played: &Ran, reports: &[Value]) -> Result<(
     };
     match case.expect.outcome {
         Outcome::Settles => settled(),
-        Outcome::Fails => failed(),
+        Outcome::Fails => failed(true),
         Outcome::SettlesOrFails if played.exit == Some(0) => settled(),
-        Outcome::SettlesOrFails => failed(),
+        Outcome::SettlesOrFails => failed(false),
     }
 }
 

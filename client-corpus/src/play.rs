@@ -145,7 +145,11 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
 /// [`play`] in the case's temp dir `temp`.
 fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, String> {
     let work = temp.join("work");
-    let moved = case.working_directory.as_ref().map(|dir| work.join(dir));
+    let moved = case
+        .working_directory
+        .as_ref()
+        .filter(|_| case.working_directory_exists)
+        .map(|dir| work.join(dir));
     for dir in [&work, &temp.join("tmp"), &temp.join("home")]
         .into_iter()
         .chain(moved.as_ref())
@@ -272,15 +276,17 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
 
 /// The optional contract variables (docs/sdk-clients.md): the session the case names
 /// (`DSH_SDK_SESSION`), from its `resume_from` run on that it is stored and to be resumed
-/// (`DSH_SDK_RESUME=1`), and the directory to move it to (`DSH_SDK_CWD`); `run` counts from 1.
+/// (`DSH_SDK_RESUME=1`), and, in the runs before that, the directory to move it to
+/// (`DSH_SDK_CWD`: a resumed session is where it was last moved); `run` counts from 1.
 fn session_env(command: &mut Command, case: &ClientCase, run: u32) {
     if let Some(session) = &case.session {
         command.env(SESSION_ENV, session);
     }
-    if let Some(dir) = &case.working_directory {
+    let resumed = case.resume_from.is_some_and(|from| run >= from);
+    if let Some(dir) = case.working_directory.as_ref().filter(|_| !resumed) {
         command.env(CWD_ENV, dir);
     }
-    if case.resume_from.is_some_and(|from| run >= from) {
+    if resumed {
         command.env(RESUME_ENV, "1");
     }
 }

@@ -4,7 +4,8 @@ driver of the corpus's contract (docs/sdk-clients.md, "The driver contract") tha
 application does with the client and nothing of its own. It starts the runtime it is given (the
 one path in DSH_SDK_COMMAND, the case's launcher) as the client's `dsh_bin`, sends each prompt
 argument to one session with `Session.run` (the contract's optional variables: DSH_SDK_SESSION
-names it, else the client picks a fresh one; DSH_SDK_RESUME=1 resumes it with `resume_session`,
+names it, else the client picks a fresh one; DSH_SDK_RESUME=1 resumes it with `resume_session` and asks
+where it is with `get_working_directory`,
 DSH_SDK_CWD moves it with `set_working_directory`, both 0.2.1), and prints one JSON line per
 prompt from the client's `RunResult`:
 
@@ -100,11 +101,12 @@ def main():
     )
     try:
         with harness:
+            cwd = None
             if os.environ.get("DSH_SDK_RESUME") == "1":
                 session = harness.resume_session(SESSION_ID)  # 0.2.1
+                cwd = session.get_working_directory()  # where it was last moved
             else:
                 session = harness.start_session(SESSION_ID)
-            cwd = None
             if os.environ.get("DSH_SDK_CWD"):
                 cwd = session.set_working_directory(os.environ["DSH_SDK_CWD"])  # 0.2.1
             for prompt in sys.argv[1:]:

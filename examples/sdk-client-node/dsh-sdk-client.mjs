@@ -16,9 +16,10 @@
 // exits 2. Closing is bounded: `shutdown`, stdin closed, DSH_SDK_TIMEOUT seconds, then a kill. The
 // environment (the API key with it) passes to the runtime; nothing secret goes in its argv. The
 // session is DSH_SDK_SESSION when set (else a fresh id); with DSH_SDK_RESUME=1 it is stored in the
-// home by an earlier process and resumed first (`session/resume`, 0.2.1). With DSH_SDK_CWD the
-// session is moved there before the prompts (`session/working-directory/set`, 0.2.1) and each
-// report carries "cwd": its directory as the runtime last said it.
+// home by an earlier process and resumed first (`session/resume`, 0.2.1), then asked where it is
+// (`session/working-directory/get`). With DSH_SDK_CWD the session is moved there before the
+// prompts (`session/working-directory/set`, 0.2.1). After either, each report carries "cwd": its
+// directory as the runtime last said it.
 
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -197,6 +198,12 @@ function toolFailed(data) {
   return (message.content ?? []).some((block) => block.type === "tool-result" && block.isError);
 }
 
+/** Asks the runtime where the session is (0.2.1's session/working-directory/get). */
+async function where(runtime) {
+  const result = await call(runtime, "session/working-directory/get", { sessionId: SESSION_ID }, () => {});
+  runtime.cwd = result.cwd ?? null;
+}
+
 /** Moves the session (0.2.1's session/working-directory/set); the runtime answers its directory. */
 async function move(runtime, path) {
   const params = { sessionId: SESSION_ID, path };
@@ -249,6 +256,8 @@ async function main() {
     if (process.env.DSH_SDK_RESUME === "1") {
       // The session is stored in this home by an earlier process: resume it (0.2.1).
       await call(runtime, "session/resume", { sessionId: SESSION_ID }, () => {});
+      // It is where that process last moved it: the runtime says where (0.2.1).
+      await where(runtime);
     }
     if (process.env.DSH_SDK_CWD) await move(runtime, process.env.DSH_SDK_CWD);
     for (const text of process.argv.slice(2)) {

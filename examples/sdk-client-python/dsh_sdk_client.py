@@ -16,9 +16,10 @@ response, its stdout ends, it goes silent for DSH_SDK_TIMEOUT seconds) it says w
 exits 2. Closing is bounded: `shutdown`, stdin closed, DSH_SDK_TIMEOUT seconds, then a kill. The
 environment (the API key with it) passes to the runtime; nothing secret goes in its argv. The
 session is DSH_SDK_SESSION when set (else a fresh id); with DSH_SDK_RESUME=1 it is stored in the
-home by an earlier process and resumed first (`session/resume`, 0.2.1). With DSH_SDK_CWD the
-session is moved there before the prompts (`session/working-directory/set`, 0.2.1) and each
-report carries "cwd": its directory as the runtime last said it.
+home by an earlier process and resumed first (`session/resume`, 0.2.1), then asked where it is
+(`session/working-directory/get`). With DSH_SDK_CWD the session is moved there before the
+prompts (`session/working-directory/set`, 0.2.1). After either, each report carries "cwd": its
+directory as the runtime last said it.
 """
 
 import json
@@ -177,6 +178,13 @@ def tool_failed(data):
     return any(b.get("isError") for b in blocks if b.get("type") == "tool-result")
 
 
+def where(runtime):
+    """Asks the runtime where the session is (0.2.1's session/working-directory/get)."""
+    params = {"sessionId": SESSION_ID}
+    result = call(runtime, "session/working-directory/get", params, lambda frame: None)
+    runtime.cwd = result.get("cwd")
+
+
 def move(runtime, path):
     """Moves the session to `path` (0.2.1's session/working-directory/set); the runtime answers
     the directory it is in now."""
@@ -227,6 +235,8 @@ def main():
         if os.environ.get("DSH_SDK_RESUME") == "1":
             # The session is stored in this home by an earlier process: resume it (0.2.1).
             call(runtime, "session/resume", {"sessionId": SESSION_ID}, lambda frame: None)
+            # It is where that process last moved it: the runtime says where (0.2.1).
+            where(runtime)
         if os.environ.get("DSH_SDK_CWD"):
             move(runtime, os.environ["DSH_SDK_CWD"])
         for text in sys.argv[1:]:

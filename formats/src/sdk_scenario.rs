@@ -49,11 +49,14 @@ pub struct SdkScenario {
     /// Every frame ends with `\r\n` instead of `\n` (a client must split on `\n` and trim `\r`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub crlf: bool,
-    /// (adversarial) before each response, a response to an id no request used.
+    /// (adversarial) before each response, a success `{}` to an id no request used: the
+    /// response's id in the other type where it has one (`"1"` before the answer to `1`, `1`
+    /// before the answer to `"1"`), else `fake-dsh-stray`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub stray_responses: bool,
     /// (adversarial) before each error response, a success response `{}` whose id is the
-    /// request's number id as a string (`4` -> `"4"`; a string id gets none): the real runtime
+    /// request's id in the other type (`4` -> `"4"`, `"4"` -> `4`; another string id gets none):
+    /// the real runtime
     /// echoes ids exactly, so only a client matching responses loosely (a type-coerced id, or
     /// whatever response comes while it waits) takes it for the answer.
     #[serde(default, skip_serializing_if = "is_false")]

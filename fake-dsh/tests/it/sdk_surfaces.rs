@@ -638,7 +638,9 @@ fn raw_session(scenario: Value, input: &[Value]) -> (Option<i32>, String) {
 #[test]
 fn crlf_and_stray_responses_shape_every_frame() {
     let scenario = json!({"sdk": {"crlf": true, "stray_responses": true}});
-    let (code, stdout) = raw_session(scenario, &[initialize()]);
+    let bogus = |id: Value| request(id, "bogus", json!({}));
+    let input = [initialize(), bogus(json!("2")), bogus(json!("s3"))];
+    let (code, stdout) = raw_session(scenario, &input);
     assert_eq!(code, Some(0));
     let lines: Vec<&str> = stdout.split_inclusive('\n').collect();
     assert!(lines.iter().all(|l| l.ends_with("\r\n")), "{stdout:?}");
@@ -646,7 +648,16 @@ fn crlf_and_stray_responses_shape_every_frame() {
         .iter()
         .map(|l| serde_json::from_str::<Value>(l.trim_end()).unwrap()["id"].clone())
         .collect();
-    assert_eq!(ids, [json!("fake-dsh-stray"), json!(1)], "{stdout:?}");
+    // Each stray's id is the response's in the other type, where it has one.
+    let strays_then_answers = [
+        json!("1"),
+        json!(1),
+        json!(2),
+        json!("2"),
+        json!("fake-dsh-stray"),
+        json!("s3"),
+    ];
+    assert_eq!(ids, strays_then_answers, "{stdout:?}");
 }
 
 #[test]
