@@ -136,6 +136,10 @@ pub struct TurnScript {
     /// while nobody drains the pipe: a pipe holds 64 KiB).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub stderr_bytes: u64,
+    /// A `session.status idle` for the prompt's session right before the prompt's receipt: the
+    /// idle of an earlier turn, read late (an `idle` ends a prompt only after its receipt).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idle_before_receipt: bool,
 }
 
 /// The real runtime's refusals of a `session/prompt` (docs/surface-sdk.md, "Methods").
@@ -299,7 +303,7 @@ mod tests {
         );
         let deeper = json!({"sdk": {"ignore_sigterm": true, "coerced_id_decoys": true,
             "split_in_char_ms": 5, "turns": [{"refuse": "already-exists", "stderr_bytes": 9,
-            "steps": [{"echo_prompt": true}]}]}});
+            "idle_before_receipt": true, "steps": [{"echo_prompt": true}]}]}});
         let deeper = from_document(&deeper).unwrap();
         assert!(deeper.ignore_sigterm && deeper.coerced_id_decoys);
         assert_eq!(deeper.split_in_char_ms, Some(5));
@@ -309,7 +313,7 @@ mod tests {
             Refusal::NotInitialized.message("x"),
             "SDK server is not initialized"
         );
-        assert!(deeper.turns[0].steps[0].echo_prompt);
+        assert!(deeper.turns[0].steps[0].echo_prompt && deeper.turns[0].idle_before_receipt);
         assert!(from_document(&json!({}))
             .unwrap_err()
             .contains("no \"sdk\""));

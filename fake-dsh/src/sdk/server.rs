@@ -444,6 +444,10 @@ fn prompt(id: &Value, params: &Value) -> Result<(), String> {
         json!([])
     });
     let script = next_script(&session::message_text(&message), &live);
+    if script.idle_before_receipt {
+        // An earlier turn's `idle`, as a client reading behind the runtime meets it.
+        status(&live.lock().unwrap_or_else(|p| p.into_inner()), "idle");
+    }
     let message_id = message["id"].clone();
     enqueue(live, message, script, || {
         wire().respond(id, json!({"messageId": message_id}))

@@ -337,6 +337,25 @@ fn requests_pipelined_behind_a_slow_initialize_are_refused_like_the_real_runtime
     }
 }
 
+/// A turn's `idle_before_receipt`: the session's `idle` comes right before the prompt's receipt
+/// (an earlier turn's, read late), and the turn then runs as usual to its own `idle`.
+#[test]
+fn an_idle_before_the_receipt_precedes_a_normal_turn() {
+    let world = World::new();
+    let scenario = json!({"sdk": {"turns": [{"idle_before_receipt": true,
+                                             "steps": [{"text": "late"}]}]}});
+    let mut client = Client::start(world.command(&["--profile", "sdk"], Some(scenario)));
+    client.request(initialize());
+    client.request(prompt(2, "s-1", "hello"));
+    client.until(|v| v["params"]["event"]["type"] == "turn/end");
+    client.until_idle("s-1");
+    let shapes = shapes(&client.seen);
+    let receipt = position(&shapes, "event agent/inbox/spliced");
+    assert_eq!(shapes[receipt - 1], "status idle", "{shapes:#?}");
+    assert_eq!(shapes.last().unwrap(), "status idle");
+    assert!(position(&shapes, "status running") > receipt);
+}
+
 #[test]
 fn signals_mid_turn_end_the_process_like_the_real_runtime() {
     use nix::sys::signal::Signal;
