@@ -131,6 +131,9 @@ fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
             hard: true,
         });
     }
+    if let Some(why) = check_resumed(case, played) {
+        return blame(first_rule, why);
+    }
     let surface = case.surface.name();
     let teardown = match case.surface {
         ClientSurface::Sdk => "sdk.teardown-bounded",
@@ -233,7 +236,9 @@ fn check_outcome(case: &ClientCase, played: &Ran, reports: &[Value]) -> Result<(
         }
         compare_all(expected, reports)
     };
-    let failed = || -> Result<(), String> {
+    // `complete`: every prompt before the failure was reported (a case expecting the failure);
+    // a client that chose to fail (settles-or-fails) may have failed earlier.
+    let failed = |complete: bool| -> Result<(), String> {
         if played.exit == Some(0) {
             return Err(
                 "exit 0, expected a failure (a prompt cannot settle: the runtime died, refused it or went silent)".into(),
@@ -243,6 +248,15 @@ fn check_outcome(case: &ClientCase, played: &Ran, reports: &[Value]) -> Result<(
             return Err(format!(
                 "exit {} with nothing on stderr (a failure says why)",
                 exit_name(played.exit)
+            ));
+        }
+        if complete && reports.len() < expected.len() {
+            return Err(format!(
+                "{} reports before the failure, expected {} (the prompts before the one that \
+                 fails settle){}",
+                reports.len(),
+                expected.len(),
+                stderr_tail(played.stderr)
             ));
         }
         let kept = reports.len().min(expected.len());
@@ -260,9 +274,9 @@ fn check_outcome(case: &ClientCase, played: &Ran, reports: &[Value]) -> Result<(
     };
     match case.expect.outcome {
         Outcome::Settles => settled(),
-        Outcome::Fails => failed(),
+        Outcome::Fails => failed(true),
         Outcome::SettlesOrFails if played.exit == Some(0) => settled(),
-        Outcome::SettlesOrFails => failed(),
+        Outcome::SettlesOrFails => failed(false),
     }
 }
 
@@ -309,6 +323,95 @@ fn compare(want: &Value, got: &Value) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A case that resumes its session (`resume_from`), judged by what the runtime received rather
+/// than by what the client reported: every runtime a resuming run started (found by where its
+/// `start` entry falls among the runs' journal lengths) got `session/resume` for the case's
+/// session before its first prompt, and prompted that session only. A client that ignores the
+/// session and resume variables (a fresh session each process) settles every prompt, and fails
+/// here.
+fn check_resumed(case: &ClientCase, played: &Played) -> Option<String> {
+    let (Some(from), Some(session)) = (case.resume_from, case.session.as_deref()) else {
+        return None;
+    };
+    let runs = played.earlier.len() + 1;
+    let run_of = |index: usize| {
+        1 + played
+            .earlier
+            .iter()
+            .filter(|run| run.journal_entries <= index)
+            .count()
+    };
+    let runtimes: Vec<(i32, usize)> = played
+        .journal
+        .iter()
+        .enumerate()
+        .filter_map(|(index, entry)| match &entry.event {
+            dsh_formats::journal::Event::Start { mode, .. }
+                if *mode == dsh_formats::journal::Mode::Sdk =>
+            {
+                Some((entry.pid, run_of(index)))
+            }
+            _ => None,
+        })
+        .collect();
+    for run in from as usize..=runs {
+        let started: Vec<i32> = runtimes
+            .iter()
+            .filter(|(_, of)| *of == run)
+            .map(|(pid, _)| *pid)
+            .collect();
+        let mut resumed_any = false;
+        for pid in &started {
+            match resumed_before_prompting(played, *pid, session) {
+                Ok(resumed) => resumed_any |= resumed,
+                Err(why) => return Some(format!("run {run} of {runs}: {why}")),
+            }
+        }
+        if !resumed_any {
+            return Some(format!(
+                "run {run} of {runs}: no runtime it started received `session/resume` for \
+                 session {session:?} (the client was told to resume it: DSH_SDK_SESSION, \
+                 DSH_SDK_RESUME=1)"
+            ));
+        }
+    }
+    None
+}
+
+/// Whether runtime `pid` received `session/resume {sessionId: session}`; `Err` when it was
+/// prompted before that, or prompted another session.
+fn resumed_before_prompting(played: &Played, pid: i32, session: &str) -> Result<bool, String> {
+    let mut resumed = false;
+    for entry in played.journal.iter().filter(|entry| entry.pid == pid) {
+        let dsh_formats::journal::Event::Command {
+            command: Some(command),
+            ..
+        } = &entry.event
+        else {
+            continue;
+        };
+        let asked = command["params"]["sessionId"].as_str();
+        match command["method"].as_str() {
+            Some("session/resume") if asked == Some(session) => resumed = true,
+            Some("session/prompt") if asked != Some(session) => {
+                return Err(format!(
+                    "the runtime (pid {pid}) was prompted for session {}, not the session the \
+                     client was told to resume ({session:?})",
+                    excerpt(&command["params"]["sessionId"].to_string())
+                ))
+            }
+            Some("session/prompt") if !resumed => {
+                return Err(format!(
+                    "the runtime (pid {pid}) was prompted for session {session:?} before it was \
+                     asked to resume it (`session/resume`)"
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(resumed)
 }
 
 fn check_runtime_env(case: &ClientCase, played: &Played) -> Option<String> {
@@ -467,6 +570,7 @@ mod tests {
             hung: false,
             stdout: Vec::new(),
             stderr: b"client: session \"s\" already exists\n".to_vec(),
+            journal_entries: 0,
         });
         let result = verdict(&case(), &twice);
         assert_eq!(
@@ -484,6 +588,7 @@ mod tests {
             hung: false,
             stdout: b"{\"text\": \"t\"}\n".to_vec(),
             stderr: Vec::new(),
+            journal_entries: 0,
         };
         twice.exit = Some(1);
         let why = verdict(&case(), &twice).why.unwrap();
@@ -539,6 +644,73 @@ mod tests {
         );
     }
 
+    /// A journal of two runs: each starts one runtime (`pid`) that receives `methods`, each
+    /// `(method, session id)`.
+    fn two_runs(first: &[(&str, &str)], second: &[(&str, &str)]) -> Played {
+        let mut played = played(None);
+        let mut journal = Vec::new();
+        for (pid, methods) in [(10, first), (20, second)] {
+            journal.push(
+                json!({"v": 1, "event": "start", "pid": pid, "t_ms": 1, "mode": "sdk",
+                "ppid": 1, "pgid": pid, "sid": 1, "argv": ["dsh"], "cwd": "/", "env_names": []}),
+            );
+            for (method, session) in methods {
+                journal.push(json!({"v": 1, "event": "command", "pid": pid, "t_ms": 2,
+                    "command": {"id": 1, "method": method, "params": {"sessionId": session}}}));
+            }
+            if pid == 10 {
+                played.earlier.push(crate::play::EarlierRun {
+                    exit: Some(0),
+                    hung: false,
+                    stdout: b"{\"text\": \"t\"}\n".to_vec(),
+                    stderr: Vec::new(),
+                    journal_entries: journal.len(),
+                });
+            }
+        }
+        played.journal = journal
+            .into_iter()
+            .map(|line| serde_json::from_value(line).unwrap())
+            .collect();
+        played
+    }
+
+    /// A resuming run is judged by what its runtime received: `session/resume` for the case's
+    /// session before any prompt, and prompts to that session only.
+    #[test]
+    fn a_resumed_session_is_judged_by_what_the_runtime_received() {
+        let case: ClientCase = serde_json::from_value(json!({
+            "id": "sdk.x", "surface": "sdk", "summary": "s", "rules": ["sdk.cold-resume"],
+            "prompts": ["p"], "runs": 2, "session": "s-1", "resume_from": 2,
+            "expect": {"reports": [{"text": "t"}]}
+        }))
+        .unwrap();
+        let first = [("initialize", ""), ("session/prompt", "s-1")];
+        let good = two_runs(
+            &first,
+            &[("session/resume", "s-1"), ("session/prompt", "s-1")],
+        );
+        assert_eq!(verdict(&case, &good).verdict, Verdict::Pass);
+        let fresh = two_runs(&[("session/prompt", "a")], &[("session/prompt", "b")]);
+        let why = verdict(&case, &fresh).why.unwrap();
+        assert_eq!(
+            why,
+            "run 2 of 2: the runtime (pid 20) was prompted for session \"b\", not the session \
+             the client was told to resume (\"s-1\")"
+        );
+        let unresumed = two_runs(&first, &[("session/prompt", "s-1")]);
+        assert!(verdict(&case, &unresumed)
+            .why
+            .unwrap()
+            .contains("before it was asked to resume it"));
+        let never = two_runs(&first, &[("initialize", "")]);
+        let why = verdict(&case, &never).why.unwrap();
+        assert!(
+            why.starts_with("run 2 of 2: no runtime it started received `session/resume`"),
+            "{why}"
+        );
+    }
+
     #[test]
     fn members_compare_as_documented() {
         assert!(compare(
@@ -558,6 +730,14 @@ mod tests {
         )
         .unwrap_err()
         .contains("\"site\""));
+        let failed =
+            json!({"tools": [{"name": "write", "ok": true}, {"name": "deploy", "ok": false}]});
+        assert!(compare(&failed, &failed.clone()).is_ok());
+        let all_ok =
+            json!({"tools": [{"name": "write", "ok": true}, {"name": "deploy", "ok": true}]});
+        assert!(compare(&failed, &all_ok)
+            .unwrap_err()
+            .starts_with("tools: expected"));
         assert!(compare(&json!({"text_bytes": 4}), &json!({"text": "abc"}))
             .unwrap_err()
             .contains("3 bytes"));

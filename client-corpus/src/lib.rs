@@ -387,7 +387,7 @@ fn header(host: &str, setup: &Setup, variant: &str, cases: usize, corpus: &Corpu
 }
 
 /// Why the case is skipped: the first capability it requires that `--client-lacks` names, or
-/// that the runtime persona lacks ([`RUNTIME_021_ONLY`] before 0.2.1).
+/// that the runtime persona lacks ([`persona_lacks`]).
 fn lacking(args: &RunOptions, loaded: &LoadedCase) -> Option<String> {
     let requires = &loaded.case.requires;
     if let Some(capability) = requires
@@ -396,20 +396,34 @@ fn lacking(args: &RunOptions, loaded: &LoadedCase) -> Option<String> {
     {
         return Some(format!("the client lacks {capability} (--client-lacks)"));
     }
-    let persona = args
-        .persona
-        .filter(|persona| matches!(persona, Persona::V011 | Persona::V015))?;
+    let persona = args.persona?;
     requires
         .iter()
-        .find(|capability| RUNTIME_021_ONLY.contains(&capability.as_str()))
-        .map(|capability| {
-            format!("the runtime persona {persona} lacks {capability} (0.2.1's method)")
+        .find_map(|capability| {
+            persona_lacks(persona)
+                .iter()
+                .find(|(lacked, _)| lacked == capability)
+        })
+        .map(|(capability, why)| {
+            format!("the runtime persona {persona} lacks {capability} ({why})")
         })
 }
 
-/// Capabilities only the 0.2.1 runtime has (`session/resume`, `session/working-directory/*`;
-/// fake-dsh's default persona).
-const RUNTIME_021_ONLY: &[&str] = &["resume", "working-directory"];
+/// The capabilities a runtime persona lacks, each with why: 0.2.1's methods (`session/resume`,
+/// `session/working-directory/*`; fake-dsh's default persona) before 0.2.1, and file tools on
+/// 0.1.1 (its bundled config has none: every `write` is an unknown tool).
+fn persona_lacks(persona: Persona) -> &'static [(&'static str, &'static str)] {
+    const METHODS: &str = "0.2.1's method";
+    match persona {
+        Persona::V021 => &[],
+        Persona::V015 => &[("resume", METHODS), ("working-directory", METHODS)],
+        Persona::V011 => &[
+            ("resume", METHODS),
+            ("working-directory", METHODS),
+            ("file-tools", "its bundled config has none"),
+        ],
+    }
+}
 
 fn rerun_args(args: &RunOptions, surface: ClientSurface) -> Vec<String> {
     let mut rerun = vec!["--surface".to_string(), surface.name().to_string()];

@@ -91,6 +91,9 @@ pub struct EarlierRun {
     pub hung: bool,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// How many entries fake-dsh's journal held when this run ended: a runtime whose `start`
+    /// entry comes later was started by a later run.
+    pub journal_entries: usize,
 }
 
 /// What one case left behind.
@@ -142,7 +145,11 @@ pub fn play(setup: &Setup, case: &ClientCase) -> Result<Played, String> {
 /// [`play`] in the case's temp dir `temp`.
 fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, String> {
     let work = temp.join("work");
-    let moved = case.working_directory.as_ref().map(|dir| work.join(dir));
+    let moved = case
+        .working_directory
+        .as_ref()
+        .filter(|_| case.working_directory_exists)
+        .map(|dir| work.join(dir));
     for dir in [&work, &temp.join("tmp"), &temp.join("home")]
         .into_iter()
         .chain(moved.as_ref())
@@ -181,7 +188,12 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
     };
     let mut earlier = Vec::new();
     for run in 1..case.runs {
-        earlier.push(earlier_run(setup, command_of(run)?, &mut watch)?);
+        earlier.push(earlier_run(
+            setup,
+            command_of(run)?,
+            &mut watch,
+            &journal_path,
+        )?);
     }
     let command = command_of(case.runs)?;
     let deadline = Instant::now() + setup.limit();
@@ -264,23 +276,30 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
 
 /// The optional contract variables (docs/sdk-clients.md): the session the case names
 /// (`DSH_SDK_SESSION`), from its `resume_from` run on that it is stored and to be resumed
-/// (`DSH_SDK_RESUME=1`), and the directory to move it to (`DSH_SDK_CWD`); `run` counts from 1.
+/// (`DSH_SDK_RESUME=1`), and, in the runs before that, the directory to move it to
+/// (`DSH_SDK_CWD`: a resumed session is where it was last moved); `run` counts from 1.
 fn session_env(command: &mut Command, case: &ClientCase, run: u32) {
     if let Some(session) = &case.session {
         command.env(SESSION_ENV, session);
     }
-    if let Some(dir) = &case.working_directory {
+    let resumed = case.resume_from.is_some_and(|from| run >= from);
+    if let Some(dir) = case.working_directory.as_ref().filter(|_| !resumed) {
         command.env(CWD_ENV, dir);
     }
-    if case.resume_from.is_some_and(|from| run >= from) {
+    if resumed {
         command.env(RESUME_ENV, "1");
     }
 }
 
 /// One run of the client before the case's last (a persisted home between runs): bounded by
-/// the case's limit, its pipes read to their end (or that limit). What it left running is the
-/// last run's teardown's to find (the same case token).
-fn earlier_run(setup: &Setup, command: Command, watch: &mut Watch) -> Result<EarlierRun, String> {
+/// the case's limit, its pipes read to their end (or that limit), and the journal's length then.
+/// What it left running is the last run's teardown's to find (the same case token).
+fn earlier_run(
+    setup: &Setup,
+    command: Command,
+    watch: &mut Watch,
+    journal: &Path,
+) -> Result<EarlierRun, String> {
     let deadline = Instant::now() + setup.limit();
     let ended = wait_bounded(command, deadline, watch)?;
     let mut held_open = Vec::new();
@@ -290,6 +309,7 @@ fn earlier_run(setup: &Setup, command: Command, watch: &mut Watch) -> Result<Ear
         hung: ended.hung,
         stdout: ended.stdout.finish(drained, "stdout", &mut held_open),
         stderr: ended.stderr.finish(drained, "stderr", &mut held_open),
+        journal_entries: read_journal(journal)?.0.len(),
     })
 }
 

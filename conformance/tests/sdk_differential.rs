@@ -573,6 +573,48 @@ fn an_error_turn_then_a_completed_one_and_junk_input_match_the_real_runtime() {
     }
 }
 
+/// A client that pipelines its requests behind `initialize` (written in one go, as a client that
+/// does not wait for the response writes them): the real runtime reads them once it has booted
+/// (seconds) and refuses each session request with `-32603 SDK server is not initialized`, after
+/// the unknown methods' errors and before `initialize`'s response; 0.1.5 knows no
+/// `session/resume` nor working-directory method. fake-dsh given a boot latency (the scenario's
+/// `initialize_delay_ms`; `FAKE_DSH_INITIALIZE_DELAY_MS` does the same) answers the same frames in
+/// the same order; the prompt the client then sends once initialized runs as usual.
+#[test]
+fn requests_pipelined_behind_initialize_are_refused_like_the_real_runtime() {
+    let batch: String = [
+        initialize(),
+        request(json!(2), "session/resume", json!({"sessionId": "s-1"})),
+        prompt(3, "s-1", "Make a landing page"),
+        request(
+            json!("4"),
+            "session/working-directory/get",
+            json!({"sessionId": "s-1"}),
+        ),
+        request(json!(5), "bogus/method", json!({})),
+    ]
+    .iter()
+    .map(|line| format!("{line}\n"))
+    .collect();
+    let steps = vec![
+        Step::Text(batch),
+        Step::Response(json!(1)),
+        Step::Send(prompt(6, "s-1", "Make a landing page")),
+        Step::Idle("s-1"),
+        Step::Eof,
+    ];
+    let slow = json!({"sdk": {"initialize_delay_ms": 1500}});
+    for release in [Release::V015, Release::V021] {
+        compare(
+            release,
+            &["--profile", "sdk-minimal"],
+            None,
+            Some(slow.clone()),
+            &steps,
+        );
+    }
+}
+
 /// A slow turn, cut by a signal or EOF once the model request is out: no `turn/end`, the
 /// runtime's exit code. The cut waits for the last event the first step writes before the model
 /// answers (`session/title` in 0.1.5, `request/context` in 0.1.1, whose title comes earlier), so

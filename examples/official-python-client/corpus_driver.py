@@ -4,12 +4,14 @@ driver of the corpus's contract (docs/sdk-clients.md, "The driver contract") tha
 application does with the client and nothing of its own. It starts the runtime it is given (the
 one path in DSH_SDK_COMMAND, the case's launcher) as the client's `dsh_bin`, sends each prompt
 argument to one session with `Session.run` (the contract's optional variables: DSH_SDK_SESSION
-names it, else the client picks a fresh one; DSH_SDK_RESUME=1 resumes it with `resume_session`,
+names it, else the client picks a fresh one; DSH_SDK_RESUME=1 resumes it with `resume_session` and asks
+where it is with `get_working_directory`,
 DSH_SDK_CWD moves it with `set_working_directory`, both 0.2.1), and prints one JSON line per
 prompt from the client's `RunResult`:
 
     {"turn_ends": the turn/end kinds among its events, "text": final_response,
-     "children": the background children started for the session, "finish_reason": ...}
+     "children": the background children started for the session,
+     "tools": [{"name", "ok"} per tool/result among its events], "finish_reason": ...}
 
 Any exception the client raises (an error response, the runtime's stdout ending, a timeout) is
 said on stderr and exits 2; closing is the client's own (`shutdown`, stdin closed, bounded waits,
@@ -33,6 +35,26 @@ from deepseek_harness import DeepSeekHarness
 SESSION_ID = os.environ.get("DSH_SDK_SESSION") or None
 
 
+def tools(events):
+    """Each tool/result among `events`: the tool's name (from the tool/call its callId names) and
+    whether it succeeded (`isError` on 0.2.1's tool message, on 0.1.5's `tool-result` block)."""
+    names, outcomes = {}, []
+    for event in events:
+        data = event.get("data") or {}
+        if event.get("type") == "tool/call":
+            names[data.get("callId")] = data.get("name")
+        elif event.get("type") == "tool/result":
+            message = data.get("message") or {}
+            if "isError" in message:
+                failed = bool(message["isError"])
+            else:
+                blocks = message.get("content") or []
+                failed = any(b.get("isError") for b in blocks if b.get("type") == "tool-result")
+            call_id = (message.get("source") or {}).get("callId")
+            outcomes.append({"name": names.get(call_id), "ok": not failed})
+    return outcomes
+
+
 def report(result, session_id):
     """What the corpus compares, from the client's own result of one prompt."""
     turn_ends = [
@@ -50,6 +72,7 @@ def report(result, session_id):
         "turn_ends": turn_ends,
         "text": result.final_response,
         "children": children,
+        "tools": tools(result.events),
         "finish_reason": result.finish_reason,
     }
 
@@ -78,11 +101,12 @@ def main():
     )
     try:
         with harness:
+            cwd = None
             if os.environ.get("DSH_SDK_RESUME") == "1":
                 session = harness.resume_session(SESSION_ID)  # 0.2.1
+                cwd = session.get_working_directory()  # where it was last moved
             else:
                 session = harness.start_session(SESSION_ID)
-            cwd = None
             if os.environ.get("DSH_SDK_CWD"):
                 cwd = session.set_working_directory(os.environ["DSH_SDK_CWD"])  # 0.2.1
             for prompt in sys.argv[1:]:

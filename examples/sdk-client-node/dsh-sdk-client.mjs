@@ -10,14 +10,16 @@
 // The driver contract of the kit's client corpus (docs/sdk-clients.md):
 //   DSH_SDK_COMMAND='["fake-dsh", "--profile", "sdk"]' node dsh-sdk-client.mjs PROMPT [PROMPT...]
 // prints one JSON line per prompt: {"messageId", "turn_ends": [kinds], "text": last assistant
-// text, "children": background children seen}, and exits 0; when the runtime fails (an error
+// text, "children": background children seen, "tools": [{"name", "ok"} per tool result]}, and
+// exits 0; when the runtime fails (an error
 // response, its stdout ends, it goes silent for DSH_SDK_TIMEOUT seconds) it says why on stderr and
 // exits 2. Closing is bounded: `shutdown`, stdin closed, DSH_SDK_TIMEOUT seconds, then a kill. The
 // environment (the API key with it) passes to the runtime; nothing secret goes in its argv. The
 // session is DSH_SDK_SESSION when set (else a fresh id); with DSH_SDK_RESUME=1 it is stored in the
-// home by an earlier process and resumed first (`session/resume`, 0.2.1). With DSH_SDK_CWD the
-// session is moved there before the prompts (`session/working-directory/set`, 0.2.1) and each
-// report carries "cwd": its directory as the runtime last said it.
+// home by an earlier process and resumed first (`session/resume`, 0.2.1), then asked where it is
+// (`session/working-directory/get`). With DSH_SDK_CWD the session is moved there before the
+// prompts (`session/working-directory/set`, 0.2.1). After either, each report carries "cwd": its
+// directory as the runtime last said it.
 
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -129,6 +131,8 @@ class Turn {
     this.runningChildren = new Set();
     this.idleAfterReceipt = false;
     this.cwd = null;
+    this.tools = []; // {name, ok} per tool result of the prompt's turns
+    this.toolNames = new Map(); // callId -> the tool's name, from its tool/call
     this.pending = [];
   }
 
@@ -164,6 +168,11 @@ class Turn {
       }
     } else if (event.type === "turn/end" && this.receipt) {
       this.turnEnds.push(data.reason?.kind);
+    } else if (event.type === "tool/call") {
+      this.toolNames.set(data.callId, data.name);
+    } else if (event.type === "tool/result" && this.receipt) {
+      const name = this.toolNames.get(data.message?.source?.callId) ?? null;
+      this.tools.push({ name, ok: !toolFailed(data) });
     } else if (event.type === "working-directory/change") {
       this.cwd = data.cwd ?? null;
     }
@@ -177,6 +186,22 @@ class Turn {
   settled() {
     return this.receipt && this.idleAfterReceipt && this.runningChildren.size === 0;
   }
+}
+
+/**
+ * Whether a tool/result says its tool failed: `isError` on 0.2.1's tool message, on the
+ * `tool-result` block of 0.1.x's user message.
+ */
+function toolFailed(data) {
+  const message = data.message ?? {};
+  if ("isError" in message) return Boolean(message.isError);
+  return (message.content ?? []).some((block) => block.type === "tool-result" && block.isError);
+}
+
+/** Asks the runtime where the session is (0.2.1's session/working-directory/get). */
+async function where(runtime) {
+  const result = await call(runtime, "session/working-directory/get", { sessionId: SESSION_ID }, () => {});
+  runtime.cwd = result.cwd ?? null;
 }
 
 /** Moves the session (0.2.1's session/working-directory/set); the runtime answers its directory. */
@@ -197,7 +222,13 @@ async function prompt(runtime, text) {
   );
   turn.known(result.messageId);
   while (!turn.settled()) turn.observe(await runtime.frame());
-  const report = { messageId: turn.messageId, turn_ends: turn.turnEnds, text: turn.text, children: turn.children };
+  const report = {
+    messageId: turn.messageId,
+    turn_ends: turn.turnEnds,
+    text: turn.text,
+    children: turn.children,
+    tools: turn.tools,
+  };
   if (runtime.cwd !== null) {
     runtime.cwd = turn.cwd;
     report.cwd = turn.cwd;
@@ -225,6 +256,8 @@ async function main() {
     if (process.env.DSH_SDK_RESUME === "1") {
       // The session is stored in this home by an earlier process: resume it (0.2.1).
       await call(runtime, "session/resume", { sessionId: SESSION_ID }, () => {});
+      // It is where that process last moved it: the runtime says where (0.2.1).
+      await where(runtime);
     }
     if (process.env.DSH_SDK_CWD) await move(runtime, process.env.DSH_SDK_CWD);
     for (const text of process.argv.slice(2)) {

@@ -10,14 +10,16 @@ unknown notifications are skipped. At the end it sends `shutdown` and reaps the 
 The driver contract of the kit's client corpus (docs/sdk-clients.md):
     DSH_SDK_COMMAND='["fake-dsh", "--profile", "sdk"]' dsh_sdk_client.py PROMPT [PROMPT...]
 prints one JSON line per prompt: {"messageId", "turn_ends": [kinds], "text": last assistant
-text, "children": background children seen}, and exits 0; when the runtime fails (an error
+text, "children": background children seen, "tools": [{"name", "ok"} per tool result]}, and
+exits 0; when the runtime fails (an error
 response, its stdout ends, it goes silent for DSH_SDK_TIMEOUT seconds) it says why on stderr and
 exits 2. Closing is bounded: `shutdown`, stdin closed, DSH_SDK_TIMEOUT seconds, then a kill. The
 environment (the API key with it) passes to the runtime; nothing secret goes in its argv. The
 session is DSH_SDK_SESSION when set (else a fresh id); with DSH_SDK_RESUME=1 it is stored in the
-home by an earlier process and resumed first (`session/resume`, 0.2.1). With DSH_SDK_CWD the
-session is moved there before the prompts (`session/working-directory/set`, 0.2.1) and each
-report carries "cwd": its directory as the runtime last said it.
+home by an earlier process and resumed first (`session/resume`, 0.2.1), then asked where it is
+(`session/working-directory/get`). With DSH_SDK_CWD the session is moved there before the
+prompts (`session/working-directory/set`, 0.2.1). After either, each report carries "cwd": its
+directory as the runtime last said it.
 """
 
 import json
@@ -113,6 +115,8 @@ class Turn:
         self.running_children = set()
         self.idle_after_receipt = False
         self.cwd = None
+        self.tools = []  # {"name", "ok"} per tool result of the prompt's turns
+        self.tool_names = {}  # callId -> the tool's name, from its tool/call
         self.pending = []  # notifications seen before the messageId was known
 
     def observe(self, frame):
@@ -146,6 +150,11 @@ class Turn:
                     self.text = part["text"]
         elif kind == "turn/end" and self.receipt:
             self.turn_ends.append((data.get("reason") or {}).get("kind"))
+        elif kind == "tool/call":
+            self.tool_names[data.get("callId")] = data.get("name")
+        elif kind == "tool/result" and self.receipt:
+            call_id = ((data.get("message") or {}).get("source") or {}).get("callId")
+            self.tools.append({"name": self.tool_names.get(call_id), "ok": not tool_failed(data)})
         elif kind == "working-directory/change":
             self.cwd = data.get("cwd")
 
@@ -157,6 +166,23 @@ class Turn:
 
     def settled(self):
         return self.receipt and self.idle_after_receipt and not self.running_children
+
+
+def tool_failed(data):
+    """Whether a tool/result says its tool failed: `isError` on 0.2.1's tool message, on the
+    `tool-result` block of 0.1.x's user message."""
+    message = data.get("message") or {}
+    if "isError" in message:
+        return bool(message["isError"])
+    blocks = message.get("content") or []
+    return any(b.get("isError") for b in blocks if b.get("type") == "tool-result")
+
+
+def where(runtime):
+    """Asks the runtime where the session is (0.2.1's session/working-directory/get)."""
+    params = {"sessionId": SESSION_ID}
+    result = call(runtime, "session/working-directory/get", params, lambda frame: None)
+    runtime.cwd = result.get("cwd")
 
 
 def move(runtime, path):
@@ -184,6 +210,7 @@ def prompt(runtime, text):
         "turn_ends": turn.turn_ends,
         "text": turn.text,
         "children": turn.children,
+        "tools": turn.tools,
     }
     if runtime.cwd is not None:
         runtime.cwd = turn.cwd
@@ -208,6 +235,8 @@ def main():
         if os.environ.get("DSH_SDK_RESUME") == "1":
             # The session is stored in this home by an earlier process: resume it (0.2.1).
             call(runtime, "session/resume", {"sessionId": SESSION_ID}, lambda frame: None)
+            # It is where that process last moved it: the runtime says where (0.2.1).
+            where(runtime)
         if os.environ.get("DSH_SDK_CWD"):
             move(runtime, os.environ["DSH_SDK_CWD"])
         for text in sys.argv[1:]:

@@ -74,9 +74,12 @@ pub struct ClientCase {
     pub resume_from: Option<u32>,
     /// A directory the kit makes in the client's working directory, which the client is told to
     /// move its session to before prompting (`DSH_SDK_CWD`, 0.2.1's
-    /// `session/working-directory/set`): one plain relative name.
+    /// `session/working-directory/set`), in the runs that do not resume it: a plain relative path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_directory: Option<String>,
+    /// False: the kit does not make `working_directory` (the runtime refuses to move there).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub working_directory_exists: bool,
     pub expect: ClientExpect,
 }
 
@@ -85,6 +88,14 @@ pub const MAX_RUNS: u32 = 3;
 
 fn one() -> u32 {
     1
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 fn is_one(runs: &u32) -> bool {
@@ -170,6 +181,9 @@ pub fn parse_case(value: &Value) -> Result<ClientCase, String> {
     {
         return Err("session, resume_from and working_directory are for SDK cases".to_string());
     }
+    if !case.working_directory_exists && case.working_directory.is_none() {
+        return Err("working_directory_exists needs a working_directory".to_string());
+    }
     if let Some(dir) = &case.working_directory {
         let plain = std::path::Path::new(dir)
             .components()
@@ -231,6 +245,12 @@ mod tests {
         assert!(parse_case(&moved).unwrap_err().contains("plain relative"));
         moved["working_directory"] = json!("site/inner");
         assert!(parse_case(&moved).is_ok());
+        moved["working_directory_exists"] = json!(false);
+        assert!(!parse_case(&moved).unwrap().working_directory_exists);
+        moved.as_object_mut().unwrap().remove("working_directory");
+        assert!(parse_case(&moved)
+            .unwrap_err()
+            .contains("needs a working_directory"));
         twice["resume_from"] = json!(3);
         assert!(parse_case(&twice)
             .unwrap_err()

@@ -49,11 +49,14 @@ pub struct SdkScenario {
     /// Every frame ends with `\r\n` instead of `\n` (a client must split on `\n` and trim `\r`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub crlf: bool,
-    /// (adversarial) before each response, a response to an id no request used.
+    /// (adversarial) before each response, a success `{}` to an id no request used: the
+    /// response's id in the other type where it has one (`"1"` before the answer to `1`, `1`
+    /// before the answer to `"1"`), else `fake-dsh-stray`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub stray_responses: bool,
     /// (adversarial) before each error response, a success response `{}` whose id is the
-    /// request's number id as a string (`4` -> `"4"`; a string id gets none): the real runtime
+    /// request's id in the other type (`4` -> `"4"`, `"4"` -> `4`; another string id gets none):
+    /// the real runtime
     /// echoes ids exactly, so only a client matching responses loosely (a type-coerced id, or
     /// whatever response comes while it waits) takes it for the answer.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -133,6 +136,10 @@ pub struct TurnScript {
     /// while nobody drains the pipe: a pipe holds 64 KiB).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub stderr_bytes: u64,
+    /// A `session.status idle` for the prompt's session right before the prompt's receipt: the
+    /// idle of an earlier turn, read late (an `idle` ends a prompt only after its receipt).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idle_before_receipt: bool,
 }
 
 /// The real runtime's refusals of a `session/prompt` (docs/surface-sdk.md, "Methods").
@@ -296,7 +303,7 @@ mod tests {
         );
         let deeper = json!({"sdk": {"ignore_sigterm": true, "coerced_id_decoys": true,
             "split_in_char_ms": 5, "turns": [{"refuse": "already-exists", "stderr_bytes": 9,
-            "steps": [{"echo_prompt": true}]}]}});
+            "idle_before_receipt": true, "steps": [{"echo_prompt": true}]}]}});
         let deeper = from_document(&deeper).unwrap();
         assert!(deeper.ignore_sigterm && deeper.coerced_id_decoys);
         assert_eq!(deeper.split_in_char_ms, Some(5));
@@ -306,7 +313,7 @@ mod tests {
             Refusal::NotInitialized.message("x"),
             "SDK server is not initialized"
         );
-        assert!(deeper.turns[0].steps[0].echo_prompt);
+        assert!(deeper.turns[0].steps[0].echo_prompt && deeper.turns[0].idle_before_receipt);
         assert!(from_document(&json!({}))
             .unwrap_err()
             .contains("no \"sdk\""));

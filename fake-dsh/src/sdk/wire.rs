@@ -86,17 +86,38 @@ fn line_of(value: &Value) -> Vec<u8> {
 }
 
 /// The decoy before an error response (the scenario's `coerced_id_decoys`): a success `{}` whose
-/// id is the request's number id as a string; none for a string id.
+/// id is the request's id in the other type ([`coerced`]); none for another string id.
 fn decoy_for(frame_type: &str, value: &Value) -> Option<Value> {
     if frame_type != "error" || !DECOYS.load(Ordering::SeqCst) {
         return None;
     }
-    let id = value["id"].as_number()?;
-    Some(json!({"jsonrpc": "2.0", "id": id.to_string(), "result": {}}))
+    let id = coerced(&value["id"])?;
+    Some(json!({"jsonrpc": "2.0", "id": id, "result": {}}))
 }
 
-/// The id of the stray responses: no client ever uses it.
+/// An id in the other type: a number as a string (`4` -> `"4"`), a string holding a number as
+/// that number (`"4"` -> `4`); none for another string.
+fn coerced(id: &Value) -> Option<Value> {
+    match id {
+        Value::Number(id) => Some(Value::from(id.to_string())),
+        Value::String(id) => serde_json::from_str::<serde_json::Number>(id)
+            .ok()
+            .filter(|number| number.to_string() == *id)
+            .map(Value::Number),
+        _ => None,
+    }
+}
+
+/// The id of a stray response before a response whose id has no form in the other type.
 pub const STRAY_ID: &str = "fake-dsh-stray";
+
+/// The stray response before a response (the scenario's `stray_responses`): a success `{}` to an
+/// id no request used, the response's id in the other type where it has one (`"1"` before the
+/// answer to `1`), else [`STRAY_ID`].
+fn stray_before(value: &Value) -> Value {
+    let id = coerced(&value["id"]).unwrap_or_else(|| Value::from(STRAY_ID));
+    json!({"jsonrpc": "2.0", "id": id, "result": {}})
+}
 
 /// The process-wide wire.
 pub fn wire() -> &'static Wire {
@@ -113,9 +134,7 @@ impl Wire {
             journal::record(Event::frame("raw"));
         }
         if matches!(frame_type, "response" | "error") && STRAYS.load(Ordering::SeqCst) {
-            stdout.write_bytes(&line_of(
-                &json!({"jsonrpc": "2.0", "id": STRAY_ID, "result": {}}),
-            ));
+            stdout.write_bytes(&line_of(&stray_before(value)));
             journal::record(Event::frame("raw"));
         }
         write_line(&mut stdout, &line_of(value));

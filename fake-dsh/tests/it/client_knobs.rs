@@ -264,7 +264,7 @@ fn an_echoed_step_answers_the_task_exactly_as_the_runtime_received_it() {
 }
 
 #[test]
-fn an_error_response_follows_a_decoy_success_to_the_id_as_a_string() {
+fn an_error_response_follows_a_decoy_success_to_the_id_in_the_other_type() {
     let dir = tempfile::tempdir().unwrap();
     let scenario = json!({"coerced_id_decoys": true});
     let mut child = spawn(
@@ -279,7 +279,7 @@ fn an_error_response_follows_a_decoy_success_to_the_id_as_a_string() {
     };
     send(
         &mut child,
-        &(initialize() + &resume(json!(2)) + &resume(json!("s3"))),
+        &(initialize() + &resume(json!(2)) + &resume(json!("4")) + &resume(json!("s3"))),
     );
     let answered = |bytes: &[u8]| frames_so_far(bytes).iter().any(|v| v["id"] == "s3");
     let seen = frames(&read_until(&mut child, answered).concat());
@@ -287,13 +287,16 @@ fn an_error_response_follows_a_decoy_success_to_the_id_as_a_string() {
         .iter()
         .map(|v| (v["id"].clone(), v.get("error").is_some()))
         .collect();
-    // initialize succeeds with no decoy; the number id's refusal has one; the string id's none.
+    // initialize succeeds with no decoy; the number id's refusal has one as a string, the
+    // numeric string id's one as a number; another string id's none.
     assert_eq!(
         ids,
         [
             (json!(1), false),
             (json!("2"), false),
             (json!(2), true),
+            (json!(4), false),
+            (json!("4"), true),
             (json!("s3"), true)
         ],
         "{seen:#?}"

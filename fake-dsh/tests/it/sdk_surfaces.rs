@@ -281,6 +281,81 @@ fn a_prompt_before_initialize_is_refused_by_0_1_5_and_accepted_by_the_0_1_1_pers
     }
 }
 
+/// A client that pipelines its session requests behind a slow `initialize` (the variable's
+/// latency, or the scenario's) has them refused as the real 0.2.1rc2 and 0.1.5rc1 refuse them: of
+/// the lines read together, the unknown methods' errors first, then `SDK server is not
+/// initialized` for each session request in the order sent (0.1.5 knows no `session/resume` nor
+/// working-directory method), then `initialize`'s response.
+#[test]
+fn requests_pipelined_behind_a_slow_initialize_are_refused_like_the_real_runtime() {
+    let early = [
+        initialize(),
+        request(json!(2), "session/resume", json!({"sessionId": "s-1"})),
+        prompt(3, "s-1", "early"),
+        request(
+            json!("4"),
+            "session/working-directory/get",
+            json!({"sessionId": "s-1"}),
+        ),
+        request(json!(5), "bogus", json!({})),
+    ];
+    let batch: String = early.iter().map(|line| format!("{line}\n")).collect();
+    let slow = json!({"sdk": {"initialize_delay_ms": 300}});
+    for (persona, by_variable, order) in [
+        (
+            "0.2.1",
+            true,
+            &["error 5", "error 2", "error 3", "error \"4\"", "response 1"][..],
+        ),
+        (
+            "0.2.1",
+            false,
+            &["error 5", "error 2", "error 3", "error \"4\"", "response 1"][..],
+        ),
+        (
+            "0.1.5",
+            true,
+            &["error 2", "error \"4\"", "error 5", "error 3", "response 1"][..],
+        ),
+    ] {
+        let world = World::new();
+        let args = ["--persona", persona, "--profile", "sdk-minimal"];
+        let mut command = world.command(&args, (!by_variable).then(|| slow.clone()));
+        if by_variable {
+            command.env("FAKE_DSH_INITIALIZE_DELAY_MS", "300");
+        }
+        let mut client = Client::start(command);
+        client.send(batch.as_bytes());
+        client.until(|v| v["id"] == 1);
+        assert_eq!(shapes(&client.seen), order, "{persona}: {:#?}", client.seen);
+        let refused = client
+            .seen
+            .iter()
+            .filter(|v| v["error"]["message"] == "SDK server is not initialized")
+            .count();
+        assert_eq!(refused, if persona == "0.2.1" { 3 } else { 1 });
+    }
+}
+
+/// A turn's `idle_before_receipt`: the session's `idle` comes right before the prompt's receipt
+/// (an earlier turn's, read late), and the turn then runs as usual to its own `idle`.
+#[test]
+fn an_idle_before_the_receipt_precedes_a_normal_turn() {
+    let world = World::new();
+    let scenario = json!({"sdk": {"turns": [{"idle_before_receipt": true,
+                                             "steps": [{"text": "late"}]}]}});
+    let mut client = Client::start(world.command(&["--profile", "sdk"], Some(scenario)));
+    client.request(initialize());
+    client.request(prompt(2, "s-1", "hello"));
+    client.until(|v| v["params"]["event"]["type"] == "turn/end");
+    client.until_idle("s-1");
+    let shapes = shapes(&client.seen);
+    let receipt = position(&shapes, "event agent/inbox/spliced");
+    assert_eq!(shapes[receipt - 1], "status idle", "{shapes:#?}");
+    assert_eq!(shapes.last().unwrap(), "status idle");
+    assert!(position(&shapes, "status running") > receipt);
+}
+
 #[test]
 fn signals_mid_turn_end_the_process_like_the_real_runtime() {
     use nix::sys::signal::Signal;
@@ -582,7 +657,9 @@ fn raw_session(scenario: Value, input: &[Value]) -> (Option<i32>, String) {
 #[test]
 fn crlf_and_stray_responses_shape_every_frame() {
     let scenario = json!({"sdk": {"crlf": true, "stray_responses": true}});
-    let (code, stdout) = raw_session(scenario, &[initialize()]);
+    let bogus = |id: Value| request(id, "bogus", json!({}));
+    let input = [initialize(), bogus(json!("2")), bogus(json!("s3"))];
+    let (code, stdout) = raw_session(scenario, &input);
     assert_eq!(code, Some(0));
     let lines: Vec<&str> = stdout.split_inclusive('\n').collect();
     assert!(lines.iter().all(|l| l.ends_with("\r\n")), "{stdout:?}");
@@ -590,7 +667,16 @@ fn crlf_and_stray_responses_shape_every_frame() {
         .iter()
         .map(|l| serde_json::from_str::<Value>(l.trim_end()).unwrap()["id"].clone())
         .collect();
-    assert_eq!(ids, [json!("fake-dsh-stray"), json!(1)], "{stdout:?}");
+    // Each stray's id is the response's in the other type, where it has one.
+    let strays_then_answers = [
+        json!("1"),
+        json!(1),
+        json!(2),
+        json!("2"),
+        json!("fake-dsh-stray"),
+        json!("s3"),
+    ];
+    assert_eq!(ids, strays_then_answers, "{stdout:?}");
 }
 
 #[test]
