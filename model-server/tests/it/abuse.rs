@@ -1,7 +1,7 @@
 //! Hostile clients against an in-process server with small limits: each gets its 4xx (or 503,
 //! or 408 when idle too long) and the server goes on serving the next client. The limits are
 //! shrunk so the test runs in a moment; the defaults are the same code with larger numbers.
-//! (`conformance/tests/it/model_server_abuse.rs` floods the CLI and measures its memory.)
+//! (`process_abuse` floods the server as a process of its own and measures its memory.)
 
 use crate::support;
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn check(surface: &str, dsh: &Path, config: Option<&str>) -> (Option<i32>, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    let mut command = Command::new(dsh_test_support::binary("dsh-conformance"));
     command
         .args(["check-runtime", "--surface", surface, "--dsh"])
         .arg(dsh);

@@ -4,7 +4,7 @@
 //! handshake. Each is that case's `fail` with a clear why, the other cases still run and pass, and
 //! no process of any driver is alive afterwards.
 
-use crate::shell_driver_support;
+use dsh_test_support::shell_driver as shell_driver_support;
 use serde_json::Value;
 use std::fs;
 
