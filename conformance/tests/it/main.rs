@@ -4,8 +4,9 @@
 //! (`<crate>/tests/it/`, against the typed API). `run`: `run_cli`, `run_signals`, `reuse`,
 //! `safe_files`, `bounded_inputs`, `dialect_cli` (`run --dialect`), `supervise`; the corpus:
 //! `corpus_cli` (`--version`, `corpus export`, the embedded corpus), `lint_cli`; the other
-//! commands: `validate_cli`, `report_cli` (`report`, `diff`), `report_tools` (`merge`, `summary`,
-//! `diff --allow-removed` on `run --shard` results), `model_server_cli`; the client corpus
+//! commands: `validate_cli`, `check_runtime_cli`, `record_cli`, `report_cli` (`report`, `diff`),
+//! `report_tools` (`merge`, `summary`, `diff --allow-removed` on `run --shard` results),
+//! `model_server_cli`; the client corpus
 //! (`run --surface sdk|headless`): `client_corpus`, `client_kill_matrix`, `client_launcher`,
 //! `official_python_client`. One module alone:
 //! `cargo test -p dsh-conformance --test it -- run_cli::`. Their insta snapshots are
@@ -24,6 +25,7 @@ mod node_support;
 use dsh_test_support::model_http as model_server_support;
 
 mod bounded_inputs;
+mod check_runtime_cli;
 mod client_corpus;
 mod client_kill_matrix;
 mod client_launcher;
@@ -32,6 +34,7 @@ mod dialect_cli;
 mod lint_cli;
 mod model_server_cli;
 mod official_python_client;
+mod record_cli;
 mod report_cli;
 mod report_tools;
 mod reuse;
