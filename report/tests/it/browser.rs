@@ -3,7 +3,8 @@
 //! counts and, for a linked cell, the detail panel. A malformed `#case-` fragment leaves the page
 //! working (a note names it), and a host name with U+202E or zero-width characters is shown with
 //! them written as `\u{..}`. A screenshot is kept under the target dir.
-//! Without Chromium the test prints why it is skipped and passes.
+//! Without Chromium each test says `test-skipped: <name>: <why>` (`dsh_test_support::skip`) and
+//! passes.
 
 use crate::support;
 
