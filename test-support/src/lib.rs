@@ -4,12 +4,17 @@
 //! under `target/`. Integration tests can only name binaries of their own package through
 //! `CARGO_BIN_EXE_*`, so without it `cargo test -p <crate>` would not work alone.
 //!
-//! [`model_http`] is the loopback HTTP client the model server's tests and the CLI's share.
+//! [`model_http`] is the loopback HTTP client the model server's tests and the CLI's share;
+//! [`shell_driver`] the temp kit of a host written as a shell script, which the CLI's tests and
+//! the host corpus's share; [`workspace_root`] and [`describe`] what every crate's tests that run
+//! example hosts and clients need.
 //!
 //! Its own crate (unpublished, a dev-dependency only) because it runs cargo and panics when a
 //! binary is missing: neither belongs in the public API of a crate the kit ships.
 
+pub mod corpus_copy;
 pub mod model_http;
+pub mod shell_driver;
 
 use std::fmt::Display;
 use std::io::Write;
@@ -46,6 +51,24 @@ pub fn target_profile_dir() -> Option<PathBuf> {
 /// again for its own package (a build for one package resolves features apart from the workspace's,
 /// so it would compile the kit's crates a second time).
 pub const BINARIES_BUILT_ENV: &str = "DSH_TEST_BINARIES_BUILT";
+
+/// The workspace's root directory (the examples, `fixtures/`, `docs/`), wherever the test runs.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("test-support lives inside the workspace")
+        .to_path_buf()
+}
+
+/// A finished command's exit code, stdout and stderr, for a failure message.
+pub fn describe(output: &std::process::Output) -> String {
+    format!(
+        "exit: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
 
 /// Path of a kit binary, building it first (once per process) when running under cargo, so a test
 /// never runs a stale copy (unless [`BINARIES_BUILT_ENV`] says the run built them all). Panics with
@@ -188,6 +211,11 @@ pub fn tool_available(program: &str) -> bool {
         skip(format!("{program} is not installed"));
     }
     available
+}
+
+/// Whether `node` runs; when it does not, says on stdout that the test skips.
+pub fn node_available() -> bool {
+    tool_available("node")
 }
 
 /// The line prefix [`skip`] writes; `cargo xtask ci` counts these lines as skipped tests.

@@ -1,5 +1,5 @@
 //! A small loopback HTTP client for the model server's tests (`model-server/tests/it`, and
-//! `conformance/tests/it/model_server.rs`, which tests the CLI): a JSON POST read to the end, a raw
+//! `conformance/tests/it/model_server_cli.rs`, which tests the CLI): a JSON POST read to the end, a raw
 //! request whose status is all that matters, and the event-stream helpers. Here, in the test
 //! support crate, so neither crate's tests reach into the other's files.
 

@@ -1,7 +1,7 @@
 //! `cargo xtask mutants`: runs the whole corpus against each deliberately buggy variant of the
 //! reference host (`dsh-host-mutant-driver --mutant <name>`, built with the host's test-only
 //! `mutants` feature), records which cases catch it in `docs/kill-matrix.json`,
-//! and rewrites the kill matrix in docs/kill-matrix.md. `conformance/tests/it/mutants.rs` keeps the file honest.
+//! and rewrites the kill matrix in docs/kill-matrix.md. `host-corpus/tests/it/mutants.rs` keeps the file honest.
 
 use crate::kit::Kit;
 use serde_json::{json, Map, Value};

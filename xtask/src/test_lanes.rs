@@ -36,16 +36,22 @@ pub struct Ran {
 }
 
 /// The binaries whose runs take longest, slowest first, by the label's package and target: they
-/// start first so no lane is left with one long binary at the end. The rest follow in cargo's
-/// order.
-const SLOWEST_FIRST: [(&str, &str); 7] = [
-    ("dsh-conformance", "it"),
+/// start first so no lane is left with one long binary at the end (both processes of a split
+/// binary take its place). The rest follow in cargo's order. The real-runtime differentials lead:
+/// in CI `sdk_differential` took 286 s and runtime-check's (with the ACP differential) 231 s,
+/// while each half of a split binary takes about 130 to 170 s on a quiet machine.
+const SLOWEST_FIRST: [(&str, &str); 11] = [
     ("dsh-conformance", "sdk_differential"),
     ("dsh-runtime-check", "it"),
+    ("dsh-conformance", "it"),
+    ("dsh-host-corpus", "it"),
     ("xtask", "it"),
     ("dsh-conformance", "corpus"),
     ("dsh-conformance", "real_dsh"),
     ("fake-dsh", "it"),
+    ("dsh-model-server", "it"),
+    ("dsh-report", "it"),
+    ("dsh-record", "it"),
 ];
 
 /// The test binaries of `cargo test --workspace --no-run` (built, or found fresh), from cargo's
@@ -75,28 +81,31 @@ pub fn list(cargo: Command) -> Result<Vec<TestBinary>, String> {
     Ok(binaries)
 }
 
-/// The CLI's end-to-end tests are one binary that would hold one lane alone long after the others
-/// drained: its heaviest modules (each runs whole corpora or kill matrices) run as a second
-/// process of the same binary, the rest as the first.
-const SPLIT: (&str, &str, [&str; 6]) = (
-    "dsh-conformance",
-    "it",
-    [
-        "client_kill_matrix::",
-        "mutants::",
-        "go_host::",
-        "node_host::",
-        "report_matrix::",
-        "official_python_client::",
-    ],
-);
+/// The binaries that would hold one lane alone long after the others drained, each run as two
+/// processes of the same binary: its heaviest modules (each runs whole corpora or kill matrices
+/// against hosts or clients), and the rest. (package, target, the heavy modules.) Chosen by
+/// running the per-crate binaries in 3 lanes on 2 cores both ways (docs/performance.md,
+/// "Per-crate integration tests"): the host corpus's example hosts (`node_host`: two whole
+/// corpus runs of the Node host; `go_host`) against its kill matrix and the rest gave halves of
+/// 191 s and 118 s, where the kill matrix and `go_host` against the rest gave 115 s and 248 s;
+/// the CLI's client kill matrix and official client against the rest, 158 s and 214 s.
+const SPLITS: [(&str, &str, &[&str]); 2] = [
+    ("dsh-host-corpus", "it", &["node_host::", "go_host::"]),
+    (
+        "dsh-conformance",
+        "it",
+        &["client_kill_matrix::", "official_python_client::"],
+    ),
+];
 
-/// `binary` as the runs it is split into ([`SPLIT`]): itself, or its heavy modules and the rest.
+/// `binary` as the runs it is split into ([`SPLITS`]): itself, or its heavy modules and the rest.
 fn split(binary: TestBinary) -> Vec<TestBinary> {
-    let (package, target, heavy) = SPLIT;
-    if binary.label != label(package, "test", target) {
+    let Some((_, _, heavy)) = SPLITS
+        .iter()
+        .find(|(package, target, _)| binary.label == label(package, "test", target))
+    else {
         return vec![binary];
-    }
+    };
     let part = |suffix: &str, args: Vec<String>| TestBinary {
         label: format!("{} ({suffix})", binary.label),
         args,
@@ -240,35 +249,81 @@ mod tests {
     }
 
     #[test]
-    fn the_cli_tests_run_as_two_processes_that_together_take_every_test() {
-        let it = TestBinary {
-            label: "dsh-conformance test it".to_string(),
-            executable: PathBuf::from("/x/it"),
-            package_dir: PathBuf::from("/x"),
-            package_name: "dsh-conformance".to_string(),
-            args: Vec::new(),
-        };
-        let parts = split(it);
-        assert_eq!(parts.len(), 2);
-        let heavy: Vec<&str> = SPLIT.2.to_vec();
-        assert_eq!(parts[1].args, heavy);
-        let skipped: Vec<&str> = parts[0]
-            .args
-            .chunks(2)
-            .map(|pair| {
-                assert_eq!(pair[0], "--skip");
-                pair[1].as_str()
-            })
-            .collect();
-        assert_eq!(
-            skipped, heavy,
-            "the rest skips exactly what the other takes"
-        );
+    fn each_split_binary_runs_as_two_processes_that_together_take_every_test() {
+        for (package, target, heavy) in SPLITS {
+            let binary = TestBinary {
+                label: label(package, "test", target),
+                executable: PathBuf::from("/x/it"),
+                package_dir: PathBuf::from("/x"),
+                package_name: package.to_string(),
+                args: Vec::new(),
+            };
+            let parts = split(binary);
+            assert_eq!(parts.len(), 2);
+            assert_eq!(parts[1].args, heavy);
+            let skipped: Vec<&str> = parts[0]
+                .args
+                .chunks(2)
+                .map(|pair| {
+                    assert_eq!(pair[0], "--skip");
+                    pair[1].as_str()
+                })
+                .collect();
+            assert_eq!(
+                skipped, heavy,
+                "the rest skips exactly what the other takes"
+            );
+        }
         let other = TestBinary {
             label: "fake-dsh test it".to_string(),
-            ..parts[0].clone()
+            executable: PathBuf::from("/x/it"),
+            package_dir: PathBuf::from("/x"),
+            package_name: "fake-dsh".to_string(),
+            args: Vec::new(),
         };
         assert_eq!(split(other).len(), 1);
+    }
+
+    /// The directory of the workspace member named `package`.
+    fn package_dir(root: &Path, package: &str) -> PathBuf {
+        std::fs::read_dir(root)
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .find(|dir| {
+                std::fs::read_to_string(dir.join("Cargo.toml"))
+                    .is_ok_and(|text| text.contains(&format!("\nname = \"{package}\"\n")))
+            })
+            .unwrap_or_else(|| panic!("no package {package} in the workspace"))
+    }
+
+    #[test]
+    fn every_slow_or_split_binary_and_module_exists() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let named = SLOWEST_FIRST.iter().copied().chain(
+            SPLITS
+                .iter()
+                .map(|(package, target, _)| (*package, *target)),
+        );
+        for (package, target) in named {
+            let dir = package_dir(root, package);
+            let test = match target {
+                "it" => dir.join("tests/it/main.rs"),
+                _ => dir.join(format!("tests/{target}.rs")),
+            };
+            assert!(test.is_file(), "{package}: no test target {target}");
+        }
+        for (package, _, heavy) in SPLITS {
+            let main = package_dir(root, package).join("tests/it/main.rs");
+            let main = std::fs::read_to_string(main).unwrap();
+            for module in heavy {
+                let name = module.trim_end_matches("::");
+                assert!(
+                    main.contains(&format!("\nmod {name};")),
+                    "{package}: no module {name} to split off"
+                );
+            }
+        }
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! `merge`, `summary` and `diff --allow-removed` through the CLI, on results of `run --shard K/N`
-//! jobs against a canned shell driver.
+//! jobs against a canned shell driver: the commands' options, files and exit codes. What merge
+//! and summary compute is dsh-report's own test (`report/tests/it/tools.rs`).
 
-#[allow(dead_code)] // recorded_pids serves the hostile-driver tests
-use crate::shell_driver_support;
+use dsh_test_support::shell_driver as shell_driver_support;
 
 use assert_cmd::Command;
 use predicates::str::contains;

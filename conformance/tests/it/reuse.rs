@@ -3,7 +3,7 @@
 //! own world, and a runtime a case leaves running still found (by the case token the case's
 //! `dsh` wrapper exports) and blamed, with the driver kept alive.
 
-use crate::shell_driver_support;
+use dsh_test_support::shell_driver as shell_driver_support;
 use serde_json::Value;
 
 use shell_driver_support::ShellDriverKit;

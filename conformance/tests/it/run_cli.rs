@@ -2,7 +2,7 @@
 //! the expectations file, output files, and hostile drivers (hang, flood, garbage, early exit)
 //! reported as host failures while the other cases still run.
 
-use crate::shell_driver_support;
+use dsh_test_support::shell_driver as shell_driver_support;
 use serde_json::Value;
 use std::fs;
 

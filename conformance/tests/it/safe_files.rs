@@ -5,7 +5,7 @@
 //! case's `bin/dsh`, a planted link at an output path is refused, and the temp dirs a killed run
 //! leaves are swept by the next one.
 
-use crate::shell_driver_support;
+use dsh_test_support::shell_driver as shell_driver_support;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};

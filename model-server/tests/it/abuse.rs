@@ -1,7 +1,7 @@
 //! Hostile clients against an in-process server with small limits: each gets its 4xx (or 503,
 //! or 408 when idle too long) and the server goes on serving the next client. The limits are
 //! shrunk so the test runs in a moment; the defaults are the same code with larger numbers.
-//! (`conformance/tests/it/model_server_abuse.rs` floods the CLI and measures its memory.)
+//! (`process_abuse` floods the server as a process of its own and measures its memory.)
 
 use crate::support;
 
@@ -152,7 +152,7 @@ fn the_log_kept_in_memory_stays_within_its_budget() {
 /// A body of a million small objects (8 MB of `{"a":0},`) costs far more parsed than its bytes: it
 /// is refused 413 before it is parsed, on both routes, its log entry holding a truncated copy of
 /// its text; the server goes on serving (issue 40 item 2). The memory this keeps flat is measured
-/// by `conformance/tests/it/model_server_abuse.rs` and `cargo xtask bench`.
+/// by `model-server/tests/it/process_abuse.rs` and `cargo xtask bench`.
 #[test]
 fn a_body_of_many_small_values_is_refused_before_it_is_parsed() {
     let server = start(Limits::default());

@@ -1,84 +1,21 @@
-//! The corpus lint: the real corpus is clean, and broken copies of it are caught, through the
-//! library and through `dsh-conformance lint`.
+//! The host corpus's lint: the real corpus is clean, and broken copies of it are caught, through
+//! the library. (`dsh-conformance lint`, which lints both corpora, is the CLI's test:
+//! `conformance/tests/it/lint_cli.rs`.)
 
-use assert_cmd::Command;
 use dsh_engine::corpus::LintError;
 use dsh_host_corpus::corpus;
+use dsh_test_support::corpus_copy::CorpusCopy;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the crate sits in the workspace")
-        .to_path_buf()
-}
-
 fn real_fixtures() -> PathBuf {
-    repo_root().join("fixtures")
+    dsh_test_support::workspace_root().join("fixtures")
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_dir(&path, &target);
-        } else {
-            fs::copy(&path, &target).unwrap();
-        }
-    }
-}
-
-/// A temp root holding copies of `fixtures/` and the interpretation docs.
-struct Copy {
-    _root: tempfile::TempDir,
-    fixtures: PathBuf,
-}
-
-impl Copy {
-    fn new() -> Self {
-        let root = tempfile::tempdir().unwrap();
-        let fixtures = root.path().join("fixtures");
-        copy_dir(&real_fixtures(), &fixtures);
-        let docs = root.path().join("docs");
-        fs::create_dir_all(&docs).unwrap();
-        let real_docs = repo_root().join("docs");
-        if real_docs.join("interpretations.md").is_file() {
-            fs::copy(
-                real_docs.join("interpretations.md"),
-                docs.join("interpretations.md"),
-            )
-            .unwrap();
-        }
-        Self {
-            _root: root,
-            fixtures,
-        }
-    }
-
-    fn case_path(&self, id: &str) -> PathBuf {
-        let area = id.split('.').next().unwrap();
-        self.fixtures.join(area).join(format!("{id}.json"))
-    }
-
-    fn read(&self, id: &str) -> Value {
-        self.read_file(&self.case_path(id))
-    }
-
-    fn read_file(&self, path: &Path) -> Value {
-        serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
-    }
-
-    fn write(&self, path: &Path, value: &Value) {
-        fs::write(path, serde_json::to_string_pretty(value).unwrap()).unwrap();
-    }
-
-    fn lint(&self) -> Vec<LintError> {
-        corpus::lint(&self.fixtures)
-    }
+/// The lint's findings on `copy`.
+fn lint(copy: &CorpusCopy) -> Vec<LintError> {
+    corpus::lint(&copy.fixtures)
 }
 
 fn problems(errors: &[LintError]) -> String {
@@ -106,12 +43,8 @@ fn assert_one_problem(errors: &[LintError], file: &Path, needle: &str) {
 
 #[test]
 fn the_real_corpus_lints_clean() {
-    let fixtures = real_fixtures();
-    let mut errors = corpus::lint(&fixtures);
-    errors.extend(dsh_client_corpus::corpus::lint(
-        &fixtures,
-        &corpus::default_docs_dir(&fixtures),
-    ));
+    // The client corpus beside it is linted by `dsh-conformance lint` (the CLI's test).
+    let errors = corpus::lint(&real_fixtures());
     assert!(
         errors.is_empty(),
         "the corpus has lint problems:\n{}",
@@ -157,14 +90,14 @@ fn the_real_corpus_is_big_enough_and_covers_the_harness_rules() {
 
 #[test]
 fn a_duplicate_id_is_caught() {
-    let copy = Copy::new();
+    let copy = CorpusCopy::new();
     let original = copy.case_path("strict.session-before-content");
     let twin = copy
         .fixtures
         .join("strict")
         .join("strict.session-before-content.twin.json");
     fs::copy(&original, &twin).unwrap();
-    let errors = copy.lint();
+    let errors = lint(&copy);
     assert_one_problem(
         &errors,
         &twin,
@@ -175,7 +108,7 @@ fn a_duplicate_id_is_caught() {
 
 #[test]
 fn an_unknown_rule_is_caught() {
-    let copy = Copy::new();
+    let copy = CorpusCopy::new();
     let id = "strict.duplicate-session";
     let mut case = copy.read(id);
     case["rules"]
@@ -184,7 +117,7 @@ fn an_unknown_rule_is_caught() {
         .push(Value::from("s6.no-such-rule"));
     copy.write(&copy.case_path(id), &case);
     assert_one_problem(
-        &copy.lint(),
+        &lint(&copy),
         &copy.case_path(id),
         "rule s6.no-such-rule is not in",
     );
@@ -192,7 +125,7 @@ fn an_unknown_rule_is_caught() {
 
 #[test]
 fn an_uncovered_rule_is_caught() {
-    let copy = Copy::new();
+    let copy = CorpusCopy::new();
     let rules_file = copy.fixtures.join("rules.json");
     let mut catalog = copy.read_file(&rules_file);
     catalog["rules"].as_array_mut().unwrap().push(serde_json::json!({
@@ -200,7 +133,7 @@ fn an_uncovered_rule_is_caught() {
     }));
     copy.write(&rules_file, &catalog);
     assert_one_problem(
-        &copy.lint(),
+        &lint(&copy),
         &rules_file,
         "rule s6.brand-new-sentence has no case",
     );
@@ -208,7 +141,7 @@ fn an_uncovered_rule_is_caught() {
 
 #[test]
 fn an_untestable_rule_needs_no_case() {
-    let copy = Copy::new();
+    let copy = CorpusCopy::new();
     let rules_file = copy.fixtures.join("rules.json");
     let mut catalog = copy.read_file(&rules_file);
     catalog["rules"].as_array_mut().unwrap().push(serde_json::json!({
@@ -216,19 +149,19 @@ fn an_untestable_rule_needs_no_case() {
         "untestable_reason": "needs the real daemon"
     }));
     copy.write(&rules_file, &catalog);
-    let errors = copy.lint();
+    let errors = lint(&copy);
     assert!(errors.is_empty(), "{}", problems(&errors));
 }
 
 #[test]
 fn a_schema_violation_is_caught_with_its_path() {
-    let copy = Copy::new();
+    let copy = CorpusCopy::new();
     let id = "cancel.honoured-scripted";
     let mut case = copy.read(id);
     case["steps"][0]["expect"]["status"] = Value::from("finished");
     case["surprise"] = Value::from(true);
     copy.write(&copy.case_path(id), &case);
-    let errors = copy.lint();
+    let errors = lint(&copy);
     let file_errors: Vec<&LintError> = errors
         .iter()
         .filter(|e| e.file == copy.case_path(id))
@@ -254,22 +187,22 @@ fn a_schema_violation_is_caught_with_its_path() {
 
 #[test]
 fn a_case_in_the_wrong_area_is_caught() {
-    let copy = Copy::new();
+    let copy = CorpusCopy::new();
     let id = "events.usage-fields";
     let moved = copy.fixtures.join("strict").join(format!("{id}.json"));
     fs::rename(copy.case_path(id), &moved).unwrap();
-    assert_one_problem(&copy.lint(), &moved, "must live in fixtures/events/");
+    assert_one_problem(&lint(&copy), &moved, "must live in fixtures/events/");
 }
 
 #[test]
 fn an_unknown_interpretation_is_caught() {
-    let copy = Copy::new();
+    let copy = CorpusCopy::new();
     let id = "framing.bom-mid-stream";
     let mut case = copy.read(id);
     case["steps"][0]["expect"]["interpretations"] = serde_json::json!({"code": "I-ZZ99"});
     copy.write(&copy.case_path(id), &case);
     assert_one_problem(
-        &copy.lint(),
+        &lint(&copy),
         &copy.case_path(id),
         "interpretation I-ZZ99 is not an entry",
     );
@@ -277,74 +210,23 @@ fn an_unknown_interpretation_is_caught() {
 
 #[test]
 fn a_file_that_is_not_json_is_caught() {
-    let copy = Copy::new();
+    let copy = CorpusCopy::new();
     let broken = copy.fixtures.join("framing").join("framing.broken.json");
     fs::write(&broken, "{\"v\": 1,\n").unwrap();
-    assert_one_problem(&copy.lint(), &broken, "not JSON");
+    assert_one_problem(&lint(&copy), &broken, "not JSON");
 }
 
 #[test]
 fn an_invalid_rule_catalog_is_caught() {
-    let copy = Copy::new();
+    let copy = CorpusCopy::new();
     let rules_file = copy.fixtures.join("rules.json");
     fs::write(
         &rules_file,
         r#"{"v":1,"rules":[{"id":"s6.x","section":"6","kind":"maybe","text":"t"}]}"#,
     )
     .unwrap();
-    let errors = copy.lint();
+    let errors = lint(&copy);
     assert_one_problem(&errors, &rules_file, "does not match rules.schema.json");
-}
-
-#[test]
-fn the_cli_exits_0_clean_1_with_problems_2_without_a_dir() {
-    let clean = Copy::new();
-    Command::cargo_bin("dsh-conformance")
-        .unwrap()
-        .args(["lint", "--fixtures"])
-        .arg(&clean.fixtures)
-        .assert()
-        .code(0)
-        .stdout(predicates::str::starts_with("ok: "));
-
-    let broken = Copy::new();
-    let id = "strict.duplicate-session";
-    let mut case = broken.read(id);
-    case["rules"] = serde_json::json!(["s6.not-a-rule"]);
-    broken.write(&broken.case_path(id), &case);
-    Command::cargo_bin("dsh-conformance")
-        .unwrap()
-        .args(["lint", "--fixtures"])
-        .arg(&broken.fixtures)
-        .assert()
-        .code(1)
-        .stdout(predicates::str::contains("rule s6.not-a-rule is not in"));
-
-    let empty = tempfile::tempdir().unwrap();
-    Command::cargo_bin("dsh-conformance")
-        .unwrap()
-        .args(["lint", "--fixtures"])
-        .arg(empty.path().join("missing"))
-        .assert()
-        .code(2);
-}
-
-#[test]
-fn the_cli_writes_the_rules_table() {
-    let copy = Copy::new();
-    let target = copy.fixtures.parent().unwrap().join("rules.md");
-    Command::cargo_bin("dsh-conformance")
-        .unwrap()
-        .args(["lint", "--fixtures"])
-        .arg(&copy.fixtures)
-        .arg("--write-rules-md")
-        .arg(&target)
-        .assert()
-        .code(0);
-    let table = fs::read_to_string(&target).unwrap();
-    assert!(table.contains("## Section 6"), "{table}");
-    assert!(table.contains("`strict.session-before-content`"), "{table}");
-    assert!(table.contains("untestable: "), "{table}");
 }
 
 #[test]
@@ -352,40 +234,10 @@ fn the_checked_in_rules_table_is_current() {
     let rules = corpus::load_rules(&real_fixtures()).unwrap();
     let (cases, _) = corpus::load_cases(&real_fixtures());
     let expected = corpus::rules_markdown(&rules, &cases);
-    let actual = fs::read_to_string(repo_root().join("docs/rules.md")).unwrap_or_default();
+    let actual = fs::read_to_string(dsh_test_support::workspace_root().join("docs/rules.md"))
+        .unwrap_or_default();
     assert!(
         actual == expected,
         "docs/rules.md is stale: run `dsh-conformance lint --write-rules-md docs/rules.md`"
     );
-}
-
-#[test]
-fn the_cli_finds_interpretations_next_to_the_corpus_from_any_directory() {
-    let elsewhere = tempfile::tempdir().unwrap();
-    let copy = Copy::new();
-    Command::cargo_bin("dsh-conformance")
-        .unwrap()
-        .current_dir(elsewhere.path())
-        .args(["lint", "--fixtures"])
-        .arg(&copy.fixtures)
-        .assert()
-        .code(0)
-        .stdout(predicates::str::starts_with("ok: "));
-
-    let interpretations = copy
-        .fixtures
-        .parent()
-        .unwrap()
-        .join("docs/interpretations.md");
-    fs::remove_file(&interpretations).unwrap();
-    Command::cargo_bin("dsh-conformance")
-        .unwrap()
-        .current_dir(elsewhere.path())
-        .args(["lint", "--fixtures"])
-        .arg(&copy.fixtures)
-        .assert()
-        .code(1)
-        .stdout(predicates::str::contains(
-            interpretations.display().to_string(),
-        ));
 }

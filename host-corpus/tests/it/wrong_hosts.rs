@@ -20,9 +20,7 @@
 //!
 //! The Node.js ones skip, saying so, when `node` is not installed.
 
-use crate::node_support;
-
-use node_support::{node_available, repo_root};
+use dsh_test_support::{node_available, workspace_root as repo_root};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

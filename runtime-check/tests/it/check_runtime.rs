@@ -1,65 +1,83 @@
-//! `check-runtime` against fake-dsh: the default agent passes every check, and each adversarial
-//! scenario makes the check that guards its rule fail (the checks can fail).
+//! `check-runtime`'s checks on the open-design surface, through the library
+//! ([`run_checks`]) against fake-dsh: the default agent passes every check, each adversarial
+//! scenario makes the check that guards its rule fail (the checks can fail), the renderers, the
+//! catalogue order and the shared turns. fake-dsh gets its scenario from a wrapper script, so
+//! no test changes the environment the others share. The command itself (its options, output
+//! formats, exit codes, `--bundle`, the daemons it sweeps as the kit's own process) is the CLI's
+//! test: `conformance/tests/it/check_runtime_cli.rs`.
 
-use assert_cmd::Command;
+use dsh_engine::timing::{Jobs, TimeScale};
+use dsh_runtime_check::checks::CHECKS;
+use dsh_runtime_check::world::Target;
+use dsh_runtime_check::{
+    install_bundle, run_checks, select_checks, to_json, to_jsonl, to_table, CannotRun,
+};
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
-fn fake_dsh() -> PathBuf {
-    dsh_test_support::binary("fake-dsh")
+/// fake-dsh behind a wrapper in `dir` that plays `scenario` (none: its default agent) with `env`
+/// set: the checks start the runtime as a program, with the environment of this process.
+fn fake_dsh_with(dir: &Path, scenario: Option<&Value>, env: &[(&str, &str)]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let mut script = String::from("#!/bin/sh\nunset FAKE_DSH_SCENARIO FAKE_DSH_JOURNAL\n");
+    if let Some(scenario) = scenario {
+        let path = dir.join("scenario.json");
+        std::fs::write(&path, scenario.to_string()).unwrap();
+        script.push_str(&format!("export FAKE_DSH_SCENARIO='{}'\n", path.display()));
+    }
+    for (name, value) in env {
+        script.push_str(&format!("export {name}='{value}'\n"));
+    }
+    let fake = dsh_test_support::binary("fake-dsh");
+    script.push_str(&format!("exec '{}' \"$@\"\n", fake.display()));
+    let wrapper = dir.join("dsh");
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
 }
 
-fn kit() -> Command {
-    let mut command = Command::new(dsh_test_support::binary("dsh-conformance"));
-    command
-        .timeout(Duration::from_secs(120))
-        .env_remove("FAKE_DSH_SCENARIO")
-        .env_remove("FAKE_DSH_JOURNAL");
-    command
+/// The target `check-runtime --runtime RUNTIME --time-scale SCALE` builds.
+fn target(runtime: &Path, scale: f64) -> Target {
+    Target {
+        dsh: runtime.to_path_buf(),
+        dsh_home: None,
+        home_template: None,
+        time_scale: TimeScale::new(scale).unwrap(),
+        model_url: None,
+        observed: Default::default(),
+    }
 }
 
-/// Run check-runtime (JSON output) with this fake-dsh scenario; returns (exit code, report).
-fn check(scenario: Option<&Value>, checks: &[&str]) -> (i32, Value) {
-    check_with_env(scenario, checks, &[])
+/// The checks `checks` names (every one when empty) against `runtime`, `jobs` at a time; the
+/// report (`check-runtime --format json`'s), or why they could not run.
+fn run(runtime: &Path, checks: &[&str], scale: f64, jobs: usize) -> Result<Value, CannotRun> {
+    let target = target(runtime, scale);
+    let cases: Vec<String> = checks.iter().map(|id| id.to_string()).collect();
+    let selection = select_checks(CHECKS.iter().map(|check| check.id), &cases, &[])?;
+    let results = run_checks(&target, &selection, Jobs::new(jobs).unwrap())?;
+    Ok(to_json(&target, &results))
 }
 
-fn check_with_env(scenario: Option<&Value>, checks: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
-    check_scaled("0.2", scenario, checks, env)
-}
-
-/// `check-runtime` with every bound multiplied by `scale` (0.2 keeps the file quick; a check
-/// whose pass rests on a short grace gets more room on a loaded machine).
+/// The checks against fake-dsh playing `scenario` with `env`, every bound x `scale`.
 fn check_scaled(
-    scale: &str,
+    scale: f64,
     scenario: Option<&Value>,
     checks: &[&str],
     env: &[(&str, &str)],
-) -> (i32, Value) {
+) -> Value {
     let dir = tempfile::tempdir().unwrap();
-    let mut command = kit();
-    command.envs(env.iter().copied());
-    command
-        .arg("check-runtime")
-        .arg("--runtime")
-        .arg(fake_dsh())
-        .args(["--format", "json", "--time-scale", scale]);
-    for id in checks {
-        command.args(["--case", id]);
-    }
-    if let Some(scenario) = scenario {
-        let path = dir.path().join("scenario.json");
-        std::fs::write(&path, scenario.to_string()).unwrap();
-        command.env("FAKE_DSH_SCENARIO", &path);
-    }
-    let output = command.output().unwrap();
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
-        panic!(
-            "not a JSON report ({error}); stderr: {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    (output.status.code().unwrap_or(-1), report)
+    let runtime = fake_dsh_with(dir.path(), scenario, env);
+    run(&runtime, checks, scale, 2).unwrap_or_else(|CannotRun(why)| panic!("could not run: {why}"))
+}
+
+/// The checks against fake-dsh playing `scenario`, every bound x 0.2 (a check whose pass rests
+/// on a short grace gets more room with [`check_scaled`]).
+fn check(scenario: Option<&Value>, checks: &[&str]) -> Value {
+    check_scaled(0.2, scenario, checks, &[])
+}
+
+fn failed(report: &Value) -> u64 {
+    report["totals"]["fail"].as_u64().unwrap()
 }
 
 fn status_of<'a>(report: &'a Value, id: &str) -> &'a str {
@@ -75,9 +93,9 @@ fn status_of<'a>(report: &'a Value, id: &str) -> &'a str {
 
 #[test]
 fn default_fake_dsh_passes_every_check() {
-    let (code, report) = check(None, &[]);
+    let report = check(None, &[]);
     let checks = report["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), dsh_runtime_check::checks::CHECKS.len());
+    assert_eq!(checks.len(), CHECKS.len());
     for check in checks {
         assert_eq!(check["status"], "pass", "{check:#}");
         assert!(
@@ -88,7 +106,7 @@ fn default_fake_dsh_passes_every_check() {
         );
     }
     assert_eq!(report["totals"]["pass"], checks.len());
-    assert_eq!(code, 0);
+    assert_eq!(failed(&report), 0);
 }
 
 /// A one-process scenario: `script` is the first `--stdio` process of every check's world.
@@ -293,7 +311,7 @@ fn each_adversarial_runtime_fails_its_check() {
     for adversary in adversaries() {
         let mut selected = vec![adversary.fails];
         selected.extend(adversary.passes);
-        let (code, report) = check(Some(&adversary.scenario), &selected);
+        let report = check(Some(&adversary.scenario), &selected);
         assert_eq!(
             status_of(&report, adversary.fails),
             "fail",
@@ -308,7 +326,7 @@ fn each_adversarial_runtime_fails_its_check() {
                 adversary.name
             );
         }
-        assert_eq!(code, 1, "{}", adversary.name);
+        assert!(failed(&report) >= 1, "{}", adversary.name);
     }
 }
 
@@ -322,7 +340,7 @@ fn a_cancel_answered_with_an_unannounced_session_is_an_informational_runtime_fin
         {"result": {"status": "cancelled"}}
     ]));
     let id = "rt.cancelled-names-announced-session";
-    let (code, report) = check_scaled("1", Some(&scenario), &[id, "rt.cancel-honoured"], &[]);
+    let report = check_scaled(1.0, Some(&scenario), &[id, "rt.cancel-honoured"], &[]);
     assert_eq!(status_of(&report, id), "informational", "{report:#}");
     assert_eq!(
         status_of(&report, "rt.cancel-honoured"),
@@ -339,21 +357,22 @@ fn a_cancel_answered_with_an_unannounced_session_is_an_informational_runtime_fin
         "the detail explains the hazard: {detail}"
     );
     assert_eq!(report["totals"]["informational"], 1, "{report:#}");
-    assert_eq!(code, 0, "an informational finding is not a failure");
+    assert_eq!(
+        failed(&report),
+        0,
+        "an informational finding is not a failure"
+    );
 }
 
 #[test]
-fn jsonl_prints_one_object_per_check_then_the_summary() {
-    let output = kit()
-        .arg("check-runtime")
-        .arg("--runtime")
-        .arg(fake_dsh())
-        .args(["--case", "rt.version-shape", "--case", "rt.probe-shape"])
-        .args(["--format", "jsonl"])
-        .output()
-        .unwrap();
-    let lines: Vec<Value> = String::from_utf8(output.stdout)
-        .unwrap()
+fn jsonl_is_one_object_per_check_then_the_summary_and_the_table_ends_with_a_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = fake_dsh_with(dir.path(), None, &[]);
+    let target = target(&runtime, 1.0);
+    let cases = ["rt.version-shape".to_string(), "rt.probe-shape".to_string()];
+    let selection = select_checks(CHECKS.iter().map(|check| check.id), &cases, &[]).unwrap();
+    let results = run_checks(&target, &selection, Jobs::new(2).unwrap()).unwrap();
+    let lines: Vec<Value> = to_jsonl(&to_json(&target, &results))
         .lines()
         .map(|line| serde_json::from_str(line).expect("one JSON object per line"))
         .collect();
@@ -361,19 +380,7 @@ fn jsonl_prints_one_object_per_check_then_the_summary() {
     assert_eq!(lines[0]["id"], "rt.version-shape");
     assert_eq!(lines[1]["id"], "rt.probe-shape");
     assert_eq!(lines[2]["summary"]["totals"]["pass"], 2);
-    assert_eq!(output.status.code(), Some(0));
-}
-
-#[test]
-fn table_output_ends_with_a_summary() {
-    let output = kit()
-        .arg("check-runtime")
-        .arg("--runtime")
-        .arg(fake_dsh())
-        .args(["--case", "rt.version-shape", "--case", "rt.probe-shape"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8(output.stdout).unwrap();
+    let text = to_table(&target, &results);
     assert!(text.lines().next().unwrap().starts_with("pass"), "{text}");
     assert!(
         text.lines()
@@ -382,53 +389,24 @@ fn table_output_ends_with_a_summary() {
             .starts_with("2 checks: 2 passed, 0 failed, 0 inconclusive"),
         "{text}"
     );
-    assert_eq!(output.status.code(), Some(0));
 }
 
 #[test]
-fn cannot_run_exits_2() {
-    let dir = tempfile::tempdir().unwrap();
-    let missing = dir.path().join("no-such-dsh");
-    let output = kit()
-        .arg("check-runtime")
-        .arg("--runtime")
-        .arg(&missing)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("could not run"));
-
-    let output = kit()
-        .arg("check-runtime")
-        // The old spellings (`--dsh`, `--check`) are hidden aliases of `--runtime` and `--case`.
-        .arg("--dsh")
-        .arg(fake_dsh())
-        .args(["--check", "rt.no-such-check"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("rt.no-such-check"));
-}
-
-#[test]
-fn list_names_every_check_without_a_runtime_and_checks_need_one() {
-    let missing = kit().arg("check-runtime").output().unwrap();
-    assert_eq!(missing.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("--runtime"));
-    let output = kit().args(["check-runtime", "--list"]).output().unwrap();
-    assert!(output.status.success());
-    let text = String::from_utf8(output.stdout).unwrap();
-    for check in dsh_runtime_check::checks::CHECKS {
-        assert!(text.contains(check.id), "{} missing from --list", check.id);
-    }
+fn a_check_that_does_not_exist_cannot_be_selected() {
+    let cases = ["rt.no-such-check".to_string()];
+    let Err(CannotRun(why)) = select_checks(CHECKS.iter().map(|check| check.id), &cases, &[])
+    else {
+        panic!("rt.no-such-check was selected");
+    };
+    assert!(why.contains("rt.no-such-check"), "{why}");
 }
 
 #[test]
 fn every_check_names_a_rule_of_the_catalog() {
-    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    let fixtures = dsh_test_support::workspace_root().join("fixtures");
     let catalog = dsh_host_corpus::corpus::load_rules(&fixtures).unwrap();
     let ids: Vec<&str> = catalog.iter().map(|rule| rule.id.as_str()).collect();
-    for check in dsh_runtime_check::checks::CHECKS {
+    for check in CHECKS {
         assert!(
             ids.contains(&check.rule),
             "{} names unknown rule {}",
@@ -438,184 +416,30 @@ fn every_check_names_a_rule_of_the_catalog() {
     }
 }
 
-/// A stand-in runtime that, asked `--version`, records its `DEEPSEEK_BASE_URL` and the status
-/// line that URL's `/models` answers with (bash's /dev/tcp: no HTTP client needed).
-const URL_RECORDER: &str = r#"#!/bin/bash
-url="$DEEPSEEK_BASE_URL"
-echo "$url" > "$MARKER"
-hostport="${url#http://}"
-if exec 3<>"/dev/tcp/${hostport%:*}/${hostport#*:}"; then
-  printf 'GET /models HTTP/1.1\r\nHost: %s\r\n\r\n' "$hostport" >&3
-  head -n 1 <&3 >> "$MARKER"
-fi
-echo "0.1.0-rc.8"
-"#;
-
 #[test]
-fn every_runtime_process_gets_the_kits_own_loopback_model_server() {
-    use std::os::unix::fs::PermissionsExt;
+fn checks_run_in_parallel_and_report_in_catalogue_order() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = dir.path().join("dsh");
-    std::fs::write(&runtime, URL_RECORDER).unwrap();
-    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let marker = dir.path().join("seen");
-    let output = kit()
-        .arg("check-runtime")
-        .arg("--runtime")
-        .arg(&runtime)
-        .args(["--case", "rt.version-shape", "--format", "json"])
-        .env("MARKER", &marker)
-        .env("DEEPSEEK_BASE_URL", "https://api.deepseek.com")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let seen = std::fs::read_to_string(&marker).unwrap();
-    let mut lines = seen.lines();
-    let url = lines.next().unwrap();
-    assert!(url.starts_with("http://127.0.0.1:"), "{seen}");
-    assert_eq!(
-        lines.next().map(str::trim_end),
-        Some("HTTP/1.1 200 OK"),
-        "{seen}"
-    );
-}
-
-#[test]
-fn a_bundle_is_installed_into_a_fresh_home_that_the_checks_then_use() {
-    let dir = tempfile::tempdir().unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    let tarball = dir.path().join("open-design-runtime.tgz");
-    std::fs::write(&tarball, b"packed bundle").unwrap();
-    // fake-dsh behind a wrapper that notes each invocation's DSH_HOME.
-    let runtime = dir.path().join("dsh");
-    std::fs::write(
-        &runtime,
-        format!(
-            "#!/bin/sh\necho \"$DSH_HOME\" >> \"$MARKER\"\nexec '{}' \"$@\"\n",
-            fake_dsh().display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let marker = dir.path().join("homes");
-    let output = kit()
-        .arg("check-runtime")
-        .arg("--runtime")
-        .arg(&runtime)
-        .arg("--bundle")
-        .arg(&tarball)
-        .args(["--case", "rt.probe-shape", "--format", "json"])
-        .env("MARKER", &marker)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(status_of(&report, "rt.probe-shape"), "pass");
-    let homes = std::fs::read_to_string(&marker).unwrap();
-    let homes: Vec<&str> = homes.lines().collect();
-    assert_eq!(
-        homes.len(),
-        3,
-        "plugin add, the pre-flight start, then the probe: {homes:?}"
-    );
-    let probe = homes[2];
-    assert!(homes[0].contains("dsh-check-runtime-home-"), "{homes:?}");
-    // The probe ran in the check's own copy of the installed home (its profile came along, or
-    // the probe could not pass).
-    assert_ne!(homes[0], probe);
-    assert!(probe.contains("dsh-check-runtime-"), "{homes:?}");
-    for home in homes {
-        assert!(
-            !std::path::Path::new(home).exists(),
-            "{home}: the homes are removed"
-        );
-    }
-
-    let missing = dir.path().join("missing.tgz");
-    let output = kit()
-        .arg("check-runtime")
-        .arg("--runtime")
-        .arg(fake_dsh())
-        .arg("--bundle")
-        .arg(&missing)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("missing.tgz"));
-}
-
-#[test]
-fn checks_run_in_parallel_with_jobs_and_report_in_catalogue_order() {
-    let output = kit()
-        .arg("check-runtime")
-        .arg("--runtime")
-        .arg(fake_dsh())
-        .args(["--format", "json", "--jobs", "4"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let runtime = fake_dsh_with(dir.path(), None, &[]);
+    let report = run(&runtime, &[], 1.0, 4).unwrap_or_else(|CannotRun(why)| panic!("{why}"));
     let ids: Vec<&str> = report["checks"]
         .as_array()
         .unwrap()
         .iter()
         .map(|check| check["id"].as_str().unwrap())
         .collect();
-    let catalogue: Vec<&str> = dsh_runtime_check::checks::CHECKS
-        .iter()
-        .map(|check| check.id)
-        .collect();
+    let catalogue: Vec<&str> = CHECKS.iter().map(|check| check.id).collect();
     assert_eq!(ids, catalogue);
     assert_eq!(report["totals"]["pass"], catalogue.len(), "{report:#}");
-    for bad in ["0", "x"] {
-        let refused = kit()
-            .args(["check-runtime", "--jobs", bad, "--runtime"])
-            .arg(fake_dsh())
-            .output()
-            .unwrap();
-        assert_eq!(refused.status.code(), Some(2), "--jobs {bad}");
-    }
-}
-/// Live processes whose command line holds `marker` (killed and reaped on drop of the guard).
-fn live_with_marker(marker: &str) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| dsh_engine::procfs::is_live(*pid))
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
-        })
-        .collect()
-}
-
-struct KillMarked(&'static str);
-
-impl Drop for KillMarked {
-    fn drop(&mut self) {
-        for pid in live_with_marker(self.0) {
-            let pid = nix::unistd::Pid::from_raw(pid);
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-        }
-    }
 }
 
 #[test]
 fn a_bundle_directory_without_a_package_json_cannot_run() {
     let dir = tempfile::tempdir().unwrap();
-    let output = kit()
-        .args(["check-runtime", "--runtime"])
-        .arg(fake_dsh())
-        .arg("--bundle")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("needs a package.json"), "{stderr}");
+    let Err(CannotRun(why)) = install_bundle(&dsh_test_support::binary("fake-dsh"), dir.path())
+    else {
+        panic!("a directory without a package.json was installed");
+    };
+    assert!(why.contains("needs a package.json"), "{why}");
 }
 
 #[test]
@@ -629,69 +453,31 @@ fn a_runtime_that_cannot_start_is_an_infrastructure_error() {
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dead, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let output = kit()
-        .arg("check-runtime")
-        .arg("--runtime")
-        .arg(&dead)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("could not run"), "{stderr}");
+    let Err(CannotRun(why)) = run(&dead, &[], 1.0, 2) else {
+        panic!("a runtime that cannot start gave verdicts");
+    };
     assert!(
-        stderr.contains("exited without writing anything on stdout"),
-        "{stderr}"
+        why.contains("exited without writing anything on stdout"),
+        "{why}"
     );
-    assert!(stderr.contains("status: exit 4"), "{stderr}");
+    assert!(why.contains("status: exit 4"), "{why}");
     assert!(
-        stderr.contains("profile open-design is not installed"),
-        "{stderr}"
-    );
-    assert!(
-        output.stdout.is_empty(),
-        "no check verdict is printed: {}",
-        String::from_utf8_lossy(&output.stdout)
+        why.contains("profile open-design is not installed"),
+        "{why}"
     );
 }
 
-#[test]
-fn a_daemon_that_escapes_the_group_with_no_environment_fails_exit_after_result_and_is_killed() {
-    // The daemon's argv carries its watchdog (`--daemon-watchdog-ms 97531`): the marker.
-    let _guard = KillMarked("97531");
-    let scenario = scripted(json!([
-        {"ready": {}}, {"read_execute": {}},
-        {"spawn_child": {"detach": "setsid", "clear_env": true, "ignore_sigterm": true}},
-        {"session": {}}, {"text": "done"}, {"result": {"status": "completed"}}
-    ]));
-    let (code, report) = check_with_env(
-        Some(&scenario),
-        &["rt.exit-after-result"],
-        &[("FAKE_DSH_WATCHDOG_SECS", "97.531")],
-    );
-    assert_eq!(
-        status_of(&report, "rt.exit-after-result"),
-        "fail",
-        "{report:#}"
-    );
-    assert_eq!(code, 1);
-    let left = live_with_marker("97531");
-    assert!(
-        left.is_empty(),
-        "check-runtime left its daemons running: {left:?}"
-    );
-}
-
-/// How many fake-dsh processes of each mode a check-runtime run with these checks started, and
-/// its report.
+/// How many fake-dsh processes of each mode a run of these checks started, and its report.
 fn starts_by_mode(checks: &[&str]) -> (std::collections::BTreeMap<String, usize>, Value) {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.jsonl");
-    let (code, report) = check_with_env(
+    let report = check_scaled(
+        0.2,
         None,
         checks,
         &[("FAKE_DSH_JOURNAL", journal.to_str().unwrap())],
     );
-    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(failed(&report), 0, "{report:#}");
     let mut starts = std::collections::BTreeMap::new();
     for line in std::fs::read_to_string(&journal).unwrap().lines() {
         let entry: Value = serde_json::from_str(line).unwrap();
@@ -743,57 +529,4 @@ fn the_checks_that_judge_one_turn_share_one_runtime_process() {
         .unwrap_or_else(|| panic!("no route count in {report:#}"));
     // The pre-flight's default turn, the unknown resume, one turn per route.
     assert_eq!(starts.get("stdio"), Some(&(2 + routes)), "{starts:?}");
-}
-
-/// `check-runtime --surface acp` judges fake-dsh's ACP agent with the ACP checks (each naming its
-/// facts), prints each as it ends, selects with `--case`, and a runtime that is no ACP agent
-/// fails them.
-#[test]
-fn the_acp_surface_is_checked_from_the_command_line() {
-    let output = kit()
-        .args(["check-runtime", "--surface", "acp", "--runtime"])
-        .arg(fake_dsh())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(0), "{stdout}");
-    for id in ["acp.initialize", "acp.permission", "acp.cold-resume"] {
-        assert!(stdout.contains(&format!("pass  {id}")), "{id}: {stdout}");
-    }
-    assert!(stdout.contains("0 check(s) failed"), "{stdout}");
-
-    let one = kit()
-        .args(["check-runtime", "--surface", "acp", "--format", "json"])
-        .args(["--case", "acp.initialize", "--runtime"])
-        .arg(fake_dsh())
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
-    assert_eq!(
-        report["checks"].as_array().map(Vec::len),
-        Some(1),
-        "{report}"
-    );
-    assert_eq!(report["surface"], "acp");
-
-    let dir = tempfile::tempdir().unwrap();
-    let mute = dir.path().join("mute-dsh");
-    std::fs::write(&mute, "#!/bin/sh\nexec cat >/dev/null\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&mute, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let failing = kit()
-        .args([
-            "check-runtime",
-            "--surface",
-            "acp",
-            "--case",
-            "acp.initialize",
-        ])
-        .args(["--time-scale", "0.2", "--runtime"])
-        .arg(&mute)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&failing.stdout);
-    assert_eq!(failing.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("FAIL  acp.initialize"), "{stdout}");
 }

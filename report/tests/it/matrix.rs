@@ -1,18 +1,18 @@
 //! `report`'s files for a fixed matrix (2 hosts x 2 variants, one cell that could not run):
 //! report.json valid against its schema, report.md snapshot, report.html self-contained and
-//! escaped, the exit codes, and the CLI's handling of bad configs.
+//! escaped, the exit codes. (The `report` command itself, its bad configs and a whole run against
+//! the reference host, is the CLI's test: `conformance/tests/it/report_cli.rs`.)
 
-use crate::report_support;
+use crate::support;
 use dsh_results::reporter::Silent;
 
-use assert_cmd::Command;
 use dsh_report::config::{default_variants, HostSpec, MatrixConfig, VariantSpec};
 use dsh_report::document::{schema_errors, ReportDocument, SchemaPart};
 use dsh_report::{build_document, exit_code_of, run_matrix, write_report_files};
 use dsh_results::model::Verdict;
-use report_support::{passing_suite, renamed, sample_suite, RULES_JSON};
 use std::collections::BTreeMap;
 use std::path::Path;
+use support::{passing_suite, renamed, sample_suite, RULES_JSON};
 
 fn two_by_two() -> MatrixConfig {
     MatrixConfig {
@@ -93,7 +93,7 @@ fn run_matrix_names_cells_after_the_config_and_keeps_harness_errors() {
     assert_eq!(document.errors.len(), 1);
     assert_eq!(document.errors[0].host, "node <host>");
     assert_eq!(document.kit_version, env!("CARGO_PKG_VERSION"));
-    assert_eq!(document.corpus_hash, report_support::CORPUS_HASH);
+    assert_eq!(document.corpus_hash, support::CORPUS_HASH);
 }
 
 #[test]
@@ -308,168 +308,4 @@ fn exit_codes_mirror_run() {
 fn renamed_suites_keep_their_cases() {
     let suite = renamed(sample_suite(), "other", "v");
     assert_eq!(suite.cases, sample_suite().cases);
-}
-
-fn kit() -> Command {
-    Command::new(dsh_test_support::binary("dsh-conformance"))
-}
-
-#[test]
-fn report_cli_rejects_a_bad_config_with_exit_2_naming_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("matrix.json");
-    std::fs::write(&config, "{\"hosts\":[{\"name\":\"x\",\"command\":[]}]}").unwrap();
-    let output = kit()
-        .args(["report", "--config"])
-        .arg(&config)
-        .arg("--out")
-        .arg(dir.path().join("out"))
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("matrix.json"), "{stderr}");
-    assert!(
-        stderr.contains("\"command\" must start with a program"),
-        "{stderr}"
-    );
-    assert!(
-        !dir.path().join("out").exists(),
-        "nothing is written for a config that cannot run"
-    );
-    let missing = kit()
-        .args(["report", "--config"])
-        .arg(dir.path().join("nope.json"))
-        .output()
-        .unwrap();
-    assert_eq!(missing.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&missing.stderr).contains("nope.json: cannot read report config")
-    );
-}
-
-/// The whole `report` command against the reference host and fake-dsh, on a two-case corpus and
-/// one variant: the harness library is wired in and the files land.
-#[test]
-fn report_cli_runs_the_reference_host_end_to_end() {
-    for binary in ["fake-dsh", "dsh-host-driver"] {
-        dsh_test_support::binary(binary);
-    }
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
-    let dir = tempfile::tempdir().unwrap();
-    let fixtures = dir.path().join("fixtures");
-    for (area, id) in [
-        ("discovery", "discovery.default-available"),
-        ("artifact", "artifact.two-turn-cold-resume"),
-    ] {
-        std::fs::create_dir_all(fixtures.join(area)).unwrap();
-        let name = format!("{id}.json");
-        std::fs::copy(
-            corpus.join(area).join(&name),
-            fixtures.join(area).join(&name),
-        )
-        .unwrap();
-    }
-    std::fs::copy(corpus.join("rules.json"), fixtures.join("rules.json")).unwrap();
-    let config = dir.path().join("matrix.json");
-    std::fs::write(
-        &config,
-        r#"{"variants":[{"name":"dsh-0.1.7-rc.1","env":{"FAKE_DSH_VERSION":"0.1.7-rc.1"}}]}"#,
-    )
-    .unwrap();
-    let out = dir.path().join("out");
-    let output = kit()
-        .args(["report", "--jobs", "2", "--config"])
-        .arg(&config)
-        .arg("--fixtures")
-        .arg(&fixtures)
-        .arg("--out")
-        .arg(&out)
-        .env_remove("FAKE_DSH_BIN")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    assert_eq!(
-        schema_errors(&json, SchemaPart::Report),
-        Vec::<String>::new()
-    );
-    let document: ReportDocument = serde_json::from_value(json).unwrap();
-    assert_eq!(document.suites.len(), 1);
-    let suite = &document.suites[0];
-    assert_eq!(
-        (suite.host.name.as_str(), suite.runtime_variant.as_str()),
-        ("reference", "dsh-0.1.7-rc.1")
-    );
-    assert_eq!(suite.cases.len(), 2);
-    assert!(
-        suite.cases.iter().all(|case| case.verdict == Verdict::Pass),
-        "{suite:#?}"
-    );
-    assert_eq!(suite.host.handshake["type"], "handshake");
-    assert!(
-        suite
-            .cases
-            .iter()
-            .all(|case| case.transcript.is_empty() && case.duration_ms == 0),
-        "a passing cell keeps no transcript and no duration"
-    );
-    assert!(out.join("report.html").is_file() && out.join("report.md").is_file());
-
-    // A second run of the same code gives the same report.json; --junit writes JUnit XML too.
-    let again = dir.path().join("again");
-    let junit = dir.path().join("junit.xml");
-    let output = kit()
-        .args(["report", "--jobs", "2", "--config"])
-        .arg(&config)
-        .arg("--fixtures")
-        .arg(&fixtures)
-        .arg("--out")
-        .arg(&again)
-        .arg("--junit")
-        .arg(&junit)
-        .env_remove("FAKE_DSH_BIN")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    assert_eq!(
-        std::fs::read_to_string(out.join("report.json")).unwrap(),
-        std::fs::read_to_string(again.join("report.json")).unwrap()
-    );
-    let xml = std::fs::read_to_string(&junit).unwrap();
-    assert!(
-        xml.contains("<testsuite name=\"reference/dsh-0.1.7-rc.1\""),
-        "{xml}"
-    );
-
-    // --case/--skip select as `run` does, and each cell shows its cases as they finish.
-    let selected = dir.path().join("selected");
-    let output = kit()
-        .args(["report", "--jobs", "2", "--config"])
-        .arg(&config)
-        .arg("--fixtures")
-        .arg(&fixtures)
-        .args(["--case", "discovery.*", "--out"])
-        .arg(&selected)
-        .env_remove("FAKE_DSH_BIN")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout
-            .lines()
-            .any(|line| line.starts_with("pass") && line.contains("discovery.default-available")),
-        "a live line per case: {stdout}"
-    );
-    assert!(
-        !stdout.contains("artifact.two-turn-cold-resume"),
-        "{stdout}"
-    );
-    let document: ReportDocument =
-        serde_json::from_str(&std::fs::read_to_string(selected.join("report.json")).unwrap())
-            .unwrap();
-    assert_eq!(document.suites[0].cases.len(), 1);
 }

@@ -13,8 +13,9 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-fn conformance() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_dsh-conformance"))
+/// The kit's binary, whose `record` runs the proxy as its own process.
+fn conformance() -> PathBuf {
+    dsh_test_support::binary("dsh-conformance")
 }
 
 /// The real SDK runtime's wrapper `name`, or `None` (saying so) when it is not installed.
@@ -70,7 +71,7 @@ impl<'a> Session<'a> {
     fn record(self, steps: &[Step]) -> Recorded {
         let world = World::new().unwrap();
         let server =
-            ModelServer::start(conformance(), self.model.as_ref(), world.root.path()).unwrap();
+            ModelServer::start(&conformance(), self.model.as_ref(), world.root.path()).unwrap();
         let recordings = world.path("recordings");
         let mut argv = vec!["record".to_string(), "--out".into()];
         argv.push(recordings.to_string_lossy().into_owned());
@@ -78,7 +79,7 @@ impl<'a> Session<'a> {
         argv.push("--".into());
         argv.push(self.runtime.to_string_lossy().into_owned());
         argv.extend(self.args.iter().map(|a| a.to_string()));
-        let mut command = world.command(conformance(), &argv, &server.url);
+        let mut command = world.command(&conformance(), &argv, &server.url);
         if let Some(key) = self.key {
             command.env("DEEPSEEK_API_KEY", key);
         }

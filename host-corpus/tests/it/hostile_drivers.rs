@@ -1,10 +1,10 @@
-//! Hostile drivers against the harness itself (issue 8), beyond the ones in run_cli.rs: a driver
-//! that leaves daemons outside its process group, floods its stderr, closes stdout but keeps
-//! running, answers a run with an outcome for a run id it was never given, or never answers the
-//! handshake. Each is that case's `fail` with a clear why, the other cases still run and pass, and
-//! no process of any driver is alive afterwards.
+//! Hostile drivers against the harness itself (issue 8), beyond the ones in the CLI's `run_cli`
+//! tests: a driver that leaves daemons outside its process group, floods its stderr, closes
+//! stdout but keeps running, answers a run with an outcome for a run id it was never given, or
+//! never answers the handshake. Each is that case's `fail` with a clear why, the other cases still
+//! run and pass, and no process of any driver is alive afterwards.
 
-use crate::shell_driver_support;
+use dsh_test_support::shell_driver as shell_driver_support;
 use serde_json::Value;
 use std::fs;
 

@@ -1,12 +1,12 @@
 //! Snapshots of the `run` outputs (terminal table, Markdown, JUnit, JSON) for a fixed suite, and
 //! their structural guarantees: schema-valid JSON, escaped XML, sanitised terminal text.
 
-use crate::report_support;
+use crate::support;
 
 use dsh_report::document::{schema_errors, SchemaPart};
 use dsh_results::model::SuiteReport;
 use dsh_results::output::{self, TableOptions};
-use report_support::sample_suite;
+use support::sample_suite;
 
 fn render(write: impl Fn(&SuiteReport, &mut dyn std::io::Write) -> std::io::Result<()>) -> String {
     let mut bytes = Vec::new();

@@ -6,7 +6,7 @@
 //! still serves a well-behaved client. A second run, with the process's file descriptors
 //! exhausted, shows the accept loop backs off instead of spinning.
 
-use crate::model_server_support as support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;

@@ -3,21 +3,22 @@
 //! counts and, for a linked cell, the detail panel. A malformed `#case-` fragment leaves the page
 //! working (a note names it), and a host name with U+202E or zero-width characters is shown with
 //! them written as `\u{..}`. A screenshot is kept under the target dir.
-//! Without Chromium the test prints why it is skipped and passes.
+//! Without Chromium each test says `test-skipped: <name>: <why>` (`dsh_test_support::skip`) and
+//! passes.
 
-use crate::report_support;
+use crate::support;
 use dsh_results::reporter::Silent;
 
 use dsh_report::config::{HostSpec, MatrixConfig, VariantSpec};
 use dsh_report::document::ReportDocument;
 use dsh_report::html::csp_hash;
 use dsh_report::{build_document, run_matrix, write_report_files};
-use report_support::{passing_suite, sample_suite, RULES_JSON};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use support::{passing_suite, sample_suite, RULES_JSON};
 
 /// Chromium: `/usr/bin/chromium`, else `chromium` on `PATH`.
 fn find_chromium() -> Option<PathBuf> {

@@ -1,24 +1,15 @@
-//! The corpus built into `dsh-conformance`: byte-identical to `fixtures/` (and
-//! `docs/interpretations.md`) on disk, named by `--version`, written out by `corpus export`, and
-//! found last by `run`, `report` and `lint` (after `--fixtures`, `$DSH_CONFORMANCE_FIXTURES` and
-//! the nearest `fixtures/` holding `rules.json`).
+//! The corpus the kit embeds (`dsh_engine::corpus::embedded`): byte-identical to `fixtures/`
+//! (and `docs/interpretations.md`) on disk, its case hash the one a full run reports, and found
+//! last (after `--fixtures`, `$DSH_CONFORMANCE_FIXTURES` and the nearest `fixtures/` holding
+//! `rules.json`). `--version`, `corpus export` and a run from an empty directory are the CLI's
+//! test (`conformance/tests/it/corpus_cli.rs`).
 
-use assert_cmd::Command;
 use dsh_engine::corpus::{self, embedded, locate::Source};
 use dsh_engine::selection::{corpus_hash, find_cases};
 use std::path::{Path, PathBuf};
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the crate lives below the workspace root")
-        .to_path_buf()
-}
-
-fn conformance() -> Command {
-    let mut command = Command::cargo_bin("dsh-conformance").expect("the binary is built");
-    command.env_remove("DSH_CONFORMANCE_FIXTURES");
-    command
+    dsh_test_support::workspace_root()
 }
 
 #[test]
@@ -52,55 +43,11 @@ fn the_tree_hash_sees_one_changed_byte_and_one_extra_file() {
 }
 
 #[test]
-fn version_names_the_hash_a_full_run_of_the_corpus_reports() {
+fn the_embedded_case_hash_is_the_one_a_full_run_of_the_corpus_reports() {
     let entries = find_cases(&repo_root().join("fixtures")).expect("the corpus lists");
     let all: Vec<_> = entries.iter().collect();
-    let expected = corpus_hash(&all);
-    assert_eq!(embedded::case_hash(), expected);
+    assert_eq!(embedded::case_hash(), corpus_hash(&all));
     assert_eq!(embedded::case_count(), entries.len());
-    let output = conformance().arg("--version").output().expect("runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success());
-    assert!(
-        stdout.contains(&format!(
-            "corpus sha256 {expected}, {} cases",
-            entries.len()
-        )),
-        "{stdout}"
-    );
-}
-
-#[test]
-fn export_writes_a_corpus_that_lints_clean_and_refuses_to_overwrite_a_changed_file() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    conformance()
-        .args(["corpus", "export"])
-        .arg(dir.path())
-        .assert()
-        .success();
-    let fixtures = dir.path().join("fixtures");
-    assert_eq!(dsh_host_corpus::corpus::lint(&fixtures), Vec::new());
-    assert_eq!(
-        dsh_client_corpus::corpus::lint(&fixtures, &dir.path().join("docs")),
-        Vec::new()
-    );
-    assert_eq!(
-        embedded::tree_hash_on_disk(dir.path()).expect("reads"),
-        embedded::embedded_tree_hash()
-    );
-    let rules = fixtures.join("rules.json");
-    std::fs::write(&rules, "{}").expect("write");
-    let output = conformance()
-        .args(["corpus", "export"])
-        .arg(dir.path())
-        .output()
-        .expect("runs");
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains(&rules.display().to_string()) && stderr.contains("differs"),
-        "{stderr}"
-    );
 }
 
 #[test]
@@ -158,37 +105,4 @@ fn a_named_dir_that_does_not_exist_is_an_error_not_a_fallback() {
     let error = corpus::locate::locate_from(None, Some(missing), Some(root.path()))
         .expect_err("a missing env dir fails");
     assert!(error.contains("DSH_CONFORMANCE_FIXTURES"), "{error}");
-    let output = conformance()
-        .current_dir(root.path())
-        .args(["run", "--list", "--fixtures", "nope"])
-        .output()
-        .expect("runs");
-    assert_eq!(output.status.code(), Some(2));
-}
-
-#[test]
-fn run_and_lint_in_an_empty_directory_use_the_embedded_corpus() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let output = conformance()
-        .current_dir(dir.path())
-        .args(["run", "--list"])
-        .output()
-        .expect("runs");
-    assert!(output.status.success(), "{output:?}");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(stdout.lines().count(), embedded::case_count());
-    assert!(stdout.contains("lifecycle.three-turns-one-session"));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("using the embedded corpus"), "{stderr}");
-    let lint = conformance()
-        .current_dir(dir.path())
-        .arg("lint")
-        .output()
-        .expect("runs");
-    assert!(lint.status.success(), "{lint:?}");
-    assert_eq!(
-        std::fs::read_dir(dir.path()).expect("lists").count(),
-        0,
-        "nothing is written into the working directory"
-    );
 }

@@ -480,25 +480,6 @@ fn sigterm_to_the_proxy_reaches_the_runtime() {
 }
 
 #[test]
-fn a_missing_runtime_exits_127_with_a_clear_error() {
-    let world = World::new();
-    let output = Command::new(kit_binary())
-        .arg("record")
-        .arg("--out")
-        .arg(world.path("recordings"))
-        .arg("--")
-        .arg(world.path("no-such-dsh"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(127));
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("dsh-conformance record: cannot start")
-    );
-    assert!(output.stdout.is_empty());
-}
-
-#[test]
 fn a_recording_without_an_execute_is_refused() {
     let world = World::new();
     let mut process = world.spawn(None, true);

@@ -65,7 +65,7 @@ impl ShellDriverKit {
     }
     /// `dsh-conformance run` of `fixtures` against `host`, with fake-dsh and the pid dir.
     pub fn command(&self, fixtures: &Path, host: &str) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+        let mut command = Command::new(crate::binary("dsh-conformance"));
         command
             .arg("run")
             .arg("--host")
@@ -73,7 +73,7 @@ impl ShellDriverKit {
             .arg("--fixtures")
             .arg(fixtures)
             .arg("--fake-dsh")
-            .arg(dsh_test_support::binary("fake-dsh"))
+            .arg(crate::binary("fake-dsh"))
             .args(["--pass-env", "HOSTILE_PID_DIR"])
             .env("HOSTILE_PID_DIR", self.pid_dir())
             .current_dir(self.path());

@@ -2,7 +2,7 @@
 //! `node --test` unit tests (skipped when `node` is not installed), type-checks it with `tsc`
 //! (skipped when `npm` is not), and keeps its lines under 120 characters.
 
-use crate::node_support::{describe, node_available, repo_root};
+use dsh_test_support::{describe, node_available, workspace_root as repo_root};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

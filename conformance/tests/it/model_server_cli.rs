@@ -1,5 +1,7 @@
-//! `dsh-conformance model-server`, the CLI of the `dsh-model-server` crate: its URL file and
-//! log, bad scripts, and (with `model_server_abuse.rs`) what hostile input does to it.
+//! `dsh-conformance model-server` end to end: it prints and writes its URL, logs requests, stops
+//! on SIGTERM, and exits 2 naming a bad script, an endless one, or a log or URL file it will not
+//! write (through a planted link, or over an existing log). The server itself is
+//! dsh-model-server's test (`model-server/tests/it/`).
 
 use crate::model_server_support as support;
 
