@@ -1,7 +1,7 @@
 //! `cargo xtask ci`: everything CI checks, as named steps, fast failures first: formatting, lints,
-//! the build of every test, the corpus, the doc links, the build on the other supported platform
-//! and on the oldest supported toolchain; then the network install of the real runtimes; then
-//! every test. On CI's two cores the run is bound by CPU (the tests keep both busy), so the steps
+//! the build of every test, the corpus, the doc links, the build on the oldest supported
+//! toolchain for this platform and the other supported one (one check, both targets); then the
+//! network install of the real runtimes; then every test. On CI's two cores the run is bound by CPU (the tests keep both busy), so the steps
 //! run one after another and each is paid once: one build of every test binary, no rebuild per
 //! package, one macOS target.
 
@@ -13,10 +13,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The other platform the kit ships for (release archives, npm packages, wheels): checked, not
-/// linked. macOS on arm64 stands for both macOS CPUs: no code of the kit depends on the CPU (no
-/// `target_arch`), only on the OS, and a second target would cost the CI machine a whole check
-/// build of every dependency.
-const OTHER_TARGETS: [&str; 1] = ["aarch64-apple-darwin"];
+/// linked, with the rust-version toolchain beside this platform's target. macOS on arm64 stands
+/// for both macOS CPUs: no code of the kit depends on the CPU (no `target_arch`), only on the OS,
+/// and a second target would cost the CI machine a whole check build of every dependency.
+const OTHER_TARGET: &str = "aarch64-apple-darwin";
 
 pub fn ci() -> Outcome {
     let started = Instant::now();
@@ -28,8 +28,7 @@ pub fn ci() -> Outcome {
     lint_corpus()?;
     doc_links()?;
     release_host_lints()?;
-    other_platforms()?;
-    oldest_toolchain()?;
+    oldest_toolchain_both_platforms()?;
     // The differential and end-to-end tests need the real runtime; no registry fails CI loudly.
     real_dsh::install()?;
     crate::real_runtime_bin::ensure_installed()?;
@@ -93,43 +92,32 @@ fn doc_links() -> Outcome {
     run("cargo doc (intra-doc links)", doc)
 }
 
-/// The libraries and binaries build for macOS too (`cargo check`: no linker needed). A target
-/// whose standard library is not installed (`rustup target add`, which `.ci/run` does) is
-/// skipped, saying so.
-fn other_platforms() -> Outcome {
-    let installed = rustup(&["target", "list", "--installed"]).unwrap_or_default();
-    let (present, missing): (Vec<&str>, Vec<&str>) = OTHER_TARGETS
-        .iter()
-        .partition(|target| installed.lines().any(|line| line.trim() == **target));
-    for target in missing {
-        eprintln!("xtask: skipped the {target} check: its std is not installed (rustup target add {target})");
-    }
-    if present.is_empty() {
-        return Ok(());
-    }
-    let mut check = cargo();
-    check.args(["check", "--workspace"]);
-    for target in &present {
-        check.args(["--target", target]);
-    }
-    run(
-        &format!("cargo check --target {}", present.join(" --target ")),
-        check,
-    )
-}
-
-/// The workspace's `rust-version` is true: the libraries and binaries build with that toolchain
-/// (in their own target dir, so the main build's artefacts stay warm). Skipped, saying so, when
-/// rustup has no such toolchain (`.ci/run` installs it).
-fn oldest_toolchain() -> Outcome {
+/// The workspace's `rust-version` is true, and the kit builds for macOS too: the libraries and
+/// binaries checked (`cargo check`: no linker needed) with that toolchain for this platform and
+/// for [`OTHER_TARGET`] in one build, so the proc macros and build scripts both need are built
+/// once (in their own target dir, so the main build's artefacts stay warm). Without the
+/// toolchain (`rustup toolchain install`) the step is skipped, without its macOS std (`rustup
+/// target add --toolchain`) macOS is, each saying so; `.ci/run` installs both.
+fn oldest_toolchain_both_platforms() -> Outcome {
     let version = rust_version()?;
     let toolchains = rustup(&["toolchain", "list"]).unwrap_or_default();
-    if !toolchains
+    let Some(toolchain) = toolchains
         .lines()
-        .any(|line| line.starts_with(&format!("{version}-")))
-    {
-        eprintln!("xtask: skipped the rust-version check: no {version} toolchain (rustup toolchain install {version})");
+        .filter_map(|line| line.split_whitespace().next())
+        .find(|name| name.starts_with(&format!("{version}-")))
+    else {
+        eprintln!("xtask: skipped the rust-version and macOS check: no {version} toolchain (rustup toolchain install {version})");
         return Ok(());
+    };
+    let installed = rustup(&["target", "list", "--installed", "--toolchain", toolchain]);
+    let host = toolchain
+        .trim_start_matches(&format!("{version}-"))
+        .to_string();
+    let mut targets = vec![host.as_str()];
+    if installed.is_some_and(|list| list.lines().any(|line| line.trim() == OTHER_TARGET)) {
+        targets.push(OTHER_TARGET);
+    } else {
+        eprintln!("xtask: skipped the {OTHER_TARGET} check: its std is not installed for {version} (rustup target add --toolchain {version} {OTHER_TARGET})");
     }
     let mut check = Command::new("rustup");
     check
@@ -139,6 +127,9 @@ fn oldest_toolchain() -> Outcome {
             "CARGO_TARGET_DIR",
             workspace_root().join("target/rust-version"),
         );
+    for target in &targets {
+        check.args(["--target", target]);
+    }
     for inherited in [
         "CARGO",
         "RUSTC",
@@ -149,7 +140,10 @@ fn oldest_toolchain() -> Outcome {
         check.env_remove(inherited);
     }
     run(
-        &format!("cargo check with rust {version} (rust-version)"),
+        &format!(
+            "cargo check with rust {version} (rust-version) for {}",
+            targets.join(" and ")
+        ),
         check,
     )
 }
