@@ -360,6 +360,60 @@ fn a_session_an_earlier_process_stored_is_handled_like_the_real_runtime() {
     }
 }
 
+/// Runs of `steps` one after the other in one world (the same Harness home and project) on each
+/// side, each run with a model server of its own (its tool call ids count its requests, which
+/// fake-dsh counts per process), and fails on any difference docs/surface-sdk.md does not allow.
+fn compare_processes(release: Release, args: &[&str], runs: &[&[Step]]) {
+    let Some(real) = real_runtime() else { return };
+    let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    let mut seen = Vec::new();
+    for side in [Side::Real, Side::Fake] {
+        let world = World::new().unwrap();
+        let mut frames = Vec::new();
+        for (n, steps) in runs.iter().enumerate() {
+            let dir = world.path(&format!("model-{n}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let server = ModelServer::start(conformance, None, &dir).unwrap();
+            let command = command(&world, side, &real, release, args, &server.url, None);
+            let wire = drive(command, steps, &world, RUN_LIMIT).unwrap();
+            frames.extend(observed(&wire, &world));
+        }
+        seen.push(frames);
+    }
+    judge(&format!("{args:?}, {} processes", runs.len()), release, &seen[0], &seen[1]);
+}
+
+/// 0.2.1's cold resume: a session a first process stored (`initialize`d with `deepseek-flash`),
+/// resumed by a second process `initialize`d with `deepseek-pro`, then two turns. The second
+/// process's turns use its own model (`request/header.header.config.model`, the
+/// `assistant/message` source's model and both `replayState.response.model` members), its first
+/// request says `reason: "resume"`, the model change is recorded once (`request/context` in the
+/// first resumed turn only), and neither later turn repeats the session's preamble.
+#[test]
+fn later_turns_after_a_cold_resume_match_the_real_runtime_0_2_1() {
+    let first = [
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "Make a landing page")),
+        Step::Idle("s-1"),
+        Step::Stored("s-1"),
+        Step::Eof,
+    ];
+    let pro = json!({"cwd": ".", "provider": "deepseek-official", "model": "deepseek-pro"});
+    let second = [
+        Step::Send(request(json!(1), "initialize", pro)),
+        Step::Response(json!(1)),
+        Step::Send(request(json!(2), "session/resume", json!({"sessionId": "s-1"}))),
+        Step::Response(json!(2)),
+        Step::Send(prompt(3, "s-1", "Make the heading larger")),
+        Step::Idle("s-1"),
+        Step::Send(prompt(4, "s-1", "Make it blue")),
+        Step::Idle("s-1"),
+        Step::Eof,
+    ];
+    compare_processes(Release::V021, &["--profile", "sdk"], &[&first, &second]);
+}
+
 /// A background child (0.1.5 and 0.2.1 `sdk`): the model's `subagent` call, the child's turn after
 /// the parent went idle, the parent's wake turn on the child's settled notice, and
 /// `subagent.finished` once that turn started. The child answers slowly (its model reply drips),

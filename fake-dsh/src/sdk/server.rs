@@ -287,8 +287,9 @@ fn ready() -> Result<(), String> {
 }
 
 /// 0.2.1's `session/resume {sessionId}`: a cold resume of a session an earlier process stored
-/// (in this Harness home: [`Session::resume`]); `{}` and no event. A session open in this process
-/// and an unknown one are refused with the real runtime's messages.
+/// (in this Harness home: [`Session::resume`]), with the model settings `initialize` gave this
+/// process; `{}` and no event. A session open in this process and an unknown one are refused
+/// with the real runtime's messages.
 fn resume(params: &Value) -> Result<Value, String> {
     ready()?;
     let id = params["sessionId"]
@@ -300,8 +301,15 @@ fn resume(params: &Value) -> Result<Value, String> {
     if sessions.contains_key(id) {
         return Err(format!("SDK session is already open or opening: {id}"));
     }
-    let session = Session::resume(id, server.flavor, server.log_root.as_deref(), sink())?;
+    let mut session = Session::resume(id, server.flavor, server.log_root.as_deref(), sink())?;
     claim_home()?;
+    // Its turns use this process's model settings, like a new session's (observed).
+    session.config = server
+        .config
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    session.spawn = Some(Box::new(start_child));
     sessions.insert(id.to_string(), Arc::new(Mutex::new(session)));
     Ok(json!({}))
 }
