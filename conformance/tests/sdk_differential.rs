@@ -380,7 +380,12 @@ fn compare_processes(release: Release, args: &[&str], runs: &[&[Step]]) {
         }
         seen.push(frames);
     }
-    judge(&format!("{args:?}, {} processes", runs.len()), release, &seen[0], &seen[1]);
+    judge(
+        &format!("{args:?}, {} processes", runs.len()),
+        release,
+        &seen[0],
+        &seen[1],
+    );
 }
 
 /// 0.2.1's cold resume: a session a first process stored (`initialize`d with `deepseek-flash`),
@@ -403,7 +408,11 @@ fn later_turns_after_a_cold_resume_match_the_real_runtime_0_2_1() {
     let second = [
         Step::Send(request(json!(1), "initialize", pro)),
         Step::Response(json!(1)),
-        Step::Send(request(json!(2), "session/resume", json!({"sessionId": "s-1"}))),
+        Step::Send(request(
+            json!(2),
+            "session/resume",
+            json!({"sessionId": "s-1"}),
+        )),
         Step::Response(json!(2)),
         Step::Send(prompt(3, "s-1", "Make the heading larger")),
         Step::Idle("s-1"),
