@@ -638,17 +638,18 @@ fn an_error_turn_then_a_completed_one_and_junk_input_match_the_real_runtime() {
 
 /// A slow turn, cut by a signal or EOF once the model request is out: no `turn/end`, the
 /// runtime's exit code. The cut waits for the last event the first step writes before the model
-/// answers (`session/title` in 0.1.5, `request/context` in 0.1.1, whose title comes earlier), so
-/// neither side is caught between two preamble events; the model server's first chunk is 2 s
-/// away, far behind the cut.
+/// answers (`session/title` in 0.1.5, `request/context` in 0.1.1, whose title comes earlier, and
+/// in 0.2.1 `delivery-accepted`, written as the request goes out, then silence while the model
+/// streams), so neither side is caught between two preamble events; the model server's first
+/// chunk is 2 s away, far behind the cut.
 fn cut_turn(release: Release, args: &[&str], cut: Step) {
     let model = json!({"replies": [{"text": "slow answer that streams for a long while",
                                     "chunk_chars": 2, "drip_ms": 2000, "reuse": true}]});
     let scenario = json!({"sdk": {"turns": [{"steps": [{"delay_ms": 30000, "text": "never"}]}]}});
-    let last_preamble_event = if release == Release::V011 {
-        "request/context"
-    } else {
-        "session/title"
+    let last_preamble_event = match release {
+        Release::V011 => "request/context",
+        Release::V015 => "session/title",
+        Release::V021 => "session-log-deepseek/delivery-accepted",
     };
     let steps = vec![
         Step::Send(initialize()),

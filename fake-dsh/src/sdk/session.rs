@@ -734,6 +734,8 @@ pub fn play_turn(
     let count = script.steps.len() + usize::from(script.end == EndKind::Error);
     for index in 0..count {
         let number = index as u64 + 1;
+        let step = script.steps.get(index).map(|step| echoed(step, message));
+        let step = step.as_ref();
         {
             let mut session = lock();
             if index > 0 {
@@ -746,9 +748,10 @@ pub fn play_turn(
             } else {
                 step_notices(&mut session);
             }
+            if step.is_some() {
+                delivered(&mut session);
+            }
         }
-        let step = script.steps.get(index).map(|step| echoed(step, message));
-        let step = step.as_ref();
         if let Some(delay) = step.map(|step| step.delay_ms).filter(|ms| *ms > 0) {
             std::thread::sleep(std::time::Duration::from_millis(delay));
         }
@@ -767,6 +770,17 @@ pub fn play_turn(
     }
     end_turn(&mut lock(), turn, script);
     true
+}
+
+/// 0.2.1 records that the step's model request was delivered, through the last event so far, as
+/// the request goes out: before the model answers, so a slow answer (the step's `delay_ms`)
+/// leaves the wire silent after it (observed). An `error` turn's failed request records none.
+fn delivered(session: &mut Session) {
+    if session.flavor.v021() {
+        let data = json!({"sessionId": session.id, "sessionFormatVersion": 4,
+                          "throughSeq": session.seq.saturating_sub(1)});
+        session.emit("session-log-deepseek/delivery-accepted", data);
+    }
 }
 
 /// The step with the prompt's text put before its text when it says `echo_prompt`.
@@ -829,12 +843,6 @@ fn answer(session: &mut Session, turn: u64, step: u64, script: &StepScript) {
     let mut chunk_seqs = Vec::new();
     if session.flavor.chunks() {
         chunk_seqs = chunks(session, turn, step, &content, &usage, reason);
-    }
-    if session.flavor.v021() {
-        // 0.2.1 records that the model request was delivered, through the last event so far.
-        let data = json!({"sessionId": session.id, "sessionFormatVersion": 4,
-                          "throughSeq": session.seq.saturating_sub(1)});
-        session.emit("session-log-deepseek/delivery-accepted", data);
     }
     let mut source = json!({"kind": "model", "provider": session.config.provider,
                             "model": session.config.model});
