@@ -840,6 +840,24 @@ fn headless_cut_by_a_signal_prints_the_text_so_far_like_the_real_runtime() {
     }
 }
 
+/// Headless on 0.1.5 and 0.2.1: an unknown option close to one the profile lists gets the
+/// launcher's second error line, `(Did you mean --help?)` (0.2.1's `--json` too); and a SIGTERM
+/// or SIGINT that arrives while the runtime is still starting (sent as it is spawned: the real one
+/// loads its plugin tree for seconds; fake-dsh's scenario holds it in `initialize_delay_ms`) ends
+/// it with nothing printed and the signal's status, not as a cut turn's text so far.
+#[test]
+fn headless_suggestions_and_signals_while_starting_match_the_real_runtime() {
+    let starting = json!({"sdk": {"initialize_delay_ms": 30000}});
+    for release in [Release::V015, Release::V021] {
+        headless(release, &["--hel", "say"], None, None);
+        for signal in [Signal::SIGTERM, Signal::SIGINT] {
+            let steps = vec![Step::Signal(signal), Step::Eof];
+            headless_run(release, &["say"], None, Some(starting.clone()), steps);
+        }
+    }
+    headless(Release::V021, &["--jsn", "say"], None, None);
+}
+
 /// 0.2.1's task from stdin (`-`, or nothing on the command line with stdin piped), an empty
 /// piped task (the no-task message), and `--session-id` naming the session.
 #[test]
