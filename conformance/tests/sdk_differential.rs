@@ -506,6 +506,48 @@ fn patch_overlays_are_taken_and_refused_like_the_real_runtime() {
     }
 }
 
+/// 0.2.1 `sdk`: a valid `--patch` that has the `llm-pi-ai` row declare a provider the profile
+/// already declares (`deepseek-official`) boots all the same, with a warning block on stderr (its
+/// first two lines compared; the rest is the runtime's stack); naming a provider of its own, the
+/// patch boots silently.
+#[test]
+fn a_route_patch_conflicting_with_a_declared_provider_warns_like_the_real_runtime() {
+    let Some(real) = real_runtime() else { return };
+    let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    for provider in ["deepseek-official", "my-provider"] {
+        let patch = format!(
+            "- id: llm-pi-ai\n  config:\n    providers:\n      {provider}:\n        api: \
+             openai-completions\n        baseURL: http://127.0.0.1:9/v1\n        models:\n          \
+             - id: deepseek-flash\n"
+        );
+        let mut seen = Vec::new();
+        for side in [Side::Real, Side::Fake] {
+            let world = World::new().unwrap();
+            let server = ModelServer::start(conformance, None, world.root.path()).unwrap();
+            let file = world.path("route.yml");
+            std::fs::write(&file, &patch).unwrap();
+            let args = ["--profile", "sdk", "--patch", file.to_str().unwrap()];
+            let command = command(&world, side, &real, Release::V021, &args, &server.url, None);
+            let steps = [
+                Step::Send(initialize()),
+                Step::Response(json!(1)),
+                Step::Eof,
+            ];
+            let wire = drive(command, &steps, &world, RUN_LIMIT).unwrap();
+            let mut frames = observed(&wire, &world);
+            let head: Vec<&str> = wire.stderr.lines().take(2).collect();
+            frames.push(json!({"method": "stderr", "params": {"head": head}}));
+            seen.push(frames);
+        }
+        judge(
+            &format!("--patch ({provider})"),
+            Release::V021,
+            &seen[0],
+            &seen[1],
+        );
+    }
+}
+
 /// `--dump-config-schema`: 0.2.1 prints the profile's loader configuration as one JSON Schema
 /// document (compared member by member; its plugin-by-plugin content is allowed to differ), exit
 /// 0; 0.1.5 does not know the option.
