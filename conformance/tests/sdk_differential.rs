@@ -678,6 +678,45 @@ fn an_error_turn_then_a_completed_one_and_junk_input_match_the_real_runtime() {
     }
 }
 
+/// Requests written together (one write, read at once): 0.1.5 and 0.2.1 answer an unknown method
+/// at once and handle `session/prompt` a tick later, so a later unknown method's error comes
+/// before an earlier prompt's; a prompt whose `contentBlocks` is no array (`null`, absent, a
+/// string) is refused with the runtime's TypeError; after `shutdown`, the prompts written with it
+/// are refused after the unknown method, and `{}` comes last.
+#[test]
+fn requests_written_together_are_answered_in_the_real_runtimes_order() {
+    let lines = |requests: &[Value]| {
+        let text: String = requests.iter().map(|r| format!("{r}\n")).collect();
+        Step::Text(text)
+    };
+    let prompt_with = |id: u64, params: Value| request(json!(id), "session/prompt", params);
+    let refused = lines(&[
+        prompt_with(10, json!({})),
+        request(json!(11), "bogus/a", json!({})),
+        prompt_with(12, json!({"sessionId": "s-3", "contentBlocks": "x"})),
+        prompt_with(13, json!({"sessionId": "s-4", "contentBlocks": null})),
+        prompt_with(14, json!({"sessionId": "s-5"})),
+        request(json!(15), "bogus/b", json!({})),
+    ]);
+    let shutdown = lines(&[
+        request(json!(4), "shutdown", json!({})),
+        prompt(5, "s-1", "too late"),
+        request(json!(6), "bogus/c", json!({})),
+    ]);
+    let steps = vec![
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        refused,
+        Step::Response(json!(14)),
+        shutdown,
+        Step::Response(json!(4)),
+        Step::Eof,
+    ];
+    for release in [Release::V015, Release::V021] {
+        compare(release, &["--profile", "sdk-minimal"], None, None, &steps);
+    }
+}
+
 /// A slow turn, cut by a signal or EOF once the model request is out: no `turn/end`, the
 /// runtime's exit code. The cut waits for the last event the first step writes before the model
 /// answers (`session/title` in 0.1.5, `request/context` in 0.1.1, whose title comes earlier, and
