@@ -360,6 +360,69 @@ fn a_session_an_earlier_process_stored_is_handled_like_the_real_runtime() {
     }
 }
 
+/// Runs of `steps` one after the other in one world (the same Harness home and project) on each
+/// side, each run with a model server of its own (its tool call ids count its requests, which
+/// fake-dsh counts per process), and fails on any difference docs/surface-sdk.md does not allow.
+fn compare_processes(release: Release, args: &[&str], runs: &[&[Step]]) {
+    let Some(real) = real_runtime() else { return };
+    let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    let mut seen = Vec::new();
+    for side in [Side::Real, Side::Fake] {
+        let world = World::new().unwrap();
+        let mut frames = Vec::new();
+        for (n, steps) in runs.iter().enumerate() {
+            let dir = world.path(&format!("model-{n}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let server = ModelServer::start(conformance, None, &dir).unwrap();
+            let command = command(&world, side, &real, release, args, &server.url, None);
+            let wire = drive(command, steps, &world, RUN_LIMIT).unwrap();
+            frames.extend(observed(&wire, &world));
+        }
+        seen.push(frames);
+    }
+    judge(
+        &format!("{args:?}, {} processes", runs.len()),
+        release,
+        &seen[0],
+        &seen[1],
+    );
+}
+
+/// 0.2.1's cold resume: a session a first process stored (`initialize`d with `deepseek-flash`),
+/// resumed by a second process `initialize`d with `deepseek-pro`, then two turns. The second
+/// process's turns use its own model (`request/header.header.config.model`, the
+/// `assistant/message` source's model and both `replayState.response.model` members), its first
+/// request says `reason: "resume"`, the model change is recorded once (`request/context` in the
+/// first resumed turn only), and neither later turn repeats the session's preamble.
+#[test]
+fn later_turns_after_a_cold_resume_match_the_real_runtime_0_2_1() {
+    let first = [
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        Step::Send(prompt(2, "s-1", "Make a landing page")),
+        Step::Idle("s-1"),
+        Step::Stored("s-1"),
+        Step::Eof,
+    ];
+    let pro = json!({"cwd": ".", "provider": "deepseek-official", "model": "deepseek-pro"});
+    let second = [
+        Step::Send(request(json!(1), "initialize", pro)),
+        Step::Response(json!(1)),
+        Step::Send(request(
+            json!(2),
+            "session/resume",
+            json!({"sessionId": "s-1"}),
+        )),
+        Step::Response(json!(2)),
+        Step::Send(prompt(3, "s-1", "Make the heading larger")),
+        Step::Idle("s-1"),
+        Step::Send(prompt(4, "s-1", "Make it blue")),
+        Step::Idle("s-1"),
+        Step::Eof,
+    ];
+    compare_processes(Release::V021, &["--profile", "sdk"], &[&first, &second]);
+}
+
 /// A background child (0.1.5 and 0.2.1 `sdk`): the model's `subagent` call, the child's turn after
 /// the parent went idle, the parent's wake turn on the child's settled notice, and
 /// `subagent.finished` once that turn started. The child answers slowly (its model reply drips),
@@ -440,6 +503,48 @@ fn patch_overlays_are_taken_and_refused_like_the_real_runtime() {
             }
             judge(&format!("--patch {name}"), release, &seen[0], &seen[1]);
         }
+    }
+}
+
+/// 0.2.1 `sdk`: a valid `--patch` that has the `llm-pi-ai` row declare a provider the profile
+/// already declares (`deepseek-official`) boots all the same, with a warning block on stderr (its
+/// first two lines compared; the rest is the runtime's stack); naming a provider of its own, the
+/// patch boots silently.
+#[test]
+fn a_route_patch_conflicting_with_a_declared_provider_warns_like_the_real_runtime() {
+    let Some(real) = real_runtime() else { return };
+    let conformance = Path::new(env!("CARGO_BIN_EXE_dsh-conformance"));
+    for provider in ["deepseek-official", "my-provider"] {
+        let patch = format!(
+            "- id: llm-pi-ai\n  config:\n    providers:\n      {provider}:\n        api: \
+             openai-completions\n        baseURL: http://127.0.0.1:9/v1\n        models:\n          \
+             - id: deepseek-flash\n"
+        );
+        let mut seen = Vec::new();
+        for side in [Side::Real, Side::Fake] {
+            let world = World::new().unwrap();
+            let server = ModelServer::start(conformance, None, world.root.path()).unwrap();
+            let file = world.path("route.yml");
+            std::fs::write(&file, &patch).unwrap();
+            let args = ["--profile", "sdk", "--patch", file.to_str().unwrap()];
+            let command = command(&world, side, &real, Release::V021, &args, &server.url, None);
+            let steps = [
+                Step::Send(initialize()),
+                Step::Response(json!(1)),
+                Step::Eof,
+            ];
+            let wire = drive(command, &steps, &world, RUN_LIMIT).unwrap();
+            let mut frames = observed(&wire, &world);
+            let head: Vec<&str> = wire.stderr.lines().take(2).collect();
+            frames.push(json!({"method": "stderr", "params": {"head": head}}));
+            seen.push(frames);
+        }
+        judge(
+            &format!("--patch ({provider})"),
+            Release::V021,
+            &seen[0],
+            &seen[1],
+        );
     }
 }
 
@@ -615,19 +720,59 @@ fn requests_pipelined_behind_initialize_are_refused_like_the_real_runtime() {
     }
 }
 
+/// Requests written together (one write, read at once): 0.1.5 and 0.2.1 answer an unknown method
+/// at once and handle `session/prompt` a tick later, so a later unknown method's error comes
+/// before an earlier prompt's; a prompt whose `contentBlocks` is no array (`null`, absent, a
+/// string) is refused with the runtime's TypeError; after `shutdown`, the prompts written with it
+/// are refused after the unknown method, and `{}` comes last.
+#[test]
+fn requests_written_together_are_answered_in_the_real_runtimes_order() {
+    let lines = |requests: &[Value]| {
+        let text: String = requests.iter().map(|r| format!("{r}\n")).collect();
+        Step::Text(text)
+    };
+    let prompt_with = |id: u64, params: Value| request(json!(id), "session/prompt", params);
+    let refused = lines(&[
+        prompt_with(10, json!({})),
+        request(json!(11), "bogus/a", json!({})),
+        prompt_with(12, json!({"sessionId": "s-3", "contentBlocks": "x"})),
+        prompt_with(13, json!({"sessionId": "s-4", "contentBlocks": null})),
+        prompt_with(14, json!({"sessionId": "s-5"})),
+        request(json!(15), "bogus/b", json!({})),
+    ]);
+    let shutdown = lines(&[
+        request(json!(4), "shutdown", json!({})),
+        prompt(5, "s-1", "too late"),
+        request(json!(6), "bogus/c", json!({})),
+    ]);
+    let steps = vec![
+        Step::Send(initialize()),
+        Step::Response(json!(1)),
+        refused,
+        Step::Response(json!(14)),
+        shutdown,
+        Step::Response(json!(4)),
+        Step::Eof,
+    ];
+    for release in [Release::V015, Release::V021] {
+        compare(release, &["--profile", "sdk-minimal"], None, None, &steps);
+    }
+}
+
 /// A slow turn, cut by a signal or EOF once the model request is out: no `turn/end`, the
 /// runtime's exit code. The cut waits for the last event the first step writes before the model
-/// answers (`session/title` in 0.1.5, `request/context` in 0.1.1, whose title comes earlier), so
-/// neither side is caught between two preamble events; the model server's first chunk is 2 s
-/// away, far behind the cut.
+/// answers (`session/title` in 0.1.5, `request/context` in 0.1.1, whose title comes earlier, and
+/// in 0.2.1 `delivery-accepted`, written as the request goes out, then silence while the model
+/// streams), so neither side is caught between two preamble events; the model server's first
+/// chunk is 2 s away, far behind the cut.
 fn cut_turn(release: Release, args: &[&str], cut: Step) {
     let model = json!({"replies": [{"text": "slow answer that streams for a long while",
                                     "chunk_chars": 2, "drip_ms": 2000, "reuse": true}]});
     let scenario = json!({"sdk": {"turns": [{"steps": [{"delay_ms": 30000, "text": "never"}]}]}});
-    let last_preamble_event = if release == Release::V011 {
-        "request/context"
-    } else {
-        "session/title"
+    let last_preamble_event = match release {
+        Release::V011 => "request/context",
+        Release::V015 => "session/title",
+        Release::V021 => "session-log-deepseek/delivery-accepted",
     };
     let steps = vec![
         Step::Send(initialize()),
@@ -816,6 +961,24 @@ fn headless_cut_by_a_signal_prints_the_text_so_far_like_the_real_runtime() {
         let (model, scenario) = (Some(model.clone()), Some(scenario.clone()));
         headless_cut(release, args, model, scenario, Some((2, signal)));
     }
+}
+
+/// Headless on 0.1.5 and 0.2.1: an unknown option close to one the profile lists gets the
+/// launcher's second error line, `(Did you mean --help?)` (0.2.1's `--json` too); and a SIGTERM
+/// or SIGINT that arrives while the runtime is still starting (sent as it is spawned: the real one
+/// loads its plugin tree for seconds; fake-dsh's scenario holds it in `initialize_delay_ms`) ends
+/// it with nothing printed and the signal's status, not as a cut turn's text so far.
+#[test]
+fn headless_suggestions_and_signals_while_starting_match_the_real_runtime() {
+    let starting = json!({"sdk": {"initialize_delay_ms": 30000}});
+    for release in [Release::V015, Release::V021] {
+        headless(release, &["--hel", "say"], None, None);
+        for signal in [Signal::SIGTERM, Signal::SIGINT] {
+            let steps = vec![Step::Signal(signal), Step::Eof];
+            headless_run(release, &["say"], None, Some(starting.clone()), steps);
+        }
+    }
+    headless(Release::V021, &["--jsn", "say"], None, None);
 }
 
 /// 0.2.1's task from stdin (`-`, or nothing on the command line with stdin piped), an empty

@@ -2,11 +2,14 @@
 //! it (docs/surface-headless.md): reasoning streamed to stderr under `dsh: reasoning:`, the
 //! last assistant text plus a newline on stdout, exit 0 for a completed turn; a max-tokens turn
 //! prints the text too and exits 1 with nothing on stderr; SIGTERM and SIGINT mid-turn print the
-//! text so far and exit 0 and 130; any other end prints a lone newline on stdout,
+//! text so far and exit 0 and 130 (while the runtime is still starting they end it at once, with
+//! nothing printed); any other end prints a lone newline on stdout,
 //! `dsh: <code>: <message>` on stderr and exits 1. The turn is the
 //! scenario's first `sdk` turn or the default agent's, with real file writes in the cwd (never
 //! outside it, never through a link: [`crate::project`]); the session log goes into the Harness
 //! home only once [`crate::home::claim`] allows it (else exit 2 before the turn).
+
+mod unknown_option;
 
 use crate::journal::ExitReason;
 use crate::output::{stderr_bytes, Stdout};
@@ -54,6 +57,11 @@ Examples:
   dsh --profile headless \"run the tests\"     answer one task and exit
 ";
 
+/// The long options 0.2.1's help lists (an unknown option close to one gets a suggestion).
+const LONG_OPTIONS_021: &[&str] = &["--json", "--session-id", "--help"];
+/// The long options 0.1.5's help lists.
+const LONG_OPTIONS: &[&str] = &["--help"];
+
 /// What the turn left for the final report.
 #[derive(Default)]
 struct Outcome {
@@ -99,12 +107,13 @@ pub fn run(persona: Persona, args: &[String]) -> ! {
         json_mode: request.json,
         ..Outcome::default()
     }));
-    crate::process::on_signal(cut_short(outcome.clone()));
     crate::process::start_background();
     let scenario = scenario::load_from_env().unwrap_or_else(|message| {
         stderr_bytes(format!("{message}\n").as_bytes());
         finish(2, ExitReason::Error)
     });
+    start_up(scenario.initialize_delay_ms);
+    crate::process::on_signal(cut_short(outcome.clone()));
     let events = if request.json {
         json_sink(outcome.clone())
     } else {
@@ -132,6 +141,16 @@ pub fn run(persona: Persona, args: &[String]) -> ! {
         report_json(&outcome);
     }
     report(&outcome)
+}
+
+/// The runtime starting (the real one loads its plugin tree for seconds before the turn; fake-dsh
+/// takes the scenario's `initialize_delay_ms`): a SIGTERM or SIGINT meanwhile ends the process at
+/// once with nothing printed and the signal's status (observed on 0.1.5 and 0.2.1: no handler
+/// yet), not as a cut turn ([`cut_short`], set after this).
+fn start_up(delay_ms: u64) {
+    if delay_ms > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+    }
 }
 
 /// The turn's session: the stored one `--session-id` names (its absence is the real message on
@@ -216,7 +235,7 @@ fn request_of(args: &[String], stdin: impl FnOnce() -> String) -> Result<Request
                 request.session_id = Some(option["--session-id=".len()..].to_string())
             }
             option if option.starts_with('-') && option.len() > 1 => {
-                return Err(Some(format!("error: unknown option '{option}'")))
+                return Err(Some(unknown_option::message(option, LONG_OPTIONS_021)))
             }
             word => words.push(word.to_string()),
         }
@@ -351,7 +370,7 @@ fn task_of(args: &[String]) -> Result<String, Option<String>> {
             }
             "-h" | "--help" => return Err(None),
             option if option.starts_with('-') && option.len() > 1 => {
-                return Err(Some(format!("error: unknown option '{option}'")))
+                return Err(Some(unknown_option::message(option, LONG_OPTIONS)))
             }
             word => words.push(word.to_string()),
         }

@@ -26,6 +26,7 @@ use dsh_results::output::secrets::display_command;
 use checks::MIN_SCANNED_PROMPT;
 
 mod crash;
+mod early_exit;
 mod reuse;
 mod runs;
 
@@ -69,6 +70,9 @@ pub struct CaseRun {
     pub handshake: Option<Value>,
     pub transcript: Vec<String>,
     pub duration: Duration,
+    /// When the driver exited before its first reply: the note the run says once, first (what
+    /// happened, the rule, the stderr's tail; `case::early_exit`).
+    pub early_exit: Option<String>,
 }
 
 /// Runs `case` against the host in a driver of its own; with a `slot`, in the worker's reused
@@ -99,6 +103,7 @@ pub fn run_case(case: &Case, env: &CaseEnv, slot: Option<&mut Option<ReusedDrive
         reusable: false,
         tree_root: None,
         fsize_limit: None,
+        early_exit: None,
     };
     let skipped = runner.run();
     if let Some(slot) = slot {
@@ -110,6 +115,7 @@ pub fn run_case(case: &Case, env: &CaseEnv, slot: Option<&mut Option<ReusedDrive
         handshake: runner.handshake,
         transcript: runner.transcript.into_lines(),
         duration: started.elapsed(),
+        early_exit: runner.early_exit,
     }
 }
 
@@ -204,6 +210,8 @@ struct Runner<'a> {
     tree_root: Option<i32>,
     /// The file-size limit the next driver starts under (a `crash_mid_save` step).
     fsize_limit: Option<u64>,
+    /// The run's note of a driver gone before its first reply (`early_exit`).
+    early_exit: Option<String>,
 }
 
 /// A step could not go on: the case stops (the driver is killed).
@@ -290,6 +298,7 @@ impl<'a> Runner<'a> {
                 &first_rule,
                 format!("{during}: {why}"),
             ),
+            DriverError::ExitedBeforeReply(exit) => self.exited_before_reply(exit, during),
         }
     }
 

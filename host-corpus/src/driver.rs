@@ -60,7 +60,23 @@ pub enum DriverError {
     Io(String),
     /// The harness built a request its own schema rejects.
     Kit(String),
+    /// The driver exited (or closed its stdout) before its first reply of the case, the
+    /// handshake's aside: the driver contract, whatever the case is about.
+    ExitedBeforeReply(EarlyExit),
 }
+
+/// A driver gone before its first reply: what happened, and the stderr it had written (its first
+/// [`KEPT_DRIVER_STDERR`] bytes since the case began; unredacted: the caller redacts it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EarlyExit {
+    /// `the host exited before its first reply (exit status 1) while waiting for ...`.
+    pub why: String,
+    pub stderr: Vec<u8>,
+}
+
+/// How long a driver that exited has to finish writing its stderr before it is read for an
+/// [`EarlyExit`] (a grandchild holding the pipe open is not waited for).
+const EARLY_EXIT_STDERR_WAIT: Duration = Duration::from_millis(500);
 
 enum StdoutMessage {
     Line(Vec<u8>),
@@ -105,6 +121,9 @@ pub struct Driver {
     stderr: Arc<Mutex<StderrCapture>>,
     line_number: usize,
     stdout_ended: bool,
+    /// Whether the driver has written a reply (other than a handshake or `case_ready`) since it
+    /// started or began its current case.
+    replied: bool,
     /// Whether a line the driver wrote held this needle (the canary), by label.
     stdout_needles: Vec<(String, Vec<u8>)>,
     pub stdout_hits: Vec<String>,
@@ -189,6 +208,7 @@ impl Driver {
             stderr: capture,
             line_number: 0,
             stdout_ended: false,
+            replied: false,
             stdout_needles,
             stdout_hits: Vec::new(),
             reaped: false,
@@ -215,6 +235,27 @@ impl Driver {
         drop(capture);
         self.stdout_needles = with_encoded_forms(stdout_needles);
         self.stdout_hits.clear();
+        self.replied = false;
+    }
+
+    /// The error for a driver whose stdout is gone: before its first reply an [`EarlyExit`]
+    /// (`when`: what the harness was doing) with its stderr, after it [`DriverError::Exited`]
+    /// saying `after_reply`.
+    fn gone(&mut self, when: String, after_reply: String) -> DriverError {
+        if self.replied {
+            return DriverError::Exited(after_reply);
+        }
+        let status = self.exit_status_within(Duration::from_millis(200));
+        let gone = if status == "still running" {
+            "closed its stdout"
+        } else {
+            "exited"
+        };
+        self.wait_stderr_drained(EARLY_EXIT_STDERR_WAIT);
+        DriverError::ExitedBeforeReply(EarlyExit {
+            why: format!("the host {gone} before its first reply ({status}) {when}"),
+            stderr: self.stderr().kept.clone(),
+        })
     }
 
     /// Sends one request (checked against request.schema.json first).
@@ -236,15 +277,14 @@ impl Driver {
             .stdin
             .as_mut()
             .ok_or_else(|| DriverError::Io("driver stdin already closed".to_string()))?;
-        stdin
+        let written = stdin
             .write_all(line.as_bytes())
-            .and_then(|()| stdin.flush())
-            .map_err(|e| {
-                DriverError::Exited(format!(
-                    "cannot write {} to the driver: {e}",
-                    kind_of(request)
-                ))
-            })
+            .and_then(|()| stdin.flush());
+        written.map_err(|e| {
+            let kind = kind_of(request);
+            let when = format!("(the harness could not write {kind} to it: {e})");
+            self.gone(when, format!("cannot write {kind} to the driver: {e}"))
+        })
     }
 
     /// The next reply, schema-checked, before `deadline`.
@@ -255,9 +295,8 @@ impl Driver {
         transcript: &mut Transcript,
     ) -> Result<Value, DriverError> {
         if self.stdout_ended {
-            return Err(DriverError::Exited(format!(
-                "the driver's stdout had ended while waiting for {waiting_for}"
-            )));
+            let after = format!("the driver's stdout had ended while waiting for {waiting_for}");
+            return Err(self.gone(format!("while waiting for {waiting_for}"), after));
         }
         let timeout = deadline.saturating_duration_since(Instant::now());
         let message = match self.stdout.recv_timeout(timeout) {
@@ -283,6 +322,12 @@ impl Driver {
                 }
                 let text = String::from_utf8_lossy(&bytes);
                 transcript.push(format!("< {text}"));
+                let kind = serde_json::from_slice::<Value>(&bytes)
+                    .ok()
+                    .map(|v| kind_of(&v));
+                if !matches!(kind.as_deref(), Some("handshake" | "case_ready")) {
+                    self.replied = true;
+                }
                 let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
                     DriverError::Invalid(format!(
                         "driver stdout line {number} is not JSON ({e}): {}",
@@ -315,9 +360,13 @@ impl Driver {
             }
             StdoutMessage::Eof => {
                 self.stdout_ended = true;
+                let when = format!("while waiting for {waiting_for}");
+                if !self.replied {
+                    return Err(self.gone(when, String::new()));
+                }
                 let status = self.exit_status_within(Duration::from_millis(200));
                 Err(DriverError::Exited(format!(
-                    "the driver ended its stdout ({status}) while waiting for {waiting_for}"
+                    "the driver ended its stdout ({status}) {when}"
                 )))
             }
         }

@@ -156,6 +156,11 @@ fn run_live(args: &RunOptions, suite: &Suite, reporter: &dyn Reporter) -> SuiteR
     let stop = interrupt::stop_flag();
     let fail_fast = args.fail_fast;
     let observer = |case: &CaseResult| {
+        // A driver gone before its first reply is said once, first, with its stderr's tail;
+        // each case it fails then blames the driver contract in a line of its own.
+        suite.say_early_exit_once(|note| {
+            eprintln!("dsh-conformance run: the host driver is broken: {note}")
+        });
         reporter.case(case);
         if fail_fast && case.verdict.is_failure() {
             stop.store(true, Ordering::SeqCst);

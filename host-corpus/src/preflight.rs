@@ -65,6 +65,7 @@ fn message(error: DriverError) -> String {
         | DriverError::Invalid(why)
         | DriverError::Io(why)
         | DriverError::Kit(why) => why,
+        DriverError::ExitedBeforeReply(exit) => exit.why,
     }
 }
 

@@ -231,6 +231,8 @@ pub struct Suite {
     corpus: CorpusInfo,
     /// The pre-flight handshake, made once.
     preflight: OnceLock<Result<serde_json::Value, HarnessError>>,
+    /// The first case's note of a driver gone before its first reply, and whether it was said.
+    early_exit: Mutex<(Option<String>, bool)>,
 }
 
 impl Suite {
@@ -273,6 +275,7 @@ impl Suite {
             corpus_hash: hash,
             corpus,
             preflight: OnceLock::new(),
+            early_exit: Mutex::new((None, false)),
         })
     }
 
@@ -349,6 +352,12 @@ impl Suite {
             }
         };
         let run = run_case(case, &self.env, slot);
+        if let Some(note) = &run.early_exit {
+            let mut early = self.early_exit.lock().unwrap_or_else(|p| p.into_inner());
+            early
+                .0
+                .get_or_insert_with(|| format!("case {}, {note}", case.id));
+        }
         // A host that claims what a not-applicable group is about is judged on it.
         let dialect = self
             .env
@@ -412,6 +421,17 @@ impl Suite {
                 .map_err(HarnessError::Host)
             })
             .clone()
+    }
+
+    /// Says (through `say`) the first case's note of a driver that exited before its first
+    /// reply, the first time it is called after such a case, and never again: a run calls it
+    /// before it shows each case, so the note comes once, before every failure it explains.
+    pub fn say_early_exit_once(&self, say: impl FnOnce(&str)) {
+        let mut early = self.early_exit.lock().unwrap_or_else(|p| p.into_inner());
+        if let (Some(note), false) = (&early.0, early.1) {
+            say(note);
+            early.1 = true;
+        }
     }
 
     /// Whether each worker keeps one driver for its cases: the driver claims `reuse` (in the

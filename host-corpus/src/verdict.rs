@@ -26,6 +26,8 @@ pub const RULE_MODELS_REPLY_UNIQUE: &str = "s12.models-reply-unique";
 pub const RULE_UNPICKED_OMITTED: &str = "s12.unpicked-omitted";
 pub const RULE_ROUTE_INVALID_BEFORE_SPAWN: &str = "s12.route-invalid-before-spawn";
 pub const RULE_NO_MCP_PHASE_ONE: &str = "s12.no-mcp-phase-one";
+/// A `usage` event carries the frame's provider, model and token accounting (spec 9).
+pub const RULE_USAGE_EVENT: &str = "s9.usage-event";
 /// Blamed for kit faults (invalid fixture, harness error).
 pub const RULE_KIT: &str = "kit";
 

@@ -465,7 +465,7 @@ fn hostile_drivers_are_host_failures_and_the_rest_still_runs() {
     assert!(why_of("hostile.garbage").contains("not JSON"));
     assert!(why_of("hostile.invalid").contains("reply.schema.json"));
     assert!(why_of("hostile.flood").contains("bytes"));
-    assert!(why_of("hostile.exit").contains("ended its stdout"));
+    assert!(why_of("hostile.exit").contains("exited before its first reply (exit status 3)"));
     assert!(found
         .iter()
         .any(|(id, verdict, _)| id == "discovery.canned-available" && verdict == "pass"));
@@ -562,7 +562,7 @@ fn a_handshake_that_fails_inside_a_case_shows_the_drivers_stderr() {
         stderr_of(&output)
     );
     assert!(
-        stdout.contains("exit status 7; its stderr ends: loading driver.mjs / Error: Cannot find module ./adapter.js"),
+        stdout.contains("s6.driver-reply-valid  handshake: the host exited before its first reply (exit status 7) while waiting for the handshake reply; its stderr ends: loading driver.mjs / Error: Cannot find module ./adapter.js"),
         "the why names the exit status and the stderr's end: {stdout}"
     );
     assert!(

@@ -223,6 +223,7 @@ pub fn run(surface: Surface) -> ! {
         _ => Mode::Sdk,
     };
     crate::journal::record(start_event(mode, None));
+    boot_warnings(&surface);
     match surface {
         Surface::Sdk(flavor) => server::run(flavor),
         Surface::Headless(persona, args) => crate::headless::run(persona, &args),
@@ -270,6 +271,24 @@ pub fn run(surface: Surface) -> ! {
             crate::output::Stdout::new().write_bytes(text.as_bytes());
             finish(0, ExitReason::ScriptEnd)
         }
+    }
+}
+
+/// What 0.2.1's full profiles say on stderr as they boot: a `--patch` row that could not
+/// activate ([`patch::providers`]); the process goes on.
+fn boot_warnings(surface: &Surface) {
+    let profile = match surface {
+        Surface::Sdk(flavor) if flavor.v021() && !flavor.minimal => "sdk",
+        Surface::Headless(Persona::V021, _) => "headless",
+        _ => return,
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let texts = patch::texts_of(&patch::patches_of(&args));
+    let Ok(home) = crate::home::dsh_home() else {
+        return;
+    };
+    if let Some(block) = patch::providers::warning(&texts, profile, &home) {
+        crate::output::stderr_bytes(block.as_bytes());
     }
 }
 

@@ -2,9 +2,12 @@
 //! 0.1.5 and 0.2.1 check it before the profile boots (observed): the file must be readable and a
 //! top-level YAML array whose entries are mappings (loader patch entries), else the process
 //! prints `Error: dsh: ...` on stderr and exits 1 before answering anything. fake-dsh has no
-//! loader config for a patch to change, so a valid patch changes nothing (docs/surface-sdk.md).
+//! loader config for a patch to change, so a valid patch changes nothing (docs/surface-sdk.md),
+//! but for the warning a row that cannot activate prints at boot ([`providers`]).
 //! The YAML read is the block- and flow-sequence subset patches are written in, not a full
 //! parser.
+
+pub mod providers;
 
 /// The files every `--patch FILE` / `--patch=FILE` of the arguments names, in order.
 pub fn patches_of(args: &[String]) -> Vec<String> {
@@ -18,6 +21,15 @@ pub fn patches_of(args: &[String]) -> Vec<String> {
         }
     }
     files
+}
+
+/// The texts of the overlays `files` names (those that cannot be read left out: the launcher
+/// refused them already).
+pub fn texts_of(files: &[String]) -> Vec<String> {
+    files
+        .iter()
+        .filter_map(|file| std::fs::read_to_string(file).ok())
+        .collect()
 }
 
 /// The first patch that the real launcher would refuse, as its error line.

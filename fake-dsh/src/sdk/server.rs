@@ -159,7 +159,25 @@ fn read_requests() -> ! {
 /// Reads what stdin has (one buffer) and handles the lines it completes; false at EOF or on a
 /// read error.
 fn feed(reader: &mut impl BufRead, framer: &mut dsh_protocol::LineFramer) -> bool {
-    crate::process::feed_lines(reader, framer, handle_line, too_long)
+    let more = crate::process::feed_lines(reader, framer, handle_line, too_long);
+    run_deferred();
+    more
+}
+
+/// The prompts of the lines one read brought, handled after the rest of those lines: the real
+/// runtime (0.1.5 and 0.2.1) answers an unknown method at once and handles `session/prompt` a
+/// tick later, so a later request's error can come before an earlier prompt's answer (observed:
+/// a prompt and an unknown method written together are answered unknown method first).
+static DEFERRED: Mutex<Vec<(Value, Value)>> = Mutex::new(Vec::new());
+
+/// Handles the prompts [`DEFERRED`] holds, in the order they came.
+fn run_deferred() {
+    let prompts = std::mem::take(&mut *DEFERRED.lock().unwrap_or_else(|p| p.into_inner()));
+    for (id, params) in prompts {
+        if let Err(message) = prompt(&id, &params) {
+            wire().fail(&id, &message);
+        }
+    }
 }
 
 /// A request line past [`MAX_REQUEST_LINE_BYTES`], as soon as it passes the bound (the rest is
@@ -211,6 +229,10 @@ fn handle_line(bytes: &[u8]) {
     let params = &request["params"];
     match method {
         "initialize" => initialize(id.clone(), params.clone()),
+        "session/prompt" if server().flavor.rejects_early_prompt() => DEFERRED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((id.clone(), params.clone())),
         "session/prompt" => {
             if let Err(message) = prompt(id, params) {
                 refuse(id, &message);
@@ -352,8 +374,9 @@ fn ready() -> Result<(), String> {
 }
 
 /// 0.2.1's `session/resume {sessionId}`: a cold resume of a session an earlier process stored
-/// (in this Harness home: [`Session::resume`]); `{}` and no event. A session open in this process
-/// and an unknown one are refused with the real runtime's messages.
+/// (in this Harness home: [`Session::resume`]), with the model settings `initialize` gave this
+/// process; `{}` and no event. A session open in this process and an unknown one are refused
+/// with the real runtime's messages.
 fn resume(params: &Value) -> Result<Value, String> {
     ready()?;
     let id = params["sessionId"]
@@ -365,8 +388,15 @@ fn resume(params: &Value) -> Result<Value, String> {
     if sessions.contains_key(id) {
         return Err(format!("SDK session is already open or opening: {id}"));
     }
-    let session = Session::resume(id, server.flavor, server.log_root.as_deref(), sink())?;
+    let mut session = Session::resume(id, server.flavor, server.log_root.as_deref(), sink())?;
     claim_home()?;
+    // Its turns use this process's model settings, like a new session's (observed).
+    session.config = server
+        .config
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    session.spawn = Some(Box::new(start_child));
     sessions.insert(id.to_string(), Arc::new(Mutex::new(session)));
     Ok(json!({}))
 }
@@ -438,6 +468,9 @@ fn prompt(id: &Value, params: &Value) -> Result<(), String> {
     }
     let live = live_session(params["sessionId"].as_str())?;
     let content = params["contentBlocks"].clone();
+    if server.flavor.rejects_early_prompt() && !content.is_array() {
+        return Err(blocks_refused(params.get("contentBlocks")));
+    }
     let message = session::user_message(if content.is_array() {
         content
     } else {
@@ -453,6 +486,16 @@ fn prompt(id: &Value, params: &Value) -> Result<(), String> {
         wire().respond(id, json!({"messageId": message_id}))
     });
     Ok(())
+}
+
+/// What 0.1.5 and 0.2.1 answer a prompt whose `contentBlocks` is not an array (observed: the
+/// runtime's own TypeError).
+fn blocks_refused(content: Option<&Value>) -> String {
+    match content {
+        None => "Cannot read properties of undefined (reading 'filter')".to_string(),
+        Some(Value::Null) => "Cannot read properties of null (reading 'filter')".to_string(),
+        Some(_) => "blocks.filter is not a function".to_string(),
+    }
 }
 
 /// Claims 0.1.5's Harness home once, on the first new session (a process that stores nothing

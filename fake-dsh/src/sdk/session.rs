@@ -167,6 +167,15 @@ pub struct Session {
     pub turn: u64,
     /// Whether this process has sent the session's first model request (`request/header`).
     header_sent: bool,
+    /// Why this process's first model request is made (`request/header.reason`): `initial`, or
+    /// `resume` for a session a cold resume opened.
+    header_reason: &'static str,
+    /// The provider and model of the last `request/context` recorded (in this process or, after
+    /// a resume, in the stored log): a turn whose model differs records it again.
+    last_context: Option<(String, String)>,
+    /// The seq of the session's last `system/message` (restored on resume): a new system prompt
+    /// replaces it on the surface.
+    system_seq: Option<u64>,
     /// The runtime context changed (the working directory): the next turn records it again.
     context_stale: bool,
     /// 0.2.1's working-directory notices spliced for the next step, not yet taken by a turn.
@@ -244,6 +253,9 @@ impl Session {
             seq: 0,
             turn: 0,
             header_sent: false,
+            header_reason: "initial",
+            last_context: None,
+            system_seq: None,
             context_stale: false,
             pending_notices: Vec::new(),
             turn_notices: Vec::new(),
@@ -280,8 +292,9 @@ impl Session {
     }
 
     /// 0.2.1's cold resume: the session a previous process stored under `log_root` (any cwd's
-    /// directory), with its `seq`, turn count and working directory restored and its log
-    /// appended to. No event is emitted. Unknown: `session "ID" not found`, as the real one says.
+    /// directory), with its `seq`, turn count, working directory and last model context restored
+    /// and its log appended to; its first model request in this process says `resume` (observed).
+    /// No event is emitted; the caller gives it this process's model settings. Unknown: `session "ID" not found`, as the real one says.
     pub fn resume(
         id: &str,
         flavor: Flavor,
@@ -333,6 +346,7 @@ impl Session {
         };
         let mut session = Session::blank(id, &origin, flavor, Some(log), sink);
         session.lock = Some(lock);
+        session.header_reason = "resume";
         for line in lines {
             let Ok(event) = serde_json::from_str::<Value>(line) else {
                 continue;
@@ -351,6 +365,10 @@ impl Session {
                         session.cwd = PathBuf::from(cwd);
                     }
                 }
+                Some("request/context") => {
+                    session.last_context = context_key(&event["data"]);
+                }
+                Some("system/message") => session.system_seq = event["seq"].as_u64(),
                 _ => {}
             }
         }
@@ -716,6 +734,8 @@ pub fn play_turn(
     let count = script.steps.len() + usize::from(script.end == EndKind::Error);
     for index in 0..count {
         let number = index as u64 + 1;
+        let step = script.steps.get(index).map(|step| echoed(step, message));
+        let step = step.as_ref();
         {
             let mut session = lock();
             if index > 0 {
@@ -728,9 +748,10 @@ pub fn play_turn(
             } else {
                 step_notices(&mut session);
             }
+            if step.is_some() {
+                delivered(&mut session);
+            }
         }
-        let step = script.steps.get(index).map(|step| echoed(step, message));
-        let step = step.as_ref();
         if let Some(delay) = step.map(|step| step.delay_ms).filter(|ms| *ms > 0) {
             std::thread::sleep(std::time::Duration::from_millis(delay));
         }
@@ -749,6 +770,17 @@ pub fn play_turn(
     }
     end_turn(&mut lock(), turn, script);
     true
+}
+
+/// 0.2.1 records that the step's model request was delivered, through the last event so far, as
+/// the request goes out: before the model answers, so a slow answer (the step's `delay_ms`)
+/// leaves the wire silent after it (observed). An `error` turn's failed request records none.
+fn delivered(session: &mut Session) {
+    if session.flavor.v021() {
+        let data = json!({"sessionId": session.id, "sessionFormatVersion": 4,
+                          "throughSeq": session.seq.saturating_sub(1)});
+        session.emit("session-log-deepseek/delivery-accepted", data);
+    }
 }
 
 /// The step with the prompt's text put before its text when it says `echo_prompt`.
@@ -811,12 +843,6 @@ fn answer(session: &mut Session, turn: u64, step: u64, script: &StepScript) {
     let mut chunk_seqs = Vec::new();
     if session.flavor.chunks() {
         chunk_seqs = chunks(session, turn, step, &content, &usage, reason);
-    }
-    if session.flavor.v021() {
-        // 0.2.1 records that the model request was delivered, through the last event so far.
-        let data = json!({"sessionId": session.id, "sessionFormatVersion": 4,
-                          "throughSeq": session.seq.saturating_sub(1)});
-        session.emit("session-log-deepseek/delivery-accepted", data);
     }
     let mut source = json!({"kind": "model", "provider": session.config.provider,
                             "model": session.config.model});
@@ -965,23 +991,19 @@ fn error_of(script: &TurnScript) -> Value {
 /// What the first step of a turn records before the model answers: the user message (after
 /// 0.2.1's working-directory notices); on the session's first turn also the system prompt, the
 /// runtime context (`sdk`, and again after a working-directory change), the request header (on
-/// the first turn this process plays, so again after a resume), context and title (0.1.1 titles
-/// before the request, 0.1.5 after it).
+/// the first turn this process plays, so again after a resume, then with reason `resume`), the
+/// model context (again when the model changed, with 0.2.1 `sdk`'s system prompt before the user
+/// message) and title (0.1.1 titles before the request, 0.1.5 after it).
 fn preamble(session: &mut Session, turn: u64, message: &Value) {
     let first_turn = turn == 1;
-    if first_turn && session.flavor.system_message() {
-        let source = if session.flavor.v021() {
-            json!({"kind": "system-prompt"})
-        } else {
-            json!({"kind": "plugin", "plugin": SYSTEM_PROMPT_PLUGIN})
-        };
-        session.emit_with(
-            "system/message",
-            json!({"turn": turn, "step": 1, "message": {"role": "system",
-                   "content": [{"type": "text", "text": "You are fake-dsh's default agent."}],
-                   "source": source, "id": uuid::Uuid::new_v4().to_string()}}),
-            &[("surfaceOp", json!("append"))],
-        );
+    let context = model_context(session);
+    let key = context_key(&context);
+    let model_changed = !first_turn && session.last_context != key;
+    // `sdk`'s system prompt names the model: 0.2.1 records it again when the model changed, and
+    // the request then starts a new series (observed after a resume under another model).
+    let new_series = model_changed && session.flavor.v021() && session.flavor.policy_events();
+    if (first_turn || new_series) && session.flavor.system_message() {
+        system_message(session, turn);
     }
     let append = [("surfaceOp", json!("append"))];
     for notice in std::mem::take(&mut session.turn_notices) {
@@ -1003,24 +1025,67 @@ fn preamble(session: &mut Session, turn: u64, message: &Value) {
             // 0.1.1 sends its system prompt in the header (0.1.5 and 0.2.1 as `system/message`).
             header["system"] = json!("You are fake-dsh's default agent.");
         }
-        session.emit(
-            "request/header",
-            json!({"header": header, "reason": "initial"}),
-        );
+        let mut data = json!({"header": header, "reason": session.header_reason});
+        if new_series {
+            data["startsSeries"] = json!(true);
+        }
+        session.emit("request/header", data);
     }
-    if !first_turn {
-        return;
+    // The first turn records the context; a later one only when the model changed (observed: a
+    // session resumed by a process `initialize`d with another model).
+    if first_turn || model_changed {
+        session.last_context = key;
+        session.emit("request/context", context);
     }
+    if first_turn && !early_title {
+        title(session, message, message_seq);
+    }
+}
+
+/// The system prompt as a `system/message` of the turn's first step (0.2.1 attributes it to the
+/// system prompt, 0.1.5 to its plugin); a later one replaces the earlier on the surface (its
+/// `surfaceOp` and `sourceEventSeqs` name the earlier one's seq, observed).
+fn system_message(session: &mut Session, turn: u64) {
+    let source = if session.flavor.v021() {
+        json!({"kind": "system-prompt"})
+    } else {
+        json!({"kind": "plugin", "plugin": SYSTEM_PROMPT_PLUGIN})
+    };
+    let extra = match session.system_seq {
+        Some(earlier) => vec![
+            ("sourceEventSeqs", json!([earlier])),
+            (
+                "surfaceOp",
+                json!({"op": "replace", "startSeq": earlier, "endSeq": earlier}),
+            ),
+        ],
+        None => vec![("surfaceOp", json!("append"))],
+    };
+    session.system_seq = Some(session.seq);
+    session.emit_with(
+        "system/message",
+        json!({"turn": turn, "step": 1, "message": {"role": "system",
+               "content": [{"type": "text", "text": "You are fake-dsh's default agent."}],
+               "source": source, "id": uuid::Uuid::new_v4().to_string()}}),
+        &extra,
+    );
+}
+
+/// `request/context`'s data: the provider and model the session's requests use.
+fn model_context(session: &Session) -> Value {
     let mut context = json!({"provider": session.config.provider, "model": session.config.model,
                              "contextWindow": 1_000_000});
     // Observed with `deepseek-flash` only (`deepseek-pro` has none; why is not known).
     if session.flavor.persona != Persona::V011 && session.config.model == "deepseek-flash" {
         context["systemPromptUpdate"] = json!("in-history");
     }
-    session.emit("request/context", context);
-    if !early_title {
-        title(session, message, message_seq);
-    }
+    context
+}
+
+/// The provider and model a `request/context` names.
+fn context_key(context: &Value) -> Option<(String, String)> {
+    let text = |name: &str| context[name].as_str().map(str::to_string);
+    Some((text("provider")?, text("model")?))
 }
 
 /// The runtime-context user message, the stale mark cleared (observed): a snapshot of sections,
@@ -1613,5 +1678,62 @@ mod tests {
         let refused = Session::create("s-1", dir.path(), flavor, Some(dir.path()), sink());
         assert_eq!(refused.err().unwrap(), "session \"s-1\" already exists");
         assert_eq!(cwd_slug(Path::new("/tmp/a/project")), "--tmp-a-project--");
+    }
+    /// A session stored by one process and resumed by another `initialize`d with another model
+    /// (0.2.1 `sdk`, observed): the resumed turn's first request says `resume`, starts a new
+    /// series under the new model with the system prompt replaced (naming the stored one's
+    /// seq) and the model context recorded again; the turn after it repeats none of that.
+    #[test]
+    fn a_resumed_session_takes_the_new_model_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, cwd) = (dir.path().join("sessions"), dir.path().join("project"));
+        std::fs::create_dir_all(&cwd).unwrap();
+        let flavor = Flavor {
+            persona: Persona::V021,
+            minimal: false,
+        };
+        let turn = |session: &Mutex<Session>, text: &str| {
+            let message = user_message(json!([{"type": "text", "text": text}]));
+            session.lock().unwrap().start_turn();
+            let script = TurnScript {
+                steps: vec![StepScript {
+                    text: Some("ok".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            };
+            assert!(play_turn(session, &message, &script, &|| false));
+        };
+        let first = Session::create("s-1", &cwd, flavor, Some(&home), Box::new(|_, _| {}));
+        let first = Mutex::new(first.unwrap());
+        turn(&first, "one");
+        let system_seq = first.lock().unwrap().system_seq.unwrap();
+        drop(first);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let copy = seen.clone();
+        let sink: Sink = Box::new(move |_, event| copy.lock().unwrap().push(event.clone()));
+        let mut resumed = Session::resume("s-1", flavor, Some(&home), sink).unwrap();
+        resumed.config.model = "deepseek-pro".into();
+        let resumed = Mutex::new(resumed);
+        turn(&resumed, "two");
+        let events = std::mem::take(&mut *seen.lock().unwrap());
+        let of = |kind: &str| events.iter().find(|e| e["type"] == kind).cloned().unwrap();
+        let header = of("request/header");
+        assert_eq!(header["data"]["reason"], "resume");
+        assert_eq!(header["data"]["startsSeries"], true);
+        assert_eq!(header["data"]["header"]["config"]["model"], "deepseek-pro");
+        assert_eq!(of("request/context")["data"]["model"], "deepseek-pro");
+        let system = of("system/message");
+        assert_eq!(system["sourceEventSeqs"], json!([system_seq]));
+        assert_eq!(system["surfaceOp"]["op"], "replace");
+        let message = of("assistant/message");
+        let source = &message["data"]["message"]["source"];
+        assert_eq!(source["model"], "deepseek-pro");
+        assert_eq!(source["replayState"]["response"]["model"], "deepseek-pro");
+        turn(&resumed, "three");
+        let later = kinds(&seen);
+        for kind in ["system/message", "request/header", "request/context"] {
+            assert!(!later.contains(&kind.to_string()), "{kind} in {later:?}");
+        }
     }
 }

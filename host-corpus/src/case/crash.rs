@@ -46,6 +46,7 @@ impl<'a> Runner<'a> {
         }
         let limit = self.save_limit(world, &run.conversation);
         let judged = self.findings.len();
+        let noted = self.early_exit.clone();
         self.fsize_limit = limit;
         *driver = self.start_driver(world);
         self.fsize_limit = None;
@@ -62,7 +63,9 @@ impl<'a> Runner<'a> {
                     .to_string(),
             );
         }
-        // The limited driver's run is not judged: it was crashed on purpose.
+        // The limited driver's run is not judged: it was crashed on purpose (nor is a crash of
+        // it before its first reply a broken driver).
+        self.early_exit = noted;
         for finding in self.findings.split_off(judged) {
             self.transcript.push(format!(
                 "crash_mid_save: not judged: {}: {}",

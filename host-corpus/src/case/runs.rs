@@ -372,6 +372,7 @@ impl<'a> Runner<'a> {
             process: &process,
             execute,
             outcome,
+            events: &flight.events,
             run: flight.run,
             cwd: &flight.cwd,
             world,

@@ -14,6 +14,7 @@ mod other_runtime;
 mod outcome_hygiene;
 mod reaped;
 mod route;
+mod usage_counts;
 
 pub use argv::canary_in_argv;
 pub use other_runtime::{fate, Fate, OtherRun};
@@ -36,6 +37,8 @@ pub struct RunEvidence<'a> {
     pub execute: Option<&'a Value>,
     /// The driver's `outcome` reply.
     pub outcome: &'a Value,
+    /// The `event` replies of the run, in order (each reply's `event`).
+    pub events: &'a [Value],
     pub run: &'a RunStep,
     /// The canonical project dir of the run.
     pub cwd: &'a Path,
@@ -88,6 +91,7 @@ pub const RUN_CHECKS: &[RunCheck] = &[
     cancel_request::check,
     reaped::check,
     outcome_hygiene::check,
+    usage_counts::check,
 ];
 
 /// The pids of the `dsh ... --stdio` processes the entries show starting.

@@ -1,8 +1,9 @@
 //! Hostile drivers against the harness itself (issue 8), beyond the ones in the CLI's `run_cli`
 //! tests: a driver that leaves daemons outside its process group, floods its stderr, closes
-//! stdout but keeps running, answers a run with an outcome for a run id it was never given, or
-//! never answers the handshake. Each is that case's `fail` with a clear why, the other cases still
-//! run and pass, and no process of any driver is alive afterwards.
+//! stdout but keeps running, answers a run with an outcome for a run id it was never given, never
+//! answers the handshake, or crashes on its first run (said once, first, on the driver contract).
+//! Each is that case's `fail` with a clear why, the other cases still run and pass, and no process
+//! of any driver is alive afterwards.
 
 use dsh_test_support::shell_driver as shell_driver_support;
 use serde_json::Value;
@@ -14,7 +15,7 @@ use shell_driver_support::ShellDriverKit;
 /// Every pid worth checking afterwards goes to `$HOSTILE_PID_DIR/<mode>.pids`.
 const HOSTILE_DRIVER: &str = r#"#!/bin/sh
 mode=good
-for m in hostile-daemon hostile-daemon-noenv hostile-stderr-flood hostile-stdout-closed hostile-foreign-outcome hostile-silent-handshake slow-sibling; do
+for m in hostile-daemon hostile-daemon-noenv hostile-stderr-flood hostile-stdout-closed hostile-foreign-outcome hostile-silent-handshake hostile-crash-on-run slow-sibling; do
   if grep -q "\"$m\"" scenario.json 2>/dev/null; then mode=$m; fi
 done
 pids="$HOSTILE_PID_DIR/$mode.pids"
@@ -57,6 +58,10 @@ while IFS= read -r line; do
         printf '{"v":1,"type":"discovered","id":"%s","available":false,"version":null,"warnings":[],"diagnostic":"my own process was killed","code":"DSH_PROFILE_PROBE_FAILED"}\n' "$id"
       fi ;;
     *'"type":"run"'*)
+      if [ "$mode" = hostile-crash-on-run ]; then
+        printf '%s\n' 'Traceback (most recent call last):' '  File "driver.py", line 12, in run' 'TypeError: spawn() needs cwd' >&2
+        exit 1
+      fi
       printf '%s\n' '{"v":1,"type":"outcome","id":"r-never-sent","status":"completed","session_id":null,"resumed":false,"code":null,"message":null,"foreign_frames":0,"stderr":""}' ;;
     *'"type":"shutdown"'*)
       if [ -n "$sibling" ]; then kill "$sibling"; wait "$sibling"; fi
@@ -167,6 +172,9 @@ fn hostile_drivers_fail_their_own_case_only_and_leave_no_process() {
         DISCOVER,
     );
     mode_case(&kit, "survivor.after-hostile", "good", DISCOVER);
+    for id in ["hostile.crash-on-run", "hostile.crash-on-run-again"] {
+        mode_case(&kit, id, "hostile-crash-on-run", RUN);
+    }
 
     let output = run_jobs(&kit, "3");
     assert_eq!(
@@ -209,8 +217,20 @@ fn hostile_drivers_fail_their_own_case_only_and_leave_no_process() {
         ),
         (
             "hostile.stdout-closed",
-            "s5.test-rule",
-            "ended its stdout (still running)",
+            "s6.driver-reply-valid",
+            "the host closed its stdout before its first reply (still running)",
+        ),
+        (
+            "hostile.crash-on-run",
+            "s6.driver-reply-valid",
+            "run r0: the host exited before its first reply (exit status 1) while waiting for \
+             the outcome of r0; its stderr ends: Traceback (most recent call last): /   File \
+             \"driver.py\", line 12, in run / TypeError: spawn() needs cwd",
+        ),
+        (
+            "hostile.crash-on-run-again",
+            "s6.driver-reply-valid",
+            "exited before its first reply",
         ),
         (
             "hostile.foreign-outcome",
@@ -229,6 +249,25 @@ fn hostile_drivers_fail_their_own_case_only_and_leave_no_process() {
         assert_eq!(found_rule, rule, "{id}: {why}");
         assert!(why.contains(why_part), "{id}: {why}");
     }
+
+    // The crash is said once for the run, with the stderr's tail.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr
+            .matches("the host driver is broken: case hostile.crash-on-run")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("TypeError: spawn() needs cwd").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("fails on s6.driver-reply-valid (the driver contract)"),
+        "{stderr}"
+    );
 
     let recorded = kit.recorded_pids();
     let daemons = recorded
