@@ -175,7 +175,7 @@ fn run_deferred() {
     let prompts = std::mem::take(&mut *DEFERRED.lock().unwrap_or_else(|p| p.into_inner()));
     for (id, params) in prompts {
         if let Err(message) = prompt(&id, &params) {
-            wire().fail(&id, &message);
+            refuse(&id, &message);
         }
     }
 }
@@ -229,10 +229,17 @@ fn handle_line(bytes: &[u8]) {
     let params = &request["params"];
     match method {
         "initialize" => initialize(id.clone(), params.clone()),
-        "session/prompt" if server().flavor.rejects_early_prompt() => DEFERRED
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((id.clone(), params.clone())),
+        // Before `initialize` has answered, a prompt is refused in the order sent, with the
+        // other session requests ([`refuse`]); after, it waits for the rest of its read.
+        "session/prompt"
+            if server().flavor.rejects_early_prompt()
+                && server().initialized.load(Ordering::SeqCst) =>
+        {
+            DEFERRED
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((id.clone(), params.clone()))
+        }
         "session/prompt" => {
             if let Err(message) = prompt(id, params) {
                 refuse(id, &message);
