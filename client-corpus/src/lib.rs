@@ -14,6 +14,7 @@
 //! It shares the case engine (`dsh-engine`: processes, the token sweep, the journal, selection)
 //! and the results model (`dsh-results`) with the host corpus, and imports nothing of it.
 
+pub mod acp;
 pub mod canary;
 pub mod corpus;
 pub mod journal_copy;
@@ -182,7 +183,7 @@ fn setup(args: &RunOptions, surface: ClientSurface) -> Result<Setup, String> {
     client.extend(args.host_args.iter().cloned());
     if client.is_empty() {
         return Err(
-            "--surface sdk|headless needs --host CLIENT (the client's command line)".into(),
+            "--surface sdk|headless|acp needs --host CLIENT (the client's command line)".into(),
         );
     }
     let client = dsh_engine::programs::absolute_paths(client);
@@ -223,6 +224,7 @@ fn runtime_args(
     let profile: &[&str] = match surface {
         ClientSurface::Sdk => &["--profile", "sdk"],
         ClientSurface::Headless => &["--profile", "headless"],
+        ClientSurface::Acp => &["--profile", "acp"],
     };
     let (fixed, profile): (&[&str], &[&str]) = match (surface, persona) {
         (_, None) => (&[], profile),
