@@ -52,7 +52,7 @@ pub fn run(
     {
         dsh_engine::files::refuse_symlink(path).map_err(|e| e.to_string())?;
     }
-    let Some(selected) = select(args, corpus.of(surface).collect())? else {
+    let Some(selected) = select(args, surface, corpus.of(surface).collect())? else {
         return Ok(RunOutcome::NothingSelected);
     };
     if args.list {
@@ -97,6 +97,9 @@ pub fn run(
     };
     let mut report = run.suite(&selected, info)?;
     report.rerun_args = rerun_args(args, surface);
+    if let Some(path) = &args.write_expectations {
+        acp::write_expectations(&report, expectations.as_ref(), path)?;
+    }
     kill_strays();
     let stopped = if interrupt::signalled() {
         Some("interrupted")
@@ -136,6 +139,7 @@ fn kill_strays() {
 /// an error); `None` (after saying which) when a glob matches no client case of the surface.
 fn select<'a>(
     args: &RunOptions,
+    surface: ClientSurface,
     cases: Vec<&'a LoadedCase>,
 ) -> Result<Option<Vec<&'a LoadedCase>>, String> {
     if !args.sections.is_empty() || args.shard.is_some() {
@@ -144,7 +148,8 @@ fn select<'a>(
                 .into(),
         );
     }
-    if args.write_expectations.is_some() {
+    // The ACP corpus writes one (acp::write_expectations); the SDK surfaces keep theirs by hand.
+    if args.write_expectations.is_some() && surface != ClientSurface::Acp {
         return Err(
             "--write-expectations writes a host's file; a client's expectations file is written \
              by hand, each entry with its reason ({\"v\":1,\"xfail\":{\"case.id\":\"reason\"}})"

@@ -23,6 +23,7 @@ mod shell_driver_support;
 /// The model server's loopback HTTP client, shared with that crate's own tests.
 use dsh_test_support::model_http as model_server_support;
 
+mod acp_client_corpus;
 mod bounded_inputs;
 mod check_runtime;
 mod client_corpus;
