@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 
 /// The ACP example clients: name, command (from the workspace root), what it needs to run (a
 /// program, then a file that must exist: its installed SDK), its expectations file.
-pub const ACP_EXAMPLES: [(&str, &str, &str, Option<&str>); 3] = [
+pub const ACP_EXAMPLES: [(&str, &str, &str, Option<&str>); 2] = [
     (
         "python",
         "python3 examples/acp-client-python/acp_corpus_client.py",
@@ -26,12 +26,6 @@ pub const ACP_EXAMPLES: [(&str, &str, &str, Option<&str>); 3] = [
         "node examples/acp-client-ts/acp-corpus-client.mjs",
         "node",
         None,
-    ),
-    (
-        "acpx",
-        "node examples/acp-client-acpx/acpx-driver.mjs",
-        "node",
-        Some("examples/acp-client-acpx/corpus-expectations.json"),
     ),
 ];
 
@@ -50,9 +44,7 @@ pub fn example_runs(name: &str, interpreter: &str) -> bool {
         "typescript" => repo_root()
             .join("examples/acp-client-ts/node_modules/@agentclientprotocol/sdk")
             .is_dir(),
-        _ => repo_root()
-            .join("examples/acp-client-acpx/node_modules/acpx")
-            .is_dir(),
+        _ => false,
     };
     if !ready {
         dsh_test_support::skip(&format!(
@@ -112,7 +104,12 @@ fn check_example(name: &str, command: &str, expectations: Option<&str>, dir: &Pa
         .map(|file| {
             let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
             let value: Value = serde_json::from_str(&text).unwrap();
-            value["xfail"].as_object().unwrap().keys().cloned().collect()
+            value["xfail"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect()
         })
         .unwrap_or_default();
     for case in cases {
@@ -268,7 +265,12 @@ fn a_malformed_acp_case_names_its_file_and_the_rule() {
         std::fs::write(acp.join("bad.json"), case(member)).unwrap();
         let output = run(
             "true",
-            &["--fixtures", fixtures.to_str().unwrap(), "--case", "acp.bad"],
+            &[
+                "--fixtures",
+                fixtures.to_str().unwrap(),
+                "--case",
+                "acp.bad",
+            ],
         );
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{stderr}");
@@ -281,7 +283,10 @@ fn a_malformed_acp_case_names_its_file_and_the_rule() {
         r#"{"scenario": {"turns": [{"stop": "bored"}]}}"#,
         &["client-case.schema.json", "bored"],
     );
-    expect_refusal(r#"{"cancel": 2}"#, &["acp.cancel 2 is not one of the 1 prompts"]);
+    expect_refusal(
+        r#"{"cancel": 2}"#,
+        &["acp.cancel 2 is not one of the 1 prompts"],
+    );
 }
 
 #[test]
