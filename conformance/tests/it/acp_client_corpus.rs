@@ -54,6 +54,10 @@ pub fn example_runs(name: &str, interpreter: &str) -> bool {
     ready
 }
 
+/// A shell client's first lines: the agent's path in `$rt` (the one element of DSH_ACP_COMMAND).
+const RUNTIME: &str =
+    "#!/bin/sh\nrt=$(printf '%s' \"$DSH_ACP_COMMAND\" | sed 's/^\\[\"//; s/\"\\]$//')";
+
 fn run(host: &str, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dsh-conformance"))
         .args(["run", "--surface", "acp", "--host", host])
@@ -130,7 +134,7 @@ fn check_example(name: &str, command: &str, expectations: Option<&str>, dir: &Pa
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("name=\"rule\" value=\"acp."), "{xml}");
     let md = std::fs::read_to_string(&markdown).unwrap();
-    assert!(md.contains("acp.cancel-at-permission"), "{md}");
+    assert!(md.contains("/ `fake-dsh acp`"), "{md}");
 }
 
 #[test]
@@ -157,8 +161,7 @@ fn a_client_that_reports_nothing_fails_each_case_and_the_failures_can_be_written
     let client = dir.path().join("silent.sh");
     std::fs::write(
         &client,
-        "#!/bin/sh\nrt=$(printf '%s' \"$DSH_ACP_COMMAND\" | sed 's/^\\[\"//; s/\"\\]$//')\n\
-         \"$rt\" </dev/null >/dev/null 2>&1\n",
+        format!("{RUNTIME}\n\"$rt\" </dev/null >/dev/null 2>&1\n"),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -202,13 +205,17 @@ fn a_client_that_reports_nothing_fails_each_case_and_the_failures_can_be_written
     assert_eq!(listed, ["acp.agent-exits-mid-turn", "acp.max-tokens"]);
 }
 
-/// A client that never exits (it waits on the agent forever) is killed at the case's limit and
+/// A client that starts its agent and then never exits (it waits forever) is killed at the case's limit and
 /// the case says so; the run ends.
 #[test]
 fn a_client_that_never_answers_is_killed_at_the_limit_saying_so() {
     let dir = tempfile::tempdir().unwrap();
     let client = dir.path().join("stuck.sh");
-    std::fs::write(&client, "#!/bin/sh\nexec sleep 600\n").unwrap();
+    std::fs::write(
+        &client,
+        format!("{RUNTIME}\n\"$rt\" </dev/null >/dev/null 2>&1\nexec sleep 600\n"),
+    )
+    .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&client, std::fs::Permissions::from_mode(0o755)).unwrap();
     let output = run(
