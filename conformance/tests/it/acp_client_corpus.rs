@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 
 /// The ACP example clients: name, command (from the workspace root), what it needs to run (a
 /// program, then a file that must exist: its installed SDK), its expectations file.
-pub const ACP_EXAMPLES: [(&str, &str, &str, Option<&str>); 2] = [
+pub const ACP_EXAMPLES: [(&str, &str, &str, Option<&str>); 3] = [
     (
         "python",
         "python3 examples/acp-client-python/acp_corpus_client.py",
@@ -26,6 +26,12 @@ pub const ACP_EXAMPLES: [(&str, &str, &str, Option<&str>); 2] = [
         "node examples/acp-client-ts/acp-corpus-client.mjs",
         "node",
         None,
+    ),
+    (
+        "acpx",
+        "node examples/acp-client-acpx/acpx-driver.mjs",
+        "node",
+        Some("examples/acp-client-acpx/corpus-expectations.json"),
     ),
 ];
 
@@ -44,7 +50,9 @@ pub fn example_runs(name: &str, interpreter: &str) -> bool {
         "typescript" => repo_root()
             .join("examples/acp-client-ts/node_modules/@agentclientprotocol/sdk")
             .is_dir(),
-        _ => false,
+        _ => repo_root()
+            .join("examples/acp-client-acpx/node_modules/acpx")
+            .is_dir(),
     };
     if !ready {
         dsh_test_support::skip(&format!(
