@@ -10,12 +10,13 @@
 // its next prompt resumes it), `acpx set model VALUE` for DSH_ACP_MODEL (the value read from
 // `acpx sessions show`), then `acpx prompt TEXT` per prompt; permission requests are acpx's
 // `--approve-all` or `--deny-all` (DSH_ACP_PERMISSION). acpx keeps the agent in a queue-owner
-// process between commands (`--ttl 1`: it stops a second after the last one); the driver waits
-// for it to stop before it exits. acpx cannot cancel at a permission request (it answers each
+// process between commands (`--ttl 60`, so that one agent process serves the whole run, as a
+// user's terminal session does); at the end the driver stops it (SIGTERM to the pid in its
+// lock under $HOME/.acpx/queues, which ends the agent too) and waits until it is gone. acpx cannot cancel at a permission request (it answers each
 // from its policy at once): the case that asks it is in corpus-expectations.json.
 
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 
@@ -29,7 +30,7 @@ const agentCommand = agent.map((word) => JSON.stringify(word)).join(" ");
 
 /// Runs `acpx ARGS` to its end (bounded): its exit code, stdout lines, stderr.
 function acpx(args) {
-  const all = ["--agent", agentCommand, "--format", "json", "--ttl", "1", permission, ...args];
+  const all = ["--agent", agentCommand, "--format", "json", "--ttl", "60", permission, ...args];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cli, ...all], { stdio: ["ignore", "pipe", "pipe"], env });
     let out = "";
@@ -59,12 +60,16 @@ function frames(lines) {
 
 /// The contract's report of one `acpx prompt`'s frames; null when its prompt got no answer.
 function report(all) {
-  const request = all.find((frame) => frame.method === "session/prompt");
-  if (!request) return null;
-  const answer = all.find((frame) => frame.id === request.id && !frame.method && (frame.result || frame.error));
+  // The last prompt request acpx sent (its output may begin with the agent's start), and what
+  // came after it.
+  const at = all.findLastIndex((frame) => frame.method === "session/prompt");
+  if (at < 0) return null;
+  const request = all[at];
+  const after = all.slice(at + 1);
+  const answer = after.find((frame) => frame.id === request.id && !frame.method && (frame.result || frame.error));
   if (!answer) return null;
   const turn = { text: [], thought: [], tools: new Map() };
-  for (const frame of all) {
+  for (const frame of after) {
     if (frame.method !== "session/update") continue;
     const update = frame.params.update;
     const text = update.content?.type === "text" ? update.content.text : null;
@@ -94,12 +99,39 @@ async function selectModel(name) {
   if (set.code !== 0) throw new Error(`acpx set model ${value}: exit ${set.code}: ${set.err.trim()}`);
 }
 
-/// Waits until acpx's queue owner (and the agent it holds) has stopped: its lock is gone.
-async function queueStopped() {
+/// The pids of acpx's live queue owners (each holds its agent), from their locks.
+function queueOwners() {
   const queues = join(env.HOME ?? "", ".acpx", "queues");
+  if (!existsSync(queues)) return [];
+  return readdirSync(queues)
+    .filter((name) => name.endsWith(".lock"))
+    .flatMap((name) => {
+      try {
+        return [JSON.parse(readFileSync(join(queues, name), "utf8")).pid];
+      } catch {
+        return [];
+      }
+    });
+}
+
+function signal(pid, name) {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // gone already
+  }
+}
+
+/// Stops acpx's queue owners (SIGTERM: each closes its agent) and waits until they are gone;
+/// one still there after the timeout is killed.
+async function queueStopped() {
+  for (const pid of queueOwners()) signal(pid, "SIGTERM");
   const deadline = Date.now() + timeoutMs;
-  while (existsSync(queues) && readdirSync(queues).some((name) => name.endsWith(".lock"))) {
-    if (Date.now() > deadline) throw new Error("acpx's queue owner did not stop");
+  while (queueOwners().length > 0) {
+    if (Date.now() > deadline) {
+      for (const pid of queueOwners()) signal(pid, "SIGKILL");
+      throw new Error("acpx's queue owner did not stop on SIGTERM (killed)");
+    }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

@@ -39,7 +39,7 @@ pub const ACP_EXAMPLES: [(&str, &str, &str, Option<&str>); 3] = [
 /// importable; the npm examples' `node_modules`, which `.ci/run` installs with `npm ci`).
 pub fn example_runs(name: &str, interpreter: &str) -> bool {
     if !dsh_test_support::tool_available(interpreter) {
-        dsh_test_support::skip(&format!("the ACP example {name}: no {interpreter}"));
+        dsh_test_support::skip(format!("the ACP example {name}: no {interpreter}"));
         return false;
     }
     let ready = match name {
@@ -55,7 +55,7 @@ pub fn example_runs(name: &str, interpreter: &str) -> bool {
             .is_dir(),
     };
     if !ready {
-        dsh_test_support::skip(&format!(
+        dsh_test_support::skip(format!(
             "the ACP example {name}: its SDK is not installed (.ci/run installs it)"
         ));
     }
