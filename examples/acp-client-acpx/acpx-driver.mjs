@@ -66,7 +66,18 @@ function report(all) {
   if (at < 0) return null;
   const request = all[at];
   const after = all.slice(at + 1);
-  const answer = after.find((frame) => frame.id === request.id && !frame.method && (frame.result || frame.error));
+  // acpx prints both directions: a response to one of the agent's own requests (a permission
+  // request, whose id may equal the prompt's: F2.6) is acpx's answer, not the prompt's.
+  const asked = new Set();
+  const answer = after.find((frame) => {
+    if (frame.method && frame.id !== undefined) {
+      asked.add(JSON.stringify(frame.id));
+      return false;
+    }
+    if (frame.method || !(frame.result || frame.error)) return false;
+    if (asked.delete(JSON.stringify(frame.id))) return false;
+    return frame.id === request.id;
+  });
   if (!answer) return null;
   const turn = { text: [], thought: [], tools: new Map() };
   for (const frame of after) {

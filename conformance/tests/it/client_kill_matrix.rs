@@ -97,6 +97,8 @@ fn check_mutant(mutant: &Value, dir: &Path) -> bool {
     if client.starts_with("examples/acp-client-") {
         let name = if client.ends_with(".py") {
             "python"
+        } else if client.contains("acpx") {
+            "acpx"
         } else {
             "typescript"
         };
