@@ -284,6 +284,8 @@ mod tests {
         });
         assert!(corpus.of(ClientSurface::Sdk).count() >= 14);
         assert!(corpus.of(ClientSurface::Headless).count() >= 4);
+        assert!(corpus.of(ClientSurface::Acp).count() >= 13);
+        assert!(corpus.rules.iter().any(|rule| rule.id == "acp.cold-resume"));
         assert_eq!(corpus.hash, embedded_hash());
         let docs = workspace_fixtures().join("../docs");
         assert_eq!(lint(&workspace_fixtures(), &docs), Vec::new());

@@ -1,9 +1,10 @@
-//! `dsh-conformance run --surface sdk|headless --host CLIENT`: the client corpus
-//! (docs/sdk-clients.md). Each case of `fixtures/clients/<surface>/` starts the client through
-//! its driver contract against fake-dsh playing the case's scenario, and judges what the client
-//! reported, how it ended, what it left running and where the credential went. Results go through
-//! the same model and outputs as the host corpus (table, JSON, JSONL, JUnit, Markdown; exit 1 on a
-//! failure, 2 when the run could not start, 3 when a `--case`/`--skip` glob matches nothing).
+//! `dsh-conformance run --surface sdk|headless|acp --host CLIENT`: the client corpus
+//! (docs/sdk-clients.md; the ACP corpus's own parts in [`acp`], docs/surface-acp.md). Each case
+//! of `fixtures/clients/<surface>/` starts the client through its driver contract against
+//! fake-dsh playing the case's scenario, and judges what the client reported, how it ended, what
+//! it left running and where the credential went. Results go through the same model and outputs
+//! as the host corpus (table, JSON, JSONL, JUnit, Markdown; exit 1 on a failure, 2 when the run
+//! could not start, 3 when a `--case`/`--skip` glob matches nothing).
 //!
 //! - [`corpus`]: loading and linting the cases and the client rule catalog;
 //! - [`play`]: one case, played; [`launcher`]: the runtime it hands the client, configured;
