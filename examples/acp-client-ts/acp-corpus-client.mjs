@@ -30,6 +30,12 @@ let turn = newTurn();
 let promptNumber = 0;
 let heard = () => {};
 
+// One report line, written before the next step: a pipe takes a line of megabytes in several
+// writes, and process.exit() drops what is still queued.
+function say(line) {
+  return new Promise((resolve) => process.stdout.write(`${line}\n`, resolve));
+}
+
 function newTurn() {
   return { text: [], thought: [], tools: new Map() };
 }
@@ -149,10 +155,10 @@ async function work(ctx) {
     } catch (error) {
       if (!(error instanceof RequestError)) throw error;
       // An error response: the turn failed, the session lives on.
-      console.log(report(null, `${error.code} ${error.message}`));
+      await say(report(null, `${error.code} ${error.message}`));
       continue;
     }
-    console.log(report(done.stopReason));
+    await say(report(done.stopReason));
   }
 }
 
