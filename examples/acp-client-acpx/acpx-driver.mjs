@@ -37,10 +37,12 @@ function acpx(args) {
     let err = "";
     child.stdout.on("data", (chunk) => (out += chunk));
     child.stderr.on("data", (chunk) => (err += chunk));
+    // A whole acpx command (a Node CLI that may start its queue owner and the agent): three
+    // silence bounds.
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`acpx ${args[0]} did not end within ${timeoutMs / 1000} s`));
-    }, timeoutMs * 2);
+      reject(new Error(`acpx ${args[0]} did not end within ${(timeoutMs * 3) / 1000} s`));
+    }, timeoutMs * 3);
     child.on("close", (code) => {
       clearTimeout(timer);
       resolve({ code, lines: out.split("\n").filter((line) => line.trim()), err });
