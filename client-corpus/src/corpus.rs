@@ -13,6 +13,17 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+/// The surfaces with client cases, each in `fixtures/clients/<surface>/`.
+const SURFACES: [ClientSurface; 3] = [
+    ClientSurface::Sdk,
+    ClientSurface::Headless,
+    ClientSurface::Acp,
+];
+
+/// A surface's own rule catalog, beside its cases (`fixtures/clients/acp/rules.json`), read
+/// after the shared one.
+const SURFACE_CATALOG: &str = "rules.json";
+
 /// One loaded case and the file it came from.
 #[derive(Debug, Clone)]
 pub struct LoadedCase {
@@ -44,17 +55,15 @@ pub fn load(fixtures_dir: &Path) -> Result<ClientCorpus, Vec<LintError>> {
     let root = fixtures_dir.join(CLIENTS_DIR);
     let catalog = root.join("rules.json");
     let mut errors = Vec::new();
-    let rules = match read_json(&catalog, CLIENT_RULES_SCHEMA)
-        .and_then(|(v, _)| serde_json::from_value::<ClientRules>(v).map_err(|e| e.to_string()))
-    {
-        Ok(rules) => rules.rules,
-        Err(problem) => {
-            errors.push(LintError::new(&catalog, problem));
-            Vec::new()
+    let mut rules = read_catalog(&catalog, &mut errors);
+    for surface in SURFACES {
+        let own = root.join(surface.name()).join(SURFACE_CATALOG);
+        if own.is_file() {
+            rules.extend(read_catalog(&own, &mut errors));
         }
-    };
+    }
     let mut cases = Vec::new();
-    for surface in [ClientSurface::Sdk, ClientSurface::Headless] {
+    for surface in SURFACES {
         let dir = root.join(surface.name());
         for file in json_files(&dir, &mut errors) {
             let loaded = read_json(&file, CLIENT_CASE_SCHEMA)
@@ -72,6 +81,19 @@ pub fn load(fixtures_dir: &Path) -> Result<ClientCorpus, Vec<LintError>> {
         Ok(ClientCorpus { rules, cases, hash })
     } else {
         Err(errors)
+    }
+}
+
+/// The rules of one catalog file (none, and the problem in `errors`, when it is invalid).
+fn read_catalog(catalog: &Path, errors: &mut Vec<LintError>) -> Vec<ClientRule> {
+    match read_json(catalog, CLIENT_RULES_SCHEMA)
+        .and_then(|(v, _)| serde_json::from_value::<ClientRules>(v).map_err(|e| e.to_string()))
+    {
+        Ok(rules) => rules.rules,
+        Err(problem) => {
+            errors.push(LintError::new(catalog, problem));
+            Vec::new()
+        }
     }
 }
 
@@ -155,6 +177,8 @@ fn json_files(dir: &Path, errors: &mut Vec<LintError>) -> Vec<PathBuf> {
                 &path,
                 "client cases live directly in fixtures/clients/<surface>/",
             ));
+        } else if path.file_name().is_some_and(|name| name == SURFACE_CATALOG) {
+            // The surface's own rule catalog, read by `load`.
         } else if path.extension().is_some_and(|ext| ext == "json") {
             files.push(path);
         }
@@ -226,7 +250,7 @@ fn cross_check(catalog: &Path, rules: &[ClientRule], cases: &[LoadedCase]) -> Ve
         }
     }
     // The configuration rules are judged in every case (crate::judge::configuration_rule).
-    for surface in [ClientSurface::Sdk, ClientSurface::Headless] {
+    for surface in SURFACES {
         covered.insert(crate::judge::configuration_rule(surface));
     }
     for rule in rules.iter().filter(|r| !covered.contains(r.id.as_str())) {
@@ -260,6 +284,8 @@ mod tests {
         });
         assert!(corpus.of(ClientSurface::Sdk).count() >= 14);
         assert!(corpus.of(ClientSurface::Headless).count() >= 4);
+        assert!(corpus.of(ClientSurface::Acp).count() >= 13);
+        assert!(corpus.rules.iter().any(|rule| rule.id == "acp.cold-resume"));
         assert_eq!(corpus.hash, embedded_hash());
         let docs = workspace_fixtures().join("../docs");
         assert_eq!(lint(&workspace_fixtures(), &docs), Vec::new());

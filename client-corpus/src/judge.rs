@@ -30,6 +30,7 @@ pub fn configuration_rule(surface: ClientSurface) -> &'static str {
     match surface {
         ClientSurface::Sdk => "sdk.start-the-given-runtime",
         ClientSurface::Headless => "headless.start-the-given-runtime",
+        ClientSurface::Acp => "acp.start-the-given-runtime",
     }
 }
 
@@ -131,13 +132,17 @@ fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
             hard: true,
         });
     }
-    if let Some(why) = check_resumed(case, played) {
+    if let Some(why) = check_resumed(case, played).filter(|_| case.surface == ClientSurface::Sdk) {
         return blame(first_rule, why);
+    }
+    if let Some(finding) = crate::acp::wire::finding(case, &played.journal) {
+        return Some(finding);
     }
     let surface = case.surface.name();
     let teardown = match case.surface {
         ClientSurface::Sdk => "sdk.teardown-bounded",
         ClientSurface::Headless => "headless.exit-code",
+        ClientSurface::Acp => "acp.reap-the-agent",
     };
     if !played.leftovers.is_empty() {
         let left: Vec<String> = played.leftovers.iter().map(ToString::to_string).collect();

@@ -1,9 +1,10 @@
-//! `dsh-conformance run --surface sdk|headless --host CLIENT`: the client corpus
-//! (docs/sdk-clients.md). Each case of `fixtures/clients/<surface>/` starts the client through
-//! its driver contract against fake-dsh playing the case's scenario, and judges what the client
-//! reported, how it ended, what it left running and where the credential went. Results go through
-//! the same model and outputs as the host corpus (table, JSON, JSONL, JUnit, Markdown; exit 1 on a
-//! failure, 2 when the run could not start, 3 when a `--case`/`--skip` glob matches nothing).
+//! `dsh-conformance run --surface sdk|headless|acp --host CLIENT`: the client corpus
+//! (docs/sdk-clients.md; the ACP corpus's own parts in [`acp`], docs/surface-acp.md). Each case
+//! of `fixtures/clients/<surface>/` starts the client through its driver contract against
+//! fake-dsh playing the case's scenario, and judges what the client reported, how it ended, what
+//! it left running and where the credential went. Results go through the same model and outputs
+//! as the host corpus (table, JSON, JSONL, JUnit, Markdown; exit 1 on a failure, 2 when the run
+//! could not start, 3 when a `--case`/`--skip` glob matches nothing).
 //!
 //! - [`corpus`]: loading and linting the cases and the client rule catalog;
 //! - [`play`]: one case, played; [`launcher`]: the runtime it hands the client, configured;
@@ -14,6 +15,7 @@
 //! It shares the case engine (`dsh-engine`: processes, the token sweep, the journal, selection)
 //! and the results model (`dsh-results`) with the host corpus, and imports nothing of it.
 
+pub mod acp;
 pub mod canary;
 pub mod corpus;
 pub mod journal_copy;
@@ -51,7 +53,7 @@ pub fn run(
     {
         dsh_engine::files::refuse_symlink(path).map_err(|e| e.to_string())?;
     }
-    let Some(selected) = select(args, corpus.of(surface).collect())? else {
+    let Some(selected) = select(args, surface, corpus.of(surface).collect())? else {
         return Ok(RunOutcome::NothingSelected);
     };
     if args.list {
@@ -96,6 +98,9 @@ pub fn run(
     };
     let mut report = run.suite(&selected, info)?;
     report.rerun_args = rerun_args(args, surface);
+    if let Some(path) = &args.write_expectations {
+        acp::write_expectations(&report, expectations.as_ref(), path)?;
+    }
     kill_strays();
     let stopped = if interrupt::signalled() {
         Some("interrupted")
@@ -135,6 +140,7 @@ fn kill_strays() {
 /// an error); `None` (after saying which) when a glob matches no client case of the surface.
 fn select<'a>(
     args: &RunOptions,
+    surface: ClientSurface,
     cases: Vec<&'a LoadedCase>,
 ) -> Result<Option<Vec<&'a LoadedCase>>, String> {
     if !args.sections.is_empty() || args.shard.is_some() {
@@ -143,7 +149,8 @@ fn select<'a>(
                 .into(),
         );
     }
-    if args.write_expectations.is_some() {
+    // The ACP corpus writes one (acp::write_expectations); the SDK surfaces keep theirs by hand.
+    if args.write_expectations.is_some() && surface != ClientSurface::Acp {
         return Err(
             "--write-expectations writes a host's file; a client's expectations file is written \
              by hand, each entry with its reason ({\"v\":1,\"xfail\":{\"case.id\":\"reason\"}})"
@@ -182,7 +189,7 @@ fn setup(args: &RunOptions, surface: ClientSurface) -> Result<Setup, String> {
     client.extend(args.host_args.iter().cloned());
     if client.is_empty() {
         return Err(
-            "--surface sdk|headless needs --host CLIENT (the client's command line)".into(),
+            "--surface sdk|headless|acp needs --host CLIENT (the client's command line)".into(),
         );
     }
     let client = dsh_engine::programs::absolute_paths(client);
@@ -223,6 +230,7 @@ fn runtime_args(
     let profile: &[&str] = match surface {
         ClientSurface::Sdk => &["--profile", "sdk"],
         ClientSurface::Headless => &["--profile", "headless"],
+        ClientSurface::Acp => &["--profile", "acp"],
     };
     let (fixed, profile): (&[&str], &[&str]) = match (surface, persona) {
         (_, None) => (&[], profile),

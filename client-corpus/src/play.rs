@@ -29,6 +29,8 @@ use std::time::{Duration, Instant};
 pub const SDK_COMMAND_ENV: &str = "DSH_SDK_COMMAND";
 /// The variable holding the runtime's argv (a JSON array) for a headless client.
 pub const HEADLESS_COMMAND_ENV: &str = "DSH_HEADLESS_COMMAND";
+/// The variable holding the runtime's argv (a JSON array) for an ACP client.
+pub const ACP_COMMAND_ENV: &str = "DSH_ACP_COMMAND";
 /// How many seconds a client may wait on a silent runtime before giving up (and, closing, before
 /// killing it).
 pub const TIMEOUT_ENV: &str = "DSH_SDK_TIMEOUT";
@@ -183,6 +185,7 @@ fn play_in(setup: &Setup, case: &ClientCase, temp: &Path) -> Result<Played, Stri
             command.env(JOURNAL_COPY_ENV, name);
         }
         session_env(&mut command, case, run);
+        crate::acp::contract::run_env(&mut command, case, run, &journal_path);
         command.current_dir(&work);
         Ok(command)
     };
@@ -406,9 +409,8 @@ fn case_launcher(
     if let Some(name) = journal_copy {
         env.push((JOURNAL_COPY_ENV, name.into()));
     }
-    if let Some(runtime) = &case.runtime {
+    if let Some(document) = scenario_document(case) {
         let file = temp.join("scenario.json");
-        let document = serde_json::json!({ "sdk": runtime });
         std::fs::write(&file, document.to_string())
             .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
         env.push((SCENARIO_ENV, file.into()));
@@ -420,6 +422,19 @@ fn case_launcher(
         env,
         dsh_home: temp.join("dsh-home"),
     })
+}
+
+/// The scenario file fake-dsh plays for the case, when it has one: the SDK scenario as its `sdk`
+/// member, the ACP one as its `acp` member.
+fn scenario_document(case: &ClientCase) -> Option<serde_json::Value> {
+    match (
+        &case.runtime,
+        case.acp.as_ref().and_then(|acp| acp.scenario.as_ref()),
+    ) {
+        (Some(runtime), _) => Some(serde_json::json!({ "sdk": runtime })),
+        (None, Some(scenario)) => Some(serde_json::json!({ "acp": scenario })),
+        (None, None) => None,
+    }
 }
 
 /// The client's command with the driver contract's environment and nothing else of the caller's
@@ -440,6 +455,7 @@ fn client_command(
     let variable = match case.surface {
         ClientSurface::Sdk => SDK_COMMAND_ENV,
         ClientSurface::Headless => HEADLESS_COMMAND_ENV,
+        ClientSurface::Acp => ACP_COMMAND_ENV,
     };
     let runtime = serde_json::json!([launcher.to_string_lossy()]);
     let mut command = Command::new(program);
@@ -459,7 +475,7 @@ fn client_command(
         .env("DSH_HOME", temp.join("dsh-home"))
         .env(JOURNAL_ENV, temp.join("journal.jsonl"))
         .env(WATCHDOG_ENV, (setup.limit().as_secs() + 10).to_string());
-    if case.runtime.is_some() {
+    if scenario_document(case).is_some() {
         command.env(SCENARIO_ENV, temp.join("scenario.json"));
     }
     Ok(command)

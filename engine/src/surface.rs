@@ -84,6 +84,7 @@ impl From<dsh_formats::client_case::ClientSurface> for Surface {
         match surface {
             dsh_formats::client_case::ClientSurface::Sdk => Surface::Sdk,
             dsh_formats::client_case::ClientSurface::Headless => Surface::Headless,
+            dsh_formats::client_case::ClientSurface::Acp => Surface::Acp,
         }
     }
 }

@@ -7,6 +7,7 @@
 //! end. Its first rule is the one blamed when an expectation fails; a case with an
 //! `interpretation` rests on that entry of docs/interpretations.md and is informational.
 
+pub use crate::acp_client_case::AcpCase;
 use crate::sdk_scenario::SdkScenario;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -26,6 +27,8 @@ pub enum ClientSurface {
     Sdk,
     /// The one-shot `dsh --profile headless TASK`.
     Headless,
+    /// The Agent Client Protocol agent (`dsh --profile acp`, docs/surface-acp.md).
+    Acp,
 }
 
 impl ClientSurface {
@@ -34,6 +37,7 @@ impl ClientSurface {
         match self {
             ClientSurface::Sdk => "sdk",
             ClientSurface::Headless => "headless",
+            ClientSurface::Acp => "acp",
         }
     }
 }
@@ -58,6 +62,9 @@ pub struct ClientCase {
     /// What fake-dsh plays (absent: the default agent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<SdkScenario>,
+    /// An ACP case's own members (surface `acp` only): [`crate::acp_client_case`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acp: Option<AcpCase>,
     /// The prompts (headless: exactly one, the task).
     pub prompts: Vec<String>,
     /// How many times the client runs, one after the other, in the same case directory (working
@@ -194,6 +201,7 @@ pub fn parse_case(value: &Value) -> Result<ClientCase, String> {
             ));
         }
     }
+    crate::acp_client_case::check(&case)?;
     if case.surface == ClientSurface::Headless && case.prompts.len() != 1 {
         return Err("a headless case has exactly one prompt (the task)".to_string());
     }

@@ -8,6 +8,7 @@
 //! - [`sdk_scenario`]: the SDK surfaces' scenario, a client case's `runtime`
 //!   (`schemas/sdk-scenario.schema.json`).
 //! - [`acp_scenario`]: the ACP surface's scenario (`schemas/acp-scenario.schema.json`).
+//! - [`acp_client_case`]: an ACP client case's own members (a client case's `acp`).
 //! - [`journal`]: one line of fake-dsh's journal (docs/journal.md, `schemas/journal.schema.json`).
 //!
 //! Each type serializes to and parses from exactly its schema's shape, and each loader checks what
@@ -15,6 +16,7 @@
 //! compiler then checks in every reader and writer. The schemas themselves stay files in
 //! `schemas/`, embedded by `dsh-protocol`.
 
+pub mod acp_client_case;
 pub mod acp_scenario;
 pub mod case;
 pub mod client_case;

@@ -1,5 +1,5 @@
 //! `run`: the host corpus on the open-design surface (`dsh-host-corpus`), the client corpus on
-//! `sdk` and `headless` (`dsh-client-corpus`), one grammar for both ([`RunArgs`] ->
+//! `sdk`, `headless` and `acp` (`dsh-client-corpus`), one grammar for both ([`RunArgs`] ->
 //! [`RunOptions`]).
 
 use super::live::LivePrinter;
@@ -21,13 +21,18 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// The surfaces `run` has a corpus for.
-pub const SURFACES: [Surface; 3] = [Surface::OpenDesign, Surface::Sdk, Surface::Headless];
+pub const SURFACES: [Surface; 4] = [
+    Surface::OpenDesign,
+    Surface::Sdk,
+    Surface::Headless,
+    Surface::Acp,
+];
 
 /// The `run` flags.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// The host driver's command line, split like a shell would (default: dsh-host-driver next to
-    /// this executable); with `--surface sdk|headless`, the client's.
+    /// this executable); with `--surface sdk|headless|acp`, the client's.
     #[arg(long, value_name = "COMMAND", help_heading = heading::HOST)]
     pub host: Option<String>,
     /// One more argument of the host command (repeatable; alone it builds the whole command).
@@ -57,7 +62,7 @@ pub struct RunArgs {
     /// TERM and what the harness sets (docs/host-driver.md, "Environment").
     #[arg(long = "pass-env", value_name = "NAME", help_heading = heading::HOST)]
     pub pass_env: Vec<String>,
-    /// A capability the client lacks (`--surface sdk|headless`, repeatable): the client cases
+    /// A capability the client lacks (`--surface sdk|headless|acp`, repeatable): the client cases
     /// that require it are skipped (e.g. `background-subagents`).
     #[arg(long = "client-lacks", value_name = "CAPABILITY", help_heading = heading::HOST)]
     pub client_lacks: Vec<String>,
@@ -179,6 +184,7 @@ pub fn main(args: &RunArgs) -> ExitCode {
         Surface::OpenDesign => None,
         Surface::Sdk => Some(ClientSurface::Sdk),
         Surface::Headless => Some(ClientSurface::Headless),
+        Surface::Acp => Some(ClientSurface::Acp),
         other => return super::options::unsupported_surface("run", other, &SURFACES),
     };
     let printer = LivePrinter::new("dsh-conformance run", options.format, options.color, true);

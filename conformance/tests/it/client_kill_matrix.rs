@@ -1,5 +1,6 @@
-//! The client kill matrix (docs/sdk-clients.md, "Kill matrix"): each deliberately buggy variant
-//! of an example client in `examples/client-mutants.json` (the example with its `replace` edits)
+//! The client kill matrix (docs/sdk-clients.md and docs/surface-acp.md, "Kill matrix"): each
+//! deliberately buggy variant of an example client in `examples/client-mutants.json` (and of an
+//! ACP example client in `examples/acp-client-mutants.json`) (the example with its `replace` edits)
 //! fails every strict case its entry names, through `dsh-conformance run --surface ...`; an entry
 //! whose `find` text no longer occurs exactly once in its example fails here first, so the matrix
 //! cannot go stale silently. A client whose interpreter is missing is skipped, saying so.
@@ -36,6 +37,11 @@ fn mutated(mutant: &Value, dir: &Path) -> PathBuf {
     }
     let path = dir.join(Path::new(client).file_name().unwrap());
     std::fs::write(&path, text).unwrap();
+    // An example on an npm SDK resolves it from beside the copy.
+    let modules = repo_root().join(client).with_file_name("node_modules");
+    if modules.is_dir() {
+        std::os::unix::fs::symlink(modules, dir.join("node_modules")).unwrap();
+    }
     path
 }
 
@@ -44,6 +50,8 @@ fn run_killers(mutant: &Value, script: &Path) -> Value {
     let client = mutant["client"].as_str().unwrap();
     let surface = if client.contains("headless") {
         "headless"
+    } else if client.starts_with("examples/acp-client-") {
+        "acp"
     } else {
         "sdk"
     };
@@ -56,7 +64,8 @@ fn run_killers(mutant: &Value, script: &Path) -> Value {
             "--format",
             "json",
             "--time-scale",
-            "0.4",
+            // acpx starts several Node processes a case: its bounds need room on a loaded machine.
+            if client.contains("acpx") { "2" } else { "0.4" },
         ])
         .arg("--fixtures")
         .arg(repo_root().join("fixtures"))
@@ -86,6 +95,18 @@ fn check_mutant(mutant: &Value, dir: &Path) -> bool {
     if !dsh_test_support::tool_available(interpreter_of(client)) {
         return false;
     }
+    if client.starts_with("examples/acp-client-") {
+        let name = if client.ends_with(".py") {
+            "python"
+        } else if client.contains("acpx") {
+            "acpx"
+        } else {
+            "typescript"
+        };
+        if !crate::acp_client_corpus::example_runs(name, interpreter_of(client)) {
+            return false;
+        }
+    }
     let script = mutated(mutant, dir);
     let report = run_killers(mutant, &script);
     for case in report["cases"].as_array().unwrap() {
@@ -110,9 +131,16 @@ fn check_mutant(mutant: &Value, dir: &Path) -> bool {
 
 #[test]
 fn every_client_mutant_fails_the_cases_that_name_it() {
-    let file = repo_root().join("examples/client-mutants.json");
-    let matrix: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    let mutants = matrix["mutants"].as_array().unwrap();
+    // The SDK and headless clients' mutants, then the ACP clients'.
+    let mut mutants = Vec::new();
+    for file in [
+        "examples/client-mutants.json",
+        "examples/acp-client-mutants.json",
+    ] {
+        let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
+        let matrix: Value = serde_json::from_str(&text).unwrap();
+        mutants.extend(matrix["mutants"].as_array().unwrap().iter().cloned());
+    }
     let next = std::sync::atomic::AtomicUsize::new(0);
     let killed = std::sync::atomic::AtomicUsize::new(0);
     // Two at a time: the hanging variants spend most of their limit asleep.

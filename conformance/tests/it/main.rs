@@ -24,6 +24,7 @@ mod node_support;
 /// The model server's loopback HTTP client, shared with that crate's own tests.
 use dsh_test_support::model_http as model_server_support;
 
+mod acp_client_corpus;
 mod acp_record;
 mod bounded_inputs;
 mod check_runtime_cli;

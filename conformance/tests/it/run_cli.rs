@@ -922,7 +922,7 @@ fn a_surface_a_command_cannot_do_is_exit_2_naming_what_it_does() {
         assert_eq!(output.status.code(), Some(2), "{stderr}");
         assert!(
             stderr.contains(&format!(
-                "run cannot do --surface {surface} (it does open-design, sdk, headless)"
+                "run cannot do --surface {surface} (it does open-design, sdk, headless, acp)"
             )),
             "{stderr}"
         );
