@@ -53,7 +53,7 @@ pub fn run(
     {
         dsh_engine::files::refuse_symlink(path).map_err(|e| e.to_string())?;
     }
-    let Some(selected) = select(args, surface, corpus.of(surface).collect())? else {
+    let Some(selected) = select(args, surface, corpus.of(surface).collect(), reporter)? else {
         return Ok(RunOutcome::NothingSelected);
     };
     if args.list {
@@ -72,7 +72,9 @@ pub fn run(
         .transpose()?;
     if let Some(expectations) = &expectations {
         let ids: Vec<&str> = selected.iter().map(|c| c.case.id.as_str()).collect();
-        expectations.warn_unselected(&ids);
+        for warning in expectations.unselected_warnings(&ids) {
+            reporter.note(&warning);
+        }
     }
     let info = CorpusInfo {
         source: corpus_dir.source_label(),
@@ -81,7 +83,7 @@ pub fn run(
         embedded: corpus.hash == corpus::embedded_hash(),
     };
     if let Some(warning) = info.warning() {
-        eprintln!("dsh-conformance run: {warning}");
+        reporter.note(&warning);
     }
     // The first SIGINT or SIGTERM starts no new case and ends the cases in flight at once (each
     // client's process group is killed, the case's teardown kills what it left and removes its
@@ -101,7 +103,7 @@ pub fn run(
     if let Some(path) = &args.write_expectations {
         acp::write_expectations(&report, expectations.as_ref(), path)?;
     }
-    kill_strays();
+    kill_strays(reporter);
     let stopped = if interrupt::signalled() {
         Some("interrupted")
     } else if args.fail_fast && report.cases.len() < selected.len() {
@@ -110,11 +112,11 @@ pub fn run(
         None
     };
     if let Some(reason) = stopped {
-        eprintln!(
-            "dsh-conformance run: stopped early ({reason}): {} of {} cases ran",
+        reporter.note(&format!(
+            "stopped early ({reason}): {} of {} cases ran",
             report.cases.len(),
             selected.len()
-        );
+        ));
     }
     Ok(RunOutcome::Ran {
         report: Box::new(report),
@@ -124,15 +126,15 @@ pub fn run(
 
 /// Once every case is over, nothing the clients started outlives `run`: an orphan still adopted
 /// then (one a case spared because it carried the token of a case in flight beside it, which
-/// ended before it could sweep it) is killed and named on stderr.
-fn kill_strays() {
+/// ended before it could sweep it) is killed and named in a note.
+fn kill_strays(reporter: &dyn Reporter) {
     let strays = dsh_engine::process::kill_adopted(std::time::Duration::from_secs(2), |_| false);
     if !strays.is_empty() {
         let named: Vec<String> = strays.iter().map(ToString::to_string).collect();
-        eprintln!(
-            "dsh-conformance run: killed what the clients left running after every case ended: {}",
+        reporter.note(&format!(
+            "killed what the clients left running after every case ended: {}",
             named.join(", ")
-        );
+        ));
     }
 }
 
@@ -142,6 +144,7 @@ fn select<'a>(
     args: &RunOptions,
     surface: ClientSurface,
     cases: Vec<&'a LoadedCase>,
+    reporter: &dyn Reporter,
 ) -> Result<Option<Vec<&'a LoadedCase>>, String> {
     if !args.sections.is_empty() || args.shard.is_some() {
         return Err(
@@ -166,10 +169,7 @@ fn select<'a>(
     selection.check()?;
     let unmatched = selection.unmatched_with_hints(cases.iter().map(|c| c.case.id.as_str()));
     if !unmatched.is_empty() {
-        eprintln!(
-            "dsh-conformance run: {} matches no client case",
-            unmatched.join(", ")
-        );
+        reporter.note(&format!("{} matches no client case", unmatched.join(", ")));
         return Ok(None);
     }
     Ok(Some(

@@ -56,14 +56,6 @@ impl Expectations {
         .collect()
     }
 
-    /// Warns on stderr of every listed id that is not among `selected` (callers with a
-    /// [`crate::reporter::Reporter`] note [`Expectations::unselected_warnings`] instead).
-    pub fn warn_unselected(&self, selected: &[&str]) {
-        for warning in self.unselected_warnings(selected) {
-            eprintln!("dsh-conformance run: {warning}");
-        }
-    }
-
     /// The case's verdict under the file (unchanged when the case is not listed).
     pub fn apply(&self, case: &mut CaseResult) {
         if let Some(reason) = self.xfail.get(&case.id) {

@@ -30,11 +30,22 @@ fn sdk_client(personas: &[&str]) -> Value {
            "personas": personas})
 }
 
+fn acp_client() -> Value {
+    let script = repo().join("examples/acp-client-python/acp_corpus_client.py");
+    json!({"name": "python-acp", "surface": "acp", "command": ["python3", script]})
+}
+
 #[test]
 fn clients_sit_beside_the_hosts_one_cell_per_persona() {
-    let config = json!({"clients": [sdk_client(&["0.2.1", "0.1.5"])],
+    let with_acp = crate::acp_client_corpus::example_runs("python", "python3");
+    let mut clients = vec![sdk_client(&["0.2.1", "0.1.5"])];
+    clients.extend(with_acp.then(acp_client));
+    let config = json!({"clients": clients,
                         "variants": [{"name": "dsh-0.1.7-rc.1", "env": {"FAKE_DSH_VERSION": "0.1.7-rc.1"}}]});
-    let (out, dir) = report(&config, &["lifecycle.first-run*", "sdk.crlf-lines"]);
+    let (out, dir) = report(
+        &config,
+        &["lifecycle.first-run*", "sdk.crlf-lines", "acp.write-page"],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let text = std::fs::read_to_string(dir.path().join("out/report.json")).unwrap();
@@ -57,14 +68,18 @@ fn clients_sit_beside_the_hosts_one_cell_per_persona() {
         .iter()
         .map(|(h, v, _)| (h.as_str(), v.as_str()))
         .collect();
-    assert_eq!(
-        names,
-        [
-            ("reference", "dsh-0.1.7-rc.1"),
-            ("python-sdk", "fake-dsh 0.2.1"),
-            ("python-sdk", "fake-dsh 0.1.5"),
-        ]
-    );
+    let mut expected = vec![
+        ("reference", "dsh-0.1.7-rc.1"),
+        ("python-sdk", "fake-dsh 0.2.1"),
+        ("python-sdk", "fake-dsh 0.1.5"),
+    ];
+    expected.extend(with_acp.then_some(("python-acp", "fake-dsh 0.2.1")));
+    assert_eq!(names, expected);
+    if with_acp {
+        assert_eq!(cells[3].2, ["acp.write-page"], "{cells:?}");
+        let verdict = &document["suites"][3]["cases"][0]["verdict"];
+        assert_eq!(verdict, "pass", "{:#}", document["suites"][3]);
+    }
     assert!(
         cells[0]
             .2
