@@ -17,12 +17,11 @@
 //!   client wheels under `target/real-dsh-runtime-bin/`.
 
 mod bench;
-mod bench_acp;
+mod bench_initialize;
 mod bench_model_server;
 mod bench_python;
 mod bench_real_dsh;
 mod bench_runs;
-mod bench_sdk;
 mod ci;
 mod dist;
 mod install;
@@ -114,9 +113,9 @@ fn main() -> ExitCode {
         Task::Ci => ci::ci(),
         Task::CheckCorpus => check_corpus(),
         Task::InstallFakeDsh { dir, force } => install_fake_dsh(&dir, force),
-        Task::Bench { sdk: true, .. } => bench_one_row(bench_sdk::rows),
+        Task::Bench { sdk: true, .. } => bench_one_row(|kit| bench_initialize::SDK.rows(kit)),
         Task::Bench { python: true, .. } => bench_one_row(bench_python::rows),
-        Task::Bench { acp: true, .. } => bench_one_row(bench_acp::rows),
+        Task::Bench { acp: true, .. } => bench_one_row(|kit| bench_initialize::ACP.rows(kit)),
         Task::Bench { .. } => bench(),
         Task::Mutants => kill_matrix(),
         Task::Stress(args) => stress::stress(&args),
@@ -291,9 +290,9 @@ fn bench() -> Outcome {
     let measured = (|| {
         let mut figures = bench::checker_throughput(&checker_bench)?;
         figures.push(bench::cold_start(&kit)?);
-        figures.extend(bench_sdk::rows(&kit)?);
+        figures.extend(bench_initialize::SDK.rows(&kit)?);
         figures.extend(bench_python::rows(&kit)?);
-        figures.extend(bench_acp::rows(&kit)?);
+        figures.extend(bench_initialize::ACP.rows(&kit)?);
         figures.extend(bench_real_dsh::rows(&kit, &workspace_root())?);
         let corpus = bench::corpus(&kit, bench::spawn_cost()?)?;
         let cases = corpus.cases;

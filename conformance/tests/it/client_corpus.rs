@@ -106,18 +106,8 @@ fn a_client_that_reports_nothing_fails_each_case_on_its_first_rule() {
             "sdk.sig*",
         ],
     );
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let cases = report["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 3);
-    for case in cases {
-        assert_eq!(case["verdict"], "fail", "{case}");
-        assert_eq!(case["rule"], case["rules"][0], "{case}");
+    let cases = every_case_fails_on_its_first_rule(&output, 3);
+    for case in &cases {
         assert_eq!(case["blame"], "host", "{case}");
     }
     let why = |id: &str| {
@@ -542,6 +532,21 @@ fn a_key_hidden_from_the_canary_search_is_still_found() {
         let rule = (name != "journal-emptied").then(|| format!("{surface}.credentials-in-env"));
         assert_the_one_case_fails(name, &output, rule.as_deref(), expected);
     }
+}
+
+/// The `--format json` run's cases, after asserting it exited 1 with `count` cases, each failing
+/// on its first rule (the rule a client that does nothing breaks first).
+pub fn every_case_fails_on_its_first_rule(output: &Output, count: usize) -> Vec<Value> {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let cases = report["cases"].as_array().unwrap().clone();
+    assert_eq!(cases.len(), count, "{stderr}");
+    for case in &cases {
+        assert_eq!(case["verdict"], "fail", "{case}");
+        assert_eq!(case["rule"], case["rules"][0], "{case}");
+    }
+    cases
 }
 
 /// `output` is a `--format json` run of one case that failed (exit 1, verdict `fail`), on `rule`

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -35,29 +35,18 @@ fn the_official_python_acp_sdk_runs_and_resumes_on_fake_dsh_as_both_releases() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples/acp-client-python/acp_client_check.py");
     let work = tempfile::tempdir().unwrap();
-    let mut child = Command::new(python)
-        .arg(&script)
-        .env("DSH", env!("CARGO_BIN_EXE_fake-dsh"))
-        .env("WORK", work.path())
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("FAKE_DSH_WATCHDOG_SECS", "60")
-        .env_remove("FAKE_DSH_SCENARIO")
-        .env_remove("FAKE_DSH_JOURNAL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + LIMIT;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the ACP client did not end within {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let output = child.wait_with_output().unwrap();
+    let output = crate::support::output_within(
+        Command::new(python)
+            .arg(&script)
+            .env("DSH", env!("CARGO_BIN_EXE_fake-dsh"))
+            .env("WORK", work.path())
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("FAKE_DSH_WATCHDOG_SECS", "60")
+            .env_remove("FAKE_DSH_SCENARIO")
+            .env_remove("FAKE_DSH_JOURNAL"),
+        LIMIT,
+        "the ACP client",
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),

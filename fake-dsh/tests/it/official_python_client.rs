@@ -5,8 +5,8 @@
 //! pydantic 2 or without the client wheel `cargo xtask real-dsh --runtime-bin` unpacks.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 const CLIENT: &str = "deepseek-harness-sdk-0.2.1rc2";
 const LIMIT: Duration = Duration::from_secs(120);
@@ -31,34 +31,23 @@ fn the_official_python_client_runs_resumes_and_moves_the_working_directory_on_fa
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples/official-python-client/test_official_client.py");
     let scratch = tempfile::tempdir().unwrap();
-    let mut child = Command::new("python3")
-        .arg(&script)
-        .current_dir(scratch.path())
-        .env("FAKE_DSH", env!("CARGO_BIN_EXE_fake-dsh"))
-        .env("PYTHONPATH", &client)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("TMPDIR", scratch.path())
-        .env("FAKE_DSH_WATCHDOG_SECS", "60")
-        .env_remove("DSH_HOME")
-        .env_remove("FAKE_DSH_SCENARIO")
-        .env_remove("FAKE_DSH_PERSONA")
-        .env_remove("DEEPSEEK_API_KEY")
-        .env_remove("DEEPSEEK_BASE_URL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + LIMIT;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the client tests did not end within {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let output = child.wait_with_output().unwrap();
+    let output = crate::support::output_within(
+        Command::new("python3")
+            .arg(&script)
+            .current_dir(scratch.path())
+            .env("FAKE_DSH", env!("CARGO_BIN_EXE_fake-dsh"))
+            .env("PYTHONPATH", &client)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("TMPDIR", scratch.path())
+            .env("FAKE_DSH_WATCHDOG_SECS", "60")
+            .env_remove("DSH_HOME")
+            .env_remove("FAKE_DSH_SCENARIO")
+            .env_remove("FAKE_DSH_PERSONA")
+            .env_remove("DEEPSEEK_API_KEY")
+            .env_remove("DEEPSEEK_BASE_URL"),
+        LIMIT,
+        "the client tests",
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");

@@ -417,3 +417,29 @@ pub fn assert_valid_frame(frame: &Value) {
         panic!("frame {frame} is not schema-valid: {errors:?}");
     }
 }
+
+/// Runs `command` (stdin closed, stdout and stderr captured) to its end, killing it and failing
+/// the test, naming `what`, if it has not ended within `limit`.
+pub fn output_within(
+    command: &mut Command,
+    limit: std::time::Duration,
+    what: &str,
+) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not end within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
