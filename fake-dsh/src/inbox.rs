@@ -1,5 +1,8 @@
 //! Host commands from stdin: a background thread reads lines (bounded), journals each one, and
-//! hands them to the main thread, which waits on them with timeouts.
+//! hands them to the main thread, which waits on them with timeouts. The lines one read of stdin
+//! completes are handed over together, so a command the host wrote with another (a second
+//! `execute` in the same write as the first) is there as soon as the first is, however late the
+//! reader thread runs on a busy machine.
 
 use crate::journal::{self, Event};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -36,7 +39,9 @@ pub enum Wait {
 
 /// The main thread's end of the stdin reader.
 pub struct Inbox {
-    receiver: Option<Receiver<Inbound>>,
+    receiver: Option<Receiver<Vec<Inbound>>>,
+    /// The rest of the last batch received.
+    arrived: std::collections::VecDeque<Inbound>,
     closed: bool,
 }
 
@@ -70,40 +75,55 @@ fn journal_inbound(inbound: &Inbound) {
     }
 }
 
-/// Reads `input` line by line until EOF, journaling and sending each line; blank lines are
-/// skipped.
-fn pump(input: impl Read, sender: mpsc::Sender<Inbound>) {
+/// Reads `input` line by line until EOF, journaling each line and sending, as one batch, the
+/// lines one read completed (the first line, and every further whole line already buffered);
+/// blank lines are skipped.
+fn pump(input: impl Read, sender: mpsc::Sender<Vec<Inbound>>) {
     let mut reader = BufReader::new(input);
-    loop {
-        let mut line = Vec::new();
-        let read = (&mut reader)
-            .take(MAX_COMMAND_BYTES as u64)
-            .read_until(b'\n', &mut line);
-        match read {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        if line.len() == MAX_COMMAND_BYTES && !line.ends_with(b"\n") {
-            let mut rest = Vec::new();
-            while let Ok(more) = (&mut reader).take(64 * 1024).read_until(b'\n', &mut rest) {
-                if more == 0 || rest.ends_with(b"\n") {
-                    break;
-                }
-                rest.clear();
+    while let Some(line) = read_line(&mut reader) {
+        let mut batch = vec![line];
+        while reader.buffer().contains(&b'\n') {
+            match read_line(&mut reader) {
+                Some(line) => batch.push(line),
+                None => break,
             }
         }
-        let content = strip_line_ending(&line);
-        if content.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let inbound = classify_line(content);
-        journal_inbound(&inbound);
-        if sender.send(inbound).is_err() {
+        let inbound: Vec<Inbound> = batch
+            .iter()
+            .map(|line| strip_line_ending(line))
+            .filter(|content| !content.iter().all(u8::is_ascii_whitespace))
+            .map(classify_line)
+            .collect();
+        inbound.iter().for_each(journal_inbound);
+        if !inbound.is_empty() && sender.send(inbound).is_err() {
             return;
         }
     }
     journal_inbound(&Inbound::Closed);
-    let _ = sender.send(Inbound::Closed);
+    let _ = sender.send(vec![Inbound::Closed]);
+}
+
+/// The next line (with its ending), at most [`MAX_COMMAND_BYTES`] of it (the rest of a longer
+/// line is read and dropped); `None` at EOF or on a read error.
+fn read_line(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut line = Vec::new();
+    match reader
+        .take(MAX_COMMAND_BYTES as u64)
+        .read_until(b'\n', &mut line)
+    {
+        Ok(0) | Err(_) => return None,
+        Ok(_) => {}
+    }
+    if line.len() == MAX_COMMAND_BYTES && !line.ends_with(b"\n") {
+        let mut rest = Vec::new();
+        while let Ok(more) = reader.take(64 * 1024).read_until(b'\n', &mut rest) {
+            if more == 0 || rest.ends_with(b"\n") {
+                break;
+            }
+            rest.clear();
+        }
+    }
+    Some(line)
 }
 
 /// Held by the reader thread while it takes bytes from fd 0, and by the writer of `ready` while
@@ -181,12 +201,13 @@ impl Inbox {
     pub fn for_stdin() -> Inbox {
         Inbox {
             receiver: None,
+            arrived: Default::default(),
             closed: false,
         }
     }
 
     /// Starts reading stdin in a background thread (once; waiting also starts it).
-    pub fn start(&mut self) -> &Receiver<Inbound> {
+    pub fn start(&mut self) -> &Receiver<Vec<Inbound>> {
         self.receiver.get_or_insert_with(|| {
             let (sender, receiver) = mpsc::channel();
             std::thread::spawn(move || pump(GatedStdin::new(), sender));
@@ -209,10 +230,9 @@ impl Inbox {
             }
             return Wait::TimedOut;
         }
-        let receiver = self.start();
-        let received = match timeout {
-            Some(timeout) => receiver.recv_timeout(timeout),
-            None => receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        let received = match self.arrived.pop_front() {
+            Some(inbound) => Ok(inbound),
+            None => self.receive(timeout),
         };
         match received {
             Ok(inbound) => {
@@ -227,6 +247,19 @@ impl Inbox {
                 Wait::Got(Inbound::Closed)
             }
         }
+    }
+
+    /// The first line of the next batch, the rest kept for the following calls.
+    fn receive(&mut self, timeout: Option<Duration>) -> Result<Inbound, RecvTimeoutError> {
+        let receiver = self.start();
+        let batch = match timeout {
+            Some(timeout) => receiver.recv_timeout(timeout)?,
+            None => receiver
+                .recv()
+                .map_err(|_| RecvTimeoutError::Disconnected)?,
+        };
+        self.arrived.extend(batch);
+        self.arrived.pop_front().ok_or(RecvTimeoutError::Timeout)
     }
 
     /// Takes what has already arrived, without waiting.
@@ -255,7 +288,7 @@ mod tests {
         let (sender, receiver) = mpsc::channel();
         let input: &[u8] = b"{\"type\":\"cancel\"}\r\n\n   \nnot json\n42\n";
         pump(input, sender);
-        let got: Vec<Inbound> = receiver.iter().collect();
+        let got: Vec<Inbound> = receiver.iter().flatten().collect();
         assert_eq!(
             got,
             vec![
@@ -265,5 +298,17 @@ mod tests {
                 Inbound::Closed,
             ]
         );
+    }
+
+    #[test]
+    fn the_lines_of_one_read_arrive_together() {
+        let (sender, receiver) = mpsc::channel();
+        // `&[u8]` reads whole: one read, three lines, one batch.
+        let input: &[u8] = b"{\"type\":\"execute\"}\n{\"type\":\"execute\",\"n\":2}\nnot json\n";
+        pump(input, sender);
+        let batches: Vec<Vec<Inbound>> = receiver.iter().collect();
+        assert_eq!(batches.len(), 2, "{batches:?}");
+        assert_eq!(batches[0].len(), 3, "{batches:?}");
+        assert_eq!(batches[1], [Inbound::Closed]);
     }
 }
