@@ -233,3 +233,16 @@ pub fn skip(why: impl Display) {
     let _ = stdout.write_all(line.as_bytes());
     let _ = stdout.flush();
 }
+
+/// The `status` of check `id` in a `check-runtime` JSON report (`checks[]`), failing the test
+/// when the report has no such check.
+pub fn check_status<'a>(report: &'a serde_json::Value, id: &str) -> &'a str {
+    report["checks"]
+        .as_array()
+        .expect("a check-runtime report has `checks`")
+        .iter()
+        .find(|check| check["id"] == id)
+        .unwrap_or_else(|| panic!("{id} missing from {report:#}"))["status"]
+        .as_str()
+        .expect("a check's status is a string")
+}

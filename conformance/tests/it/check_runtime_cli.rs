@@ -6,6 +6,7 @@
 //! dsh-runtime-check's own test (`runtime-check/tests/it/`).
 
 use assert_cmd::Command;
+use dsh_test_support::check_status as status_of;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -64,17 +65,6 @@ fn check_scaled(
         )
     });
     (output.status.code().unwrap_or(-1), report)
-}
-
-fn status_of<'a>(report: &'a Value, id: &str) -> &'a str {
-    report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|check| check["id"] == id)
-        .unwrap_or_else(|| panic!("{id} missing from {report:#}"))["status"]
-        .as_str()
-        .unwrap()
 }
 
 #[test]

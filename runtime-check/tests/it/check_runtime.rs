@@ -12,6 +12,7 @@ use dsh_runtime_check::world::Target;
 use dsh_runtime_check::{
     install_bundle, run_checks, select_checks, to_json, to_jsonl, to_table, CannotRun,
 };
+use dsh_test_support::check_status as status_of;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -78,17 +79,6 @@ fn check(scenario: Option<&Value>, checks: &[&str]) -> Value {
 
 fn failed(report: &Value) -> u64 {
     report["totals"]["fail"].as_u64().unwrap()
-}
-
-fn status_of<'a>(report: &'a Value, id: &str) -> &'a str {
-    report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|check| check["id"] == id)
-        .unwrap_or_else(|| panic!("{id} missing from {report:#}"))["status"]
-        .as_str()
-        .unwrap()
 }
 
 #[test]
