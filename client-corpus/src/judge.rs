@@ -132,8 +132,11 @@ fn first_finding(case: &ClientCase, played: &Played) -> Option<Finding> {
             hard: true,
         });
     }
-    if let Some(why) = check_resumed(case, played).filter(|_| case.surface == ClientSurface::Sdk) {
-        return blame(first_rule, why);
+    // The SDK's cold resume, judged from the journal (ACP's is `acp::wire`'s).
+    if case.surface == ClientSurface::Sdk {
+        if let Some(why) = check_resumed(case, played) {
+            return blame(first_rule, why);
+        }
     }
     if let Some(finding) = crate::acp::wire::finding(case, &played.journal) {
         return Some(finding);

@@ -20,15 +20,20 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{passing_suite, sample_suite, RULES_JSON};
 
-/// Chromium: `/usr/bin/chromium`, else `chromium` on `PATH`.
+/// Chromium: `/usr/bin/chromium`, else `chromium` on `PATH`; `None` after saying the test skips.
 fn find_chromium() -> Option<PathBuf> {
     let fixed = PathBuf::from("/usr/bin/chromium");
-    if fixed.is_file() {
-        return Some(fixed);
+    let found = fixed.is_file().then_some(fixed).or_else(|| {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|dir| dir.join("chromium"))
+            .find(|candidate| candidate.is_file())
+    });
+    if found.is_none() {
+        dsh_test_support::skip(
+            "chromium not installed (apt-get install chromium to run this test)",
+        );
     }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join("chromium"))
-        .find(|candidate| candidate.is_file())
+    found
 }
 
 /// Kills the browser's whole process group and reaps it, however the test ends.
@@ -167,9 +172,6 @@ fn written_report(
 #[test]
 fn report_html_renders_its_matrix_in_chromium() {
     let Some(binary) = find_chromium() else {
-        dsh_test_support::skip(
-            "chromium not installed (apt-get install chromium to run this test)",
-        );
         return;
     };
     let (work, document, out) = written_report(sample_document);
@@ -409,9 +411,6 @@ fn probe_result(dom: &str) -> serde_json::Value {
 #[test]
 fn report_html_for_several_hosts_in_chromium() {
     let Some(binary) = find_chromium() else {
-        dsh_test_support::skip(
-            "chromium not installed (apt-get install chromium to run this test)",
-        );
         return;
     };
     let (work, document, out) = written_report(three_host_document);
@@ -576,9 +575,6 @@ fn rendered_text(dom: &str) -> String {
 #[test]
 fn report_html_survives_a_bad_fragment_and_shows_hidden_characters() {
     let Some(binary) = find_chromium() else {
-        dsh_test_support::skip(
-            "chromium not installed (apt-get install chromium to run this test)",
-        );
         return;
     };
     let (work, document, out) = written_report(hostile_names_document);
