@@ -136,6 +136,7 @@ fn main() -> ExitCode {
     }
 }
 
+#[derive(Debug)]
 struct Failure {
     message: String,
     code: u8,
