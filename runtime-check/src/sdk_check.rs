@@ -218,6 +218,7 @@ pub fn drive(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    let interpreter = script_interpreter(Path::new(command.get_program()));
     let mut child = dsh_engine::process::spawn_owned(&mut command)
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let (lines, received) = mpsc::channel::<String>();
@@ -298,6 +299,9 @@ pub fn drive(
                 v["method"] == *method && v.get("id").is_some()
             }),
             Step::Signal(signal) => {
+                if let Some(interpreter) = &interpreter {
+                    wait_exec(child.id(), interpreter, deadline);
+                }
                 let _ =
                     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), *signal);
             }
@@ -344,6 +348,41 @@ fn wait_model_requests(log: &Path, count: usize, deadline: Instant) {
     };
     while offered() < count && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The interpreter of `program` (a path, or a name on `PATH`) when it is a script (`#!` and a
+/// path): the real runtimes' installs are shell wrappers that `exec` the runtime.
+fn script_interpreter(program: &Path) -> Option<PathBuf> {
+    let program = if program.components().count() > 1 {
+        program.to_path_buf()
+    } else {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|dir| dir.join(program))
+            .find(|path| path.is_file())?
+    };
+    let mut head = [0u8; 256];
+    let read = std::io::Read::read(&mut std::fs::File::open(program).ok()?, &mut head).ok()?;
+    let line = head[..read]
+        .strip_prefix(b"#!")?
+        .split(|b| *b == b'\n')
+        .next()?;
+    let path = String::from_utf8_lossy(line)
+        .split_whitespace()
+        .next()?
+        .to_string();
+    std::fs::canonicalize(path).ok()
+}
+
+/// Waits until process `pid` no longer runs `interpreter` (it has exec'd the program its script
+/// starts), or `deadline`: a signal meant for the runtime must not reach its wrapper script,
+/// which catches SIGINT while it runs (dash) and may then exec the runtime with the signal lost.
+fn wait_exec(pid: u32, interpreter: &Path, deadline: Instant) {
+    let exe = format!("/proc/{pid}/exe");
+    while std::fs::canonicalize(&exe).is_ok_and(|running| running == interpreter)
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -888,4 +927,37 @@ pub fn report_json(target: &Target, results: &[CheckResult]) -> Value {
         "checks": checks,
         "totals": {"pass": results.len() - failed, "fail": failed},
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wrapper script's interpreter is found, and a signal step waits until the script has
+    /// exec'd what it starts.
+    #[test]
+    fn a_signal_waits_for_the_wrapper_script_to_exec_the_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("dsh");
+        std::fs::write(&script, "#!/bin/sh\nexec cat\n").unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let shell = std::fs::canonicalize("/bin/sh").unwrap();
+        assert_eq!(
+            script_interpreter(&script).as_deref(),
+            Some(shell.as_path())
+        );
+        let cat = std::fs::canonicalize("/bin/cat").unwrap();
+        assert_eq!(
+            script_interpreter(Path::new("cat")),
+            None,
+            "a binary is no script"
+        );
+        let mut child = Command::new(&script).stdin(Stdio::piped()).spawn().unwrap();
+        wait_exec(child.id(), &shell, Instant::now() + Duration::from_secs(60));
+        let running = std::fs::canonicalize(format!("/proc/{}/exe", child.id()));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(running.unwrap(), cat);
+    }
 }

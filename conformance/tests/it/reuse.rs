@@ -9,9 +9,10 @@ use serde_json::Value;
 use shell_driver_support::ShellDriverKit;
 
 /// A shell driver claiming `reuse`: it answers `case` (taking the case's `DSH_BIN`, `DSH_HOME` and
-/// root from it) and `discover`; in a case whose scenario says `leave-runtime` its discover also starts a
-/// runtime in a new session (its stdin a FIFO that never ends) and leaves it running; in one whose scenario says
-/// `log-key` it writes the case's credential to its stderr. Its own pid goes to `$HOSTILE_PID_DIR`.
+/// root from it) and `discover`; in a case whose scenario says `leave-runtime` its discover also
+/// starts a runtime in a new session (its stdin a FIFO that never ends), waits until it runs and
+/// leaves it running; in one whose scenario says `log-key` it writes the case's credential to its
+/// stderr. Its own pid goes to `$HOSTILE_PID_DIR`.
 const REUSING_DRIVER: &str = r#"#!/bin/sh
 echo "$$" >> "$HOSTILE_PID_DIR/driver.pids"
 dsh= home= root= key=
@@ -30,7 +31,14 @@ while IFS= read -r line; do
       if grep -q '"leave-runtime"' "$root/scenario.json" 2>/dev/null; then
         mkfifo "$root/never-ends"
         DSH_HOME="$home" setsid "$dsh" --profile open-design --stdio <>"$root/never-ends" >/dev/null 2>&1 &
-        echo "$!" >> "$HOSTILE_PID_DIR/runtime.pids"
+        pid=$!
+        echo "$pid" >> "$HOSTILE_PID_DIR/runtime.pids"
+        # Answered once the runtime is running (the case's dsh has exec'd fake-dsh), not while
+        # the fork is still starting: on a loaded machine the case could end before then.
+        tries=0
+        until readlink "/proc/$pid/exe" 2>/dev/null | grep -q 'fake-dsh$' || [ "$tries" -ge 1000 ]; do
+          tries=$((tries + 1)); sleep 0.01
+        done
       fi
       if grep -q '"log-key"' "$root/scenario.json" 2>/dev/null; then
         echo "using key $key" >&2
