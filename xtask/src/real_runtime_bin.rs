@@ -304,7 +304,8 @@ fn check_version(executable: &Path, reports: &str) -> Outcome {
 /// `$HOME/.cache`) at their first turn. The tests give every run a fresh `HOME`, so without this
 /// every real turn paid that unpacking again (2.5 s of system time each, most of the
 /// differentials' CPU); one directory beside the install is unpacked once per release. What is
-/// unpacked is the executable's own, read-only: no run can see another's through it.
+/// unpacked is the executable's own code, the same for every run: a run's state stays in its
+/// `HOME` and Harness home.
 fn package_cache(dir: &Path) -> PathBuf {
     dir.join("pkg-cache")
 }
