@@ -136,7 +136,6 @@ fn main() -> ExitCode {
     }
 }
 
-#[derive(Debug)]
 struct Failure {
     message: String,
     code: u8,

@@ -299,17 +299,6 @@ fn check_version(executable: &Path, reports: &str) -> Outcome {
     Ok(())
 }
 
-/// Where the runtimes unpack their bundled packages: the executables are `pkg` builds, which
-/// unpack about 3,700 files under `$PKG_NATIVE_CACHE_PATH/pkg/<hash>/` (by default
-/// `$HOME/.cache`) at their first turn. The tests give every run a fresh `HOME`, so without this
-/// every real turn paid that unpacking again (2.5 s of system time each, most of the
-/// differentials' CPU); one directory beside the install is unpacked once per release. What is
-/// unpacked is the executable's own code, the same for every run: a run's state stays in its
-/// `HOME` and Harness home.
-fn package_cache(dir: &Path) -> PathBuf {
-    dir.join("pkg-cache")
-}
-
 /// Writes one runtime's wrapper (every call, so an older install gets the current wrapper), and
 /// makes the executable's ripgrep sidecar (`<executable>-rg`, its `grep` tool) executable too:
 /// unpacking a wheel with `zipfile` keeps no mode bits.
@@ -328,16 +317,12 @@ fn write_wrapper(dir: &Path, wheel: &Wheel, runner: &Runner) -> Result<PathBuf, 
     } else {
         String::new()
     };
-    let cache_line = format!(
-        "PKG_NATIVE_CACHE_PATH=\"${{PKG_NATIVE_CACHE_PATH:-{}}}\"; export PKG_NATIVE_CACHE_PATH\n",
-        package_cache(dir).display()
-    );
     let path = dir.join(runner.wrapper);
     write_file(
         &path,
         &format!(
             "#!/bin/sh\n# {} {}, installed by `cargo xtask real-dsh --runtime-bin`.\n\
-             {config_line}{cache_line}exec '{}' \"$@\"\n",
+             {config_line}exec '{}' \"$@\"\n",
             wheel.distribution,
             wheel.version,
             executable.display()
@@ -373,37 +358,6 @@ mod tests {
             assert!(recipe.contains(&pin), "{recipe}");
         }
         assert_eq!(install_dir().file_name().unwrap(), "real-dsh-runtime-bin");
-    }
-
-    /// The wrapper runs the executable with the install's package cache unless the caller
-    /// chose one, and passes its arguments on as given.
-    #[test]
-    fn a_wrapper_shares_the_install_package_cache() {
-        let dir = tempfile::tempdir().unwrap();
-        let wheel = &WHEELS[0];
-        let runner = wheel.runner.as_ref().unwrap();
-        let executable = unpacked(dir.path(), wheel).join(runner.executable);
-        std::fs::create_dir_all(executable.parent().unwrap()).unwrap();
-        write_file(
-            &executable,
-            "#!/bin/sh\necho \"$PKG_NATIVE_CACHE_PATH|$*\"\n",
-        )
-        .unwrap();
-        make_executable(&executable).unwrap();
-        let wrapper = write_wrapper(dir.path(), wheel, runner).unwrap();
-        let said = |cache: Option<&str>| {
-            let mut command = Command::new(&wrapper);
-            command
-                .args(["--profile", "a b"])
-                .env_remove("PKG_NATIVE_CACHE_PATH");
-            if let Some(cache) = cache {
-                command.env("PKG_NATIVE_CACHE_PATH", cache);
-            }
-            String::from_utf8(command.output().unwrap().stdout).unwrap()
-        };
-        let shared = package_cache(dir.path());
-        assert_eq!(said(None), format!("{}|--profile a b\n", shared.display()));
-        assert_eq!(said(Some("/elsewhere")), "/elsewhere|--profile a b\n");
     }
 
     #[test]

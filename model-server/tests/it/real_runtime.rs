@@ -288,9 +288,6 @@ fn python_turn(
         .arg(prompt)
         .env("PYTHONPATH", python_path)
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        // The client starts the runtime's executable itself, not through the install's wrapper:
-        // the same unpacked-package cache the wrapper gives (xtask's `package_cache`).
-        .env("PKG_NATIVE_CACHE_PATH", dsh.with_file_name("pkg-cache"))
         .env_remove("DSH_HOME");
     let output = output_within(command, RUN_LIMIT);
     report(&output, &server);
